@@ -1,0 +1,43 @@
+# pangeo-hpc: the two set-up commands (`make demo`, `make test`) and a few helpers.
+# Needs only Python >= 3.11 and the package registries; everything goes into .venv.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+DATA ?= data/era5-demo
+PYTEST_ARGS ?=
+
+.PHONY: demo test lint bench system clean
+
+$(BIN)/python:
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pangeo-hpc needs Python >= 3.11: make PYTHON=python3.11 ...")'
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	@touch $@
+
+## demo: set up, write 20 years of 1-degree demo SST, run both SST recipes on a local cluster
+demo: $(VENV)/.installed
+	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DATA)
+	$(BIN)/python -m pangeo_hpc.run era5-sst-mean --data $(DATA)
+	$(BIN)/python -m pangeo_hpc.run era5-sst-trend --data $(DATA)
+
+## test: set up (Python packages and, as root, Debian's cdo), lint, run the whole test suite
+test: $(VENV)/.installed system lint
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check pangeo_hpc tests benchmarks
+	$(BIN)/ruff format --check pangeo_hpc tests benchmarks
+
+system:
+	bash ci/install-system.sh
+
+## bench: the SST-mean benchmark over >= 2 GB of demo data (not a test)
+bench: $(VENV)/.installed
+	$(BIN)/python benchmarks/sst_mean.py
+
+clean:
+	rm -rf $(VENV) results

@@ -1,0 +1,15 @@
+"""Exceptions that mean "the user asked for something that cannot be done as asked".
+
+The CLI turns them into one line on stderr and exit code 2; anything else is an internal
+failure (exit code 1).
+"""
+
+from __future__ import annotations
+
+
+class InputError(ValueError):
+    """A bad value given by the user; the message names the value and the fix."""
+
+
+class DataNotFoundError(InputError, FileNotFoundError):
+    """Requested data (files, months, variables) are not where they were looked for."""

@@ -1,0 +1,40 @@
+"""Compiled inner loops for the reductions recipes run over every value.
+
+Each kernel makes one pass over the data with float64 accumulators and skips NaN, where
+xarray's generic ``weighted`` path makes several (fillna, notnull, two dot products).
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+
+@numba.njit(nogil=True, cache=True)
+def _weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+    n, m = x.shape
+    out = np.zeros((n, 2))
+    for i in range(n):
+        num = 0.0
+        den = 0.0
+        for j in range(m):
+            v = x[i, j]
+            if v == v:  # not NaN
+                num += v * w[j]
+                den += w[j]
+        out[i, 0] = num
+        out[i, 1] = den
+    return out
+
+
+def weighted_nanmean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """Weighted mean over the last ``w.ndim`` axes of ``x``, skipping NaN (float64).
+
+    Returns NaN where every value is NaN or the weights of the valid values sum to zero.
+    """
+    lead = x.shape[: x.ndim - w.ndim]
+    flat = np.ascontiguousarray(x.reshape(-1, w.size))
+    sums = _weighted_sums(flat, np.ascontiguousarray(w, dtype="f8").ravel())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
+    return mean.reshape(lead)

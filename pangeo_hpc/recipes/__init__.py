@@ -1,0 +1,22 @@
+"""Recipes: pure, lazy functions on xarray objects.
+
+They never open files, start clusters or compute: give them Dask-backed data and they
+return Dask-backed results. Every one accepts CF latitude/longitude under any usual name,
+latitude in either order, and longitude in 0..360 or -180..180.
+"""
+
+from .indices import nino34
+from .means import global_mean, time_series, zonal_mean
+from .seasonal import anomaly, climatology
+from .trend import linear_trend, trend_global_mean
+
+__all__ = [
+    "anomaly",
+    "climatology",
+    "global_mean",
+    "linear_trend",
+    "nino34",
+    "time_series",
+    "trend_global_mean",
+    "zonal_mean",
+]

@@ -1,0 +1,47 @@
+"""Climate indices."""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from ..errors import InputError
+from ..grid import cell_area, horizontal_names, time_name
+from .means import time_series
+from .seasonal import anomaly
+
+NINO34 = {"lat": (-5.0, 5.0), "lon": (190.0, 240.0)}  # 5S-5N, 170W-120W
+
+
+def nino34(da: xr.DataArray, *, smooth: int = 1) -> xr.DataArray:
+    """Nino3.4 index: monthly SST anomaly averaged over 5S-5N, 170W-120W.
+
+    Parameters
+    ----------
+    da : DataArray
+        SST with a time dimension on a lat/lon grid (0..360 or -180..180 longitude).
+    smooth : int
+        Length of the centred running mean in months (3 gives the ONI); 1 means none.
+    """
+    lat, lon = horizontal_names(da)
+    if da[lat].ndim != 1 or da[lon].ndim != 1:
+        raise InputError("nino34 needs 1-D latitude and longitude coordinates")
+    t = time_name(da)
+    la = np.asarray(da[lat].values, dtype="f8")
+    lo = np.mod(np.asarray(da[lon].values, dtype="f8"), 360.0)
+    ilat = np.flatnonzero((la >= NINO34["lat"][0]) & (la <= NINO34["lat"][1]))
+    ilon = np.flatnonzero((lo >= NINO34["lon"][0]) & (lo <= NINO34["lon"][1]))
+    if ilat.size == 0 or ilon.size == 0:
+        raise InputError(
+            "the grid has no point in the Nino3.4 box (5S-5N, 170W-120W): "
+            "give data that covers the equatorial Pacific"
+        )
+    where = {da[lat].dims[0]: ilat, da[lon].dims[0]: ilon}
+    area = cell_area(da[lat], da[lon]).isel(where)  # areas of the whole grid's cells
+    monthly = time_series(da.isel(where), freq="monthly", weights=area)
+    index = anomaly(monthly)
+    if smooth > 1:
+        index = index.rolling({t: smooth}, center=True).mean()
+    return index.rename("nino34").assign_attrs(
+        units=da.attrs.get("units", "K"), long_name="Nino3.4 SST anomaly"
+    )

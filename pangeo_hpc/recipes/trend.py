@@ -1,0 +1,70 @@
+"""Least-squares linear trends."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from ..errors import InputError
+from ..grid import time_name
+from .means import global_mean
+
+_YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
+_SECONDS_PER_YEAR = 365.2425 * 86400.0
+
+
+def _decimal_years(time: xr.DataArray) -> np.ndarray:
+    values = np.asarray(time.values)
+    if np.issubdtype(values.dtype, np.datetime64):
+        seconds = (values - values[0]).astype("timedelta64[s]").astype("f8")
+    else:  # cftime objects
+        seconds = np.array([(v - values[0]).total_seconds() for v in values])
+    return seconds / _SECONDS_PER_YEAR
+
+
+def linear_trend(
+    da: xr.DataArray, *, per: Literal["year", "decade", "century"] = "decade", min_count: int = 3
+) -> xr.DataArray:
+    """Ordinary least-squares slope along time, per grid cell, skipping NaN.
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension (usually anomalies or annual means).
+    per : {"year", "decade", "century"}
+        Unit of time of the slope: the result is in ``units`` of ``da`` per ``per``.
+    min_count : int
+        Cells with fewer valid values get NaN.
+
+    Notes
+    -----
+    One pass over the data: the slope is ``(n Σtx - Σt Σx) / (n Σt² - (Σt)²)`` with time
+    centred on the middle of the period, so the sums are exact enough in float64.
+    """
+    if per not in _YEARS:
+        raise InputError(f"per={per!r} is not one of {sorted(_YEARS)}")
+    t = time_name(da)
+    years = _decimal_years(da[t])
+    tc = xr.DataArray((years - years.mean()) / _YEARS[per], dims=(t,))
+    valid = da.notnull()
+    x = da.astype("f8").fillna(0.0)
+    n = valid.sum(t)
+    st = (tc * valid).sum(t)
+    stt = (tc**2 * valid).sum(t)
+    sx = x.sum(t)
+    stx = (tc * x).sum(t)
+    denom = n * stt - st**2
+    slope = ((n * stx - st * sx) / denom.where(denom > 0)).where(n >= min_count)
+    units = da.attrs.get("units", "units")
+    return slope.rename("trend").assign_attrs(
+        units=f"{units} / {per}", long_name=f"linear trend of {da.name or 'field'} per {per}"
+    )
+
+
+def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
+    """Area-weighted global mean of a trend map, in the map's units."""
+    return global_mean(trend).assign_attrs(
+        units=trend.attrs.get("units", ""), long_name="global-mean linear trend"
+    )

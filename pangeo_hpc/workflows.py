@@ -1,0 +1,94 @@
+"""What each recipe spec computes: thin compositions of :mod:`pangeo_hpc.recipes`.
+
+A workflow takes the opened dataset and returns a lazy :class:`xarray.Dataset` of results;
+:func:`answer` then turns the computed results into the numbers a scientist reads first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from .errors import InputError
+from .grid import time_name
+from .recipes import anomaly, global_mean, linear_trend, nino34, time_series, trend_global_mean
+
+
+def sst_mean(ds: xr.Dataset, variable: str, *, frequency: str = "monthly") -> xr.Dataset:
+    """The FSx + Dask study: time-mean map and area-weighted global-mean series."""
+    da = ds[variable]
+    t = time_name(da)
+    series = time_series(da, freq=frequency)  # type: ignore[arg-type]
+    return xr.Dataset(
+        {
+            "time_mean": da.mean(t, skipna=True).assign_attrs(
+                units=da.attrs.get("units", ""),
+                long_name=f"time-mean {da.attrs.get('long_name', variable)}",
+            ),
+            "global_mean_series": series,
+            "global_mean": global_mean(da)
+            .mean(t)
+            .assign_attrs(
+                units=da.attrs.get("units", ""), long_name="area-weighted global and time mean"
+            ),
+        }
+    )
+
+
+def sst_trend(ds: xr.Dataset, variable: str, *, per: str = "decade") -> xr.Dataset:
+    """The climate signal: trend map of monthly anomalies, its global mean, and Nino3.4."""
+    da = ds[variable]
+    t = time_name(da)
+    monthly = da.resample({t: "MS"}).mean().assign_attrs(da.attrs)
+    anom = anomaly(monthly)
+    trend = linear_trend(anom, per=per)  # type: ignore[arg-type]
+    gm_anom = global_mean(anom).assign_attrs(units=da.attrs.get("units", ""))
+    return xr.Dataset(
+        {
+            "trend": trend,
+            "global_mean_trend": trend_global_mean(trend),
+            "global_mean_anomaly": gm_anom.assign_attrs(long_name="global-mean monthly anomaly"),
+            "nino34": nino34(monthly),
+        }
+    )
+
+
+WORKFLOWS: dict[str, Callable[..., xr.Dataset]] = {"sst-mean": sst_mean, "sst-trend": sst_trend}
+
+
+def build(recipe: str, ds: xr.Dataset, variable: str, options: dict[str, Any]) -> xr.Dataset:
+    """Run the workflow ``recipe`` lazily with the spec's ``options``."""
+    try:
+        return WORKFLOWS[recipe](ds, variable, **options)
+    except TypeError as exc:
+        raise InputError(f"options {options} do not fit recipe {recipe!r}: {exc}") from exc
+
+
+def answer(recipe: str, result: xr.Dataset) -> dict[str, Any]:
+    """The headline numbers of computed results, JSON-ready."""
+    if recipe == "sst-mean":
+        gm = float(result["global_mean"])
+        series = result["global_mean_series"]
+        return {
+            "global_mean_K": round(gm, 4),
+            "global_mean_degC": round(gm - 273.15, 4),
+            "series_min_K": round(float(series.min()), 4),
+            "series_max_K": round(float(series.max()), 4),
+            "steps": int(series.size),
+        }
+    if recipe == "sst-trend":
+        anom = result["global_mean_anomaly"]
+        t = time_name(anom)
+        years = (anom[t].values - anom[t].values[0]).astype("timedelta64[s]").astype("f8")
+        years /= 365.2425 * 86400
+        ok = np.isfinite(anom.values)
+        slope = np.polyfit(years[ok], anom.values[ok], 1)[0] * 10 if ok.sum() > 2 else np.nan
+        return {
+            "global_mean_trend_K_per_decade": round(float(result["global_mean_trend"]), 4),
+            "trend_of_global_mean_K_per_decade": round(float(slope), 4),
+            "nino34_std_K": round(float(result["nino34"].std()), 4),
+        }
+    raise InputError(f"unknown recipe {recipe!r}")

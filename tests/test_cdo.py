@@ -1,0 +1,61 @@
+"""global_mean equals CDO's fldmean (true cell areas, half cells at the poles, NaN skipped)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import require_tool
+
+from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.recipes import global_mean
+
+pytestmark = pytest.mark.cdo
+
+
+def cdo_fldmean(path: Path, variable: str | None = None) -> np.ndarray:
+    cdo = require_tool("cdo")
+    args = [cdo, "-s", "outputf,%.15g,1", "-fldmean"]
+    args += [f"-selname,{variable}", str(path)] if variable else [str(path)]
+    out = subprocess.run(args, capture_output=True, text=True, check=True).stdout
+    return np.array([float(v) for v in out.split()])
+
+
+def cdo_make(tmp_path: Path, name: str, operators: str) -> Path:
+    cdo = require_tool("cdo")
+    path = tmp_path / f"{name}.nc"
+    subprocess.run([cdo, "-s", "-f", "nc4", *operators.split(), str(path)], check=True)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("name", "operators"),
+    [
+        # random values on a 1 degree grid whose latitudes include both poles
+        ("random-poles", "-random,r360x181,42"),
+        # topography with the oceans masked out: NaN holes shaped like the continents
+        ("topo-land", "-setrtomiss,-20000,0 -topo,r360x181"),
+        # cell-centred 0.5 degree grid (no pole points), ocean depths only
+        ("topo-ocean", "-setrtomiss,0,20000 -topo,r720x360"),
+    ],
+)
+def test_global_mean_equals_cdo_on_cdo_fields(tmp_path, name, operators):
+    path = cdo_make(tmp_path, name, operators)
+    ds = xr.open_dataset(path)
+    var = next(iter(ds.data_vars))
+    expected = cdo_fldmean(path)
+    got = global_mean(ds[var].chunk()).compute().values.ravel()
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert np.isnan(ds[var].values).any() == ("topo" in name)
+
+
+def test_global_mean_equals_cdo_on_demo_files(demo_tree):
+    files = sorted(demo_tree.glob("2003/*/data/sea_surface_temperature.nc"))[:3]
+    ds = open_era5(source=demo_tree, start="2003-01", end="2003-03")
+    got = global_mean(ds.sea_surface_temperature).compute().values
+    expected = np.concatenate([cdo_fldmean(f, "sea_surface_temperature") for f in files])
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert np.isnan(ds.sea_surface_temperature[0].values).mean() > 0.3  # land and ice masked

@@ -1,0 +1,128 @@
+"""open_era5: the same values as xarray's open_mfdataset, lazily, with clear errors."""
+
+from __future__ import annotations
+
+import shutil
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from pangeo_hpc.demo import DemoSpec, generate
+from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.errors import DataNotFoundError, InputError
+
+
+def test_same_values_as_open_mfdataset(demo_tree):
+    ds = open_era5("sea_surface_temperature", "2001-11", "2002-02", source=demo_tree)
+    files = sorted(
+        str(p)
+        for y, ms in (("2001", ("11", "12")), ("2002", ("01", "02")))
+        for m in ms
+        for p in (demo_tree / y / m / "data").glob("*.nc")
+    )
+    ref = xr.open_mfdataset(files, combine="nested", concat_dim="time0")
+    xr.testing.assert_identical(
+        ds.sea_surface_temperature.compute(), ref.sea_surface_temperature.compute()
+    )
+    assert ds.time0.values[0] == np.datetime64("2001-11-01")
+    assert ds.encoding["source_files"] == files
+
+
+def test_lazy_whole_field_chunks_within_files(demo_tree):
+    ds = open_era5(source=demo_tree, start="2000-01", end="2000-03")
+    sst = ds.sea_surface_temperature
+    assert sst.chunks == ((31, 29, 31), (91,), (180,))
+    assert ds.attrs["institution"] == "ECMWF" and sst.attrs["units"] == "K"
+    assert "_FillValue" not in sst.attrs
+
+
+def test_small_chunks_follow_hdf5_time_chunks(demo_tree):
+    ds = open_era5(source=demo_tree, start="2000-01", end="2000-01", time_chunk_mb=0.001)
+    assert ds.sea_surface_temperature.chunks[0] == (24, 7)
+    np.testing.assert_array_equal(
+        ds.sea_surface_temperature[20:30].values,
+        open_era5(source=demo_tree, start="2000-01", end="2000-01")
+        .sea_surface_temperature[20:30]
+        .values,
+    )
+
+
+def test_default_period_is_the_whole_tree(demo_tree):
+    ds = open_era5(source=demo_tree)
+    assert (
+        str(ds.time0.values[0])[:10] == "2000-01-01"
+        and str(ds.time0.values[-1])[:10] == "2009-12-31"
+    )
+
+
+def test_indexing_with_integers_and_arrays(demo_tree):
+    sst = open_era5(source=demo_tree, start="2000-01", end="2000-02").sea_surface_temperature
+    full = sst.values
+    np.testing.assert_array_equal(sst[40, 10, 20].values, full[40, 10, 20])
+    np.testing.assert_array_equal(sst.isel(time0=[3, 45, 30]).values, full[[3, 45, 30]])
+    np.testing.assert_array_equal(sst.isel(lat=[5, 1]).values, full[:, [5, 1]])
+
+
+def test_missing_months_are_listed_with_the_fix(demo_copy):
+    shutil.rmtree(demo_copy / "2001" / "03")
+    shutil.rmtree(demo_copy / "2001" / "04")
+    with pytest.raises(
+        DataNotFoundError, match=r"2 of 24 months .* missing .*\(2001-03\.\.2001-04\).*demo-data"
+    ):
+        open_era5(source=demo_copy, start="2000-01", end="2001-12")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        (
+            {"variable": "sst"},
+            DataNotFoundError,
+            r"variable 'sst' is not in .* holds \['sea_surface_temperature'\]",
+        ),
+        ({"start": "2001-13"}, InputError, "month 13"),
+        ({"start": "2001-05", "end": "2001-01"}, InputError, "is empty"),
+        ({"start": "last year"}, InputError, "write it as YYYY-MM"),
+        ({"start": "1990-01", "end": "1990-02"}, DataNotFoundError, "2 of 2 months"),
+        ({"source": "s3://era5-pds"}, InputError, "not supported yet; mount the bucket"),
+        ({"time_chunk_mb": -1}, InputError, "must be positive"),
+    ],
+)
+def test_bad_input(demo_copy, kwargs, error, match):
+    args = {
+        "variable": "sea_surface_temperature",
+        "start": "2000-01",
+        "end": "2000-02",
+        "source": demo_copy,
+    }
+    with pytest.raises(error, match=match):
+        open_era5(**{**args, **kwargs})
+
+
+def test_missing_directory(tmp_path):
+    with pytest.raises(
+        DataNotFoundError, match="does not exist: pass --data DIR, or create demo data"
+    ):
+        open_era5(source=tmp_path / "nowhere", start="2000-01", end="2000-01")
+    with pytest.raises(DataNotFoundError, match="no 'sea_surface_temperature' files"):
+        open_era5(source=tmp_path)
+
+
+def test_a_file_on_another_grid_is_named(demo_copy, tmp_path):
+    odd = generate(tmp_path / "odd", DemoSpec(resolution=10.0, start="2000-02", end="2000-02"))[0]
+    target = demo_copy / "2000" / "02" / "data" / "sea_surface_temperature.nc"
+    shutil.copy(odd, target)
+    with pytest.raises(
+        InputError, match=r"2000/02/data/sea_surface_temperature.nc' has .*share one grid"
+    ):
+        open_era5(source=demo_copy, start="2000-01", end="2000-03")
+
+
+def test_a_truncated_file_is_an_error_naming_it(demo_copy):
+    target = demo_copy / "2000" / "02" / "data" / "sea_surface_temperature.nc"
+    target.write_bytes(target.read_bytes()[:5000])
+    with pytest.raises(
+        InputError, match=r"2000/02/data/sea_surface_temperature.nc.*not a readable NetCDF4"
+    ):
+        open_era5(source=demo_copy, start="2000-01", end="2000-03")
