@@ -54,6 +54,7 @@ def _series(ax: plt.Axes, da: xr.DataArray, title: str, *, fit: bool = False) ->
             label=f"linear fit: {coef[0] * 10:+.3f} {da.attrs.get('units', '')}/decade",
         )
         ax.legend(loc="upper left")
+    ax.set_xlabel("time")
     ax.set_ylabel(f"{da.attrs.get('units', '')}")
     ax.set_title(title)
     ax.grid(alpha=0.3)

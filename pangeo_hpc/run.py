@@ -57,12 +57,14 @@ def _demo_data(argv: Sequence[str]) -> int:
         trend=a.trend,
     )
 
+    tty = sys.stdout.isatty()
+
     def show(done: int, total: int) -> None:
-        print(
-            f"\rdemo-data: {done}/{total} months written",
-            end="" if done < total else "\n",
-            flush=True,
-        )
+        if tty:
+            end = "" if done < total else "\n"
+            print(f"\rdemo-data: {done}/{total} months written", end=end, flush=True)
+        elif done == total or done % max(1, total // 10) == 0:  # logs: about ten lines
+            print(f"demo-data: {done}/{total} months written", flush=True)
 
     files = generate(a.out, spec, workers=a.workers, overwrite=a.overwrite, progress=show)
     print(f"demo-data: {len(files)} monthly files in {a.out}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import platform
-import sys
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -19,6 +18,7 @@ from .era5 import open_era5
 from .errors import InputError
 from .outputs import atomic_dir, write_json
 from .plotting import PLOTS
+from .progress import show_progress
 from .specs import RecipeSpec
 
 
@@ -63,16 +63,14 @@ def run_recipe(
     da = ds[spec.variable]
     with get_cluster(cluster, workers=workers) as cl:  # type: ignore[arg-type]
         from distributed import Client
-        from distributed import progress as dask_progress
 
         with Client(cl) as client:
             n_workers = len(client.scheduler_info()["workers"])
             log(f"cluster: {n_workers} worker processes, dashboard {cl.dashboard_link}")
             t_cluster = time.perf_counter()
             future = client.compute(lazy)
-            if progress and sys.stdout.isatty():
-                dask_progress(future)
-                log("")
+            if progress:
+                show_progress(future)
             result = future.result()
             t_compute = time.perf_counter()
     answer = workflows.answer(spec.recipe, result)

@@ -13,7 +13,7 @@ import numpy as np
 import xarray as xr
 
 from .errors import InputError
-from .grid import time_name
+from .grid import horizontal_names, time_name
 from .recipes import anomaly, global_mean, linear_trend, nino34, time_series, trend_global_mean
 
 
@@ -43,6 +43,12 @@ def sst_trend(ds: xr.Dataset, variable: str, *, per: str = "decade") -> xr.Datas
     da = ds[variable]
     t = time_name(da)
     monthly = da.resample({t: "MS"}).mean().assign_attrs(da.attrs)
+    if monthly.chunks is not None:
+        # monthly means are ~30x smaller than the input: regroup them into few large chunks
+        # (whole time series, bands of latitude) so that anomalies and trends are a few
+        # big tasks instead of thousands of one-month ones
+        lat, _ = horizontal_names(monthly)
+        monthly = monthly.chunk({t: -1, lat: "auto"})
     anom = anomaly(monthly)
     trend = linear_trend(anom, per=per)  # type: ignore[arg-type]
     gm_anom = global_mean(anom).assign_attrs(units=da.attrs.get("units", ""))

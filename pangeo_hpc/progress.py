@@ -1,0 +1,40 @@
+"""Progress of a Dask computation: a bar on a terminal, a few plain lines in batch logs."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from dask.utils import format_time
+from distributed.diagnostics.progressbar import TextProgressBar
+
+
+class LogProgress(TextProgressBar):
+    """One line per ``step`` percent, for job logs where a redrawn bar is unreadable."""
+
+    def __init__(self, keys: Any, *, step: int = 10, **kwargs: Any) -> None:
+        self._step = step
+        self._next = step
+        super().__init__(keys, **kwargs)
+
+    def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
+        percent = int(100 * (1 - remaining / all)) if all else 100
+        if percent >= self._next:
+            print(
+                f"progress: {percent:3d}% of {all} tasks, {format_time(self.elapsed)}", flush=True
+            )
+            self._next = (percent // self._step + 1) * self._step
+
+    def _draw_stop(self, **kwargs: Any) -> None:
+        pass
+
+
+def show_progress(future: Any) -> None:
+    """Block until ``future`` is done, showing its progress on stdout."""
+    if sys.stdout.isatty():
+        from distributed import progress
+
+        progress(future)
+        print()
+    else:
+        LogProgress([future])
