@@ -1,22 +1,22 @@
 #!/usr/bin/env bash
-# System tools the tests compare against or run: Debian packages, installed when missing.
-# As root it installs them; otherwise it says what is missing (those tests then skip,
-# except under CI=true, where they fail).
+# System parts the tests use, from Debian: cdo (a reference), and a one-node Slurm and
+# Grid Engine (real batch schedulers). As root they are installed and started; otherwise
+# this says what is missing (those tests then skip, except under CI=true, where they fail).
 set -euo pipefail
-
-packages=(cdo)
-missing=()
-for p in "${packages[@]}"; do
-  command -v "$p" >/dev/null 2>&1 || missing+=("$p")
-done
-[ ${#missing[@]} -eq 0 ] && exit 0
+here=$(cd "$(dirname "$0")" && pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-system: missing ${missing[*]} (as root: apt-get install ${missing[*]});" \
-       "the tests that need them will skip" >&2
+  command -v cdo >/dev/null || echo "install-system: cdo missing (apt-get install cdo)" >&2
+  echo "install-system: not root: Slurm and Grid Engine are not started (sudo bash" \
+       "ci/slurm/start.sh; sudo bash ci/sge/start.sh); their tests will skip" >&2
   exit 0
 fi
-export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-echo "install-system: installed ${missing[*]}"
+
+if ! command -v cdo >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends cdo >/dev/null
+  echo "install-system: installed cdo"
+fi
+bash "$here/slurm/start.sh"
+bash "$here/sge/start.sh"

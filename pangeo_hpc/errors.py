@@ -13,3 +13,7 @@ class InputError(ValueError):
 
 class DataNotFoundError(InputError, FileNotFoundError):
     """Requested data (files, months, variables) are not where they were looked for."""
+
+
+class ClusterError(RuntimeError):
+    """The cluster could not be started or its workers did not come; the message says why."""

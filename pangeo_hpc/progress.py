@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import sys
 from typing import Any
 
@@ -38,3 +40,20 @@ def show_progress(future: Any) -> None:
         print()
     else:
         LogProgress([future])
+
+
+class _FeedCancelled(logging.Filter):
+    """Drop the scheduler's log of its progress feed being cancelled at shutdown.
+
+    The feed sleeps between updates; when the cluster closes right after a computation,
+    the sleep is cancelled and ``distributed`` logs a CancelledError traceback that means
+    nothing to the user.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[0] if record.exc_info else None
+        return not (exc is asyncio.CancelledError and record.name == "distributed.scheduler")
+
+
+_FILTER = _FeedCancelled()
+logging.getLogger("distributed.scheduler").addFilter(_FILTER)

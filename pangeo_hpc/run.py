@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import traceback
 from collections.abc import Sequence
 
-from .errors import InputError
-
-VERBS = ("demo-data", "list")
+from .errors import ClusterError, InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -32,6 +32,89 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number, e.g. 2")
     return value
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster")
+    g.add_argument(
+        "--cluster",
+        default="local",
+        choices=("auto", "local", "slurm", "pbs", "sge"),
+        help="where the workers run (default local; auto: Slurm if it answers)",
+    )
+    g.add_argument("--profile", help="site profile (see `profiles`)")
+    g.add_argument("--workers", type=_positive_int, help="local worker processes")
+    g.add_argument("--jobs", type=_positive_int, help="batch jobs to submit (default 1)")
+    for opt in ("queue", "account", "walltime", "memory", "interface"):
+        g.add_argument(f"--{opt}", help=f"batch jobs' {opt} (overrides the profile)")
+    g.add_argument("--cores", type=_positive_int, help="cores per batch job")
+    g.add_argument("--processes", type=_positive_int, help="worker processes per batch job")
+
+
+def _batch(a: argparse.Namespace) -> dict:
+    keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
+    return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
+
+
+def _profiles(argv: Sequence[str]) -> int:
+    from . import profiles
+
+    _Parser(prog="profiles", description="List the site profiles.").parse_args(argv)
+    for name in profiles.names():
+        print(f"{name:20s} {profiles.describe(name)}")
+    return 0
+
+
+def _job_script(argv: Sequence[str]) -> int:
+    from .cluster import get_cluster, kind_of
+
+    p = _Parser(prog="job-script", description="Print the batch script workers are started with.")
+    _cluster_args(p)
+    a = p.parse_args(argv)
+    kind = a.cluster if a.cluster != "local" else "auto"
+    cluster = get_cluster(kind, profile=a.profile, preview=True, **_batch(a))
+    try:
+        if kind_of(cluster) == "local":
+            raise InputError(
+                "a local cluster has no job script: pass --cluster slurm, pbs or "
+                "sge, or a --profile of a batch site"
+            )
+        script = cluster.job_script()
+        if kind_of(cluster) != "local" and "127.0.0.1" in script and (a.interface or a.profile):
+            print(
+                "# the scheduler address below is this host's; on the site it is the login "
+                "node's address on the profile's interface"
+            )
+        print(script)
+    finally:
+        cluster.close()
+    return 0
+
+
+def _tunnel(argv: Sequence[str]) -> int:
+    from .tunnel import tunnel_command
+
+    p = _Parser(
+        prog="tunnel",
+        description="Print the ssh line that forwards the dashboard "
+        "and JupyterLab from a compute node to your laptop.",
+    )
+    p.add_argument("--login", required=True, help="login host you ssh to, e.g. hpc.example.org")
+    p.add_argument("--user", help="your user name there")
+    p.add_argument("--node", help="host running the services (default: this one)")
+    p.add_argument("--dashboard-port", type=_positive_int, default=8787)
+    p.add_argument("--lab-port", type=_positive_int, help="JupyterLab's port, if running")
+    p.add_argument("--local-port", type=_positive_int, help="port on your laptop (default same)")
+    a = p.parse_args(argv)
+    ports = {"dashboard": a.dashboard_port}
+    if a.lab_port:
+        ports["jupyterlab"] = a.lab_port
+    print(
+        tunnel_command(
+            login=a.login, user=a.user, node=a.node, ports=ports, local_base=a.local_port
+        )
+    )
+    return 0
 
 
 def _demo_data(argv: Sequence[str]) -> int:
@@ -91,8 +174,7 @@ def _recipe(argv: Sequence[str]) -> int:
     p.add_argument("--data", help="root of the era5-pds tree (default config data.root)")
     p.add_argument("--start", help="first month, YYYY-MM (default: the spec's)")
     p.add_argument("--end", help="last month, YYYY-MM (default: the spec's)")
-    p.add_argument("--cluster", default="local", choices=("auto", "local", "slurm", "pbs", "sge"))
-    p.add_argument("--workers", type=_positive_int, help="worker processes")
+    _cluster_args(p)
     p.add_argument("--out", help="output folder (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -104,7 +186,10 @@ def _recipe(argv: Sequence[str]) -> int:
         start=a.start,
         end=a.end,
         cluster=a.cluster,
+        profile=a.profile,
         workers=a.workers,
+        jobs=a.jobs,
+        batch=_batch(a),
         out=a.out,
         fmt=a.format,
         progress=not a.no_progress,
@@ -120,22 +205,50 @@ def _recipe(argv: Sequence[str]) -> int:
     return 0
 
 
+_VERBS = {
+    "demo-data": _demo_data,
+    "list": _list,
+    "profiles": _profiles,
+    "job-script": _job_script,
+    "tunnel": _tunnel,
+}
+
+
+def _interruptible() -> None:
+    """Ctrl-C and SIGTERM unwind the run, so that clusters close and batch jobs are cancelled.
+
+    Installed explicitly: a process started in the background by a shell inherits SIGINT
+    ignored, and Python then never raises KeyboardInterrupt.
+    """
+
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        signal.signal(signal.SIGTERM, terminate)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
+    _interruptible()
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print(__doc__.strip())
-        print("\nverbs: demo-data, list, or the name of a recipe (see `list`); each has --help")
+        print(
+            f"\nverbs: {', '.join(_VERBS)}, or the name of a recipe (see `list`); each has --help"
+        )
         return 0 if args else 2
     try:
-        if args[0] == "demo-data":
-            return _demo_data(args[1:])
-        if args[0] == "list":
-            return _list(args[1:])
+        if args[0] in _VERBS:
+            return _VERBS[args[0]](args[1:])
         return _recipe(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    except ClusterError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

@@ -12,8 +12,8 @@ from typing import Any
 
 import xarray as xr
 
-from . import config, workflows
-from .cluster import get_cluster
+from . import config, profiles, workflows
+from .cluster import kind_of, running_cluster
 from .era5 import open_era5
 from .errors import InputError
 from .outputs import atomic_dir, write_json
@@ -38,7 +38,10 @@ def run_recipe(
     start: str | None = None,
     end: str | None = None,
     cluster: str = "local",
+    profile: str | None = None,
     workers: int | None = None,
+    jobs: int | None = None,
+    batch: dict[str, Any] | None = None,
     out: str | Path | None = None,
     fmt: str | None = None,
     progress: bool = True,
@@ -47,7 +50,9 @@ def run_recipe(
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and ``summary.json``.
 
     Everything the user typed is checked before a cluster starts; the outputs appear in
-    ``out`` (default ``<output.root>/<spec.name>``) all together or not at all.
+    ``out`` (default ``<output.root>/<spec.name>``) all together or not at all. ``cluster``,
+    ``profile``, ``workers`` (local), ``jobs`` and ``batch`` (profile overrides such as
+    ``{"walltime": "00:30:00"}``) go to :func:`pangeo_hpc.cluster.running_cluster`.
     """
     t0 = time.perf_counter()
     fmt = fmt or spec.format
@@ -56,23 +61,24 @@ def run_recipe(
     out = Path(out) if out is not None else Path(config.get("output.root")) / spec.name
     if out.exists() and not out.is_dir():
         raise InputError(f"--out {str(out)!r} is a file: give a folder for the outputs")
-    root = config.get("data.root", data)
+    site = profiles.resolve(profile) if profile and profile != "auto" else {}
+    root = data or site.get("data_root") or config.get("data.root")
     ds = open_era5(spec.variable, start or spec.start, end or spec.end, source=root)
     lazy = workflows.build(spec.recipe, ds, spec.variable, spec.options)
     t_open = time.perf_counter()
     da = ds[spec.variable]
-    with get_cluster(cluster, workers=workers) as cl:  # type: ignore[arg-type]
-        from distributed import Client
-
-        with Client(cl) as client:
-            n_workers = len(client.scheduler_info()["workers"])
-            log(f"cluster: {n_workers} worker processes, dashboard {cl.dashboard_link}")
-            t_cluster = time.perf_counter()
-            future = client.compute(lazy)
-            if progress:
-                show_progress(future)
-            result = future.result()
-            t_compute = time.perf_counter()
+    with running_cluster(cluster, profile=profile, workers=workers, jobs=jobs, **(batch or {})) as (
+        cl,
+        client,
+    ):  # type: ignore[arg-type]
+        n_workers = len(client.scheduler_info()["workers"])
+        log(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
+        t_cluster = time.perf_counter()
+        future = client.compute(lazy)
+        if progress:
+            show_progress(future)
+        result = future.result()
+        t_compute = time.perf_counter()
     answer = workflows.answer(spec.recipe, result)
     period = (str(da[da.dims[0]].values[0])[:10], str(da[da.dims[0]].values[-1])[:10])
     summary = {
@@ -87,7 +93,7 @@ def run_recipe(
             "bytes_on_disk": ds.encoding["source_bytes"],
             "bytes_uncompressed": int(da.nbytes),
         },
-        "cluster": {"kind": cluster, "workers": n_workers},
+        "cluster": {"kind": kind_of(cl), "profile": profile, "workers": n_workers, "jobs": jobs},
         "timings_s": {
             "open": round(t_open - t0, 3),
             "cluster_start": round(t_cluster - t_open, 3),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import time
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -53,3 +55,63 @@ def require_tool(name: str) -> str:
             pytest.fail(f"{name} is not installed, and CI=true: ci/install-system.sh installs it")
         pytest.skip(f"{name} is not installed (Debian: apt-get install {name}); CI installs it")
     return path
+
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def require_service(name: str, available, start_script: Path) -> None:
+    """Make sure a local server runs: start it with the project's script as root; without
+    root skip, except under CI=true where it must run."""
+    if available():
+        return
+    if os.geteuid() == 0:
+        subprocess.run(["bash", str(start_script)], check=True, timeout=900)
+        assert available(), f"{start_script} ran but {name} does not answer"
+        return
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{name} is not running and CI=true: run {start_script} as root first")
+    pytest.skip(f"{name} is not running; starting it needs root: sudo bash {start_script}")
+
+
+@pytest.fixture(scope="session")
+def slurm() -> None:
+    """A one-node Slurm cluster on this machine (ci/slurm/start.sh)."""
+    from pangeo_hpc.cluster import slurm_available
+
+    require_service("Slurm", slurm_available, ROOT / "ci" / "slurm" / "start.sh")
+
+
+def queue(name: str = "dask-worker") -> list[str]:
+    """Slurm jobs of ``name`` still known to the controller (any state)."""
+    out = subprocess.run(
+        ["squeue", "-h", "-n", name, "-o", "%i %T"], capture_output=True, text=True, check=True
+    ).stdout
+    return out.split("\n")[:-1]
+
+
+def wait_queue_empty(name: str = "dask-worker", timeout: float = 60) -> list[str]:
+    """Poll squeue until no job of ``name`` is left (completing jobs take a few seconds)."""
+    deadline = time.monotonic() + timeout
+    while (left := queue(name)) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    return left
+
+
+def sge_available() -> bool:
+    """True when a Grid Engine qmaster answers and has an exec host."""
+    if shutil.which("qstat") is None or shutil.which("qhost") is None:
+        return False
+    try:
+        r = subprocess.run(
+            ["qstat", "-f", "-q", "all.q"], capture_output=True, text=True, timeout=20
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0 and "all.q@" in r.stdout
+
+
+@pytest.fixture(scope="session")
+def sge() -> None:
+    """A one-node Son of Grid Engine on this machine (ci/sge/start.sh)."""
+    require_service("Grid Engine", sge_available, ROOT / "ci" / "sge" / "start.sh")

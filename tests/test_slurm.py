@@ -1,0 +1,187 @@
+"""Real Slurm (one node on this machine, started by ci/slurm/start.sh): recipes, worker
+environment, scaling, diagnostics, and no job left behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import dask
+import pytest
+from conftest import ROOT, queue, wait_queue_empty
+
+from pangeo_hpc.cluster import running_cluster
+from pangeo_hpc.errors import ClusterError
+
+pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm")]
+
+SMALL = {"cores": 1, "memory": "1GB", "walltime": "00:10:00"}
+
+
+@pytest.fixture(autouse=True)
+def private_logs(tmp_path, monkeypatch):
+    """Job logs in the test's folder; and no job of a failed test leaks into the next."""
+    monkeypatch.setenv("DASK_PANGEO_HPC__CLUSTER__LOG_DIRECTORY", str(tmp_path / "logs"))
+    with dask.config.set({"pangeo-hpc.cluster.log-directory": str(tmp_path / "logs")}):
+        yield
+    left = wait_queue_empty()
+    if left:
+        subprocess.run(["scancel", "-n", "dask-worker"], check=False)
+        pytest.fail(f"jobs left in the queue: {left}")
+
+
+def test_workers_get_the_environment_and_scale():
+    with running_cluster("slurm", jobs=1, timeout=120, **SMALL) as (cluster, client):
+        env = client.run(
+            lambda: {
+                k: os.environ.get(k)
+                for k in (
+                    "HDF5_USE_FILE_LOCKING",
+                    "OMP_NUM_THREADS",
+                    "OPENBLAS_NUM_THREADS",
+                    "SLURM_JOB_ID",
+                )
+            }
+        )
+        (worker_env,) = env.values()
+        assert worker_env["HDF5_USE_FILE_LOCKING"] == "FALSE"
+        assert worker_env["OMP_NUM_THREADS"] == "1" and worker_env["OPENBLAS_NUM_THREADS"] == "1"
+        assert worker_env["SLURM_JOB_ID"]  # really inside a Slurm job
+        assert set(client.run(lambda: sys.executable).values()) == {sys.executable}
+        cluster.scale(jobs=2)
+        client.wait_for_workers(2, timeout=120)
+        assert len(queue()) == 2
+        cluster.scale(jobs=1)
+        deadline = time.monotonic() + 60
+        while len(client.scheduler_info()["workers"]) > 1 and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert len(client.scheduler_info()["workers"]) == 1
+    assert wait_queue_empty() == []
+
+
+def test_an_exception_inside_cancels_the_jobs():
+    with pytest.raises(ZeroDivisionError):
+        with running_cluster("slurm", jobs=2, timeout=120, **SMALL) as (_, client):
+            assert len(queue()) == 2
+            client.submit(lambda: 1 / 0).result()
+    assert wait_queue_empty() == []
+
+
+def test_workers_that_never_connect_are_explained_and_cancelled():
+    never = {**SMALL, "job_script_prologue": ["echo 'stuck before the worker starts'", "sleep 600"]}
+    with pytest.raises(ClusterError) as info:
+        with running_cluster("slurm", jobs=1, timeout=10, **never):
+            pass
+    message = str(info.value)
+    assert "0 of 1 Dask workers connected within 10 s" in message
+    assert "RUNNING" in message  # the job ran but its worker never came
+    assert "stuck before the worker starts" in message  # the log tail
+    assert "usual causes" in message and "interface=" in message
+    assert wait_queue_empty() == []
+
+
+def test_a_request_slurm_refuses_fails_fast_without_jobs():
+    t = time.monotonic()
+    with pytest.raises(ClusterError, match="refuses the worker job .*lower memory="):
+        with running_cluster("slurm", jobs=1, timeout=120, **{**SMALL, "memory": "100TB"}):
+            pass
+    assert time.monotonic() - t < 60 and queue() == []
+
+
+def _cli(*args, **kwargs):
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pangeo_hpc.run", *args],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kwargs,
+    )
+
+
+@pytest.mark.slow
+def test_recipe_runs_end_to_end_on_slurm(demo_tree, tmp_path):
+    out = tmp_path / "out"
+    p = _cli(
+        "era5-sst-mean",
+        "--data",
+        str(demo_tree),
+        "--start",
+        "2001-01",
+        "--end",
+        "2002-12",
+        "--cluster",
+        "slurm",
+        "--jobs",
+        "2",
+        "--cores",
+        "1",
+        "--memory",
+        "2GB",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    _, stderr = p.communicate(timeout=600)
+    assert p.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cluster"]["kind"] == "slurm" and summary["cluster"]["workers"] == 2
+    # the same numbers as on a local cluster
+    local = tmp_path / "local"
+    p = _cli(
+        "era5-sst-mean",
+        "--data",
+        str(demo_tree),
+        "--start",
+        "2001-01",
+        "--end",
+        "2002-12",
+        "--workers",
+        "1",
+        "--out",
+        str(local),
+        cwd=tmp_path,
+    )
+    assert p.communicate(timeout=600) and p.returncode == 0
+    assert json.loads((local / "summary.json").read_text())["answer"] == summary["answer"]
+    assert wait_queue_empty() == []
+
+
+@pytest.mark.slow
+def test_ctrl_c_in_the_cli_cancels_the_jobs(demo_tree, tmp_path):
+    p = _cli(
+        "era5-sst-trend",
+        "--data",
+        str(demo_tree),
+        "--start",
+        "2000-01",
+        "--end",
+        "2009-12",
+        "--cluster",
+        "slurm",
+        "--jobs",
+        "2",
+        "--cores",
+        "1",
+        "--memory",
+        "2GB",
+        "--out",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
+    deadline = time.monotonic() + 120
+    while len(queue()) < 2 and time.monotonic() < deadline and p.poll() is None:
+        time.sleep(0.2)
+    assert len(queue()) == 2, p.stderr.read() if p.poll() is not None else "jobs never queued"
+    p.send_signal(signal.SIGINT)  # while the workers start or compute
+    _, stderr = p.communicate(timeout=120)
+    assert p.returncode == 130, stderr
+    assert "interrupted" in stderr
+    assert wait_queue_empty() == []
+    assert not (tmp_path / "out").exists()
