@@ -24,7 +24,7 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m pangeo_hpc.run era5-sst-mean --data $(DATA)
 	$(BIN)/python -m pangeo_hpc.run era5-sst-trend --data $(DATA)
 
-## test: set up (Python packages and, as root, Debian's cdo), lint, run the whole test suite
+## test: set up (Python packages; as root also cdo, Slurm and Grid Engine), lint, run all tests
 test: $(VENV)/.installed system lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 

@@ -117,6 +117,42 @@ def _tunnel(argv: Sequence[str]) -> int:
     return 0
 
 
+def _lab(argv: Sequence[str]) -> int:
+    from .lab import instructions, submit_lab
+
+    p = _Parser(
+        prog="lab",
+        description="Start JupyterLab as a Slurm job on a compute node "
+        "and print the ssh tunnel line and the URL (with its token).",
+    )
+    p.add_argument("--login", help="login host you ssh to (for the tunnel line)")
+    p.add_argument("--user", help="your user name there")
+    p.add_argument("--walltime", default="02:00:00")
+    p.add_argument("--cores", type=_positive_int, default=1)
+    p.add_argument("--memory", default="4G", help="e.g. 4G")
+    p.add_argument("--queue", help="partition")
+    p.add_argument(
+        "--ip",
+        default="127.0.0.1",
+        help="address JupyterLab listens on (default loopback: the tunnel hops "
+        "through the login node to the compute node)",
+    )
+    p.add_argument("--notebook-dir", help="folder JupyterLab opens (default: here)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds to wait for the job")
+    a = p.parse_args(argv)
+    job = submit_lab(
+        walltime=a.walltime,
+        cores=a.cores,
+        memory=a.memory,
+        queue=a.queue,
+        ip=a.ip,
+        notebook_dir=a.notebook_dir,
+        timeout=a.timeout,
+    )
+    print(instructions(job, login=a.login, user=a.user))
+    return 0
+
+
 def _demo_data(argv: Sequence[str]) -> int:
     from .demo import DemoSpec, generate
 
@@ -211,6 +247,7 @@ _VERBS = {
     "profiles": _profiles,
     "job-script": _job_script,
     "tunnel": _tunnel,
+    "lab": _lab,
 }
 
 

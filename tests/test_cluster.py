@@ -190,3 +190,14 @@ def test_making_a_batch_cluster_keeps_the_sigint_handler():
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
+
+
+def test_lab_job_script_keeps_the_token_out(tmp_path):
+    from pangeo_hpc.lab import lab_job_script
+
+    s = lab_job_script(folder=tmp_path, walltime="90m", memory="8G", queue="gpu", ip="0.0.0.0")
+    assert "#SBATCH -t 01:30:00" in s and "#SBATCH --mem=8G" in s and "#SBATCH -p gpu" in s
+    assert f'JUPYTER_TOKEN="$(cat {tmp_path}/token)"' in s  # read from a user-only file
+    assert "--IdentityProvider.token" not in s and "--ip=0.0.0.0" in s
+    assert "DASK_DISTRIBUTED__DASHBOARD__LINK='/proxy/{port}/status'" in s
+    assert "export HDF5_USE_FILE_LOCKING=FALSE" in s and "umask 077" in s

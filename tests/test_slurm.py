@@ -185,3 +185,32 @@ def test_ctrl_c_in_the_cli_cancels_the_jobs(demo_tree, tmp_path):
     assert "interrupted" in stderr
     assert wait_queue_empty() == []
     assert not (tmp_path / "out").exists()
+
+
+def test_jupyterlab_as_a_batch_job_with_token_and_dashboard_proxy(tmp_path, monkeypatch):
+    import urllib.error
+    import urllib.request
+
+    from distributed import LocalCluster
+
+    from pangeo_hpc.lab import instructions, submit_lab
+
+    monkeypatch.chdir(tmp_path)
+    job = submit_lab(walltime="00:10:00", memory="2G", notebook_dir=str(tmp_path), timeout=120)
+    try:
+        assert queue("pangeo-lab")
+        with urllib.request.urlopen(f"{job.url}/api/status?token={job.token}") as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as denied:
+            urllib.request.urlopen(f"{job.url}/api/contents")
+        assert denied.value.code == 403  # no token, no entry
+        # the dashboard of a cluster on that node, through jupyter-server-proxy
+        with LocalCluster(n_workers=1, processes=False, dashboard_address="127.0.0.1:0") as lc:
+            port = lc.dashboard_link.split(":")[-1].split("/")[0]
+            with urllib.request.urlopen(f"{job.url}/proxy/{port}/status?token={job.token}") as r:
+                assert r.status == 200 and b"Dask" in r.read()
+        text = instructions(job, login="hpc.example.org", user="ana")
+        assert f"-L 8888:127.0.0.1:{job.port}" in text and f"token={job.token}" in text
+    finally:
+        subprocess.run(["scancel", job.job_id], check=False)
+    assert wait_queue_empty("pangeo-lab") == []
