@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -115,3 +116,23 @@ def sge_available() -> bool:
 def sge() -> None:
     """A one-node Son of Grid Engine on this machine (ci/sge/start.sh)."""
     require_service("Grid Engine", sge_available, ROOT / "ci" / "sge" / "start.sh")
+
+
+def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
+    """``python -m pangeo_hpc.run ARGS`` as a user starts it, in its own process."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.Popen(
+        [sys.executable, "-m", "pangeo_hpc.run", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def run_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
+    """Run the CLI to its end; returns code, stdout and stderr."""
+    p = start_cli(*args, cwd=cwd)
+    stdout, stderr = p.communicate(timeout=timeout)
+    return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import xarray as xr
+from conftest import run_cli
 
 from pangeo_hpc import run as cli
 from pangeo_hpc.errors import InputError
@@ -17,20 +15,8 @@ from pangeo_hpc.errors import InputError
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def pangeo(*args: str, cwd: Path) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "pangeo_hpc.run", *args],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=600,
-    )
-
-
 def test_list_names_both_recipes(tmp_path):
-    r = pangeo("list", cwd=tmp_path)
+    r = run_cli("list", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "era5-sst-mean" in r.stdout and "era5-sst-trend" in r.stdout
 
@@ -38,7 +24,7 @@ def test_list_names_both_recipes(tmp_path):
 @pytest.mark.slow
 def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     data = tmp_path / "era5"
-    r = pangeo(
+    r = run_cli(
         "demo-data",
         "--out",
         str(data),
@@ -55,7 +41,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert (data / "2001" / "02" / "data" / "sea_surface_temperature.nc").is_file()
 
     out = tmp_path / "mean"
-    r = pangeo(
+    r = run_cli(
         "era5-sst-mean",
         "--data",
         str(demo_tree),
@@ -83,7 +69,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
     out = tmp_path / "trend"
-    r = pangeo(
+    r = run_cli(
         "era5-sst-trend",
         "--data",
         str(demo_tree),
@@ -124,9 +110,9 @@ def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, demo_tree, args
     if "--data" not in args and args[0] != "demo-data":
         args = [*args, "--data", str(demo_tree)]
     r = (
-        pangeo(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
+        run_cli(*args, "--out", str(tmp_path / "out"), cwd=tmp_path)
         if args[0] != "demo-data"
-        else pangeo(*args, cwd=tmp_path)
+        else run_cli(*args, cwd=tmp_path)
     )
     assert r.returncode == 2, r.stderr
     lines = r.stderr.strip().splitlines()

@@ -12,7 +12,7 @@ import time
 
 import dask
 import pytest
-from conftest import ROOT, queue, wait_queue_empty
+from conftest import queue, start_cli, wait_queue_empty
 
 from pangeo_hpc.cluster import running_cluster
 from pangeo_hpc.errors import ClusterError
@@ -92,22 +92,10 @@ def test_a_request_slurm_refuses_fails_fast_without_jobs():
     assert time.monotonic() - t < 60 and queue() == []
 
 
-def _cli(*args, **kwargs):
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.Popen(
-        [sys.executable, "-m", "pangeo_hpc.run", *args],
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        **kwargs,
-    )
-
-
 @pytest.mark.slow
 def test_recipe_runs_end_to_end_on_slurm(demo_tree, tmp_path):
     out = tmp_path / "out"
-    p = _cli(
+    p = start_cli(
         "era5-sst-mean",
         "--data",
         str(demo_tree),
@@ -134,7 +122,7 @@ def test_recipe_runs_end_to_end_on_slurm(demo_tree, tmp_path):
     assert summary["cluster"]["kind"] == "slurm" and summary["cluster"]["workers"] == 2
     # the same numbers as on a local cluster
     local = tmp_path / "local"
-    p = _cli(
+    p = start_cli(
         "era5-sst-mean",
         "--data",
         str(demo_tree),
@@ -155,7 +143,7 @@ def test_recipe_runs_end_to_end_on_slurm(demo_tree, tmp_path):
 
 @pytest.mark.slow
 def test_ctrl_c_in_the_cli_cancels_the_jobs(demo_tree, tmp_path):
-    p = _cli(
+    p = start_cli(
         "era5-sst-trend",
         "--data",
         str(demo_tree),
