@@ -151,28 +151,37 @@ def running_cluster(
     profile: str | None = None,
     workers: int | None = None,
     jobs: int | None = None,
+    adapt: tuple[int, int] | None = None,
     timeout: float | None = None,
     **overrides: Any,
 ) -> Iterator[tuple[Any, Client]]:
     """Start a cluster, wait for its workers, yield ``(cluster, client)``, then close both.
 
-    Batch jobs are cancelled whatever ends the block: normal exit, an exception or Ctrl-C.
-    When batch workers do not come within ``timeout`` seconds (config
+    Batch clusters get ``jobs`` jobs (default 1), or with ``adapt=(minimum, maximum)``
+    between that many jobs as the load asks (at least one job is waited for). Batch jobs are
+    cancelled whatever ends the block: normal exit, an exception or Ctrl-C. When batch
+    workers do not come within ``timeout`` seconds (config
     ``pangeo-hpc.cluster.wait-timeout``) a :class:`~pangeo_hpc.errors.ClusterError` says
     which jobs are in which state, with their log tails and the usual causes.
     """
+    if adapt is not None and not (1 <= adapt[0] <= adapt[1]):
+        raise InputError(f"adapt={adapt!r} needs 1 <= minimum <= maximum jobs, e.g. (1, 8)")
+    if jobs is not None and jobs < 1:
+        raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2")
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
         with Client(cluster) as client:
             chosen = kind_of(cluster)
             if chosen != "local":
-                n_jobs = jobs or 1
-                if n_jobs < 1:
-                    raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2")
                 preflight(cluster, chosen)
-                cluster.scale(jobs=n_jobs)
+                if adapt is not None:
+                    cluster.adapt(minimum_jobs=adapt[0], maximum_jobs=adapt[1])
+                    first = adapt[0]
+                else:
+                    first = jobs or 1
+                    cluster.scale(jobs=first)
                 wait = float(config.get("cluster.wait-timeout", timeout))
-                wait_for_workers(client, cluster, chosen, worker_count(cluster, n_jobs), wait)
+                wait_for_workers(client, cluster, chosen, worker_count(cluster, first), wait)
             yield cluster, client
     finally:
         cluster.close()

@@ -34,6 +34,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _job_range(text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition(":")
+    if sep and lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi):
+        return int(lo), int(hi)
+    raise argparse.ArgumentTypeError(f"{text!r} is not MIN:MAX jobs with 1 <= MIN <= MAX, e.g. 1:8")
+
+
 def _cluster_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("cluster")
     g.add_argument(
@@ -45,6 +52,12 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--profile", help="site profile (see `profiles`)")
     g.add_argument("--workers", type=_positive_int, help="local worker processes")
     g.add_argument("--jobs", type=_positive_int, help="batch jobs to submit (default 1)")
+    g.add_argument(
+        "--adapt",
+        type=_job_range,
+        metavar="MIN:MAX",
+        help="batch jobs between MIN and MAX as the load asks, e.g. 1:8",
+    )
     for opt in ("queue", "account", "walltime", "memory", "interface"):
         g.add_argument(f"--{opt}", help=f"batch jobs' {opt} (overrides the profile)")
     g.add_argument("--cores", type=_positive_int, help="cores per batch job")
@@ -225,6 +238,7 @@ def _recipe(argv: Sequence[str]) -> int:
         profile=a.profile,
         workers=a.workers,
         jobs=a.jobs,
+        adapt=a.adapt,
         batch=_batch(a),
         out=a.out,
         fmt=a.format,

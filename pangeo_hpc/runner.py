@@ -41,6 +41,7 @@ def run_recipe(
     profile: str | None = None,
     workers: int | None = None,
     jobs: int | None = None,
+    adapt: tuple[int, int] | None = None,
     batch: dict[str, Any] | None = None,
     out: str | Path | None = None,
     fmt: str | None = None,
@@ -51,7 +52,7 @@ def run_recipe(
 
     Everything the user typed is checked before a cluster starts; the outputs appear in
     ``out`` (default ``<output.root>/<spec.name>``) all together or not at all. ``cluster``,
-    ``profile``, ``workers`` (local), ``jobs`` and ``batch`` (profile overrides such as
+    ``profile``, ``workers`` (local), ``jobs`` or ``adapt`` and ``batch`` (profile overrides such as
     ``{"walltime": "00:30:00"}``) go to :func:`pangeo_hpc.cluster.running_cluster`.
     """
     t0 = time.perf_counter()
@@ -67,10 +68,15 @@ def run_recipe(
     lazy = workflows.build(spec.recipe, ds, spec.variable, spec.options)
     t_open = time.perf_counter()
     da = ds[spec.variable]
-    with running_cluster(cluster, profile=profile, workers=workers, jobs=jobs, **(batch or {})) as (
-        cl,
-        client,
-    ):  # type: ignore[arg-type]
+    started = running_cluster(
+        cluster,  # type: ignore[arg-type]
+        profile=profile,
+        workers=workers,
+        jobs=jobs,
+        adapt=adapt,
+        **(batch or {}),
+    )
+    with started as (cl, client):
         n_workers = len(client.scheduler_info()["workers"])
         log(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
         t_cluster = time.perf_counter()

@@ -201,3 +201,33 @@ def test_lab_job_script_keeps_the_token_out(tmp_path):
     assert "--IdentityProvider.token" not in s and "--ip=0.0.0.0" in s
     assert "DASK_DISTRIBUTED__DASHBOARD__LINK='/proxy/{port}/status'" in s
     assert "export HDF5_USE_FILE_LOCKING=FALSE" in s and "umask 077" in s
+
+
+def test_local_workers_get_the_environment():
+    import os
+
+    from pangeo_hpc.cluster import running_cluster
+
+    with running_cluster("local", workers=1) as (_cluster, client):
+        (env,) = client.run(
+            lambda: {
+                k: os.environ.get(k)
+                for k in ("HDF5_USE_FILE_LOCKING", "OMP_NUM_THREADS", "MALLOC_TRIM_THRESHOLD_")
+            }
+        ).values()
+    assert env == {
+        "HDF5_USE_FILE_LOCKING": "FALSE",
+        "OMP_NUM_THREADS": "1",
+        "MALLOC_TRIM_THRESHOLD_": None,
+    }
+
+
+def test_bad_job_counts():
+    from pangeo_hpc.cluster import running_cluster
+
+    with pytest.raises(InputError, match=r"adapt=\(3, 1\) needs 1 <= minimum <= maximum"):
+        with running_cluster("slurm", adapt=(3, 1)):
+            pass
+    with pytest.raises(InputError, match="jobs=0 must be a positive"):
+        with running_cluster("slurm", jobs=0):
+            pass

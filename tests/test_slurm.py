@@ -202,3 +202,18 @@ def test_jupyterlab_as_a_batch_job_with_token_and_dashboard_proxy(tmp_path, monk
     finally:
         subprocess.run(["scancel", job.job_id], check=False)
     assert wait_queue_empty("pangeo-lab") == []
+
+
+def test_adaptive_jobs_stay_within_bounds():
+    import dask.array as da
+
+    with running_cluster("slurm", adapt=(1, 2), timeout=120, **SMALL) as (_cluster, client):
+        assert 1 <= len(queue()) <= 2
+        x = da.random.random((4000, 4000), chunks=(500, 500))
+        seen = set()
+        future = client.compute((x @ x.T).sum())
+        while not future.done():
+            seen.add(len(queue()))
+            time.sleep(0.2)
+        assert future.result() > 0 and max(seen) <= 2
+    assert wait_queue_empty() == []
