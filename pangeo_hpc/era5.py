@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dask.array as da
@@ -78,6 +79,7 @@ def open_era5(
         first, last = _available_span(Path(root), variable)
         start, end = start or first, end or last
     files = [str(p) for p in find_files(root, variable, start, end)]
+    _no_hdf5_locks_on(root)
     chunk_mb = float(config.get("data.time-chunk-mb", time_chunk_mb))
     if chunk_mb <= 0:
         raise InputError(f"time_chunk_mb={chunk_mb} must be positive, e.g. 128")
@@ -135,6 +137,18 @@ def open_era5(
     ds.encoding["source_files"] = files
     ds.encoding["source_bytes"] = int(sum(Path(p).stat().st_size for p in files))
     return ds
+
+
+def _no_hdf5_locks_on(root: str | Path) -> None:
+    """Turn HDF5 file locking off in this process when the data sit on a file system where
+    the locks fail or serialise (Lustre, NFS, FUSE...), unless the user set it; HDF5 reads
+    the variable at every file open. Workers get it from the cluster's environment."""
+    from .storage.detect import detect
+
+    if config.get("cluster.hdf5-file-locking"):
+        return
+    if detect(root).locks_unreliable:
+        os.environ.setdefault("HDF5_USE_FILE_LOCKING", "FALSE")
 
 
 def _scan(path: str, variable: str) -> dict:

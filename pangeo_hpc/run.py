@@ -11,6 +11,7 @@ import json
 import signal
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Sequence
 
@@ -166,6 +167,99 @@ def _lab(argv: Sequence[str]) -> int:
     return 0
 
 
+def _hydration(argv: Sequence[str]) -> int:
+    from .storage import hydration
+
+    p = _Parser(
+        prog="hydration",
+        description="How much of a tree is loaded on a lazily "
+        "loading file system (FSx for Lustre, rclone mount, any cache).",
+    )
+    p.add_argument("path")
+    p.add_argument("--json", action="store_true", help="the full per-file report as JSON")
+    p.add_argument("--files", action="store_true", help="one line per file")
+    a = p.parse_args(argv)
+    report = hydration(a.path)
+    if a.json:
+        print(json.dumps(report.to_dict(), indent=2))
+        return 0
+    if a.files:
+        for f in report.files:
+            print(f"{f.state:9s} {f.loaded:>14d} / {f.size:<14d} {f.path}")
+    print(report.summary())
+    return 0
+
+
+def _warmup(argv: Sequence[str]) -> int:
+    from .storage import warmup
+
+    p = _Parser(
+        prog="warmup",
+        description="Load the bytes of lazily loaded files before a "
+        "job reads them (read-through, or lfs hsm_restore on Lustre as root).",
+    )
+    p.add_argument("path")
+    p.add_argument("--workers", type=_positive_int, help="parallel reads (default 8)")
+    p.add_argument(
+        "--hsm",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="use lfs hsm_restore (default: on Lustre as root)",
+    )
+    a = p.parse_args(argv)
+    report = warmup(a.path, workers=a.workers, hsm=a.hsm, progress=_byte_progress("warmup"))
+    print(report.summary())
+    return 0 if not report.failed else 1
+
+
+def _stage(argv: Sequence[str]) -> int:
+    from .storage.stage import stage
+
+    p = _Parser(
+        prog="stage",
+        description="Copy an S3 prefix or a folder to a Lustre or "
+        "local folder in parallel: byte ranges, checksums, striping, resumable.",
+    )
+    p.add_argument("src", help="s3://bucket/prefix or a folder")
+    p.add_argument("dst", help="destination folder")
+    p.add_argument("--threads", type=_positive_int, default=8)
+    p.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:8333")
+    p.add_argument("--anon", action="store_true", help="no credentials (public buckets)")
+    a = p.parse_args(argv)
+    opts: dict = {}
+    if a.src.startswith("s3://"):
+        opts = {"anon": a.anon}
+        if a.endpoint_url:
+            opts["client_kwargs"] = {"endpoint_url": a.endpoint_url}
+    elif a.anon or a.endpoint_url:
+        raise InputError("--anon and --endpoint-url apply to s3:// sources only")
+    report = stage(
+        a.src, a.dst, storage_options=opts, threads=a.threads, progress=_byte_progress("stage")
+    )
+    print(report.summary())
+    return 0 if not report.failed else 1
+
+
+def _byte_progress(what: str):
+    tty = sys.stdout.isatty()
+    state = {"next": 10, "t0": time.perf_counter()}
+
+    def show(done: int, total: int, files: int, nfiles: int) -> None:
+        pct = 100 * done / total if total else 100.0
+        rate = done / 1e6 / max(time.perf_counter() - state["t0"], 1e-9)
+        line = (
+            f"{what}: {files}/{nfiles} files, {done / 1e9:.2f}/{total / 1e9:.2f} GB, "
+            f"{rate:.0f} MB/s"
+        )
+        if tty:
+            print("\r" + line, end="" if files < nfiles else "\n", flush=True)
+        elif pct >= state["next"] or files == nfiles:
+            print(line, flush=True)
+            state["next"] = (int(pct) // 10 + 1) * 10
+
+    return show
+
+
 def _demo_data(argv: Sequence[str]) -> int:
     from .demo import DemoSpec, generate
 
@@ -227,6 +321,11 @@ def _recipe(argv: Sequence[str]) -> int:
     p.add_argument("--out", help="output folder (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--warmup",
+        action="store_true",
+        help="read the input files through on the workers first (FSx, rclone)",
+    )
     a = p.parse_args(argv)
     spec = load(a.recipe)
     run = run_recipe(
@@ -240,6 +339,7 @@ def _recipe(argv: Sequence[str]) -> int:
         jobs=a.jobs,
         adapt=a.adapt,
         batch=_batch(a),
+        warm_inputs=a.warmup,
         out=a.out,
         fmt=a.format,
         progress=not a.no_progress,
@@ -262,6 +362,9 @@ _VERBS = {
     "job-script": _job_script,
     "tunnel": _tunnel,
     "lab": _lab,
+    "hydration": _hydration,
+    "warmup": _warmup,
+    "stage": _stage,
 }
 
 

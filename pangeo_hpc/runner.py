@@ -20,6 +20,7 @@ from .outputs import atomic_dir, write_json
 from .plotting import PLOTS
 from .progress import show_progress
 from .specs import RecipeSpec
+from .storage import prepare_output
 
 
 @dataclass
@@ -43,6 +44,7 @@ def run_recipe(
     jobs: int | None = None,
     adapt: tuple[int, int] | None = None,
     batch: dict[str, Any] | None = None,
+    warm_inputs: bool = False,
     out: str | Path | None = None,
     fmt: str | None = None,
     progress: bool = True,
@@ -54,6 +56,9 @@ def run_recipe(
     ``out`` (default ``<output.root>/<spec.name>``) all together or not at all. ``cluster``,
     ``profile``, ``workers`` (local), ``jobs`` or ``adapt`` and ``batch`` (profile overrides such as
     ``{"walltime": "00:30:00"}``) go to :func:`pangeo_hpc.cluster.running_cluster`.
+    ``warm_inputs`` reads the input files through once on the workers before computing
+    (lazily loaded file systems: FSx for Lustre, rclone mounts); on Lustre the output
+    folder is striped for the result's size.
     """
     t0 = time.perf_counter()
     fmt = fmt or spec.format
@@ -79,6 +84,12 @@ def run_recipe(
     with started as (cl, client):
         n_workers = len(client.scheduler_info()["workers"])
         log(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
+        warm = None
+        if warm_inputs:
+            from .storage import warmup
+
+            warm = warmup(root, files=ds.encoding["source_files"], client=client)
+            log(warm.summary())
         t_cluster = time.perf_counter()
         future = client.compute(lazy)
         if progress:
@@ -105,6 +116,15 @@ def run_recipe(
             "cluster_start": round(t_cluster - t_open, 3),
             "compute": round(t_compute - t_cluster, 3),
         },
+        "warmup": None
+        if warm is None
+        else {
+            "files": warm.files,
+            "bytes": warm.bytes,
+            "seconds": round(warm.seconds, 3),
+            "skipped": warm.skipped,
+            "failed": warm.failed,
+        },
         "throughput_MB_per_s": round(da.nbytes / 1e6 / max(t_compute - t_cluster, 1e-9), 1),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": {
@@ -114,6 +134,9 @@ def run_recipe(
     }
     result.attrs.update(recipe=spec.name, source=str(root), period=" to ".join(period))
     with atomic_dir(out) as tmp:
+        stripes = prepare_output(tmp, int(result.nbytes))
+        if stripes:
+            summary["lustre_stripes"] = stripes
         data_file = "result.nc" if fmt == "netcdf" else "result.zarr"
         if fmt == "netcdf":
             result.to_netcdf(tmp / data_file)

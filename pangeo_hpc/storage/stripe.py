@@ -1,0 +1,67 @@
+"""Stripe-aware outputs on Lustre: ``lfs setstripe -c N`` from the projected size."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+from pathlib import Path
+
+from .. import config
+from .detect import detect
+
+
+def stripe_count(
+    nbytes: int, *, gb_per_stripe: float | None = None, osts: int | None = None
+) -> int:
+    """Stripes for a file of ``nbytes``: one per ``gb_per_stripe`` GB (config
+    ``pangeo-hpc.storage.gb-per-stripe``, default 1, as NASA advises), at least 1, at most
+    the number of OSTs.
+
+    Examples
+    --------
+    >>> stripe_count(300e9, osts=24), stripe_count(10e6), stripe_count(3.2e9)
+    (24, 1, 4)
+    """
+    per = float(config.get("storage.gb-per-stripe", gb_per_stripe))
+    count = max(1, math.ceil(nbytes / 1e9 / per))
+    return min(count, osts) if osts else count
+
+
+def ost_count(path: str | Path) -> int | None:
+    """OSTs of the Lustre file system holding ``path`` (``lfs df``)."""
+    r = subprocess.run(["lfs", "df", str(path)], capture_output=True, text=True)
+    n = sum(1 for line in r.stdout.splitlines() if "[OST:" in line)
+    return n or None
+
+
+def prepare_output(path: str | Path, nbytes: int) -> int | None:
+    """Set the Lustre layout of the folder ``path`` for ``nbytes`` of output; files made in it
+    inherit it. A no-op (returns None) anywhere but Lustre."""
+    info = detect(path)
+    if info.kind != "lustre" or shutil.which("lfs") is None:
+        return None
+    count = stripe_count(nbytes, osts=ost_count(path))
+    subprocess.run(
+        ["lfs", "setstripe", "-c", str(count), str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return count
+
+
+def stripe_file(path: str | Path, nbytes: int) -> int | None:
+    """Create the empty file ``path`` with a layout for ``nbytes`` on Lustre (``lfs
+    setstripe -c N FILE``) before it is written; a no-op elsewhere."""
+    folder = Path(path).parent
+    if detect(folder).kind != "lustre" or shutil.which("lfs") is None:
+        return None
+    count = stripe_count(nbytes, osts=ost_count(folder))
+    subprocess.run(
+        ["lfs", "setstripe", "-c", str(count), str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return count
