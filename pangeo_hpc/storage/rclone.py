@@ -40,6 +40,7 @@ class RcloneCache:
 
     mount_point: Path
     cache_dir: Path
+    bucket: str = ""
     _root: Path | None = field(default=None, repr=False)
 
     @classmethod
@@ -48,17 +49,25 @@ class RcloneCache:
         if args is None:
             return None
         cache = _option(args, "--cache-dir") or os.path.expanduser("~/.cache/rclone")
-        return cls(Path(info.mount_point), Path(cache))
+        remote = args[args.index("mount") + 1]
+        bucket = remote.rpartition(":")[2].strip("/")  # ":s3,opts:BUCKET/prefix" -> path
+        return cls(Path(info.mount_point), Path(cache), bucket)
 
     def data_file(self, path: Path) -> Path | None:
-        """The cache file that holds (part of) ``path``, if rclone has fetched any of it."""
+        """The cache file that holds (part of) ``path``, if rclone has fetched any of it.
+
+        rclone 1.60 keeps the bytes in ``CACHE/vfs/REMOTE/BUCKET/PATH``: a sparse file of the
+        object's size whose allocated blocks are the ranges it has downloaded (an on-the-fly
+        remote's name is ``:s3{HASH}``).
+        """
         rel = Path(os.path.realpath(path)).relative_to(self.mount_point)
         if self._root is None:
             vfs = self.cache_dir / "vfs"
-            hits = list(vfs.glob(f"*/{rel}")) + list(vfs.glob(f"*/*/{rel}")) if vfs.is_dir() else []
-            if not hits:
-                return None
-            self._root = Path(str(hits[0])[: -len(str(rel))])
+            remotes = [r / self.bucket for r in vfs.iterdir()] if vfs.is_dir() else []
+            roots = [r for r in remotes if r.is_dir()]
+            if len(roots) != 1:
+                return None  # nothing cached yet (or several remotes: cannot tell)
+            self._root = roots[0]
         candidate = self._root / rel
         return candidate if candidate.exists() else None
 
