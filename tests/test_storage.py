@@ -195,3 +195,18 @@ def test_stage_errors(tmp_path):
         stage(str(tmp_path / "nope"), tmp_path / "dst")
     with pytest.raises(InputError, match="must be positive"):
         stage(str(tmp_path), tmp_path / "dst", threads=0)
+
+
+def test_stage_creates_each_file_with_its_stripes_on_lustre(fake_lustre, tmp_path):
+    from pangeo_hpc.storage.stage import stage
+
+    root, state = fake_lustre
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.nc").write_bytes(os.urandom(1000))
+    assert stage(str(src), root / "staged").files == 1
+    assert (state / "stripes").read_text().split() == [
+        "-c",
+        "1",
+        str(root / "staged" / ".a.nc.part"),
+    ]

@@ -38,28 +38,21 @@ def ost_count(path: str | Path) -> int | None:
 def prepare_output(path: str | Path, nbytes: int) -> int | None:
     """Set the Lustre layout of the folder ``path`` for ``nbytes`` of output; files made in it
     inherit it. A no-op (returns None) anywhere but Lustre."""
-    info = detect(path)
-    if info.kind != "lustre" or shutil.which("lfs") is None:
-        return None
-    count = stripe_count(nbytes, osts=ost_count(path))
-    subprocess.run(
-        ["lfs", "setstripe", "-c", str(count), str(path)],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    return count
+    return _setstripe(Path(path), Path(path), nbytes)
 
 
 def stripe_file(path: str | Path, nbytes: int) -> int | None:
     """Create the empty file ``path`` with a layout for ``nbytes`` on Lustre (``lfs
     setstripe -c N FILE``) before it is written; a no-op elsewhere."""
-    folder = Path(path).parent
+    return _setstripe(Path(path), Path(path).parent, nbytes)
+
+
+def _setstripe(target: Path, folder: Path, nbytes: int) -> int | None:
     if detect(folder).kind != "lustre" or shutil.which("lfs") is None:
         return None
     count = stripe_count(nbytes, osts=ost_count(folder))
     subprocess.run(
-        ["lfs", "setstripe", "-c", str(count), str(path)],
+        ["lfs", "setstripe", "-c", str(count), str(target)],
         check=True,
         capture_output=True,
         text=True,
