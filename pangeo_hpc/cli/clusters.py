@@ -1,0 +1,105 @@
+"""Verbs for clusters: profiles, job-script, tunnel, lab."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import InputError
+from .common import _batch, _cluster_args, _Parser, _positive_int
+
+
+def _profiles(argv: Sequence[str]) -> int:
+    from .. import profiles
+
+    _Parser(prog="profiles", description="List the site profiles.").parse_args(argv)
+    for name in profiles.names():
+        print(f"{name:20s} {profiles.describe(name)}")
+    return 0
+
+
+def _job_script(argv: Sequence[str]) -> int:
+    from ..cluster import get_cluster, kind_of
+
+    p = _Parser(prog="job-script", description="Print the batch script workers are started with.")
+    _cluster_args(p)
+    a = p.parse_args(argv)
+    kind = a.cluster if a.cluster != "local" else "auto"
+    cluster = get_cluster(kind, profile=a.profile, preview=True, **_batch(a))
+    try:
+        if kind_of(cluster) == "local":
+            raise InputError(
+                "a local cluster has no job script: pass --cluster slurm, pbs or "
+                "sge, or a --profile of a batch site"
+            )
+        script = cluster.job_script()
+        if kind_of(cluster) != "local" and "127.0.0.1" in script and (a.interface or a.profile):
+            print(
+                "# the scheduler address below is this host's; on the site it is the login "
+                "node's address on the profile's interface"
+            )
+        print(script)
+    finally:
+        cluster.close()
+    return 0
+
+
+def _tunnel(argv: Sequence[str]) -> int:
+    from ..tunnel import tunnel_command
+
+    p = _Parser(
+        prog="tunnel",
+        description="Print the ssh line that forwards the dashboard "
+        "and JupyterLab from a compute node to your laptop.",
+    )
+    p.add_argument("--login", required=True, help="login host you ssh to, e.g. hpc.example.org")
+    p.add_argument("--user", help="your user name there")
+    p.add_argument("--node", help="host running the services (default: this one)")
+    p.add_argument("--dashboard-port", type=_positive_int, default=8787)
+    p.add_argument("--lab-port", type=_positive_int, help="JupyterLab's port, if running")
+    p.add_argument("--local-port", type=_positive_int, help="port on your laptop (default same)")
+    a = p.parse_args(argv)
+    ports = {"dashboard": a.dashboard_port}
+    if a.lab_port:
+        ports["jupyterlab"] = a.lab_port
+    print(
+        tunnel_command(
+            login=a.login, user=a.user, node=a.node, ports=ports, local_base=a.local_port
+        )
+    )
+    return 0
+
+
+def _lab(argv: Sequence[str]) -> int:
+    from ..lab import instructions, submit_lab
+
+    p = _Parser(
+        prog="lab",
+        description="Start JupyterLab as a Slurm job on a compute node "
+        "and print the ssh tunnel line and the URL (with its token).",
+    )
+    p.add_argument("--login", help="login host you ssh to (for the tunnel line)")
+    p.add_argument("--user", help="your user name there")
+    p.add_argument("--walltime", default="02:00:00")
+    p.add_argument("--cores", type=_positive_int, default=1)
+    p.add_argument("--memory", default="4G", help="e.g. 4G")
+    p.add_argument("--queue", help="partition")
+    p.add_argument(
+        "--ip",
+        default="127.0.0.1",
+        help="address JupyterLab listens on (default loopback: the tunnel hops "
+        "through the login node to the compute node)",
+    )
+    p.add_argument("--notebook-dir", help="folder JupyterLab opens (default: here)")
+    p.add_argument("--timeout", type=float, default=300, help="seconds to wait for the job")
+    a = p.parse_args(argv)
+    job = submit_lab(
+        walltime=a.walltime,
+        cores=a.cores,
+        memory=a.memory,
+        queue=a.queue,
+        ip=a.ip,
+        notebook_dir=a.notebook_dir,
+        timeout=a.timeout,
+    )
+    print(instructions(job, login=a.login, user=a.user))
+    return 0

@@ -1,0 +1,81 @@
+"""Argument parsing shared by the verbs: one-line errors, numbers, cluster options."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from ..errors import InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(
+            f"{message} (see `python -m pangeo_hpc.run {self.prog.split()[-1]} --help`)"
+        )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive whole number, e.g. 2")
+    return value
+
+
+def _job_range(text: str) -> tuple[int, int]:
+    lo, sep, hi = text.partition(":")
+    if sep and lo.isdigit() and hi.isdigit() and 1 <= int(lo) <= int(hi):
+        return int(lo), int(hi)
+    raise argparse.ArgumentTypeError(f"{text!r} is not MIN:MAX jobs with 1 <= MIN <= MAX, e.g. 1:8")
+
+
+def _cluster_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("cluster")
+    g.add_argument(
+        "--cluster",
+        default="local",
+        choices=("auto", "local", "slurm", "pbs", "sge"),
+        help="where the workers run (default local; auto: Slurm if it answers)",
+    )
+    g.add_argument("--profile", help="site profile (see `profiles`)")
+    g.add_argument("--workers", type=_positive_int, help="local worker processes")
+    g.add_argument("--jobs", type=_positive_int, help="batch jobs to submit (default 1)")
+    g.add_argument(
+        "--adapt",
+        type=_job_range,
+        metavar="MIN:MAX",
+        help="batch jobs between MIN and MAX as the load asks, e.g. 1:8",
+    )
+    for opt in ("queue", "account", "walltime", "memory", "interface"):
+        g.add_argument(f"--{opt}", help=f"batch jobs' {opt} (overrides the profile)")
+    g.add_argument("--cores", type=_positive_int, help="cores per batch job")
+    g.add_argument("--processes", type=_positive_int, help="worker processes per batch job")
+
+
+def _batch(a: argparse.Namespace) -> dict:
+    keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
+    return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
+
+
+def _byte_progress(what: str):
+    tty = sys.stdout.isatty()
+    state = {"next": 10, "t0": time.perf_counter()}
+
+    def show(done: int, total: int, files: int, nfiles: int) -> None:
+        pct = 100 * done / total if total else 100.0
+        rate = done / 1e6 / max(time.perf_counter() - state["t0"], 1e-9)
+        line = (
+            f"{what}: {files}/{nfiles} files, {done / 1e9:.2f}/{total / 1e9:.2f} GB, "
+            f"{rate:.0f} MB/s"
+        )
+        if tty:
+            print("\r" + line, end="" if files < nfiles else "\n", flush=True)
+        elif pct >= state["next"] or files == nfiles:
+            print(line, flush=True)
+            state["next"] = (int(pct) // 10 + 1) * 10
+
+    return show

@@ -1,0 +1,104 @@
+"""Verbs for data and recipes: demo-data, list, RECIPE."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Sequence
+
+from .common import _batch, _cluster_args, _Parser, _positive_int
+
+
+def _demo_data(argv: Sequence[str]) -> int:
+    from ..demo import DemoSpec, generate
+
+    p = _Parser(prog="demo-data", description="Write synthetic SST in the era5-pds layout.")
+    p.add_argument("--out", required=True, help="root folder of the tree to write")
+    p.add_argument("--start", help="first month, YYYY-MM (default config demo.start)")
+    p.add_argument("--end", help="last month, YYYY-MM (default config demo.end)")
+    p.add_argument("--resolution", type=float, help="degrees (1.0 demo, 0.25 as ERA5)")
+    p.add_argument("--frequency", choices=("daily", "hourly"))
+    p.add_argument("--seed", type=int)
+    p.add_argument("--trend", type=float, help="warming in K per decade")
+    p.add_argument("--workers", type=_positive_int, help="processes (default: one per core)")
+    p.add_argument("--overwrite", action="store_true", help="rewrite existing months")
+    a = p.parse_args(argv)
+    spec = DemoSpec(
+        resolution=a.resolution,
+        frequency=a.frequency,
+        start=a.start,
+        end=a.end,
+        seed=a.seed,
+        trend=a.trend,
+    )
+
+    tty = sys.stdout.isatty()
+
+    def show(done: int, total: int) -> None:
+        if tty:
+            end = "" if done < total else "\n"
+            print(f"\rdemo-data: {done}/{total} months written", end=end, flush=True)
+        elif done == total or done % max(1, total // 10) == 0:  # logs: about ten lines
+            print(f"demo-data: {done}/{total} months written", flush=True)
+
+    files = generate(a.out, spec, workers=a.workers, overwrite=a.overwrite, progress=show)
+    print(f"demo-data: {len(files)} monthly files in {a.out}")
+    return 0
+
+
+def _list(argv: Sequence[str]) -> int:
+    from ..specs import available, load
+
+    _Parser(prog="list", description="List the recipe specs.").parse_args(argv)
+    for name in available():
+        spec = load(name)
+        first = spec.description.splitlines()[0] if spec.description else ""
+        print(f"{name:24s} {spec.start}..{spec.end}  {first}")
+    return 0
+
+
+def _recipe(argv: Sequence[str]) -> int:
+    from ..runner import run_recipe
+    from ..specs import load
+
+    p = _Parser(prog="RECIPE", description="Run a recipe spec on a Dask cluster.")
+    p.add_argument("recipe", help="name (see `list`) or path of a YAML spec")
+    p.add_argument("--data", help="root of the era5-pds tree (default config data.root)")
+    p.add_argument("--start", help="first month, YYYY-MM (default: the spec's)")
+    p.add_argument("--end", help="last month, YYYY-MM (default: the spec's)")
+    _cluster_args(p)
+    p.add_argument("--out", help="output folder (default results/RECIPE)")
+    p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--warmup",
+        action="store_true",
+        help="read the input files through on the workers first (FSx, rclone)",
+    )
+    a = p.parse_args(argv)
+    spec = load(a.recipe)
+    run = run_recipe(
+        spec,
+        data=a.data,
+        start=a.start,
+        end=a.end,
+        cluster=a.cluster,
+        profile=a.profile,
+        workers=a.workers,
+        jobs=a.jobs,
+        adapt=a.adapt,
+        batch=_batch(a),
+        warm_inputs=a.warmup,
+        out=a.out,
+        fmt=a.format,
+        progress=not a.no_progress,
+    )
+    print(f"{spec.name}: " + json.dumps(run.summary["answer"]))
+    s = run.summary
+    print(
+        f"read {s['inputs']['files']} files, {s['inputs']['bytes_uncompressed'] / 1e9:.2f} GB "
+        f"uncompressed, in {s['timings_s']['compute']:.1f} s ({s['throughput_MB_per_s']:.0f} MB/s)"
+    )
+    print(f"plot: {run.out / 'plot.png'}")
+    print(f"data: {run.out / s['outputs']['data']}   summary: {run.out / 'summary.json'}")
+    return 0
