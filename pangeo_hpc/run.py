@@ -49,21 +49,6 @@ _VERBS = {
 }
 
 
-def _interruptible() -> None:
-    """Ctrl-C and SIGTERM unwind the run, so that clusters close and batch jobs are cancelled.
-
-    Installed explicitly: a process started in the background by a shell inherits SIGINT
-    ignored, and Python then never raises KeyboardInterrupt.
-    """
-
-    def terminate(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt(f"signal {signum}")
-
-    if threading.current_thread() is threading.main_thread():
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-        signal.signal(signal.SIGTERM, terminate)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     _interruptible()
