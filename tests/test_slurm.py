@@ -20,6 +20,8 @@ from pangeo_hpc.errors import ClusterError
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm")]
 
 SMALL = {"cores": 1, "memory": "1GB", "walltime": "00:10:00"}
+#: CLI options of a run on two one-core Slurm jobs
+ON_SLURM = ("--cluster", "slurm", "--jobs", "2", "--cores", "1", "--memory", "2GB")
 
 
 @pytest.fixture(autouse=True)
@@ -103,14 +105,7 @@ def test_recipe_runs_end_to_end_on_slurm(demo_tree, tmp_path):
         "2001-01",
         "--end",
         "2002-12",
-        "--cluster",
-        "slurm",
-        "--jobs",
-        "2",
-        "--cores",
-        "1",
-        "--memory",
-        "2GB",
+        *ON_SLURM,
         "--out",
         str(out),
         cwd=tmp_path,
@@ -151,14 +146,7 @@ def test_ctrl_c_in_the_cli_cancels_the_jobs(demo_tree, tmp_path):
         "2000-01",
         "--end",
         "2009-12",
-        "--cluster",
-        "slurm",
-        "--jobs",
-        "2",
-        "--cores",
-        "1",
-        "--memory",
-        "2GB",
+        *ON_SLURM,
         "--out",
         str(tmp_path / "out"),
         cwd=tmp_path,
