@@ -17,3 +17,8 @@ class DataNotFoundError(InputError, FileNotFoundError):
 
 class ClusterError(RuntimeError):
     """The cluster could not be started or its workers did not come; the message says why."""
+
+
+class StorageError(OSError):
+    """Storage failed while data were read (an endpoint went away, throttling outlasted the
+    retries); the message says what and where. The CLI prints it on one line, exit code 1."""

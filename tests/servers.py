@@ -224,6 +224,9 @@ class SeaweedFS:
         The ``weed`` program; default :func:`find_weed`.
     timeout
         Seconds to wait for the S3 gateway to answer.
+    public_buckets
+        Buckets that anyone may read and list without credentials (like era5-pds on AWS):
+        the server gets an ``anonymous`` identity with Read and List on just these.
     volume_size_limit_mb
         Size at which a volume is full. Small, so that the number of volumes (``-volume.max=0``:
         free disk over this size) does not run out: each bucket gets volumes of its own, and
@@ -248,6 +251,7 @@ class SeaweedFS:
         secret: str = "pangeo-hpc-secret",
         weed: str | None = None,
         timeout: float = 60.0,
+        public_buckets: Collection[str] = ("era5-public",),
         volume_size_limit_mb: int = 128,
     ) -> None:
         self.workdir = Path(workdir)
@@ -256,6 +260,7 @@ class SeaweedFS:
         self.weed = weed or find_weed()
         self.timeout = timeout
         self.volume_size_limit_mb = volume_size_limit_mb
+        self.public_buckets = tuple(public_buckets)
         self.s3_port = self.master_port = self.volume_port = self.filer_port = 0
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -324,7 +329,11 @@ class SeaweedFS:
                     "name": "admin",
                     "credentials": [{"accessKey": self.key, "secretKey": self.secret}],
                     "actions": ["Admin", "Read", "List", "Tagging", "Write"],
-                }
+                },
+                {
+                    "name": "anonymous",
+                    "actions": [f"{a}:{b}" for b in self.public_buckets for a in ("Read", "List")],
+                },
             ]
         }
         path = self.workdir / "s3.json"

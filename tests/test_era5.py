@@ -85,7 +85,13 @@ def test_missing_months_are_listed_with_the_fix(demo_copy):
         ({"start": "2001-05", "end": "2001-01"}, InputError, "is empty"),
         ({"start": "last year"}, InputError, "write it as YYYY-MM"),
         ({"start": "1990-01", "end": "1990-02"}, DataNotFoundError, "2 of 2 months"),
-        ({"source": "s3://era5-pds"}, InputError, "not supported yet; mount the bucket"),
+        ({"source": "gs://era5-pds"}, InputError, "only s3:// URLs and folders"),
+        ({"source": "s3://x"}, InputError, "'x' in 's3://x' is not a bucket name"),
+        (
+            {"source": "s3://era5-pds", "index": "always"},
+            InputError,
+            "index='always' must be one of auto, build, never",
+        ),
         ({"time_chunk_mb": -1}, InputError, "must be positive"),
     ],
 )

@@ -79,3 +79,27 @@ def _byte_progress(what: str):
             state["next"] = (int(pct) // 10 + 1) * 10
 
     return show
+
+
+def _s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
+    """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``."""
+    g = p.add_argument_group("S3 (for s3:// sources; credentials from the usual AWS chain)")
+    g.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:8333")
+    g.add_argument("--anon", action="store_true", help="no credentials (public buckets)")
+    if index:
+        g.add_argument(
+            "--index",
+            choices=("auto", "build", "never"),
+            help="byte-range indexes: use when cached (auto, default), build missing, never",
+        )
+
+
+def _s3_options(a: argparse.Namespace, source: object):
+    """The S3 options of the parsed flags; refuses them for a source that is not s3://."""
+    from ..storage.s3 import S3Options, is_s3
+
+    given = [f for f in ("endpoint_url", "anon", "index") if getattr(a, f, None)]
+    if given and not is_s3(source):
+        flags = ", ".join("--" + f.replace("_", "-") for f in given)
+        raise InputError(f"{flags} apply to s3:// sources only, not {source!r}")
+    return S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from .common import _batch, _cluster_args, _Parser, _positive_int
+from .common import _batch, _cluster_args, _Parser, _positive_int, _s3_args, _s3_options
 
 
 def _demo_data(argv: Sequence[str]) -> int:
@@ -63,7 +63,10 @@ def _recipe(argv: Sequence[str]) -> int:
 
     p = _Parser(prog="RECIPE", description="Run a recipe spec on a Dask cluster.")
     p.add_argument("recipe", help="name (see `list`) or path of a YAML spec")
-    p.add_argument("--data", help="root of the era5-pds tree (default config data.root)")
+    p.add_argument(
+        "--data",
+        help="root of the era5-pds tree: folder or s3://bucket/prefix (default config data.root)",
+    )
     p.add_argument("--start", help="first month, YYYY-MM (default: the spec's)")
     p.add_argument("--end", help="last month, YYYY-MM (default: the spec's)")
     _cluster_args(p)
@@ -75,8 +78,10 @@ def _recipe(argv: Sequence[str]) -> int:
         action="store_true",
         help="read the input files through on the workers first (FSx, rclone)",
     )
+    _s3_args(p, index=True)
     a = p.parse_args(argv)
     spec = load(a.recipe)
+    s3 = _s3_options(a, a.data)
     run = run_recipe(
         spec,
         data=a.data,
@@ -92,6 +97,8 @@ def _recipe(argv: Sequence[str]) -> int:
         out=a.out,
         fmt=a.format,
         progress=not a.no_progress,
+        s3=s3,
+        index=a.index,
     )
     print(f"{spec.name}: " + json.dumps(run.summary["answer"]))
     s = run.summary

@@ -1,0 +1,383 @@
+"""Find the monthly files of one ERA5 variable and decide how each will be read.
+
+A tree in the era5-pds layout may be a local or mounted folder or an ``s3://bucket/prefix``.
+:func:`catalog` returns, per file, its time axis, grid and HDF5 chunking (read from the
+file's metadata or from its byte-range index) and the source that workers read it with
+(:mod:`pangeo_hpc.reader`). Only the first file is opened with xarray, for coordinates and
+attributes.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import xarray as xr
+
+from . import config
+from .errors import DataNotFoundError, InputError
+from .layout import _ranges, find_files
+from .periods import Month, months
+from .reader import Decoding, H5Source, RefSource, S3H5Source, Source
+from .references import ChunkTable, ObjectStamp, build_index, load_refs
+from .storage.s3 import S3Options, explain, is_s3, split_url
+
+INDEX_MODES = ("auto", "build", "never")
+
+
+@dataclass(frozen=True)
+class FileInfo:
+    """What a reader needs to know of one file's variable."""
+
+    length: int
+    field_shape: tuple[int, ...]
+    dtype: np.dtype
+    times: np.ndarray
+    chunk_time: int
+    decoding: Decoding
+
+
+@dataclass
+class Catalog:
+    """The files of one variable and period, and how each is read.
+
+    Attributes
+    ----------
+    root : str
+        The tree's folder or ``s3://`` URL.
+    files : list of str
+        Paths or URLs, one per month, in time order.
+    sizes : list of int
+        Bytes of each file as stored.
+    infos : list of FileInfo
+        Their time axes, grids and chunking.
+    sources : list of Source
+        What reads each file on the workers.
+    head : Head
+        Dimensions, coordinates and attributes, from the first file.
+    access : str
+        ``local``, ``s3-indexed`` (every file through its index), ``s3-direct`` (none) or
+        ``s3-mixed``.
+    """
+
+    root: str
+    files: list[str]
+    sizes: list[int]
+    infos: list[FileInfo]
+    sources: list[Source]
+    head: Head
+    access: str
+
+
+@dataclass(frozen=True)
+class Head:
+    """What the first file tells of all: dimension names, grid coordinates, attributes."""
+
+    dims: tuple[str, ...]
+    coords: dict[str, xr.DataArray]
+    var_attrs: dict[str, Any]
+    time_attrs: dict[str, Any]
+    attrs: dict[str, Any]
+
+    @classmethod
+    def of(cls, file: Any, variable: str) -> Head:
+        """Read from ``file`` (a path or an open binary file); loads only the coordinates."""
+        with xr.open_dataset(file, engine="h5netcdf", decode_times=False) as ds:
+            dims = tuple(ds[variable].dims)
+            return cls(
+                dims=dims,
+                coords={d: ds[d].load() for d in dims[1:] if d in ds.variables},
+                var_attrs=dict(ds[variable].attrs),
+                time_attrs=dict(ds[dims[0]].attrs) if dims[0] in ds.variables else {},
+                attrs=dict(ds.attrs),
+            )
+
+
+def catalog(
+    root: str | Path,
+    variable: str,
+    start: str | None,
+    end: str | None,
+    *,
+    s3: S3Options | None = None,
+    index: str | None = None,
+) -> Catalog:
+    """The files of ``variable`` from ``start`` to ``end`` under ``root``.
+
+    Parameters
+    ----------
+    root : str or path
+        A folder or ``s3://bucket/prefix`` in the era5-pds layout.
+    variable : str
+        ERA5 variable name.
+    start, end : str, optional
+        First and last month; default: what the tree holds.
+    s3 : S3Options, optional
+        How to reach S3; default from dask config ``pangeo-hpc.s3``.
+    index : {"auto", "build", "never"}, optional
+        S3 only: read through byte-range indexes where cached (auto), build the missing ones
+        first (build), or read every file through h5py (never). Default: config
+        ``pangeo-hpc.s3.index``.
+    """
+    if is_s3(str(root)):
+        mode = config.get("s3.index", index)
+        if mode not in INDEX_MODES:
+            raise InputError(f"index={mode!r} must be one of {', '.join(INDEX_MODES)}")
+        return _s3_catalog(str(root), variable, start, end, s3 or S3Options.resolve(), mode)
+    if str(root).startswith(("gs://", "az://", "abfs://", "http://", "https://")):
+        raise InputError(
+            f"source {str(root)!r}: only s3:// URLs and folders are supported; mount other "
+            "stores (rclone mount) and pass the path"
+        )
+    return _local_catalog(Path(root), variable, start, end)
+
+
+def _local_catalog(root: Path, variable: str, start: str | None, end: str | None) -> Catalog:
+    if start is None or end is None:
+        first, last = _available_span(root, variable)
+        start, end = start or first, end or last
+    files = [str(p) for p in find_files(root, variable, start, end)]
+    infos = [_scan(p, variable) for p in files]
+    head = Head.of(files[0], variable)
+    return Catalog(
+        root=str(root),
+        files=files,
+        sizes=[Path(p).stat().st_size for p in files],
+        infos=infos,
+        sources=[H5Source(p, variable) for p in files],
+        head=head,
+        access="local",
+    )
+
+
+def _s3_catalog(
+    root: str, variable: str, start: str | None, end: str | None, opts: S3Options, mode: str
+) -> Catalog:
+    stamps = objects_to_index(root, opts, variable=variable, start=start, end=end)
+    urls = [s.url for s in stamps]
+    if mode == "build":
+        report = build_index(stamps, opts, client=_current_client())
+        if report.failed:
+            url, why = report.failed[0]
+            raise InputError(f"could not index {url!r}: {why}; pass index='never' to read it")
+    refs = [load_refs(s) if mode != "never" else None for s in stamps]
+
+    fs = opts.filesystem()
+    with fs.open(urls[0], "rb", cache_type="blockcache", block_size=4 << 20) as fo:
+        infos = [_scan(fo, variable, name=urls[0])]
+        head = Head.of(fo, variable)
+    time_dim = head.dims[0]
+
+    def describe(i: int) -> tuple[FileInfo, Source]:
+        url = urls[i]
+        if refs[i] is not None:
+            table = ChunkTable.from_refs(refs[i], variable)
+            times = RefSource(url, ChunkTable.from_refs(refs[i], time_dim), opts).read(
+                (slice(None),)
+            )
+            info = FileInfo(
+                length=table.shape[0],
+                field_shape=table.shape[1:],
+                dtype=table.dtype,
+                times=times,
+                chunk_time=table.chunks[0],
+                decoding=infos[0].decoding,
+            )
+            return info, RefSource(url, table, opts)
+        if i == 0:
+            return infos[0], S3H5Source(url, variable, opts)
+        with fs.open(url, "rb", cache_type="blockcache", block_size=4 << 20) as fo:
+            return _scan(fo, variable, name=url), S3H5Source(url, variable, opts)
+
+    described = _map(describe, range(len(urls)))
+    indexed = sum(r is not None for r in refs)
+    if 0 < indexed < len(urls) or (indexed == 0 and mode == "auto" and len(urls) > 1):
+        warnings.warn(
+            f"{len(urls) - indexed} of {len(urls)} files under {root!r} have no byte-range "
+            f"index and are read through HDF5, which is several times slower over S3: run "
+            f"`python -m pangeo_hpc.run index {root} --variable {variable}` once",
+            stacklevel=4,
+        )
+    return Catalog(
+        root=root,
+        files=urls,
+        sizes=[s.size for s in stamps],
+        infos=[d[0] for d in described],
+        sources=[d[1] for d in described],
+        head=head,
+        access={0: "s3-direct", len(urls): "s3-indexed"}.get(indexed, "s3-mixed"),
+    )
+
+
+def objects_to_index(
+    url: str,
+    opts: S3Options,
+    *,
+    variable: str | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    suffixes: Sequence[str] = (".nc", ".nc4", ".h5", ".hdf5"),
+) -> list[ObjectStamp]:
+    """The objects under ``url`` that ``index`` makes byte-range indexes for.
+
+    With ``variable``: its monthly files in the era5-pds layout from ``start`` to ``end``
+    (default: all there are). Without: every object whose name ends in one of ``suffixes``.
+    """
+    if variable is not None:
+        if start is None or end is None:
+            first, last = _s3_span(url, variable, opts)
+            start, end = start or first, end or last
+        bucket, prefix = split_url(url)
+        base = f"s3://{bucket}/{prefix}".rstrip("/")
+        pattern = config.get("data.layout")
+        wanted = months(start, end)
+        urls = [
+            f"{base}/" + pattern.format(year=m.year, month=m.month, variable=variable)
+            for m in wanted
+        ]
+        heads = _map(lambda u: _head(u, opts), urls)
+        missing = [m for m, h in zip(wanted, heads, strict=True) if h is None]
+        if missing:
+            _check_bucket(url, opts)
+            raise DataNotFoundError(
+                f"{len(missing)} of {len(wanted)} months of {variable!r} are missing under "
+                f"{url!r} ({_ranges(missing)}): choose a period that exists with --start/--end "
+                f"(`python -m pangeo_hpc.run inventory {url}` lists what is there)"
+            )
+        return [h for h in heads if h is not None]
+    from .storage.inventory import list_objects
+
+    bucket = split_url(url)[0]
+    found = [
+        ObjectStamp(f"s3://{bucket}/{o.key}", o.size, o.etag)
+        for o in list_objects(url, opts)
+        if o.key.endswith(tuple(suffixes))
+    ]
+    if not found:
+        raise DataNotFoundError(
+            f"no NetCDF4/HDF5 objects ({', '.join(suffixes)}) under {url!r}: check the prefix "
+            f"(`python -m pangeo_hpc.run inventory {url}`)"
+        )
+    return found
+
+
+def _check_bucket(url: str, opts: S3Options) -> None:
+    """Raise the usual message if the bucket of ``url`` is missing or refuses access."""
+    import obstore
+
+    bucket, prefix = split_url(url)
+    try:
+        obstore.list_with_delimiter(opts.store(bucket), prefix or None)
+    except Exception as exc:
+        raise (explain(exc, url, opts) or exc) from exc
+
+
+def _head(url: str, opts: S3Options) -> ObjectStamp | None:
+    """Size and ETag of ``url``, or ``None`` if it does not exist."""
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    bucket, key = split_url(url)
+    try:
+        meta = obstore.head(opts.store(bucket), key)
+    except (NotFoundError, FileNotFoundError):  # obstore raises the builtin for a 404
+        return None
+    except Exception as exc:
+        raise (explain(exc, url, opts) or exc) from exc
+    return ObjectStamp(url, int(meta["size"]), meta.get("e_tag"))
+
+
+def _s3_span(root: str, variable: str, opts: S3Options) -> tuple[str, str]:
+    """First and last month of ``variable`` under ``root``, from a listing."""
+    from .storage.inventory import list_objects
+
+    prefix = split_url(root)[1]
+    pattern = config.get("data.layout")
+    found: list[Month] = []
+    for obj in list_objects(root, opts):
+        rel = obj.key[len(prefix) :].lstrip("/") if prefix else obj.key
+        parts = rel.split("/")
+        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
+            m = Month(int(parts[0]), int(parts[1]))
+            want = pattern.format(year=m.year, month=m.month, variable=variable)
+            if rel == want:
+                found.append(m)
+    if not found:
+        raise DataNotFoundError(
+            f"no {variable!r} files under {root!r} in the layout {pattern!r}: check the "
+            f"bucket and prefix (`python -m pangeo_hpc.run inventory {root}`)"
+        )
+    found.sort()
+    return str(found[0]), str(found[-1])
+
+
+def _current_client() -> Any:
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except (ImportError, ValueError):
+        return None
+
+
+def _map(fn: Any, items: Sequence[Any] | range) -> list[Any]:
+    """``[fn(x) for x in items]`` on a few threads (metadata reads wait on I/O)."""
+    items = list(items)
+    if len(items) < 4:
+        return [fn(x) for x in items]
+    with ThreadPoolExecutor(8) as pool:
+        return list(pool.map(fn, items))
+
+
+def _scan(path: Any, variable: str, *, name: str | None = None) -> FileInfo:
+    """Shape, dtype, time values, HDF5 chunking and CF decoding of ``variable`` in ``path``
+    (a path or an open binary file)."""
+    name = name or str(path)
+    try:
+        with h5py.File(path, "r") as f:
+            return _describe(f, variable, name)
+    except OSError as exc:
+        raise InputError(
+            f"{name!r} is not a readable NetCDF4/HDF5 file ({exc}): it may be truncated or "
+            "still being copied; restore it or remove that month from the period"
+        ) from exc
+
+
+def _describe(f: h5py.File, variable: str, path: str) -> FileInfo:
+    if variable not in f:
+        names = sorted(k for k, v in f.items() if isinstance(v, h5py.Dataset) and v.ndim >= 2)
+        raise DataNotFoundError(
+            f"variable {variable!r} is not in {path!r}: it holds {names}; pass one of those"
+        )
+    v = f[variable]
+    if v.ndim < 2:
+        raise InputError(f"{variable!r} in {path!r} has {v.ndim} dimension(s); need time + grid")
+    dims = [d.label for d in v.dims]
+    tname = v.dims[0][0].name.lstrip("/") if len(v.dims[0]) else dims[0]
+    if not tname or tname not in f:
+        raise InputError(f"{variable!r} in {path!r} has no time coordinate variable")
+    return FileInfo(
+        length=v.shape[0],
+        field_shape=tuple(v.shape[1:]),
+        dtype=v.dtype,
+        times=f[tname][:],
+        chunk_time=(v.chunks or v.shape)[0],
+        decoding=Decoding.from_attrs(v.attrs),
+    )
+
+
+def _available_span(root: Path, variable: str) -> tuple[str, str]:
+    found = sorted(root.glob(f"[0-9][0-9][0-9][0-9]/[0-9][0-9]/data/{variable}.nc"))
+    if not found:
+        raise DataNotFoundError(
+            f"no {variable!r} files under {str(root)!r}: pass --data DIR, or create demo data "
+            f"with `python -m pangeo_hpc.run demo-data --out {root}`"
+        )
+    ms = [Month(int(p.parts[-4]), int(p.parts[-3])) for p in found]
+    return str(ms[0]), str(ms[-1])

@@ -1,0 +1,47 @@
+"""Verb ``index``: byte-range indexes of the NetCDF4 objects under an S3 prefix."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+
+from .common import _batch, _cluster_args, _Parser, _s3_args, _s3_options
+
+
+def _index(argv: Sequence[str]) -> int:
+    from ..catalog import objects_to_index
+    from ..cluster import running_cluster
+    from ..references import build_index
+
+    p = _Parser(
+        prog="index",
+        description="Index where every compressed chunk lies in the NetCDF4/HDF5 objects "
+        "under an S3 prefix (kerchunk), in parallel on Dask workers. Recipes and open_era5 "
+        "reading s3:// use the indexes automatically; an index is rebuilt only when its "
+        "object changes (ETag, size).",
+    )
+    p.add_argument("url", help="s3://bucket[/prefix] of a tree in the era5-pds layout")
+    p.add_argument("--variable", help="only this variable's monthly files (default: all .nc)")
+    p.add_argument("--start", help="with --variable: first month, YYYY-MM")
+    p.add_argument("--end", help="with --variable: last month, YYYY-MM")
+    p.add_argument("--rebuild", action="store_true", help="index again even if up to date")
+    _s3_args(p)
+    _cluster_args(p)
+    a = p.parse_args(argv)
+    opts = _s3_options(a, a.url)
+    stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
+    tty = sys.stdout.isatty()
+
+    def show(done: int, total: int) -> None:
+        if tty:
+            print(f"\rindex: {done}/{total} objects", end="" if done < total else "\n", flush=True)
+        elif done == total or done % max(1, total // 10) == 0:
+            print(f"index: {done}/{total} objects", flush=True)
+
+    print(f"index: {len(stamps)} objects under {a.url}")
+    with running_cluster(
+        a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
+    ) as (_cluster, client):
+        report = build_index(stamps, opts, rebuild=a.rebuild, client=client, progress=show)
+    print(report.summary())
+    return 0 if not report.failed else 1

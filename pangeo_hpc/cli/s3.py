@@ -1,0 +1,116 @@
+"""Verbs for S3 buckets: inventory."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..errors import InputError
+from .common import _Parser, _positive_int, _s3_args
+
+
+def _depth(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0, e.g. 1")
+    return int(text)
+
+
+def _count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A progress callback (objects so far) on stderr, and a function that ends its line.
+
+    On a terminal the line is rewritten at most ten times a second; otherwise (a log file)
+    a line is written every ten seconds.
+    """
+    tty = sys.stderr.isatty()
+    every = 0.1 if tty else 10.0
+    state = {"t0": time.perf_counter(), "last": time.perf_counter(), "shown": False}
+
+    def show(objects: int) -> None:
+        now = time.perf_counter()
+        if now - state["last"] < every:
+            return
+        state["last"] = now
+        rate = objects / max(now - state["t0"], 1e-9)
+        line = f"{what}: {objects:,} objects, {rate:,.0f}/s"
+        print("\r" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        state["shown"] = True
+
+    def end() -> None:
+        if tty and state["shown"]:
+            print("\r\033[K", end="", file=sys.stderr, flush=True)
+
+    return show, end
+
+
+def _inventory(argv: Sequence[str]) -> int:
+    from ..outputs import write_json
+    from ..storage.inventory import inventory
+    from ..storage.s3 import S3Options
+
+    p = _Parser(
+        prog="inventory",
+        description="Count the objects and bytes below s3://BUCKET[/PREFIX], in total and per "
+        "prefix, with many LIST requests in parallel over disjoint prefixes.",
+    )
+    p.add_argument("url", help="s3://BUCKET or s3://BUCKET/PREFIX")
+    p.add_argument(
+        "--depth",
+        type=_depth,
+        default=1,
+        metavar="N",
+        help="path levels below the URL per row of the breakdown (default 1; 0: totals only)",
+    )
+    p.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        metavar="N",
+        help="LIST requests in flight (default: pangeo-hpc.s3.list-concurrency, 64)",
+    )
+    p.add_argument(
+        "--json",
+        metavar="FILE|-",
+        help="write the inventory as JSON to FILE (whole or not at all), or to stdout with -; "
+        "the table then goes to stderr",
+    )
+    _s3_args(p)
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    a = p.parse_args(argv)
+
+    out: Path | None = None
+    if a.json not in (None, "-"):
+        out = Path(a.json)
+        if not out.parent.is_dir():
+            raise InputError(
+                f"folder {str(out.parent)!r} of --json {a.json!r} does not exist: create it "
+                "or write to an existing folder (or - for stdout)"
+            )
+    opts = S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
+    show, end = _count_progress(f"listing {a.url}")
+    try:
+        inv = inventory(
+            a.url,
+            opts,
+            depth=a.depth,
+            concurrency=a.concurrency,
+            progress=None if a.no_progress else show,
+        )
+    finally:
+        end()
+
+    table = sys.stderr if a.json == "-" else sys.stdout
+    print(inv.to_table(), end="", file=table)
+    if a.json == "-":
+        print(inv.to_json(), end="")
+    elif out is not None:
+        write_json(out, inv.to_dict())
+        print(f"written {out}", file=table)
+    if inv.objects == 0:
+        print(
+            f"note: no objects below {a.url!r}; a prefix matches whole path segments "
+            "(s3://b/2019 lists 2019/..., not 2019-old/...)",
+            file=sys.stderr,
+        )
+    return 0

@@ -1,0 +1,300 @@
+"""ERA5 straight from S3 (a real SeaweedFS server): direct, through byte-range indexes, and
+the same answers as from local files, bit for bit."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+
+import dask
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import run_cli
+from servers import free_port, publish_tree
+
+from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.recipes import global_mean
+from pangeo_hpc.references import ObjectStamp, build_index, cache_file, load_refs
+from pangeo_hpc.storage import s3
+
+pytestmark = pytest.mark.s3
+
+VAR = "sea_surface_temperature"
+START, END = "2000-01", "2001-12"  # 24 monthly files of the 2-degree test tree
+PRIVATE, PUBLIC = "era5-mirror", "era5-public"  # the server lets anyone read era5-public
+
+
+@pytest.fixture(scope="module")
+def s3_tree(seaweedfs, demo_tree, tmp_path_factory) -> str:
+    """The test tree's 2000-2001 uploaded to s3://era5-mirror/pds and s3://era5-public."""
+    part = tmp_path_factory.mktemp("s3-upload")
+    for year in ("2000", "2001"):
+        shutil.copytree(demo_tree / year, part / year)
+    publish_tree(seaweedfs.storage_options(), part, PRIVATE, "pds")
+    publish_tree(seaweedfs.storage_options(), part, PUBLIC)
+    return f"s3://{PRIVATE}/pds"
+
+
+@pytest.fixture
+def aws(monkeypatch, seaweedfs, tmp_path):
+    """Credentials through the AWS chain (environment), no CA bundle, a fresh index cache."""
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    _forget_clients()
+    with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path / "index")}):
+        yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
+    _forget_clients()
+
+
+def _forget_clients() -> None:
+    """Clients cache credentials; tests change them."""
+    import s3fs
+
+    s3._store.cache_clear()
+    s3._botocore_session.cache_clear()
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
+def _stamps(ds: xr.Dataset, opts: s3.S3Options) -> list[ObjectStamp]:
+    import obstore
+
+    out = []
+    for url in ds.encoding["source_files"]:
+        bucket, key = s3.split_url(url)
+        meta = obstore.head(opts.store(bucket), key)
+        out.append(ObjectStamp(url, meta["size"], meta["e_tag"]))
+    return out
+
+
+def _answers(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
+    sst = ds[VAR]
+    series, mean_map = dask.compute(global_mean(sst), sst.mean("time0"))
+    return series.values, mean_map.values
+
+
+def test_local_direct_and_indexed_agree_bit_for_bit(s3_tree, demo_tree, aws):
+    local = open_era5(VAR, START, END, source=demo_tree)
+    direct = open_era5(VAR, START, END, source=s3_tree, s3=aws, index="never")
+    assert direct.encoding["source_access"] == "s3-direct"
+    report = build_index(_stamps(direct, aws), aws)
+    assert (report.built, report.reused, report.failed) == (24, 0, [])
+    indexed = open_era5(VAR, START, END, source=s3_tree, s3=aws)  # the index, automatically
+    assert indexed.encoding["source_access"] == "s3-indexed"
+
+    want = _answers(local)
+    for ds in (direct, indexed):
+        xr.testing.assert_identical(ds.drop_vars(VAR), local.drop_vars(VAR))
+        assert ds[VAR].attrs == local[VAR].attrs
+        assert ds[VAR].chunks == local[VAR].chunks
+        for got, expected in zip(_answers(ds), want, strict=True):
+            np.testing.assert_array_equal(got, expected)  # bit for bit, NaNs in place
+    assert indexed.encoding["source_bytes"] == local.encoding["source_bytes"]
+
+
+@pytest.mark.parametrize(
+    "index",
+    [
+        {"time0": slice(5, 40, 3), "lat": slice(80, 2, -7), "lon": 7},
+        {"time0": 400, "lat": slice(None, None, -1)},
+        {"time0": [3, 1, 700], "lon": slice(170, 190)},
+        {"time0": slice(28, 35), "lat": slice(0, 0)},
+    ],
+)
+def test_indexed_reads_any_hyperslab(s3_tree, demo_tree, aws, index):
+    local = open_era5(VAR, START, END, source=demo_tree)
+    indexed = open_era5(VAR, START, END, source=s3_tree, s3=aws, index="build")
+    assert indexed.encoding["source_access"] == "s3-indexed"
+    np.testing.assert_array_equal(indexed[VAR].isel(index).values, local[VAR].isel(index).values)
+
+
+def test_index_is_reused_and_rebuilt_when_an_object_changes(s3_tree, demo_tree, aws, seaweedfs):
+    ds = open_era5(VAR, "2000-01", "2000-03", source=s3_tree, s3=aws, index="never")
+    stamps = _stamps(ds, aws)
+    assert build_index(stamps, aws).built == 3
+    again = build_index(stamps, aws)
+    assert (again.built, again.reused) == (0, 3)
+    refs = json.loads(cache_file(stamps[0].url).read_text())
+    assert refs["version"] == 1 and f"{VAR}/.zarray" in refs["refs"]  # a kerchunk set
+
+    # replace January by February's bytes: new ETag and size, so its index is stale
+    fs = seaweedfs.filesystem()
+    fs.put_file(str(demo_tree / "2000/02/data" / f"{VAR}.nc"), stamps[0].url)
+    changed = _stamps(ds, aws)
+    assert changed[0].etag != stamps[0].etag and changed[1:] == stamps[1:]
+    assert load_refs(changed[0]) is None and load_refs(changed[1]) is not None
+    with pytest.warns(UserWarning, match=r"1 of 3 files .* have no byte-range index"):
+        mixed = open_era5(VAR, "2000-01", "2000-03", source=s3_tree, s3=aws)
+    assert mixed.encoding["source_access"] == "s3-mixed"
+    rebuilt = build_index(changed, aws)
+    assert (rebuilt.built, rebuilt.reused) == (1, 2)
+    now = open_era5(VAR, "2000-01", "2000-03", source=s3_tree, s3=aws)
+    assert now.encoding["source_access"] == "s3-indexed"
+    feb = open_era5(VAR, "2000-02", "2000-02", source=demo_tree)
+    np.testing.assert_array_equal(now[VAR].values[:29], feb[VAR].values)  # the new bytes
+    fs.put_file(str(demo_tree / "2000/01/data" / f"{VAR}.nc"), stamps[0].url)  # restore
+
+
+def test_public_bucket_anonymously(s3_tree, demo_tree, aws, seaweedfs, monkeypatch):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    anon = s3.S3Options(endpoint_url=seaweedfs.endpoint_url, anon=True)
+    ds = open_era5(VAR, "2001-01", "2001-02", source=f"s3://{PUBLIC}", s3=anon, index="build")
+    local = open_era5(VAR, "2001-01", "2001-02", source=demo_tree)
+    np.testing.assert_array_equal(ds[VAR].values, local[VAR].values)
+    with pytest.raises(
+        InputError, match=r"access to .*era5-mirror.* denied .*not public; drop --anon"
+    ):
+        open_era5(VAR, "2001-01", "2001-01", source=s3_tree, s3=anon)
+    with pytest.raises(InputError, match="no AWS credentials found .* pass --anon"):
+        s3.S3Options(endpoint_url=seaweedfs.endpoint_url).store(PRIVATE)
+
+
+def test_credentials_from_a_named_profile(s3_tree, aws, seaweedfs, monkeypatch, tmp_path):
+    for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name)
+    creds = tmp_path / "credentials"
+    creds.write_text(
+        f"[science]\naws_access_key_id = {seaweedfs.key}\n"
+        f"aws_secret_access_key = {seaweedfs.secret}\n"
+    )
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(creds))
+    with dask.config.set({"pangeo-hpc.s3.profile": "science"}):
+        opts = s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
+    assert opts.profile == "science"
+    ds = open_era5(VAR, "2000-01", "2000-01", source=s3_tree, s3=opts, index="build")
+    assert ds.encoding["source_access"] == "s3-indexed"
+    assert "science" in repr(s3._BotocoreCredentials("science"))
+    assert seaweedfs.secret not in repr(opts.store(PRIVATE))
+
+
+def test_errors_name_the_value_and_the_fix(s3_tree, aws, seaweedfs, monkeypatch):
+    with pytest.raises(InputError, match=r"bucket of 's3://no-such-bucket/x' does not exist"):
+        open_era5(VAR, START, END, source="s3://no-such-bucket/x", s3=aws)
+    with pytest.raises(
+        DataNotFoundError, match=r"2 of 2 months .* missing under .*\(1990-01..1990-02\).*inventory"
+    ):
+        open_era5(VAR, "1990-01", "1990-02", source=s3_tree, s3=aws)
+    with pytest.raises(DataNotFoundError, match="no 'salinity' files under"):
+        open_era5("salinity", source=s3_tree, s3=aws)
+    down = s3.S3Options(endpoint_url=f"http://127.0.0.1:{free_port()}")
+    with dask.config.set({"pangeo-hpc.s3.max-retries": 1}):
+        with pytest.raises(InputError, match=r"S3 endpoint http://127.0.0.1:\d+ does not answer"):
+            open_era5(VAR, START, START, source=s3_tree, s3=down)
+    with pytest.raises(InputError, match="needs a scheme: write e.g. http://"):
+        s3.S3Options.resolve(endpoint_url="127.0.0.1:8333")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
+    _forget_clients()
+    with pytest.raises(InputError, match=r"access to .* denied .*check AWS_PROFILE"):
+        open_era5(VAR, START, START, source=s3_tree, s3=aws)
+
+
+@pytest.mark.slow
+def test_cli_index_then_recipe_from_s3_matches_local(
+    s3_tree, demo_tree, aws, seaweedfs, tmp_path, monkeypatch
+):
+    monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "cli-index"))
+    ep = ("--endpoint-url", seaweedfs.endpoint_url)
+    period = ("--start", "2000-01", "--end", "2000-06")
+    cmd = ("index", s3_tree, "--variable", VAR, *period, *ep, "--workers", "1")
+    first = run_cli(*cmd, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    assert "index: 6 built, 0 up to date" in first.stdout
+    again = run_cli(*cmd, cwd=tmp_path)
+    assert "index: 0 built, 6 up to date" in again.stdout, again.stderr
+
+    # the recipe builds its own indexes on its workers, in a fresh cache
+    monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "recipe-index"))
+    runs = {}
+    for name, data, extra in (
+        ("local", str(demo_tree), ()),
+        ("s3", s3_tree, (*ep, "--index", "build")),
+    ):
+        out = tmp_path / name
+        r = run_cli(
+            "era5-sst-mean",
+            "--data",
+            data,
+            *period,
+            *extra,
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            cwd=tmp_path,
+        )
+        assert r.returncode == 0, r.stderr
+        runs[name] = json.loads((out / "summary.json").read_text())
+    assert runs["s3"]["inputs"]["access"] == "s3-indexed"
+    assert len(list((tmp_path / "recipe-index").rglob("*.json"))) == 6
+    assert runs["s3"]["answer"] == runs["local"]["answer"]
+    local_nc = xr.open_dataset(tmp_path / "local/result.nc")
+    s3_nc = xr.open_dataset(tmp_path / "s3/result.nc")
+    xr.testing.assert_identical(local_nc.drop_attrs(), s3_nc.drop_attrs())
+    assert seaweedfs.secret not in (tmp_path / "s3/summary.json").read_text()
+
+    bad = run_cli("era5-sst-mean", "--data", str(demo_tree), "--anon", cwd=tmp_path)
+    assert bad.returncode == 2 and re.search(r"--anon apply to s3:// sources only", bad.stderr)
+    missing = run_cli("index", "s3://no-such-bucket", *ep, cwd=tmp_path)
+    assert missing.returncode == 2
+    assert "error: bucket of 's3://no-such-bucket' does not exist" in missing.stderr
+
+
+def test_chunk_table_reads_edges_and_absent_chunks():
+    from pangeo_hpc.references import ChunkTable
+
+    data = np.arange(5 * 7, dtype="<f4").reshape(5, 7)
+    refs = {
+        "x/.zarray": json.dumps(
+            {
+                "shape": [5, 7],
+                "chunks": [2, 3],
+                "dtype": "<f4",
+                "fill_value": -1.0,
+                "filters": [{"id": "shuffle", "elementsize": 4}],
+                "compressor": {"id": "zlib", "level": 1},
+                "zarr_format": 2,
+            }
+        ),
+    }
+    from numcodecs import Shuffle, Zlib
+
+    payloads = {}
+    for i in range(3):
+        for j in range(3):
+            block = np.full((2, 3), -1, "<f4")
+            part = data[2 * i : 2 * i + 2, 3 * j : 3 * j + 3]
+            block[: part.shape[0], : part.shape[1]] = part
+            if (i, j) != (1, 1):  # one chunk never written
+                payloads[(i, j)] = Zlib(1).encode(Shuffle(4).encode(block.tobytes()))
+                refs[f"x/{i}.{j}"] = (
+                    "base64:" + __import__("base64").b64encode(payloads[(i, j)]).decode()
+                )
+    table = ChunkTable.from_refs({"version": 1, "refs": refs}, "x")
+    box = [(1, 5), (2, 7)]
+    plan = table.plan(box)
+    got = table.assemble(box, plan, [table.inline.get(idx) for idx, _, _ in plan])
+    want = data[1:5, 2:7].copy()
+    want[1:3, 1:4] = -1  # the absent chunk (rows 2-3, columns 3-5) is the fill value
+    np.testing.assert_array_equal(got, want)
+    with pytest.raises(KeyError, match=r"variable 'y' is not in the index; it has \['x'\]"):
+        ChunkTable.from_refs(refs, "y")
+
+
+def test_cache_is_keyed_by_etag_and_size(tmp_path):
+    from pangeo_hpc.references import save_refs
+
+    with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path)}):
+        stamp = ObjectStamp("s3://b/k.nc", 10, '"e"')
+        path = save_refs(stamp, {"version": 1, "refs": {}})
+        assert load_refs(stamp) is not None
+        assert load_refs(ObjectStamp("s3://b/k.nc", 10, '"other"')) is None
+        assert load_refs(ObjectStamp("s3://b/k.nc", 11, '"e"')) is None
+        assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
