@@ -9,6 +9,7 @@ attributes.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -41,6 +42,7 @@ class FileInfo:
     times: np.ndarray
     chunk_time: int
     decoding: Decoding
+    time_name: str = ""
 
 
 @dataclass
@@ -143,7 +145,8 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
         first, last = _available_span(root, variable)
         start, end = start or first, end or last
     files = [str(p) for p in find_files(root, variable, start, end)]
-    infos = [_scan(p, variable) for p in files]
+    first = _scan(files[0], variable)
+    infos = [first, *(_scan_like(p, variable, first) for p in files[1:])]
     head = Head.of(files[0], variable)
     return Catalog(
         root=str(root),
@@ -369,7 +372,42 @@ def _describe(f: h5py.File, variable: str, path: str) -> FileInfo:
         times=f[tname][:],
         chunk_time=(v.chunks or v.shape)[0],
         decoding=Decoding.from_attrs(v.attrs),
+        time_name=tname,
     )
+
+
+def _scan_like(path: str, variable: str, first: FileInfo) -> FileInfo:
+    """:func:`_scan` for a file laid out like the first one: only the variable's shape,
+    dtype and chunking and the time values are read, with h5py's low-level API (a third of
+    the time of a full scan; it counts when a tree has thousands of files)."""
+    try:
+        fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY)
+    except OSError as exc:
+        raise InputError(
+            f"{path!r} is not a readable NetCDF4/HDF5 file ({exc}): it may be truncated or "
+            "still being copied; restore it or remove that month from the period"
+        ) from exc
+    try:
+        try:
+            dset = h5py.h5d.open(fid, variable.encode())
+            tvar = h5py.h5d.open(fid, first.time_name.encode())
+        except KeyError:
+            return _scan(path, variable)  # laid out otherwise: the full scan says what is wrong
+        plist = dset.get_create_plist()
+        chunks = plist.get_chunk() if plist.get_layout() == h5py.h5d.CHUNKED else dset.shape
+        times = np.empty(tvar.shape, tvar.dtype)
+        tvar.read(h5py.h5s.ALL, h5py.h5s.ALL, times)
+        return FileInfo(
+            length=dset.shape[0],
+            field_shape=tuple(dset.shape[1:]),
+            dtype=dset.dtype,
+            times=times,
+            chunk_time=chunks[0],
+            decoding=first.decoding,
+            time_name=first.time_name,
+        )
+    finally:
+        fid.close()
 
 
 def _available_span(root: Path, variable: str) -> tuple[str, str]:

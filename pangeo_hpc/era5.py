@@ -12,6 +12,7 @@ from dask.base import tokenize
 
 from . import config
 from .catalog import catalog
+from .convert import is_zarr_store, open_store
 from .errors import InputError
 from .reader import MultiFileArray
 from .storage.s3 import S3Options
@@ -52,8 +53,9 @@ def open_era5(
         Default: every month in the tree.
     source : path or str, optional
         Root of a tree in the era5-pds layout (``{YYYY}/{MM}/data/{variable}.nc``): a local
-        or mounted folder, or ``s3://bucket/prefix`` (e.g. ``s3://era5-pds``). Default:
-        config ``pangeo-hpc.data.root``.
+        or mounted folder, or ``s3://bucket/prefix`` (e.g. ``s3://era5-pds``); or a Zarr
+        store written by :func:`pangeo_hpc.convert.to_zarr`. Default: config
+        ``pangeo-hpc.data.root``.
     time_chunk_mb : float, optional
         Target uncompressed size of one Dask chunk; chunks hold whole fields and never span
         two files. Default: config ``pangeo-hpc.data.time-chunk-mb``.
@@ -82,6 +84,8 @@ def open_era5(
     whichever way they are read.
     """
     root = config.get("data.root", source)
+    if is_zarr_store(root):
+        return open_store(root, variable, start, end)
     cat = catalog(root, variable, start, end, s3=s3, index=index)
     if cat.access == "local":
         _no_hdf5_locks_on(root)

@@ -6,8 +6,12 @@ xarray's generic ``weighted`` path makes several (fillna, notnull, two dot produ
 
 from __future__ import annotations
 
+from typing import Any
+
+import dask.array as da
 import numba
 import numpy as np
+from dask.base import tokenize
 
 
 @numba.njit(nogil=True, cache=True)
@@ -38,3 +42,26 @@ def weighted_nanmean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
     return mean.reshape(lead)
+
+
+def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
+    """:func:`weighted_nanmean` of a NumPy or Dask array, block by block.
+
+    For Dask, each block must hold whole fields (the last ``w.ndim`` axes in one chunk). The
+    kernel runs on each block as it is: ``apply_ufunc(dask="parallelized")`` would first
+    concatenate the core dimensions' (single) chunks into a new array, a copy of every block.
+    """
+    if not isinstance(x, da.Array):
+        return weighted_nanmean(x, w)
+    core = tuple(range(x.ndim - w.ndim, x.ndim))
+    if any(len(x.chunks[i]) != 1 for i in core):
+        raise ValueError("every block must hold whole fields (one chunk along the field axes)")
+    weights = da.from_array(w, chunks=w.shape, name="weights-" + tokenize(w))  # one graph key
+    return da.map_blocks(
+        weighted_nanmean,
+        x,
+        weights,
+        drop_axis=core,
+        dtype="f8",
+        meta=np.empty((0,) * (x.ndim - w.ndim)),
+    )

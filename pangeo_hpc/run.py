@@ -1,6 +1,6 @@
 """Command line: ``python -m pangeo_hpc.run VERB ...``; the verbs live in ``pangeo_hpc.cli``.
 
-Verbs: demo-data, list, RECIPE (data.py); profiles, job-script, tunnel, lab (clusters.py);
+Verbs: demo-data, list, RECIPE, convert (data.py); profiles, job-script, tunnel, lab (clusters.py);
 hydration, warmup, stage (storage.py);
 index (index.py); inventory (s3.py).
 
@@ -17,7 +17,7 @@ import traceback
 from collections.abc import Sequence
 
 from .cli.clusters import _job_script, _lab, _profiles, _tunnel
-from .cli.data import _demo_data, _list, _recipe
+from .cli.data import _convert, _demo_data, _list, _recipe
 from .cli.index import _index
 from .cli.s3 import _inventory
 from .cli.storage import _hydration, _stage, _warmup
@@ -42,6 +42,7 @@ def _interruptible() -> None:
 _VERBS = {
     "demo-data": _demo_data,
     "list": _list,
+    "convert": _convert,
     "profiles": _profiles,
     "job-script": _job_script,
     "tunnel": _tunnel,

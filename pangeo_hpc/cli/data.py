@@ -1,4 +1,4 @@
-"""Verbs for data and recipes: demo-data, list, RECIPE."""
+"""Verbs for data and recipes: demo-data, list, RECIPE, convert."""
 
 from __future__ import annotations
 
@@ -108,4 +108,44 @@ def _recipe(argv: Sequence[str]) -> int:
     )
     print(f"plot: {run.out / 'plot.png'}")
     print(f"data: {run.out / s['outputs']['data']}   summary: {run.out / 'summary.json'}")
+    return 0
+
+
+def _convert(argv: Sequence[str]) -> int:
+    from ..cluster import running_cluster
+    from ..convert import to_zarr
+
+    p = _Parser(
+        prog="convert",
+        description="Convert an era5-pds tree once into an analysis-ready Zarr store "
+        "(Blosc-zstd, whole-field chunks); recipes then read it with --data STORE.",
+    )
+    p.add_argument("--data", help="the tree: folder or s3://bucket/prefix (default data.root)")
+    p.add_argument("--out", required=True, help="the Zarr store (folder) to write")
+    p.add_argument("--variable", default="sea_surface_temperature")
+    p.add_argument("--start", help="first month, YYYY-MM (default: all)")
+    p.add_argument("--end", help="last month, YYYY-MM (default: all)")
+    p.add_argument("--chunk-mb", type=float, help="uncompressed MB per chunk (default 128)")
+    p.add_argument("--clevel", type=int, help="zstd level 1-9 (default 3)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing store")
+    _cluster_args(p)
+    _s3_args(p, index=True)
+    a = p.parse_args(argv)
+    s3 = _s3_options(a, a.data)
+    with running_cluster(
+        a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
+    ):
+        report = to_zarr(
+            a.data,
+            a.out,
+            a.variable,
+            a.start,
+            a.end,
+            chunk_mb=a.chunk_mb,
+            clevel=a.clevel,
+            overwrite=a.overwrite,
+            s3=s3,
+            index=a.index,
+        )
+    print(report.summary())
     return 0

@@ -8,7 +8,7 @@ import xarray as xr
 
 from ..errors import InputError
 from ..grid import cell_area, cell_edges, horizontal_names, time_name
-from ..kernels import weighted_nanmean
+from ..kernels import weighted_nanmean_blocks
 
 _FREQ = {"monthly": "MS", "annual": "YS"}
 
@@ -37,12 +37,12 @@ def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.
     if _whole_fields(da, dims):
         # one compiled pass per block instead of xarray's fillna/notnull/dot passes
         out = xr.apply_ufunc(
-            weighted_nanmean,
+            weighted_nanmean_blocks,
             da,
-            weights.transpose(*dims),
-            input_core_dims=[list(dims), list(dims)],
-            dask="parallelized",
-            output_dtypes=["f8"],
+            weights.transpose(*dims).values,
+            input_core_dims=[list(dims), []],
+            exclude_dims=set(),
+            dask="allowed",
         )
     else:
         out = da.weighted(weights).mean(dims, skipna=True)

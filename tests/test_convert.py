@@ -1,0 +1,108 @@
+"""``convert``: an era5-pds tree once into an analysis-ready Zarr store, read like a tree."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+import xarray as xr
+from conftest import run_cli
+
+from pangeo_hpc.convert import is_zarr_store, to_zarr
+from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.recipes import climatology, global_mean
+
+VAR = "sea_surface_temperature"
+
+
+@pytest.fixture(scope="module")
+def store(demo_tree, tmp_path_factory):
+    path = tmp_path_factory.mktemp("zarr") / "sst.zarr"
+    report = to_zarr(demo_tree, path, VAR, "2000-01", "2001-12", chunk_mb=4)
+    assert report.time_steps == 731 and report.bytes_written > 0
+    assert "731 time steps" in report.summary()
+    return path
+
+
+def test_store_reads_like_the_tree(store, demo_tree):
+    assert is_zarr_store(store) and not is_zarr_store(demo_tree)
+    z = open_era5(VAR, "2000-03", "2001-02", source=store)
+    nc = open_era5(VAR, "2000-03", "2001-02", source=demo_tree)
+    assert z.encoding["source_access"] == "zarr"
+    coords = z.drop_vars(VAR)
+    assert coords.attrs.pop("pangeo_hpc_converted_from") == str(demo_tree)  # provenance
+    xr.testing.assert_identical(coords, nc.drop_vars(VAR))
+    np.testing.assert_array_equal(z[VAR].values, nc[VAR].values)  # lossless
+    assert z[VAR].chunks[1:] == ((91,), (180,))  # whole fields per chunk
+    np.testing.assert_array_equal(global_mean(z[VAR]).values, global_mean(nc[VAR]).values)
+    xr.testing.assert_allclose(climatology(z[VAR]), climatology(nc[VAR]), rtol=1e-6)
+
+
+def test_store_errors_and_overwrite(store, demo_tree, tmp_path):
+    with pytest.raises(DataNotFoundError, match=r"holds 2000-01..2001-12, not 1999-06..2000-01"):
+        open_era5(VAR, "1999-06", "2000-01", source=store)
+    with pytest.raises(DataNotFoundError, match=r"variable 't2m' is not in the Zarr store"):
+        open_era5("t2m", source=store)
+    with pytest.raises(InputError, match="exists: pass overwrite=True"):
+        to_zarr(demo_tree, store, VAR, "2000-01", "2000-01")
+    with pytest.raises(InputError, match=r"clevel=12 in 1..9"):
+        to_zarr(demo_tree, tmp_path / "x.zarr", VAR, "2000-01", "2000-01", clevel=12)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_conversion_leaves_nothing(demo_tree, tmp_path, monkeypatch):
+    target = tmp_path / "sst.zarr"
+    real = xr.Dataset.to_zarr
+
+    def half_then_fail(self, path, **kwargs):
+        real(self.isel(time0=slice(0, 10)), path, **kwargs)  # some chunks on disk, then:
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(xr.Dataset, "to_zarr", half_then_fail)
+    with pytest.raises(OSError, match="No space left"):
+        to_zarr(demo_tree, target, VAR, "2000-01", "2000-02")
+    assert list(tmp_path.iterdir()) == []  # no store, no temporary folder
+
+
+@pytest.mark.slow
+def test_cli_convert_then_recipe_on_the_store(demo_tree, tmp_path):
+    store = tmp_path / "sst.zarr"
+    period = ("--start", "2000-01", "--end", "2000-12")
+    r = run_cli(
+        "convert",
+        "--data",
+        str(demo_tree),
+        "--out",
+        str(store),
+        *period,
+        "--workers",
+        "1",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"convert: 366 time steps .* \d+\.\d\d GB uncompressed", r.stdout)
+    again = run_cli("convert", "--data", str(demo_tree), "--out", str(store), cwd=tmp_path)
+    assert again.returncode == 2 and "exists: pass overwrite=True (--overwrite)" in again.stderr
+    runs = {}
+    for name, data in (("nc", demo_tree), ("zarr", store)):
+        out = tmp_path / name
+        r = run_cli(
+            "era5-sst-mean",
+            "--data",
+            str(data),
+            *period,
+            "--workers",
+            "2",
+            "--out",
+            str(out),
+            "--no-progress",
+            cwd=tmp_path,
+        )
+        assert r.returncode == 0, r.stderr
+        runs[name] = json.loads((out / "summary.json").read_text())
+    assert runs["zarr"]["inputs"]["access"] == "zarr"
+    for key, value in runs["nc"]["answer"].items():
+        assert runs["zarr"]["answer"][key] == pytest.approx(value, rel=1e-6), key
