@@ -35,9 +35,10 @@ lint: $(VENV)/.installed
 system:
 	bash ci/install-system.sh
 
-## bench: the SST-mean benchmark over >= 2 GB of demo data (not a test)
+## bench: the benchmark suite B1-B5 (not a test); e.g. make bench BENCH_ARGS="--cases B1,B2 --quick"
+BENCH_ARGS ?=
 bench: $(VENV)/.installed
-	$(BIN)/python benchmarks/sst_mean.py
+	$(BIN)/python benchmarks/suite.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) results

@@ -1,0 +1,160 @@
+"""B2: opening 1,000 monthly files as one dataset (a benchmark, not a test).
+
+Daily 2-degree demo SST, one NetCDF4 file per month, 1940-01..2023-04 (1,000 files). Each
+case opens the lot as one lazy dataset (nothing computed) and returns its shape:
+
+* pangeo-hpc: ``open_era5(VAR, start, end, source=root)``;
+* open_mfdataset default: ``xr.open_mfdataset(files)``, every option at its default;
+* open_mfdataset tuned: ``combine="nested", concat_dim="time0", compat="override",
+  coords="minimal", data_vars="minimal"``, with the engines h5netcdf and netcdf4, and
+  ``parallel=True`` with the opens in threads or on the platform's process cluster (or
+  ``parallel=False``, which can be faster). The fastest is the baseline the goal (>= 10x)
+  is judged against. (netcdf4 with ``parallel=True`` in threads is left out: netCDF-C is
+  not thread-safe, and it fails with "NetCDF: HDF error" or crashes the process.)
+
+Warm and cold page cache (the files dropped with ``posix_fadvise`` before each cold run),
+interleaved repetitions; written to ``benchmarks/results/B2.json``.
+
+    python benchmarks/b2_open.py [--files 1000] [--repeat 3] [--cache warm,cold] [--quick]
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    VAR,
+    Case,
+    data_size,
+    files_of,
+    finish_args,
+    local_client,
+    measure,
+    parser,
+    print_rows,
+    print_table,
+    ratio_row,
+    two_degree,
+    write_result,
+)
+
+
+def platform_open(root: Path, start: str, end: str) -> tuple[int, ...]:
+    from pangeo_hpc.era5 import open_era5
+
+    return tuple(open_era5(VAR, start, end, source=root)[VAR].shape)
+
+
+def mf_default(files: list[str]) -> tuple[int, ...]:
+    import xarray as xr
+
+    return tuple(xr.open_mfdataset(files)[VAR].shape)
+
+
+def mf_tuned(files: list[str], engine: str, scheduler: str, workers: int) -> tuple[int, ...]:
+    """Tuned ``open_mfdataset``; ``scheduler`` runs the opens: ``serial`` (parallel=False),
+    ``threads`` or ``processes`` (the platform's cluster)."""
+    import dask
+    import xarray as xr
+
+    config = {"scheduler": "threads", "num_workers": workers} if scheduler == "threads" else {}
+    with dask.config.set(config):
+        ds = xr.open_mfdataset(
+            files,
+            engine=engine,
+            combine="nested",
+            concat_dim="time0",
+            compat="override",
+            coords="minimal",
+            data_vars="minimal",
+            parallel=scheduler != "serial",
+        )
+    return tuple(ds[VAR].shape)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = parser(__doc__)
+    p.add_argument("--files", type=int, help="monthly files to open (default 1000; --quick 120)")
+    a = finish_args(p.parse_args(argv))
+    n = a.files or (120 if a.quick else 1000)
+
+    root, start, end = two_degree(n)
+    files = files_of(root, start, end)
+    size = data_size(files)
+    print(f"B2 data: {root} {start}..{end}: {size.describe()}")
+    tuned = [
+        Case(
+            f"open_mfdataset tuned {engine} {sched}",
+            lambda e=engine, s=sched: mf_tuned(files, e, s, a.workers),
+            files,
+            label=f"open_mfdataset tuned, engine={engine}, "
+            + ("parallel=False" if sched == "serial" else f"parallel=True on {sched}"),
+        )
+        for engine in ("h5netcdf", "netcdf4")
+        for sched in ("serial", "threads", "processes")
+        if (engine, sched) != ("netcdf4", "threads")
+    ]
+    cases = [
+        Case("pangeo-hpc", lambda: platform_open(root, start, end), files, "platform"),
+        Case("open_mfdataset default", lambda: mf_default(files), files),
+        *tuned,
+    ]
+    with local_client(a.workers) as client:
+        t = measure(cases, repeat=a.repeat, caches=a.caches, client=client)
+    shapes = {k: tuple(v) for k, v in t.answers.items() if v is not None}
+    if len(set(shapes.values())) != 1:
+        raise SystemExit(f"the cases opened different shapes: {shapes}")
+    print(f"\nopened {shapes['pangeo-hpc']} ({VAR})")
+    print_table(t, size.bytes_uncompressed)
+    rows = []
+    for cache in a.caches:
+        plat = t.median(cache, "pangeo-hpc")
+        best = min((c.name for c in tuned), key=lambda k: t.median(cache, k))
+        rows += [
+            ratio_row(
+                "B2",
+                f"open {len(files)} files vs best tuned open_mfdataset",
+                cache,
+                plat,
+                t.median(cache, best),
+                best,
+                10.0,
+            ),
+            ratio_row(
+                "B2",
+                f"open {len(files)} files vs default open_mfdataset",
+                cache,
+                plat,
+                t.median(cache, "open_mfdataset default"),
+                "open_mfdataset default",
+                10.0,
+            ),
+        ]
+    print_rows(rows)
+    doc = {
+        "title": f"opening {len(files)} monthly files",
+        "summary": f"{len(files)} files",
+        "params": {
+            "files": n,
+            "start": start,
+            "end": end,
+            "workers": a.workers,
+            "repeat": a.repeat,
+        },
+        "data": size.__dict__,
+        "labels": {c.name: c.label for c in cases if c.label},
+        "stats": t.stats(),
+        "failed": t.failed,
+        "resident_before_cold_run": t.resident_before,
+        "rows": rows,
+    }
+    write_result("B2", doc, quick=a.quick)
+    return doc
+
+
+if __name__ == "__main__":
+    main()

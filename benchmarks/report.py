@@ -1,0 +1,132 @@
+"""Render ``benchmarks/results/B*.json`` as a markdown table and put it in README.md.
+
+The table replaces whatever lies between ``<!-- bench:start -->`` and ``<!-- bench:end -->``
+in the README's Performance section; ``benchmarks/suite.py`` calls this after the cases.
+
+    python benchmarks/report.py [--print] [--readme README.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import RESULTS, describe_machine
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+START, END = "<!-- bench:start -->", "<!-- bench:end -->"
+CASES = ("B1", "B2", "B3", "B4", "B5")
+
+
+def load(results: Path = RESULTS, *, quick: bool = False) -> dict[str, dict[str, Any]]:
+    """The latest result of each case that has one (of ``--quick`` runs if ``quick``)."""
+    out = {}
+    for case in CASES:
+        f = results / f"{case}{'-quick' if quick else ''}.json"
+        if f.is_file():
+            out[case] = json.loads(f.read_text())
+    return out
+
+
+def _s(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f} s" if x < 100 else f"{x:.0f} s"
+
+
+def _ratio(row: dict[str, Any]) -> str:
+    if row.get("ratio") is None:
+        return "-"
+    if row["what"].startswith("share"):
+        return f"{100 * row['ratio']:.0f} %"
+    return f"{row['ratio']:.2f}x"
+
+
+def _goal(rows: list[dict[str, Any]]) -> str:
+    goal = rows[0].get("goal")
+    met = [r["met"] for r in rows if r.get("met") is not None]
+    if goal is None and not met:
+        return ""
+    verdict = "met" if met and all(met) else "not met" if met and not any(met) else "partly met"
+    if goal is None:
+        return verdict
+    shown = f"{100 * goal:.0f} %" if rows[0]["what"].startswith("share") else f"{goal:g}x"
+    return f">= {shown}: {verdict}"
+
+
+def table(results: dict[str, dict[str, Any]]) -> str:
+    """The README block: one line on the machine and method, then one row per comparison
+    (warm / cold side by side)."""
+    if not results:
+        return "No benchmark results yet: run `make bench`."
+    machine = next(iter(results.values()))["machine"]
+    dates = sorted({r["date"][:10] for r in results.values()})
+    lines = [
+        f"`make bench` (`benchmarks/suite.py`; one file per case in `benchmarks/`, JSON in "
+        f"`benchmarks/results/`) on {describe_machine(machine)}; "
+        f"run {' to '.join([dates[0], dates[-1]] if len(dates) > 1 else dates)}. "
+        "Medians of interleaved runs; ratio = the other's time / pangeo-hpc's (above 1: "
+        "pangeo-hpc faster); *warm*: files in the page cache, *cold*: dropped from it first.",
+        "",
+        "| case | comparison | pangeo-hpc warm / cold | other warm / cold | ratio warm / cold "
+        "| goal |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case, res in results.items():
+        head = f"{case} ({res['summary']})" if res.get("summary") else case
+        if res.get("skipped"):
+            lines.append(f"| {head} | {res['skipped']} | | | | |")
+            continue
+        groups: dict[str, list[dict[str, Any]]] = {}
+        for row in res.get("rows", []):
+            if row.get("goal") is None and row.get("text") is None:
+                continue  # JSON only (e.g. the naive recipe)
+            groups.setdefault(row["what"], []).append(row)
+        for what, rows in groups.items():
+            label, head = head, ""  # the case and its data once, on its first row
+            rows.sort(key=lambda r: ("warm", "cold", "all").index(r["cache"]))
+            if rows[0].get("text") is not None:
+                text = " / ".join(r["text"] for r in rows)
+                lines.append(f"| {label} | {what} | {text} | | | {_goal(rows)} |")
+                continue
+            others = sorted({r["other"] for r in rows})
+            lines.append(
+                f"| {label} | {what} ({', '.join(others)}) "
+                f"| {' / '.join(_s(r['platform_s']) for r in rows)} "
+                f"| {' / '.join(_s(r['other_s']) for r in rows)} "
+                f"| {' / '.join(_ratio(r) for r in rows)} | {_goal(rows)} |"
+            )
+    return "\n".join(lines)
+
+
+def update_readme(readme: Path = README, results: dict[str, dict[str, Any]] | None = None) -> bool:
+    """Replace the block between the markers; False (and a message) if they are missing."""
+    text = readme.read_text()
+    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        print(f"{readme}: no {START} ... {END} block; the table was not written")
+        return False
+    block = f"{START}\n{table(load() if results is None else results)}\n{END}"
+    readme.write_text(pattern.sub(lambda _: block, text, count=1))
+    print(f"README table updated: {readme}")
+    return True
+
+
+def main(argv: list[str] | None = None) -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--print", action="store_true", help="print the table, leave README alone")
+    p.add_argument("--quick", action="store_true", help="print the table of --quick runs")
+    p.add_argument("--readme", type=Path, default=README)
+    a = p.parse_args(argv)
+    if a.print or a.quick:
+        print(table(load(quick=a.quick)))
+    else:
+        update_readme(a.readme)
+
+
+if __name__ == "__main__":
+    main()

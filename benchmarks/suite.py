@@ -1,0 +1,99 @@
+"""The benchmark suite (issue 6): run the selected cases, then write the README table.
+
+Each case runs in its own Python process (its own Dask cluster and memory) and writes
+``benchmarks/results/<case>.json``; ``report.py`` then renders them into README.md between
+the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
+
+    B1  SST global mean over >= 2 GB: vs naive, best xarray, CDO, and the machine's ceiling
+    B2  opening 1,000 monthly files: vs open_mfdataset, default and tuned
+    B3  monthly climatology over 10 years of daily 0.25-degree data: vs xarray +- flox
+    B4  convert once to Zarr, then B1 and B3 on it: vs the NetCDF path, conversion cost
+    B5  B1 at 1, 2, 4, 8 GB: time per GB (slope) and peak RSS per worker
+
+    make bench                      # all cases, full size (B3's data takes a while once)
+    python benchmarks/suite.py --cases B1,B2 --repeat 5
+    python benchmarks/suite.py --quick          # small data, one run each: checks the wiring
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+SCRIPTS = {
+    "B1": "b1_global_mean.py",
+    "B2": "b2_open.py",
+    "B3": "b3_climatology.py",
+    "B4": "b4_zarr.py",
+    "B5": "b5_scaling.py",
+}
+#: which size options each case takes
+OPTIONS = {
+    "B1": ("gb",),
+    "B2": ("files",),
+    "B3": ("years",),
+    "B4": ("gb", "years"),
+    "B5": ("sizes",),
+}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument(
+        "--cases", default=",".join(SCRIPTS), help="comma separated (default %(default)s)"
+    )
+    p.add_argument("--quick", action="store_true", help="small data, one run each")
+    p.add_argument("--repeat", type=int, help="timed runs per case and cache state (default 3)")
+    p.add_argument("--cache", help="warm, cold or warm,cold (default warm,cold)")
+    p.add_argument("--gb", type=float, help="B1/B4: uncompressed GB")
+    p.add_argument("--files", type=int, help="B2: monthly files")
+    p.add_argument("--years", type=int, help="B3/B4: years of daily 0.25-degree data")
+    p.add_argument("--sizes", help="B5: GB, comma separated")
+    p.add_argument("--no-readme", action="store_true", help="do not rewrite the README table")
+    a = p.parse_args(argv)
+    cases = [c.strip().upper() for c in a.cases.split(",") if c.strip()]
+    unknown = [c for c in cases if c not in SCRIPTS]
+    if unknown:
+        p.error(f"--cases {','.join(unknown)}: choose from {','.join(SCRIPTS)}")
+
+    failed = []
+    for case in cases:
+        args = [sys.executable, str(HERE / SCRIPTS[case])]
+        if a.quick:
+            args.append("--quick")
+        for opt in ("repeat", "cache"):
+            if getattr(a, opt) is not None:
+                args += [f"--{opt}", str(getattr(a, opt))]
+        for opt in OPTIONS[case]:
+            if getattr(a, opt) is not None:
+                args += [f"--{opt}", str(getattr(a, opt))]
+        print(f"\n===== {case}: {' '.join(args[1:])}", flush=True)
+        t = time.perf_counter()
+        rc = subprocess.run(args, check=False).returncode
+        print(
+            f"===== {case}: {'done' if rc == 0 else f'FAILED ({rc})'} in "
+            f"{time.perf_counter() - t:.0f} s",
+            flush=True,
+        )
+        if rc:
+            failed.append(case)
+
+    from report import load, table, update_readme
+
+    if a.quick:  # --quick results go to <case>-quick.json and never into the README
+        print("\n" + table(load(quick=True)))
+    elif not a.no_readme:
+        update_readme()
+    if failed:
+        print(f"failed: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
