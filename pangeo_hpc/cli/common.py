@@ -103,3 +103,26 @@ def _s3_options(a: argparse.Namespace, source: object):
         flags = ", ".join("--" + f.replace("_", "-") for f in given)
         raise InputError(f"{flags} apply to s3:// sources only, not {source!r}")
     return S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
+
+
+def _running(a: argparse.Namespace):
+    """The cluster of the parsed ``_cluster_args`` flags (``running_cluster``'s context)."""
+    from ..cluster import running_cluster
+
+    return running_cluster(
+        a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
+    )
+
+
+def _step_progress(what: str, unit: str):
+    """A ``(done, total)`` callback: a rewritten line on a terminal, about ten lines in logs."""
+    tty = sys.stdout.isatty()
+
+    def show(done: int, total: int) -> None:
+        line = f"{what}: {done}/{total} {unit}"
+        if tty:
+            print("\r" + line, end="" if done < total else "\n", flush=True)
+        elif done == total or done % max(1, total // 10) == 0:
+            print(line, flush=True)
+
+    return show

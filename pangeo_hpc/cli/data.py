@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 
-from .common import _batch, _cluster_args, _Parser, _positive_int, _s3_args, _s3_options
+from .common import (
+    _batch,
+    _cluster_args,
+    _Parser,
+    _positive_int,
+    _running,
+    _s3_args,
+    _s3_options,
+    _step_progress,
+)
 
 
 def _demo_data(argv: Sequence[str]) -> int:
@@ -32,16 +40,13 @@ def _demo_data(argv: Sequence[str]) -> int:
         trend=a.trend,
     )
 
-    tty = sys.stdout.isatty()
-
-    def show(done: int, total: int) -> None:
-        if tty:
-            end = "" if done < total else "\n"
-            print(f"\rdemo-data: {done}/{total} months written", end=end, flush=True)
-        elif done == total or done % max(1, total // 10) == 0:  # logs: about ten lines
-            print(f"demo-data: {done}/{total} months written", flush=True)
-
-    files = generate(a.out, spec, workers=a.workers, overwrite=a.overwrite, progress=show)
+    files = generate(
+        a.out,
+        spec,
+        workers=a.workers,
+        overwrite=a.overwrite,
+        progress=_step_progress("demo-data", "months written"),
+    )
     print(f"demo-data: {len(files)} monthly files in {a.out}")
     return 0
 
@@ -112,7 +117,6 @@ def _recipe(argv: Sequence[str]) -> int:
 
 
 def _convert(argv: Sequence[str]) -> int:
-    from ..cluster import running_cluster
     from ..convert import to_zarr
 
     p = _Parser(
@@ -132,9 +136,7 @@ def _convert(argv: Sequence[str]) -> int:
     _s3_args(p, index=True)
     a = p.parse_args(argv)
     s3 = _s3_options(a, a.data)
-    with running_cluster(
-        a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
-    ):
+    with _running(a):
         report = to_zarr(
             a.data,
             a.out,

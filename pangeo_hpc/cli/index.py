@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
-from .common import _batch, _cluster_args, _Parser, _s3_args, _s3_options
+from .common import _cluster_args, _Parser, _running, _s3_args, _s3_options, _step_progress
 
 
 def _index(argv: Sequence[str]) -> int:
     from ..catalog import objects_to_index
-    from ..cluster import running_cluster
     from ..references import build_index
 
     p = _Parser(
@@ -30,18 +28,9 @@ def _index(argv: Sequence[str]) -> int:
     a = p.parse_args(argv)
     opts = _s3_options(a, a.url)
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
-    tty = sys.stdout.isatty()
-
-    def show(done: int, total: int) -> None:
-        if tty:
-            print(f"\rindex: {done}/{total} objects", end="" if done < total else "\n", flush=True)
-        elif done == total or done % max(1, total // 10) == 0:
-            print(f"index: {done}/{total} objects", flush=True)
-
     print(f"index: {len(stamps)} objects under {a.url}")
-    with running_cluster(
-        a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
-    ) as (_cluster, client):
-        report = build_index(stamps, opts, rebuild=a.rebuild, client=client, progress=show)
+    with _running(a) as (_cluster, client):
+        progress = _step_progress("index", "objects")
+        report = build_index(stamps, opts, rebuild=a.rebuild, client=client, progress=progress)
     print(report.summary())
     return 0 if not report.failed else 1
