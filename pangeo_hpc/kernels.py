@@ -48,8 +48,10 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
     """:func:`weighted_nanmean` of a NumPy or Dask array, block by block.
 
     For Dask, each block must hold whole fields (the last ``w.ndim`` axes in one chunk). The
-    kernel runs on each block as it is: ``apply_ufunc(dask="parallelized")`` would first
-    concatenate the core dimensions' (single) chunks into a new array, a copy of every block.
+    kernel runs on each block as it is. Dropping the field axes in the same step (with
+    ``drop_axis`` or ``apply_ufunc(dask="parallelized")``) would make Dask concatenate each
+    block's single chunk along those axes first: a copy of every block. So blocks keep
+    length-1 field axes, removed afterwards from the (small) result.
     """
     if not isinstance(x, da.Array):
         return weighted_nanmean(x, w)
@@ -57,11 +59,16 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
     if any(len(x.chunks[i]) != 1 for i in core):
         raise ValueError("every block must hold whole fields (one chunk along the field axes)")
     weights = da.from_array(w, chunks=w.shape, name="weights-" + tokenize(w))  # one graph key
-    return da.map_blocks(
-        weighted_nanmean,
+    kept = da.map_blocks(
+        _keepdims_mean,
         x,
         weights,
-        drop_axis=core,
+        chunks=(*x.chunks[: x.ndim - w.ndim], *((1,),) * w.ndim),
         dtype="f8",
-        meta=np.empty((0,) * (x.ndim - w.ndim)),
+        meta=np.empty((0,) * x.ndim),
     )
+    return kept[(Ellipsis, *(0,) * w.ndim)]
+
+
+def _keepdims_mean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    return weighted_nanmean(x, w).reshape(x.shape[: x.ndim - w.ndim] + (1,) * w.ndim)

@@ -286,6 +286,54 @@ class ChunkTable:
             for idx in [tuple(r[i] for r, i in zip(ranges, idx, strict=True))]
         ]
 
+    @classmethod
+    def from_h5(cls, dset: Any) -> ChunkTable | None:
+        """The table of an open h5py dataset, from HDF5's chunk index (``chunk_iter``).
+
+        ``None`` when the dataset is not chunked or uses a filter other than shuffle and
+        deflate (read it with h5py then), or when a chunk skipped a filter.
+        """
+        import h5py
+
+        plist = dset.id.get_create_plist()
+        if plist.get_layout() != h5py.h5d.CHUNKED or dset.ndim == 0:
+            return None
+        codecs: list[dict[str, Any]] = []
+        for i in range(plist.get_nfilters()):
+            code, _, values, _ = plist.get_filter(i)
+            if code == h5py.h5z.FILTER_SHUFFLE:
+                codecs.append({"id": "shuffle", "elementsize": dset.dtype.itemsize})
+            elif code == h5py.h5z.FILTER_DEFLATE:
+                codecs.append({"id": "zlib", "level": int(values[0]) if values else 1})
+            else:
+                return None
+        chunks = tuple(dset.chunks)
+        grid = tuple(-(-n // c) for n, c in zip(dset.shape, chunks, strict=True))
+        offsets = np.full(grid, -1, dtype=np.int64)
+        lengths = np.full(grid, -1, dtype=np.int64)
+        masked: list[int] = []
+
+        def visit(info: Any) -> None:
+            idx = tuple(o // c for o, c in zip(info.chunk_offset, chunks, strict=True))
+            offsets[idx], lengths[idx] = info.byte_offset, info.size
+            if info.filter_mask:
+                masked.append(info.filter_mask)
+
+        dset.id.chunk_iter(visit)
+        if masked:
+            return None
+        fill = dset.fillvalue
+        return cls(
+            shape=tuple(dset.shape),
+            chunks=chunks,
+            dtype=dset.dtype,
+            fill_value=dset.dtype.type(0) if fill is None else dset.dtype.type(fill),
+            codecs=tuple(reversed(codecs)),
+            offsets=offsets,
+            lengths=lengths,
+            inline={},
+        )
+
     def assemble(
         self,
         box: Sequence[tuple[int, int]],
@@ -294,9 +342,9 @@ class ChunkTable:
     ) -> np.ndarray:
         """Decode the chunks of ``plan`` (``payloads[i]`` is chunk i's bytes, or ``None``
         when absent) into the array of ``box``."""
-        from numcodecs import get_codec
+        from .chunk_decoding import ChunkDecoder
 
-        codecs = [get_codec(dict(c)) for c in self.codecs]
+        decoder = ChunkDecoder(self.codecs, self.chunks, self.dtype)
         out = np.empty([hi - lo for lo, hi in box], dtype=self.dtype)
         for (idx, _, _), payload in zip(plan, payloads, strict=True):
             origin = [i * c for i, c in zip(idx, self.chunks, strict=True)]
@@ -307,12 +355,8 @@ class ChunkTable:
                 dst.append(slice(a - lo, b - lo))
             if payload is None:
                 out[tuple(dst)] = self.fill_value
-                continue
-            buf = payload
-            for codec in codecs:
-                buf = codec.decode(buf)
-            chunk = np.frombuffer(buf, dtype=self.dtype, count=int(np.prod(self.chunks)))
-            out[tuple(dst)] = chunk.reshape(self.chunks)[tuple(src)]
+            else:
+                decoder.decode_into(payload, tuple(src), out[tuple(dst)])
         return out
 
 
