@@ -21,7 +21,7 @@ import h5py
 import numpy as np
 import xarray as xr
 
-from . import config
+from . import config, scan_cache
 from .errors import DataNotFoundError, InputError
 from .layout import _ranges, find_files
 from .periods import Month, months
@@ -145,13 +145,27 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
         first, last = _available_span(root, variable)
         start, end = start or first, end or last
     files = [str(p) for p in find_files(root, variable, start, end)]
-    first = _scan(files[0], variable)
-    infos = [first, *(_scan_like(p, variable, first) for p in files[1:])]
+    with ThreadPoolExecutor(16) as pool:  # stat() releases the GIL: metadata servers in parallel
+        stats = list(pool.map(os.stat, files))
+    cache_file = scan_cache.cache_path(root, variable)
+    cached = scan_cache.load(cache_file)
+    entries = {f: cached.get(f) for f in files}
+    infos: list[FileInfo] = []
+    for f, st in zip(files, stats, strict=True):
+        entry = entries[f]
+        if entry is not None and entry["stamp"] == scan_cache.stamp(st):
+            infos.append(_info_of(entry))
+            continue
+        info = _scan(f, variable) if not infos else _scan_like(f, variable, infos[0])
+        infos.append(info)
+        entries[f] = _entry_of(info, st)
+    if any(entries[f] is not cached.get(f) for f in files):
+        scan_cache.save(cache_file, {**cached, **entries})
     head = Head.of(files[0], variable)
     return Catalog(
         root=str(root),
         files=files,
-        sizes=[Path(p).stat().st_size for p in files],
+        sizes=[st.st_size for st in stats],
         infos=infos,
         sources=[H5Source(p, variable) for p in files],
         head=head,
@@ -373,6 +387,33 @@ def _describe(f: h5py.File, variable: str, path: str) -> FileInfo:
         chunk_time=(v.chunks or v.shape)[0],
         decoding=Decoding.from_attrs(v.attrs),
         time_name=tname,
+    )
+
+
+def _entry_of(info: FileInfo, st: os.stat_result) -> dict[str, Any]:
+    d = info.decoding
+    return {
+        "stamp": scan_cache.stamp(st),
+        "length": info.length,
+        "field_shape": list(info.field_shape),
+        "dtype": info.dtype.str,
+        "times": scan_cache.encode_times(info.times),
+        "chunk_time": info.chunk_time,
+        "time_name": info.time_name,
+        "decoding": [list(d.fill_values), d.scale_factor, d.add_offset],
+    }
+
+
+def _info_of(entry: dict[str, Any]) -> FileInfo:
+    fills, scale, offset = entry["decoding"]
+    return FileInfo(
+        length=entry["length"],
+        field_shape=tuple(entry["field_shape"]),
+        dtype=np.dtype(entry["dtype"]),
+        times=scan_cache.decode_times(entry["times"]),
+        chunk_time=entry["chunk_time"],
+        decoding=Decoding(tuple(fills), scale, offset),
+        time_name=entry["time_name"],
     )
 
 

@@ -19,6 +19,15 @@ from pangeo_hpc.demo import DemoSpec, generate
 TEST_SPEC = DemoSpec(resolution=2.0, frequency="daily", start="2000-01", end="2009-12", seed=7)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_catalog_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Scan caches in a folder of this run, for this process and the CLIs it starts."""
+    folder = str(tmp_path_factory.mktemp("catalog-cache"))
+    os.environ["DASK_PANGEO_HPC__CATALOG__CACHE"] = folder
+    with dask.config.set({"pangeo-hpc.catalog.cache": folder}):
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def demo_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Ten years of 2-degree daily demo SST in the era5-pds layout (read-only: don't modify)."""
