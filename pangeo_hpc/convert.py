@@ -19,6 +19,7 @@ import numpy as np
 from . import config
 from .errors import InputError
 from .outputs import atomic_dir
+from .zarr_reader import ZarrChunks
 
 #: the marker attribute of stores written here (and the variable they hold)
 STORE_ATTR = "pangeo_hpc_converted_from"
@@ -128,6 +129,12 @@ def to_zarr(
     )
 
 
+def _stamp(store: str | Path) -> tuple[int, int]:
+    """Changes when the store is rewritten (``to_zarr`` renames a new store into place)."""
+    st = (Path(store) / "zarr.json").stat()
+    return st.st_ino, st.st_mtime_ns
+
+
 def is_zarr_store(path: str | Path) -> bool:
     """Whether ``path`` is a Zarr store (v2 or v3) rather than an era5-pds tree."""
     p = Path(path)
@@ -160,6 +167,20 @@ def open_store(
             f"the Zarr store {str(store)!r} holds {first}..{last}, not {lo}..{hi}: choose a "
             f"period inside it with --start/--end, or convert more months"
         )
+    fast = ZarrChunks.open(store, variable)
+    if fast is not None:  # chunk files decoded in place, not through zarr-python's pipeline
+        import dask.array as dska
+        from dask.base import tokenize
+
+        lazy = dska.from_array(
+            fast,
+            chunks=ds[variable].data.chunks,
+            lock=False,
+            asarray=False,
+            meta=np.empty((0,) * fast.ndim, fast.dtype),
+            name=f"open_store-{variable}-" + tokenize(str(Path(store).resolve()), _stamp(store)),
+        )
+        ds = ds.assign({variable: ds[variable].copy(data=lazy)})
     hi_next = hi.next()
     out = ds[[variable]].sel(
         {

@@ -72,3 +72,93 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
 
 def _keepdims_mean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return weighted_nanmean(x, w).reshape(x.shape[: x.ndim - w.ndim] + (1,) * w.ndim)
+
+
+@numba.njit(nogil=True, cache=True)
+def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: no cover - jitted
+    n, m = x.shape
+    sums = np.zeros((k, m))
+    counts = np.zeros((k, m), dtype=np.int32)
+    for i in range(n):
+        g = codes[i]
+        for j in range(m):
+            v = x[i, j]
+            if v == v:  # not NaN
+                sums[g, j] += v
+                counts[g, j] += 1
+    return sums, counts
+
+
+def _partial(block: np.ndarray, codes: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """Per group present in ``block`` (groups ``codes`` along axis 0): NaN-skipping sums and
+    counts over that axis, float64 and int32."""
+    present, local = np.unique(codes, return_inverse=True)
+    flat = np.ascontiguousarray(block.reshape(block.shape[0], -1))
+    sums, counts = _group_sums(flat, local.astype(np.intp), len(present))
+    return {int(g): (sums[i], counts[i]) for i, g in enumerate(present)}
+
+
+def _combine(parts: list[dict], group: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    s, c = parts[0][group]
+    s, c = s.copy(), c.copy()
+    for p in parts[1:]:
+        s += p[group][0]
+        c += p[group][1]
+    return {group: (s, c)}
+
+
+def _finalize(parts: list[dict], group: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    s, c = _combine(parts, group)[group]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(c > 0, s / c, np.nan)
+    return mean.astype(dtype, copy=False).reshape((1, *shape))
+
+
+def group_nanmean_blocks(x: Any, codes: np.ndarray, split_every: int = 8) -> Any:
+    """Mean over axis 0 within each group, skipping NaN: row ``g`` of the result is the mean
+    of the rows ``i`` of ``x`` with ``codes[i] == g`` (``codes``: 0..G-1, every group
+    present).
+
+    For Dask, blocks must span every other axis whole. Each block yields sums and counts of
+    just the groups it holds (one compiled pass, float64); per group, those of the blocks
+    that hold it are added in a tree of ``split_every`` and divided. No block is copied,
+    transposed or sent whole to another worker. Floating results keep ``x``'s dtype.
+    """
+    codes = np.asarray(codes)
+    if codes.shape != (x.shape[0],):
+        raise ValueError(f"codes has shape {codes.shape}, need ({x.shape[0]},)")
+    groups = int(codes.max()) + 1 if codes.size else 0
+    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype("f8")
+    field = tuple(x.shape[1:])
+    if not isinstance(x, da.Array):
+        part = _partial(np.asarray(x), codes)
+        return np.concatenate([_finalize([part], g, field, dtype) for g in range(groups)])
+    if any(len(c) != 1 for c in x.chunks[1:]):
+        raise ValueError("every block must span all axes but the first (one chunk each)")
+    from dask.highlevelgraph import HighLevelGraph
+
+    token = tokenize(x, codes, split_every)
+    part_name, out_name = f"group-sums-{token}", f"group-nanmean-{token}"
+    dsk: dict[Any, Any] = {}
+    holders: dict[int, list[Any]] = {g: [] for g in range(groups)}
+    edges = np.cumsum((0, *x.chunks[0]))
+    zeros = (0,) * (x.ndim - 1)
+    for i in range(len(x.chunks[0])):
+        block_codes = codes[edges[i] : edges[i + 1]]
+        if block_codes.size == 0:
+            continue
+        dsk[(part_name, i)] = (_partial, (x.name, i, *zeros), block_codes)
+        for g in np.unique(block_codes):
+            holders[int(g)].append((part_name, i))
+    for g, keys in holders.items():
+        level = 0
+        while len(keys) > split_every:  # a tree: no task adds more than split_every parts
+            name = f"group-combine-{level}-{token}"
+            keys_next = []
+            for j in range(0, len(keys), split_every):
+                dsk[(name, g, j)] = (_combine, keys[j : j + split_every], g)
+                keys_next.append((name, g, j))
+            keys, level = keys_next, level + 1
+        dsk[(out_name, g, *zeros)] = (_finalize, keys, g, field, dtype)
+    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x])
+    return da.Array(graph, out_name, chunks=((1,) * groups, *x.chunks[1:]), dtype=dtype)

@@ -106,3 +106,45 @@ def test_cli_convert_then_recipe_on_the_store(demo_tree, tmp_path):
     assert runs["zarr"]["inputs"]["access"] == "zarr"
     for key, value in runs["nc"]["answer"].items():
         assert runs["zarr"]["answer"][key] == pytest.approx(value, rel=1e-6), key
+
+
+def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path):
+    import shutil
+
+    import zarr
+
+    from pangeo_hpc.errors import StorageError
+    from pangeo_hpc.zarr_reader import ZarrChunks
+
+    fast = ZarrChunks.open(store, VAR)
+    assert fast is not None  # the layout to_zarr writes
+    ref = zarr.open_array(store / VAR, mode="r")[...]  # zarr-python's values
+    for key in [(slice(None),), (slice(20, 400, 3), slice(90, 2, -5), 7), (-1,), (730, 5, 9)]:
+        np.testing.assert_array_equal(fast[key], ref[key])
+    np.testing.assert_array_equal(fast[[5, 1, 700]], ref[[5, 1, 700]])
+    lazy = open_era5(VAR, "2000-01", "2000-02", source=store)[VAR]
+    assert "open_store" in lazy.data.name or any(
+        k.startswith("open_store") for k in lazy.data.__dask_graph__().layers
+    )
+
+    copy = tmp_path / "copy.zarr"
+    shutil.copytree(store, copy)
+    first = sorted((copy / VAR / "c").rglob("*"))
+    chunk0 = next(p for p in first if p.is_file())
+    chunk0.unlink()  # a chunk never written reads as the fill value (NaN)
+    assert np.isnan(ZarrChunks.open(copy, VAR)[0]).all()
+    next(p for p in sorted((copy / VAR / "c").rglob("*")) if p.is_file()).write_bytes(b"junk")
+    with pytest.raises(StorageError, match="is damaged"):
+        ZarrChunks.open(copy, VAR)[(slice(None),)]
+
+    other = tmp_path / "zstd.zarr"  # another codec chain: zarr-python reads it, same values
+    ds = xr.open_zarr(store, consolidated=False)
+    from zarr.codecs import ZstdCodec
+
+    ds.to_zarr(
+        other, encoding={VAR: {"compressors": [ZstdCodec()]}}, zarr_format=3, consolidated=False
+    )
+    assert ZarrChunks.open(other, VAR) is None
+    np.testing.assert_array_equal(
+        open_era5(VAR, "2000-01", "2000-02", source=other)[VAR].values, lazy.values
+    )
