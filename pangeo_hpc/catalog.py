@@ -147,7 +147,8 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
     files = [str(p) for p in find_files(root, variable, start, end)]
     cache_file = scan_cache.cache_path(root, variable)
     cached = scan_cache.load(cache_file)
-    entries = {f: cached.get(f) for f in files}
+    names = {f: os.path.relpath(f, root) for f in files}  # the same from any working folder
+    entries = {f: cached.get(names[f]) for f in files}
 
     def stat(path: str) -> os.stat_result:
         st = os.stat(path)
@@ -167,8 +168,8 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
         info = _scan(f, variable) if not infos else _scan_like(f, variable, infos[0])
         infos.append(info)
         entries[f] = _entry_of(info, st)
-    if any(entries[f] is not cached.get(f) for f in files):
-        scan_cache.save(cache_file, {**cached, **entries})
+    if any(entries[f] is not cached.get(names[f]) for f in files):
+        scan_cache.save(cache_file, {**cached, **{names[f]: entries[f] for f in files}})
     head = Head.of(files[0], variable)
     return Catalog(
         root=str(root),

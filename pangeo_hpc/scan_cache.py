@@ -40,7 +40,7 @@ def stamp(st: os.stat_result) -> list[int]:
 
 
 def load(path: Path | None) -> dict[str, Any]:
-    """The cached entries (file name -> entry), or ``{}``."""
+    """The cached entries (file path relative to the tree -> entry), or ``{}``."""
     if path is None:
         return {}
     try:

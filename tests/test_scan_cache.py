@@ -36,12 +36,14 @@ def counted_scans(monkeypatch):
     return seen
 
 
-def test_second_open_scans_nothing(demo_copy, tmp_path, counted_scans):
+def test_second_open_scans_nothing(demo_copy, tmp_path, counted_scans, monkeypatch):
     with dask.config.set({"pangeo-hpc.catalog.cache": str(tmp_path / "cache")}):
         first = open_era5(VAR, "2000-01", "2001-12", source=demo_copy)
         assert len(counted_scans) == 24
         again = open_era5(VAR, "2000-01", "2001-12", source=demo_copy)
-    assert len(counted_scans) == 24  # nothing scanned the second time
+        monkeypatch.chdir(demo_copy.parent)  # the same tree named from elsewhere
+        open_era5(VAR, "2000-01", "2001-12", source=demo_copy.name)
+    assert len(counted_scans) == 24  # nothing scanned the second and third time
     assert again.identical(first)
     np.testing.assert_array_equal(again[VAR].values, first[VAR].values)
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1
