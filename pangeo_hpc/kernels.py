@@ -48,30 +48,37 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
     """:func:`weighted_nanmean` of a NumPy or Dask array, block by block.
 
     For Dask, each block must hold whole fields (the last ``w.ndim`` axes in one chunk). The
-    kernel runs on each block as it is. Dropping the field axes in the same step (with
-    ``drop_axis`` or ``apply_ufunc(dask="parallelized")``) would make Dask concatenate each
-    block's single chunk along those axes first: a copy of every block. So blocks keep
-    length-1 field axes, removed afterwards from the (small) result.
+    kernel runs on each block as it is: ``map_blocks(drop_axis=...)`` or
+    ``apply_ufunc(dask="parallelized")`` would make Dask concatenate each block's single
+    chunk along the dropped axes first, a copy of every block. With ``concatenate=False``
+    the block arrives as it is, wrapped in one list per dropped axis.
     """
     if not isinstance(x, da.Array):
         return weighted_nanmean(x, w)
+    lead = tuple(range(x.ndim - w.ndim))
     core = tuple(range(x.ndim - w.ndim, x.ndim))
     if any(len(x.chunks[i]) != 1 for i in core):
         raise ValueError("every block must hold whole fields (one chunk along the field axes)")
     weights = da.from_array(w, chunks=w.shape, name="weights-" + tokenize(w))  # one graph key
-    kept = da.map_blocks(
-        _keepdims_mean,
+    return da.blockwise(
+        _mean_of_block,
+        lead,
         x,
+        lead + core,
         weights,
-        chunks=(*x.chunks[: x.ndim - w.ndim], *((1,),) * w.ndim),
+        core,
+        concatenate=False,
         dtype="f8",
-        meta=np.empty((0,) * x.ndim),
+        meta=np.empty((0,) * len(lead)),
     )
-    return kept[(Ellipsis, *(0,) * w.ndim)]
 
 
-def _keepdims_mean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
-    return weighted_nanmean(x, w).reshape(x.shape[: x.ndim - w.ndim] + (1,) * w.ndim)
+def _mean_of_block(x: Any, w: Any) -> np.ndarray:
+    while isinstance(x, list):  # one list level per dropped axis, each of one block
+        (x,) = x
+    while isinstance(w, list):
+        (w,) = w
+    return weighted_nanmean(x, w)
 
 
 @numba.njit(nogil=True, cache=True)
