@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import threading
 from typing import Any
 
 from dask.utils import format_time
@@ -32,7 +33,21 @@ class LogProgress(TextProgressBar):
 
 
 def show_progress(future: Any) -> None:
-    """Block until ``future`` is done, showing its progress on stdout."""
+    """Block until ``future`` is done (finished, failed or cancelled), showing its progress
+    on stdout. The bar runs beside the wait: it alone would wait forever for a future the
+    scheduler cancelled (e.g. "lost dependencies")."""
+    from distributed import wait
+
+    bar = threading.Thread(target=_draw, args=(future,), daemon=True, name="progress")
+    bar.start()
+    try:
+        wait(future)
+    except Exception:  # cancelled: future.result() tells the caller why
+        pass
+    bar.join(timeout=1)  # its last line, if it has one to draw
+
+
+def _draw(future: Any) -> None:
     if sys.stdout.isatty():
         from distributed import progress
 

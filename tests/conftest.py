@@ -143,7 +143,14 @@ def start_cli(*args: str, cwd: Path) -> subprocess.Popen:
 def run_cli(*args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess:
     """Run the CLI to its end; returns code, stdout and stderr."""
     p = start_cli(*args, cwd=cwd)
-    stdout, stderr = p.communicate(timeout=timeout)
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()  # a hung CLI must not outlive its test
+        stdout, stderr = p.communicate()
+        raise AssertionError(
+            f"{' '.join(args)} did not finish in {timeout} s\n{stdout[-2000:]}\n{stderr[-2000:]}"
+        ) from None
     return subprocess.CompletedProcess(p.args, p.returncode, stdout, stderr)
 
 
