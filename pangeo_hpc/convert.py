@@ -47,6 +47,10 @@ class ConvertReport:
         )
 
 
+#: Blosc compressors ``convert`` offers
+CODECS = ("zstd", "lz4hc", "lz4")
+
+
 def to_zarr(
     source: str | Path | None,
     store: str | Path,
@@ -56,6 +60,7 @@ def to_zarr(
     *,
     chunk_mb: float | None = None,
     clevel: int | None = None,
+    codec: str | None = None,
     overwrite: bool = False,
     **open_kwargs: Any,
 ) -> ConvertReport:
@@ -76,7 +81,10 @@ def to_zarr(
         Uncompressed size of one chunk (whole fields, a multiple of days); default config
         ``pangeo-hpc.convert.chunk-mb``.
     clevel : int, optional
-        zstd level 1-9; default config ``pangeo-hpc.convert.clevel``.
+        Compression level 1-9; default config ``pangeo-hpc.convert.clevel``.
+    codec : {"zstd", "lz4hc", "lz4"}, optional
+        Blosc's compressor (byte shuffle first); default config ``pangeo-hpc.convert.codec``
+        (zstd). On ERA5 SST, lz4hc stores ~3 % more and decodes ~2.5x faster.
     overwrite : bool
         Replace an existing store.
     **open_kwargs
@@ -101,8 +109,11 @@ def to_zarr(
         )
     chunk_mb = float(config.get("convert.chunk-mb", chunk_mb))
     clevel = int(config.get("convert.clevel", clevel))
+    codec = str(config.get("convert.codec", codec))
     if chunk_mb <= 0 or not 1 <= clevel <= 9:
         raise InputError(f"chunk_mb={chunk_mb} must be > 0 and clevel={clevel} in 1..9")
+    if codec not in CODECS:
+        raise InputError(f"codec={codec!r} is not one of {', '.join(CODECS)}")
     t0 = time.perf_counter()
     ds = open_era5(variable, start, end, source=source, **open_kwargs)
     da = ds[variable]
@@ -111,8 +122,8 @@ def to_zarr(
     chunks = (steps, *da.shape[1:])
     out = ds[[variable]].chunk(dict(zip(da.dims, chunks, strict=True)))
     out.attrs[STORE_ATTR] = str(source if source is not None else config.get("data.root"))
-    codec = BloscCodec(cname="zstd", clevel=clevel, shuffle="shuffle", typesize=da.dtype.itemsize)
-    encoding = {variable: {"chunks": chunks, "compressors": [codec]}}
+    blosc = BloscCodec(cname=codec, clevel=clevel, shuffle="shuffle", typesize=da.dtype.itemsize)
+    encoding = {variable: {"chunks": chunks, "compressors": [blosc]}}
     for name in out.coords:
         out[name].encoding.pop("chunks", None)
     with atomic_dir(store) as tmp:

@@ -148,3 +148,20 @@ def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path
     np.testing.assert_array_equal(
         open_era5(VAR, "2000-01", "2000-02", source=other)[VAR].values, lazy.values
     )
+
+
+def test_codec_choice(demo_tree, tmp_path):
+    from pangeo_hpc.zarr_reader import ZarrChunks
+
+    path = tmp_path / "lz4hc.zarr"
+    to_zarr(demo_tree, path, VAR, "2000-01", "2000-02", chunk_mb=4, codec="lz4hc")
+    meta = json.loads((path / VAR / "zarr.json").read_text())
+    assert meta["codecs"][1]["configuration"]["cname"] == "lz4hc"
+    assert ZarrChunks.open(path, VAR) is not None  # decoded in place too
+    np.testing.assert_array_equal(
+        open_era5(VAR, source=path)[VAR].values,
+        open_era5(VAR, "2000-01", "2000-02", source=demo_tree)[VAR].values,
+    )
+    with pytest.raises(InputError, match="codec='brotli' is not one of zstd, lz4hc, lz4"):
+        to_zarr(demo_tree, tmp_path / "x.zarr", VAR, "2000-01", "2000-01", codec="brotli")
+    assert not (tmp_path / "x.zarr").exists()

@@ -117,12 +117,12 @@ def _recipe(argv: Sequence[str]) -> int:
 
 
 def _convert(argv: Sequence[str]) -> int:
-    from ..convert import to_zarr
+    from ..convert import CODECS, to_zarr
 
     p = _Parser(
         prog="convert",
         description="Convert an era5-pds tree once into an analysis-ready Zarr store "
-        "(Blosc-zstd, whole-field chunks); recipes then read it with --data STORE.",
+        "(Blosc-zstd by default, whole-field chunks); recipes then read it with --data STORE.",
     )
     p.add_argument("--data", help="the tree: folder or s3://bucket/prefix (default data.root)")
     p.add_argument("--out", required=True, help="the Zarr store (folder) to write")
@@ -130,7 +130,12 @@ def _convert(argv: Sequence[str]) -> int:
     p.add_argument("--start", help="first month, YYYY-MM (default: all)")
     p.add_argument("--end", help="last month, YYYY-MM (default: all)")
     p.add_argument("--chunk-mb", type=float, help="uncompressed MB per chunk (default 128)")
-    p.add_argument("--clevel", type=int, help="zstd level 1-9 (default 3)")
+    p.add_argument("--clevel", type=int, help="compression level 1-9 (default 3)")
+    p.add_argument(
+        "--codec",
+        choices=CODECS,
+        help="Blosc compressor (default zstd; lz4hc: ~3 %% larger, decodes ~2.5x faster)",
+    )
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
     _cluster_args(p)
     _s3_args(p, index=True)
@@ -145,6 +150,7 @@ def _convert(argv: Sequence[str]) -> int:
             a.end,
             chunk_mb=a.chunk_mb,
             clevel=a.clevel,
+            codec=a.codec,
             overwrite=a.overwrite,
             s3=s3,
             index=a.index,
