@@ -14,7 +14,7 @@ def climatology(da: xr.DataArray) -> xr.DataArray:
 
     Dask arrays chunked along time only (whole fields per block, as ``open_era5`` gives)
     are reduced block by block with a compiled kernel; anything else with xarray's
-    ``groupby``. The values are the same (float64 sums).
+    ``groupby``. Both agree to float32 precision (the kernel sums in float64).
     """
     t = time_name(da)
     attrs = {**da.attrs, "cell_methods": f"{t}: mean within months"}
