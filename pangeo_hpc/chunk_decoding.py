@@ -30,6 +30,28 @@ except ImportError:  # pragma: no cover - exercised where the wheel is absent
 _FAST = {("zlib",), ("zlib", "shuffle"), ("shuffle",)}
 
 
+def chunks_in(box: Sequence[tuple[int, int]], chunks: Sequence[int]) -> list[tuple[int, ...]]:
+    """Grid indices of the chunks (shape ``chunks``) that overlap ``box`` (``(lo, hi)`` per
+    axis), in C order."""
+    ranges = [range(lo // c, -(-hi // c)) for (lo, hi), c in zip(box, chunks, strict=True)]
+    return [
+        tuple(r[i] for r, i in zip(ranges, idx, strict=True))
+        for idx in np.ndindex(*map(len, ranges))
+    ]
+
+
+def overlap(
+    box: Sequence[tuple[int, int]], idx: Sequence[int], chunks: Sequence[int]
+) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
+    """Where chunk ``idx`` and ``box`` meet: the slices in the chunk and in the box's array."""
+    src, dst = [], []
+    for (lo, hi), i, c in zip(box, idx, chunks, strict=True):
+        a, b = max(lo, i * c), min(hi, (i + 1) * c)
+        src.append(slice(a - i * c, b - i * c))
+        dst.append(slice(a - lo, b - lo))
+    return tuple(src), tuple(dst)
+
+
 class CorruptChunkError(ValueError):
     """A chunk's bytes do not decode: the file or object is damaged."""
 

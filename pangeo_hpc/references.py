@@ -279,11 +279,11 @@ class ChunkTable:
 
     def plan(self, box: Sequence[tuple[int, int]]) -> list[tuple[tuple[int, ...], int, int]]:
         """The chunks that overlap ``box`` (per axis ``(lo, hi)``): grid index, offset, length."""
-        ranges = [range(lo // c, -(-hi // c)) for (lo, hi), c in zip(box, self.chunks, strict=True)]
+        from .chunk_decoding import chunks_in
+
         return [
             (idx, int(self.offsets[idx]), int(self.lengths[idx]))
-            for idx in np.ndindex(*[len(r) for r in ranges])
-            for idx in [tuple(r[i] for r, i in zip(ranges, idx, strict=True))]
+            for idx in chunks_in(box, self.chunks)
         ]
 
     @classmethod
@@ -342,21 +342,16 @@ class ChunkTable:
     ) -> np.ndarray:
         """Decode the chunks of ``plan`` (``payloads[i]`` is chunk i's bytes, or ``None``
         when absent) into the array of ``box``."""
-        from .chunk_decoding import ChunkDecoder
+        from .chunk_decoding import ChunkDecoder, overlap
 
         decoder = ChunkDecoder(self.codecs, self.chunks, self.dtype)
         out = np.empty([hi - lo for lo, hi in box], dtype=self.dtype)
         for (idx, _, _), payload in zip(plan, payloads, strict=True):
-            origin = [i * c for i, c in zip(idx, self.chunks, strict=True)]
-            src, dst = [], []
-            for (lo, hi), o, c in zip(box, origin, self.chunks, strict=True):
-                a, b = max(lo, o), min(hi, o + c)
-                src.append(slice(a - o, b - o))
-                dst.append(slice(a - lo, b - lo))
+            src, dst = overlap(box, idx, self.chunks)
             if payload is None:
-                out[tuple(dst)] = self.fill_value
+                out[dst] = self.fill_value
             else:
-                decoder.decode_into(payload, tuple(src), out[tuple(dst)])
+                decoder.decode_into(payload, src, out[dst])
         return out
 
 

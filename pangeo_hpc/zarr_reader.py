@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .chunk_decoding import chunks_in, overlap
 from .errors import StorageError
 from .reader import _box, _expand
 
@@ -101,18 +102,12 @@ class ZarrChunks:
             return self[(slice(None),) * self.ndim][full]  # index arrays: after reading
         box, post = _box(full, self.shape)
         out = np.empty([hi - lo for lo, hi in box], dtype=self.dtype)
-        grid = [range(lo // c, -(-hi // c)) for (lo, hi), c in zip(box, self.chunks, strict=True)]
-        for idx in np.ndindex(*[len(r) for r in grid]):
-            cidx = [r[i] for r, i in zip(grid, idx, strict=True)]
-            src, dst = [], []
-            for (lo, hi), i, c in zip(box, cidx, self.chunks, strict=True):
-                a, b = max(lo, i * c), min(hi, (i + 1) * c)
-                src.append(slice(a - i * c, b - i * c))
-                dst.append(slice(a - lo, b - lo))
-            self._chunk_into(cidx, tuple(src), out[tuple(dst)])
+        for idx in chunks_in(box, self.chunks):
+            src, dst = overlap(box, idx, self.chunks)
+            self._chunk_into(idx, src, out[dst])
         return out[post]
 
-    def _chunk_into(self, idx: list[int], src: tuple[slice, ...], out: np.ndarray) -> None:
+    def _chunk_into(self, idx: tuple[int, ...], src: tuple[slice, ...], out: np.ndarray) -> None:
         file = self.path / ("c" + self.separator + self.separator.join(map(str, idx)))
         try:
             data = file.read_bytes()
