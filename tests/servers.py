@@ -424,28 +424,68 @@ class SeaweedFS:
         raise AssertionError("unreachable")
 
     def _wait_ready(self, started: float) -> None:
+        """Wait until the S3 gateway answers and the master knows every volume on disk.
+
+        A reused data folder holds volumes from an earlier run; the volume server registers
+        them with the (new) master only at its first successful heartbeat, seconds after the
+        gateway answers. Until then a GET of an old object fails with ``500 InternalError``
+        ("volume id N not found").
+        """
         assert self._proc is not None
         deadline = started + self.timeout
+        on_disk = self._volumes_on_disk()
+        what = f"S3 did not answer on {self.endpoint_url}"
         while True:
             code = self._proc.poll()
             if code is not None:
                 raise ServerError(
-                    f"weed server exited with {code} before S3 answered on "
-                    f"{self.endpoint_url}; log {self.log_path}:\n{_tail(self.log_path)}"
+                    f"weed server exited with {code} before it was ready ({what}); "
+                    f"log {self.log_path}:\n{_tail(self.log_path)}"
                 )
-            try:
-                with urllib.request.urlopen(self.endpoint_url + "/", timeout=2):
+            if self._s3_answers():
+                known = self._volumes_known()
+                if known >= on_disk:
                     return
-            except urllib.error.HTTPError:
-                return  # answered, e.g. 403 to an unsigned request: the gateway is up
-            except (urllib.error.URLError, ConnectionError, TimeoutError):
-                pass
+                what = f"the master knows {len(known)} of the {len(on_disk)} volumes on disk"
             if time.monotonic() > deadline:
                 raise ServerError(
-                    f"SeaweedFS S3 did not answer on {self.endpoint_url} within "
-                    f"{self.timeout:.0f} s; log {self.log_path}:\n{_tail(self.log_path)}"
+                    f"SeaweedFS was not ready within {self.timeout:.0f} s: {what}; "
+                    f"log {self.log_path}:\n{_tail(self.log_path)}"
                 )
             time.sleep(0.1)  # poll interval
+
+    def _s3_answers(self) -> bool:
+        try:
+            with urllib.request.urlopen(self.endpoint_url + "/", timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True  # answered, e.g. 403 to an unsigned request: the gateway is up
+        except (urllib.error.URLError, ConnectionError, TimeoutError):
+            return False
+
+    def _volumes_on_disk(self) -> set[int]:
+        """Ids of the volumes in the data folder (``7.dat``, ``bucket_7.dat``)."""
+        ids = set()
+        for dat in self.data_dir.glob("*.dat"):
+            number = dat.stem.rsplit("_", 1)[-1]
+            if number.isdigit():
+                ids.add(int(number))
+        return ids
+
+    def _volumes_known(self) -> set[int]:
+        """Ids of the volumes the master has heard of (its ``/vol/status``)."""
+        url = f"http://127.0.0.1:{self.master_port}/vol/status"
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                status = json.load(answer)
+        except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
+            return set()
+        ids = set()
+        for racks in (status.get("Volumes", {}).get("DataCenters") or {}).values():
+            for nodes in racks.values():
+                for volumes in nodes.values():
+                    ids.update(v["Id"] for v in volumes or ())
+        return ids
 
     def stop(self, grace: float = 3.0) -> None:
         """Stop the server: SIGTERM, then SIGKILL after `grace` seconds.
