@@ -1,7 +1,7 @@
 """Command line: ``python -m pangeo_hpc.run VERB ...``; the verbs live in ``pangeo_hpc.cli``.
 
 Verbs: demo-data, list, RECIPE, convert (data.py); profiles, job-script, tunnel, lab (clusters.py);
-hydration, warmup, stage (storage.py);
+hydration, warmup, stage, survey (storage.py);
 index (index.py); inventory (s3.py).
 
 Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix),
@@ -20,7 +20,7 @@ from .cli.clusters import _job_script, _lab, _profiles, _tunnel
 from .cli.data import _convert, _demo_data, _list, _recipe
 from .cli.index import _index
 from .cli.s3 import _inventory
-from .cli.storage import _hydration, _stage, _warmup
+from .cli.storage import _hydration, _stage, _survey, _warmup
 from .errors import ClusterError, InputError, StorageError
 
 
@@ -50,6 +50,7 @@ _VERBS = {
     "hydration": _hydration,
     "warmup": _warmup,
     "stage": _stage,
+    "survey": _survey,
     "index": _index,
     "inventory": _inventory,
 }

@@ -1,13 +1,15 @@
-"""Verbs for storage: hydration, warmup, stage."""
+"""Verbs for storage: hydration, warmup, stage, survey."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections.abc import Sequence
+from pathlib import Path
 
 from ..errors import InputError
-from .common import _byte_progress, _Parser, _positive_int
+from .common import _byte_progress, _Parser, _positive_int, _s3_args
 
 
 def _hydration(argv: Sequence[str]) -> int:
@@ -81,3 +83,138 @@ def _stage(argv: Sequence[str]) -> int:
     )
     print(report.summary())
     return 0 if not report.failed else 1
+
+
+def _size_arg(text: str) -> str:
+    from dask.utils import parse_bytes
+
+    try:
+        ok = parse_bytes(text) >= 1
+    except ValueError:
+        ok = False
+    if not ok:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size: write it like 1GB or 512MiB")
+    return text
+
+
+def _labelled(text: str) -> tuple[str, str]:
+    """``LABEL=PATH`` as (label, path); a plain path (or one that exists as written) as
+    (path, path). A label has no ``/``, so ``s3://b/k=v`` stays a path."""
+    label, sep, path = text.partition("=")
+    if sep and label and path and "/" not in label and not Path(text).exists():
+        return label, path
+    return text, text
+
+
+def _output_file(text: str, flag: str) -> Path:
+    out = Path(text)
+    if not out.parent.is_dir():
+        raise InputError(
+            f"folder {str(out.parent)!r} of {flag} {text!r} does not exist: create it or "
+            "write to an existing folder"
+        )
+    return out
+
+
+def _write_plot(results: list, out: Path) -> None:
+    """The bar chart to ``out`` via a temporary name (whole or not at all); no pyplot."""
+    from matplotlib.figure import Figure
+
+    from ..storage.survey import plot
+
+    fig = Figure(figsize=(7, 1 + 0.6 * len(results)), layout="constrained")
+    plot(results, fig.add_subplot())
+    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
+    try:
+        fig.savefig(tmp, format=out.suffix[1:].lower(), dpi=150)
+        os.replace(tmp, out)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _survey(argv: Sequence[str]) -> int:
+    from ..outputs import write_json
+    from ..storage.s3 import S3Options, is_s3
+    from ..storage.survey import survey, table
+
+    p = _Parser(
+        prog="survey",
+        description="How fast each storage path reads (local disk, NFS, Lustre, a FUSE mount, "
+        "S3): whole files in parallel threads, in large reads, with the page cache dropped "
+        "first; a table of MB/s, and optionally JSON and a bar chart.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="+",
+        metavar="[LABEL=]PATH",
+        help="a folder, file or s3://BUCKET/PREFIX; LABEL= names it in the table, "
+        "e.g. NFS=/home/era5",
+    )
+    p.add_argument(
+        "--bytes",
+        type=_size_arg,
+        metavar="SIZE",
+        help="read whole files per path until this many bytes, e.g. 500MiB "
+        "(default: pangeo-hpc.storage.survey-bytes, 1GB)",
+    )
+    p.add_argument(
+        "--threads",
+        type=_positive_int,
+        metavar="N",
+        help="reads in flight (default: pangeo-hpc.storage.survey-threads, 8)",
+    )
+    p.add_argument(
+        "--block-size",
+        type=_size_arg,
+        metavar="SIZE",
+        help="bytes per read or S3 GET (default: pangeo-hpc.storage.block-size, 16MiB)",
+    )
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="do not drop the page cache first (read what is cached as it is)",
+    )
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
+    p.add_argument("--plot", metavar="FILE", help="write a bar chart of MB/s, e.g. survey.png")
+    _s3_args(p)
+    a = p.parse_args(argv)
+
+    paths: dict[str, str] = {}
+    for text in a.paths:
+        label, path = _labelled(text)
+        if label in paths:
+            raise InputError(f"label {label!r} is given twice: name each path once")
+        paths[label] = path
+    if (a.endpoint_url or a.anon) and not any(is_s3(v) for v in paths.values()):
+        flags = (("--endpoint-url", a.endpoint_url), ("--anon", a.anon))
+        given = ", ".join(f for f, v in flags if v)
+        verb = "apply" if "," in given else "applies"
+        raise InputError(f"{given} {verb} to s3:// paths only, and none is given")
+    json_out = _output_file(a.json, "--json") if a.json else None
+    plot_out = _output_file(a.plot, "--plot") if a.plot else None
+    if plot_out is not None:
+        from matplotlib.figure import Figure
+
+        formats = Figure().canvas.get_supported_filetypes()
+        if plot_out.suffix[1:].lower() not in formats:
+            raise InputError(
+                f"--plot {a.plot!r} does not end in an image format matplotlib writes: "
+                "end it in .png, .svg or .pdf"
+            )
+
+    results = survey(
+        paths,
+        max_bytes=a.bytes,
+        threads=a.threads,
+        block_size=a.block_size,
+        cold=not a.warm,
+        s3_options=S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None),
+    )
+    print(table(results), end="")
+    if json_out is not None:
+        write_json(json_out, {"results": [r.to_dict() for r in results]})
+        print(f"written {json_out}")
+    if plot_out is not None:
+        _write_plot(results, plot_out)
+        print(f"written {plot_out}")
+    return 0
