@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DATA ?= data/era5-demo
 PYTEST_ARGS ?=
 
-.PHONY: demo test lint bench system clean
+.PHONY: demo lab test lint bench system clean strip-notebooks
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pangeo-hpc needs Python >= 3.11: make PYTHON=python3.11 ...")'
@@ -23,6 +23,16 @@ demo: $(VENV)/.installed
 	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DATA)
 	$(BIN)/python -m pangeo_hpc.run era5-sst-mean --data $(DATA)
 	$(BIN)/python -m pangeo_hpc.run era5-sst-trend --data $(DATA)
+
+## lab: JupyterLab on 127.0.0.1 with the notebooks, the demo data and the Dask dashboard inside
+LAB_ARGS ?=
+lab: $(VENV)/.installed
+	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DATA)
+	$(BIN)/python -m pangeo_hpc.run lab --here --data $(DATA) --notebook-dir notebooks $(LAB_ARGS)
+
+## strip-notebooks: remove outputs before committing (a test checks they are stripped)
+strip-notebooks: $(VENV)/.installed
+	$(BIN)/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
 
 ## test: set up (Python packages; as root also cdo, Slurm and Grid Engine), lint, run all tests
 test: $(VENV)/.installed system lint

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # System parts the tests use, from Debian: cdo (a reference), rclone and fuse3 (a lazy FUSE
-# mount of the tests' S3 server), and a one-node Slurm and Grid Engine (real batch
-# schedulers). As root they are installed and started; otherwise this says what is missing
+# mount of the tests' S3 server), chromium (the browser test drives JupyterLab in it), and a
+# one-node Slurm and Grid Engine (real batch schedulers). As root they are installed and started; otherwise this says what is missing
 # (those tests then skip, except under CI=true, where they fail).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -11,6 +11,8 @@ if [ "$(id -u)" -ne 0 ]; then
   command -v rclone >/dev/null || echo "install-system: rclone missing (apt-get install rclone)" >&2
   command -v fusermount3 >/dev/null ||
     echo "install-system: fuse3 missing (apt-get install fuse3)" >&2
+  command -v chromium >/dev/null ||
+    echo "install-system: chromium missing (apt-get install chromium)" >&2
   echo "install-system: not root: Slurm and Grid Engine are not started (sudo bash" \
        "ci/slurm/start.sh; sudo bash ci/sge/start.sh); their tests will skip" >&2
   exit 0
@@ -20,6 +22,7 @@ missing=()
 command -v cdo >/dev/null || missing+=(cdo)
 command -v rclone >/dev/null || missing+=(rclone)
 command -v fusermount3 >/dev/null || missing+=(fuse3)
+command -v chromium >/dev/null || missing+=(chromium)
 if [ "${#missing[@]}" -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

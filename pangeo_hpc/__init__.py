@@ -1,7 +1,7 @@
 """pangeo-hpc: ERA5-scale NetCDF analysis on HPC and cloud clusters with Dask and xarray."""
 
 from . import config, recipes
-from .cluster import get_cluster
+from .cluster import get_cluster, start_cluster
 from .demo import DemoSpec, generate
 from .era5 import open_era5
 from .errors import DataNotFoundError, InputError
@@ -15,5 +15,6 @@ __all__ = [
     "get_cluster",
     "open_era5",
     "recipes",
+    "start_cluster",
 ]
 __version__ = "0.1.0"

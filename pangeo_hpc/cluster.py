@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from typing import Any, Literal
 
 import dask.config
+from dask.system import CPU_COUNT
 from distributed import Client, LocalCluster
 
 from . import config, profiles
@@ -112,7 +113,9 @@ def local_cluster(
     memory_limit: str | None = None,
 ) -> LocalCluster:
     """A :class:`distributed.LocalCluster` of worker processes on 127.0.0.1."""
-    n = config.get("cluster.workers", workers) or os.cpu_count() or 1
+    # the CPUs this process may use (cgroup quota and affinity), not the host's: in a
+    # container or a binder pod os.cpu_count() is the whole node's
+    n = config.get("cluster.workers", workers) or CPU_COUNT
     if not isinstance(n, int) or n < 1:
         raise InputError(f"workers={n!r} must be a positive whole number, e.g. 2")
     threads = int(config.get("cluster.threads-per-worker", threads_per_worker))
@@ -144,8 +147,7 @@ def kind_of(cluster: Any) -> str:
     return next((k for k in ("slurm", "pbs", "sge") if name.startswith(k)), "local")
 
 
-@contextmanager
-def running_cluster(
+def start_cluster(
     kind: Kind = "auto",
     *,
     profile: str | None = None,
@@ -154,15 +156,28 @@ def running_cluster(
     adapt: tuple[int, int] | None = None,
     timeout: float | None = None,
     **overrides: Any,
-) -> Iterator[tuple[Any, Client]]:
-    """Start a cluster, wait for its workers, yield ``(cluster, client)``, then close both.
+) -> tuple[Any, Client]:
+    """Start a cluster and a client, and wait for the first workers (for notebooks).
 
     Batch clusters get ``jobs`` jobs (default 1), or with ``adapt=(minimum, maximum)``
-    between that many jobs as the load asks (at least one job is waited for). Batch jobs are
-    cancelled whatever ends the block: normal exit, an exception or Ctrl-C. When batch
+    between that many jobs as the load asks (at least one job is waited for). When batch
     workers do not come within ``timeout`` seconds (config
     ``pangeo-hpc.cluster.wait-timeout``) a :class:`~pangeo_hpc.errors.ClusterError` says
-    which jobs are in which state, with their log tails and the usual causes.
+    which jobs are in which state, with their log tails and the usual causes, and the jobs
+    are cancelled. Close both at the end (``client.close(); cluster.close()``); scripts use
+    :func:`running_cluster`, which does it for them.
+
+    Parameters
+    ----------
+    kind, profile, workers, **overrides
+        As for :func:`get_cluster`.
+    jobs, adapt, timeout
+        Batch clusters only, as above.
+
+    Returns
+    -------
+    tuple
+        ``(cluster, client)``.
     """
     if adapt is not None and not (1 <= adapt[0] <= adapt[1]):
         raise InputError(f"adapt={adapt!r} needs 1 <= minimum <= maximum jobs, e.g. (1, 8)")
@@ -170,7 +185,8 @@ def running_cluster(
         raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2")
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
-        with Client(cluster) as client:
+        client = Client(cluster)
+        try:
             chosen = kind_of(cluster)
             if chosen != "local":
                 preflight(cluster, chosen)
@@ -182,6 +198,41 @@ def running_cluster(
                     cluster.scale(jobs=first)
                 wait = float(config.get("cluster.wait-timeout", timeout))
                 wait_for_workers(client, cluster, chosen, worker_count(cluster, first), wait)
+        except BaseException:
+            client.close()
+            raise
+    except BaseException:
+        cluster.close()
+        raise
+    return cluster, client
+
+
+@contextmanager
+def running_cluster(
+    kind: Kind = "auto",
+    *,
+    profile: str | None = None,
+    workers: int | None = None,
+    jobs: int | None = None,
+    adapt: tuple[int, int] | None = None,
+    timeout: float | None = None,
+    **overrides: Any,
+) -> Iterator[tuple[Any, Client]]:
+    """:func:`start_cluster` as a context: yield ``(cluster, client)``, then close both.
+
+    Batch jobs are cancelled whatever ends the block: normal exit, an exception or Ctrl-C.
+    """
+    cluster, client = start_cluster(
+        kind,
+        profile=profile,
+        workers=workers,
+        jobs=jobs,
+        adapt=adapt,
+        timeout=timeout,
+        **overrides,
+    )
+    try:
+        with client:
             yield cluster, client
     finally:
         cluster.close()

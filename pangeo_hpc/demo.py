@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from dask.system import CPU_COUNT
 
 from . import config
 from .errors import InputError
@@ -292,7 +293,7 @@ def generate(
         if overwrite or not month_path(root, VARIABLE, m).exists()
     ]
     _write_manifest(manifest, spec, settings)
-    nproc = workers or os.cpu_count() or 1
+    nproc = workers or CPU_COUNT  # this process's CPU share (cgroups), not the host's
     done = 0
     if progress:
         progress(0, len(todo))

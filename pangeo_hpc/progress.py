@@ -1,4 +1,5 @@
-"""Progress of a Dask computation: a bar on a terminal, a few plain lines in batch logs."""
+"""Progress of a Dask computation or of a copy: a bar on a terminal, a few plain lines in batch
+logs and notebooks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import asyncio
 import logging
 import sys
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from dask.utils import format_time
@@ -72,3 +75,28 @@ class _FeedCancelled(logging.Filter):
 
 _FILTER = _FeedCancelled()
 logging.getLogger("distributed.scheduler").addFilter(_FILTER)
+
+
+def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
+    """A ``progress(bytes_done, bytes_total, files_done, files_total)`` callback that prints.
+
+    On a terminal one line is redrawn; elsewhere (batch logs, notebooks) a line is printed
+    every 10 % and at the end. For :func:`pangeo_hpc.storage.warmup.warmup` and ``stage``.
+    """
+    tty = sys.stdout.isatty()
+    state = {"next": 10, "t0": time.perf_counter()}
+
+    def show(done: int, total: int, files: int, nfiles: int) -> None:
+        pct = 100 * done / total if total else 100.0
+        rate = done / 1e6 / max(time.perf_counter() - state["t0"], 1e-9)
+        line = (
+            f"{what}: {files}/{nfiles} files, {done / 1e9:.2f}/{total / 1e9:.2f} GB, "
+            f"{rate:.0f} MB/s"
+        )
+        if tty:
+            print("\r" + line, end="" if files < nfiles else "\n", flush=True)
+        elif pct >= state["next"] or files == nfiles:
+            print(line, flush=True)
+            state["next"] = (int(pct) // 10 + 1) * 10
+
+    return show

@@ -1,6 +1,7 @@
 """Command line: ``python -m pangeo_hpc.run VERB ...``; the verbs live in ``pangeo_hpc.cli``.
 
-Verbs: demo-data, list, RECIPE, convert (data.py); profiles, job-script, tunnel, lab (clusters.py);
+Verbs: demo-data, list, RECIPE, convert (data.py);
+profiles, job-script, tunnel, lab, lab-config (clusters.py);
 hydration, warmup, stage, survey (storage.py);
 index (index.py); inventory (s3.py).
 
@@ -16,7 +17,7 @@ import threading
 import traceback
 from collections.abc import Sequence
 
-from .cli.clusters import _job_script, _lab, _profiles, _tunnel
+from .cli.clusters import _job_script, _lab, _lab_config, _profiles, _tunnel
 from .cli.data import _convert, _demo_data, _list, _recipe
 from .cli.index import _index
 from .cli.s3 import _inventory
@@ -47,6 +48,7 @@ _VERBS = {
     "job-script": _job_script,
     "tunnel": _tunnel,
     "lab": _lab,
+    "lab-config": _lab_config,
     "hydration": _hydration,
     "warmup": _warmup,
     "stage": _stage,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 import socket
+import urllib.parse
+from typing import Any
 
 from .errors import InputError
 
@@ -68,3 +70,63 @@ def tunnel_command(
     else:
         cmd = ["ssh", "-N", *forwards, target]
     return "\n".join([shlex.join(cmd), *urls])
+
+
+def dashboard_port(cluster: Any) -> int:
+    """The port the Dask dashboard of ``cluster`` listens on."""
+    port = cluster.scheduler_info.get("services", {}).get("dashboard")
+    if not port:
+        raise InputError(f"{cluster!r} runs no dashboard: install bokeh>=3.1 (dask's diagnostics)")
+    return int(port)
+
+
+def cluster_tunnel(
+    cluster: Any,
+    *,
+    login: str | None = None,
+    user: str | None = None,
+    lab_port: int | None = None,
+    local_base: int | None = None,
+) -> str:
+    """The ssh line that brings ``cluster``'s dashboard (and JupyterLab) to a laptop.
+
+    The scheduler runs where this Python runs (a login node, or a compute node with
+    JupyterLab on it). A dashboard bound to loopback is reached by hopping through
+    ``login`` to this host.
+
+    Parameters
+    ----------
+    cluster
+        A running Dask cluster (local or dask-jobqueue).
+    login : str, optional
+        The host users ssh to; default this host's fully qualified name.
+    user : str, optional
+        User name on ``login``.
+    lab_port : int, optional
+        JupyterLab's port on this host, forwarded too.
+    local_base : int, optional
+        Laptop port of the first service, as for :func:`tunnel_command`.
+
+    Returns
+    -------
+    str
+        The command, then the URL of each service on the laptop.
+    """
+    here = socket.getfqdn()
+    if here.startswith("localhost"):  # no DNS name: the host name is what ssh knows
+        here = socket.gethostname()
+    login = login or here
+    ports = {"dashboard": dashboard_port(cluster)}
+    if lab_port:
+        ports["jupyterlab"] = int(lab_port)
+    host = urllib.parse.urlsplit(cluster.scheduler_address).hostname or ""
+    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    on_login = login in (here, socket.gethostname(), "localhost")
+    return tunnel_command(
+        login=login,
+        user=user,
+        node="localhost" if on_login else socket.gethostname(),
+        ports=ports,
+        local_base=local_base,
+        jump=loopback and not on_login,
+    )

@@ -1,20 +1,30 @@
-"""Every notebook runs top to bottom on demo data (outputs are stripped in git)."""
+"""Every notebook runs top to bottom (outputs are stripped in git).
+
+Each runs as a user would run it, with only its ``parameters`` cell changed (as papermill
+does: a cell with the test's values is inserted after it): 1, 3 and 4 on the demo data
+with a local cluster; 2 on an rclone FUSE mount of the demo data in a real S3 server
+(SeaweedFS), so that the warm-up really hydrates lazily loaded files; 5 on the local tree
+and on that S3 bucket.
+"""
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+BUCKET = "era5-notebooks"
 
 
-def test_there_are_notebooks():
-    assert NOTEBOOKS
+def test_there_are_the_five_notebooks():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -23,26 +33,147 @@ def test_outputs_are_stripped(path):
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             assert not cell["outputs"] and cell["execution_count"] is None, (
-                f"{path.name}: strip outputs"
+                f"{path.name}: strip outputs (make strip-notebooks)"
             )
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
-def test_notebook_runs(path, demo_tree, monkeypatch, tmp_path):
-    monkeypatch.setenv("DASK_PANGEO_HPC__DATA__ROOT", str(demo_tree))
+def test_one_parameters_cell_comes_first(path):
+    """The cell a user changes for a real cluster is the first code cell, tagged."""
     nb = nbformat.read(path, as_version=4)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    tagged = [c for c in code if "parameters" in c.metadata.get("tags", [])]
+    assert tagged == code[:1], f"{path.name}: tag the first code cell 'parameters'"
+
+
+def execute(path: Path, workdir: Path, **parameters: Any) -> nbformat.NotebookNode:
+    """Run a notebook with ``parameters`` set after its parameters cell; returns it run."""
+    nb = nbformat.read(path, as_version=4)
+    at = next(i for i, c in enumerate(nb.cells) if "parameters" in c.metadata.get("tags", []))
+    lines = [f"{name} = {value!r}" for name, value in parameters.items()]
+    nb.cells.insert(at + 1, nbformat.v4.new_code_cell("\n".join(lines)))
     NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
     ).execute()
-    images = [
-        o
-        for c in nb.cells
-        if c.cell_type == "code"
-        for o in c.outputs
-        if "image/png" in o.get("data", {})
-    ]
-    assert len(images) >= 3
-    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.outputs)
-    trend = float(re.search(r"global-mean trend: ([-+.\d]+) K/decade", text).group(1))
+    return nb
+
+
+def text_of(nb: nbformat.NotebookNode) -> str:
+    out = []
+    for cell in nb.cells:
+        for o in cell.get("outputs", []):
+            out.append(o.get("text", ""))
+            out.append(o.get("data", {}).get("text/plain", ""))
+    return "\n".join(out)
+
+
+def images_of(nb: nbformat.NotebookNode) -> int:
+    return sum(
+        "image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])
+    )
+
+
+def number(pattern: str, text: str) -> float:
+    found = re.search(pattern, text)
+    assert found, f"{pattern!r} not in the notebook's output:\n{text[-3000:]}"
+    return float(found.group(1))
+
+
+@pytest.fixture
+def on_demo_data(demo_tree: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The notebooks' default data folder is the demo tree (as `make lab` sets it)."""
+    monkeypatch.setenv("DASK_PANGEO_HPC__DATA__ROOT", str(demo_tree))
+    return demo_tree
+
+
+@pytest.fixture
+def demo_bucket(seaweedfs, demo_tree: Path) -> str:
+    """The demo tree in s3://era5-notebooks of the session's SeaweedFS."""
+    from servers import publish_tree
+
+    fs = seaweedfs.filesystem()
+    if not fs.exists(BUCKET):
+        publish_tree(fs, demo_tree, BUCKET)
+    return BUCKET
+
+
+@pytest.fixture
+def demo_mount(seaweedfs, demo_bucket: str, fuse: None, tmp_path: Path) -> Iterator[Path]:
+    """s3://era5-notebooks mounted with rclone and an empty cache: files are listed with
+    their sizes, and their bytes come from S3 on first read, as on FSx for Lustre."""
+    from servers import RcloneMount
+
+    with RcloneMount.of(seaweedfs, demo_bucket, tmp_path / "mnt", tmp_path / "cache") as mount:
+        yield Path(mount.mountpoint)
+
+
+@pytest.mark.slow
+def test_01_getting_started(on_demo_data, tmp_path):
+    nb = execute(NOTEBOOKS[0], tmp_path, LOGIN="hpc.example.org")
+    text = text_of(nb)
+    assert "aws-c5n.18xlarge" in text  # the profiles
+    assert number(r"(\d+) workers", text) >= 1
+    assert re.search(r"dashboard: \S+/status", text)
+    assert re.search(r"ssh -N -J hpc\.example\.org -L (\d+):127\.0\.0\.1:\1 \S+", text)
+    assert 0.49 < number(r"mean of [\d,]+ random numbers: ([\d.]+)", text) < 0.51
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_02_warmup_hydrates_a_lazy_mount(demo_mount: Path, tmp_path):
+    nb = execute(NOTEBOOKS[1], tmp_path, DATA=str(demo_mount), SAMPLE_BYTES=20e6)
+    text = text_of(nb)
+    files = sum(p.is_file() for p in demo_mount.rglob("*"))
+    # before: nothing of the mount is here; after: everything
+    assert re.search(rf"{files} files \({files} released\); 0 B of \S+ \S+ loaded \(0\.0 %\)", text)
+    assert re.search(rf"{files} files \({files} loaded\); .* loaded \(100\.0 %\)", text)
+    read_before = number(r"before: \d+ MB/s over (\d+) files", text)  # hydrated those
+    assert number(r"warmed (\d+) files", text) == files - read_before
+    assert number(r"speed-up: ([\d.]+)x", text) > 0
+    assert images_of(nb) == 1
+
+
+@pytest.mark.slow
+def test_03_era5_sst_mean(on_demo_data, tmp_path):
+    nb = execute(NOTEBOOKS[2], tmp_path)
+    text = text_of(nb)
+    assert number(r"(\d+) files", text) == 120
+    assert 285 < number(r"global-mean SST: ([\d.]+) K", text) < 295
+    assert images_of(nb) == 2  # the time-mean map and the series
+
+
+@pytest.mark.slow
+def test_04_climate_signal(on_demo_data, tmp_path):
+    nb = execute(NOTEBOOKS[3], tmp_path)
+    text = text_of(nb)
+    trend = number(r"global-mean trend: ([-+.\d]+) K/decade", text)
     assert trend == pytest.approx(0.2, rel=0.05)  # the demo data's known warming
+    low = number(r"Nino3\.4 \(3-month mean\): ([-+.\d]+) to", text)
+    high = number(r"Nino3\.4 \(3-month mean\): [-+.\d]+ to ([-+.\d]+) K", text)
+    assert low < -0.5 and high > 0.5  # the demo's ENSO-like oscillation
+    assert images_of(nb) == 3
+
+
+
+
+@pytest.mark.slow
+@pytest.mark.s3
+def test_05_storage_survey_of_local_and_s3(
+    seaweedfs, demo_bucket: str, on_demo_data: Path, monkeypatch, tmp_path
+):
+    # the kernel inherits this environment: SeaweedFS's endpoint and keys, as the AWS chain
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AWS_ENDPOINT_URL_S3", seaweedfs.endpoint_url)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    paths = {"local demo": str(on_demo_data), "SeaweedFS S3": f"s3://{demo_bucket}/2001"}
+    nb = execute(NOTEBOOKS[4], tmp_path, PATHS=paths, SAMPLE_BYTES=30e6)
+    text = text_of(nb)
+    for label in paths:
+        rows = [line for line in text.splitlines() if line.startswith(label)]
+        assert len(rows) == 2, f"{label}: a cold and a warm row\n{text}"
+    assert re.search(r"SeaweedFS S3\s+s3\s", text)
+    assert images_of(nb) == 1

@@ -1,4 +1,4 @@
-"""Verbs for clusters: profiles, job-script, tunnel, lab."""
+"""Verbs for clusters: profiles, job-script, tunnel, lab, lab-config."""
 
 from __future__ import annotations
 
@@ -72,11 +72,15 @@ def _tunnel(argv: Sequence[str]) -> int:
 def _lab(argv: Sequence[str]) -> int:
     from ..lab import instructions, submit_lab
 
+    if "--here" in argv:
+        return _lab_here([a for a in argv if a != "--here"])
     p = _Parser(
         prog="lab",
         description="Start JupyterLab as a Slurm job on a compute node "
-        "and print the ssh tunnel line and the URL (with its token).",
+        "and print the ssh tunnel line and the URL (with its token). "
+        "With --here: on this machine (see lab --here --help).",
     )
+    p.add_argument("--here", action="store_true", help="run JupyterLab on this machine")
     p.add_argument("--login", help="login host you ssh to (for the tunnel line)")
     p.add_argument("--user", help="your user name there")
     p.add_argument("--walltime", default="02:00:00")
@@ -102,4 +106,55 @@ def _lab(argv: Sequence[str]) -> int:
         timeout=a.timeout,
     )
     print(instructions(job, login=a.login, user=a.user))
+    return 0
+
+
+def _lab_here(argv: Sequence[str]) -> int:
+    from .. import config
+    from ..lab_setup import local_instructions, start_local_lab
+
+    p = _Parser(
+        prog="lab --here",
+        description="Start JupyterLab on 127.0.0.1 with the Dask dashboard inside it "
+        "(/proxy/PORT/status) and the data the notebooks open; print the URL.",
+    )
+    p.add_argument("--notebook-dir", default="notebooks", help="folder JupyterLab shows")
+    p.add_argument("--data", help="data folder the notebooks open (default config data.root)")
+    p.add_argument("--port", type=_positive_int, help="default: a free port")
+    p.add_argument("--timeout", type=float, default=60, help="seconds to wait for JupyterLab")
+    a = p.parse_args(argv)
+    lab = start_local_lab(
+        notebook_dir=a.notebook_dir,
+        data_root=a.data or config.get("data.root"),
+        port=a.port,
+        timeout=a.timeout,
+    )
+    print(local_instructions(lab), flush=True)
+    try:
+        code = lab.process.wait()
+    except KeyboardInterrupt:
+        print("stopping JupyterLab", flush=True)
+        lab.stop()
+        return 130
+    return code
+
+
+def _lab_config(argv: Sequence[str]) -> int:
+    from ..lab_setup import HUB_LINK, PROXY_LINK, write_lab_config
+
+    p = _Parser(
+        prog="lab-config",
+        description="Write the Dask config JupyterLab sessions need: the dashboard link "
+        "through jupyter-server-proxy, dask-labextension's cluster factory, the data folder.",
+    )
+    p.add_argument("--data", help="data folder the notebooks open")
+    p.add_argument(
+        "--link",
+        default=PROXY_LINK,
+        help=f"dashboard link template (default {PROXY_LINK}; JupyterHub, binder: {HUB_LINK})",
+    )
+    p.add_argument("--out", help="file to write (default ~/.config/dask/pangeo-hpc-lab.yaml)")
+    a = p.parse_args(argv)
+    path = write_lab_config(a.out, data_root=a.data, link=a.link)
+    print(f"wrote {path}")
     return 0

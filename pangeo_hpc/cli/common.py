@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 
 from ..errors import InputError
 
@@ -59,26 +58,6 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
 def _batch(a: argparse.Namespace) -> dict:
     keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
     return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
-
-
-def _byte_progress(what: str):
-    tty = sys.stdout.isatty()
-    state = {"next": 10, "t0": time.perf_counter()}
-
-    def show(done: int, total: int, files: int, nfiles: int) -> None:
-        pct = 100 * done / total if total else 100.0
-        rate = done / 1e6 / max(time.perf_counter() - state["t0"], 1e-9)
-        line = (
-            f"{what}: {files}/{nfiles} files, {done / 1e9:.2f}/{total / 1e9:.2f} GB, "
-            f"{rate:.0f} MB/s"
-        )
-        if tty:
-            print("\r" + line, end="" if files < nfiles else "\n", flush=True)
-        elif pct >= state["next"] or files == nfiles:
-            print(line, flush=True)
-            state["next"] = (int(pct) // 10 + 1) * 10
-
-    return show
 
 
 def _s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:

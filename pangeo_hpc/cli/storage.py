@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..errors import InputError
-from .common import _byte_progress, _Parser, _positive_int, _s3_args
+from ..progress import byte_progress as _byte_progress
+from .common import _Parser, _positive_int, _s3_args
 
 
 def _hydration(argv: Sequence[str]) -> int:
