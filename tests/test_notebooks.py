@@ -68,9 +68,7 @@ def text_of(nb: nbformat.NotebookNode) -> str:
 
 
 def images_of(nb: nbformat.NotebookNode) -> int:
-    return sum(
-        "image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", [])
-    )
+    return sum("image/png" in o.get("data", {}) for c in nb.cells for o in c.get("outputs", []))
 
 
 def number(pattern: str, text: str) -> float:
@@ -152,8 +150,6 @@ def test_04_climate_signal(on_demo_data, tmp_path):
     high = number(r"Nino3\.4 \(3-month mean\): [-+.\d]+ to ([-+.\d]+) K", text)
     assert low < -0.5 and high > 0.5  # the demo's ENSO-like oscillation
     assert images_of(nb) == 3
-
-
 
 
 @pytest.mark.slow
