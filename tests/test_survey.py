@@ -21,7 +21,7 @@ from pathlib import Path
 
 import dask
 import pytest
-from conftest import ROOT, run_cli
+from conftest import ROOT, aws_environment, run_cli
 from servers import RcloneMount, free_port, publish_tree
 
 from pangeo_hpc.errors import InputError
@@ -313,12 +313,7 @@ def bucket(seaweedfs, tmp_path_factory) -> Path:
 @pytest.fixture
 def aws(monkeypatch, seaweedfs, tmp_path):
     """Credentials through the AWS chain (environment, also for CLIs started), no CA bundle."""
-    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", seaweedfs.key)
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", seaweedfs.secret)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    aws_environment(monkeypatch, seaweedfs, tmp_path)
     s3._store.cache_clear()  # stores cache their credentials
     s3._botocore_session.cache_clear()
     yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
