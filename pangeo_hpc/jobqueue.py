@@ -15,10 +15,9 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from dask.utils import parse_bytes
-
 from . import config
 from .errors import InputError
+from .sizes import parse_size
 from .walltime import format_walltime, lifetime, parse_walltime
 
 #: profile keys that are ours, not dask-jobqueue's
@@ -69,10 +68,7 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
     if processes > cores:
         raise InputError(f"processes={processes} exceeds cores={cores}: use processes <= cores")
     memory = str(profile["memory"])
-    try:
-        parse_bytes(memory)
-    except ValueError as exc:
-        raise InputError(f"memory {memory!r} is not a size: write it like 150GB") from exc
+    parse_size(memory, name="memory")
     walltime = profile.get("walltime") or "01:00:00"
     life, stagger = lifetime(walltime)
     env = worker_env(hdf5_file_locking=profile.get("hdf5_file_locking"))

@@ -192,9 +192,9 @@ def test_errors_name_the_value_and_the_fix(tmp_path):
     with pytest.raises(InputError, match=r"folder '.*empty' holds no files: give a folder"):
         read_speed(tmp_path / "empty")
     (tmp_path / "a.nc").write_bytes(b"x")
-    with pytest.raises(InputError, match=r"max_bytes '1XB' is not a size: write it like 1GB"):
+    with pytest.raises(InputError, match=r"max_bytes '1XB' is not a size: write it like 150GB"):
         read_speed(tmp_path, max_bytes="1XB")
-    with pytest.raises(InputError, match=r"block_size 0 is not positive"):
+    with pytest.raises(InputError, match=r"block_size 0 must be at least one byte"):
         read_speed(tmp_path, block_size=0)
     with pytest.raises(InputError, match=r"threads=0 is not a positive whole number"):
         read_speed(tmp_path, threads=0)
@@ -275,7 +275,7 @@ def test_cli_table_json_and_plot(tmp_path):
     ("args", "message"),
     [
         (["{tmp}/nope"], r"error: path '.*nope' does not exist: give a folder, file or s3://"),
-        (["{tmp}", "--bytes", "lots"], r"--bytes: 'lots' is not a size: write it like 1GB"),
+        (["{tmp}", "--bytes", "lots"], r"--bytes: 'lots' is not a size: write it like 150GB"),
         (["{tmp}", "--threads", "0"], r"--threads: '0' is not a positive whole number"),
         (["{tmp}", "--anon"], r"--anon applies to s3:// paths only"),
         (["x={tmp}", "x={tmp}"], r"label 'x' is given twice"),

@@ -87,14 +87,12 @@ def _stage(argv: Sequence[str]) -> int:
 
 
 def _size_arg(text: str) -> str:
-    from dask.utils import parse_bytes
+    from ..sizes import parse_size
 
     try:
-        ok = parse_bytes(text) >= 1
-    except ValueError:
-        ok = False
-    if not ok:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size: write it like 1GB or 512MiB")
+        parse_size(text, name="")
+    except InputError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
     return text
 
 

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import config
 from ..errors import InputError
+from ..sizes import parse_size
 from . import pagecache
 from .detect import detect
 from .s3 import S3Options, explain, is_s3, split_url
@@ -102,16 +103,7 @@ class ReadSpeed:
 
 def _size(value: object, key: str, what: str) -> int:
     """A size in bytes from an int or a string such as ``1GB``; the default from config."""
-    from dask.utils import parse_bytes
-
-    raw = config.get(key, value)
-    try:
-        n = parse_bytes(raw) if isinstance(raw, str) else int(raw)
-    except (TypeError, ValueError) as exc:
-        raise InputError(f"{what} {raw!r} is not a size: write it like 1GB or 512MiB") from exc
-    if n < 1:
-        raise InputError(f"{what} {raw!r} is not positive: write it like 1GB or 512MiB")
-    return n
+    return parse_size(config.get(key, value), name=what)
 
 
 def read_speed(
