@@ -18,8 +18,9 @@ import zlib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import numba
 import numpy as np
+
+from .jit import njit
 
 try:  # libdeflate: ~2x stdlib zlib; optional so a missing wheel never breaks reading
     from deflate import zlib_decompress as _libdeflate
@@ -71,7 +72,7 @@ def inflate(payload: Any, nbytes: int) -> bytes:
     return out
 
 
-@numba.njit(nogil=True, cache=True)
+@njit
 def _unshuffle4_into(src, cshape, lo, out):  # pragma: no cover - jitted
     """Un-shuffle 4-byte elements of a 3-D chunk (``src``: its shuffled bytes, shape
     ``cshape``) from chunk position ``lo`` into ``out`` (a uint32 view, any strides)."""
@@ -90,7 +91,7 @@ def _unshuffle4_into(src, cshape, lo, out):  # pragma: no cover - jitted
                 )
 
 
-@numba.njit(nogil=True, cache=True)
+@njit
 def _unshuffle(src, itemsize):  # pragma: no cover - jitted
     """Un-shuffled copy of ``src`` (bytes of ``len(src) // itemsize`` elements)."""
     n = src.size // itemsize

@@ -9,12 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 import dask.array as da
-import numba
 import numpy as np
 from dask.base import tokenize
 
+from .jit import njit
 
-@numba.njit(nogil=True, cache=True)
+
+@njit
 def _weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
     n, m = x.shape
     out = np.zeros((n, 2))
@@ -81,7 +82,7 @@ def _mean_of_block(x: Any, w: Any) -> np.ndarray:
     return weighted_nanmean(x, w)
 
 
-@numba.njit(nogil=True, cache=True)
+@njit
 def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: no cover - jitted
     n, m = x.shape
     sums = np.zeros((k, m))

@@ -78,6 +78,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ClusterError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
+    except PermissionError as exc:  # a path the user may not read or write: their input
+        where = exc.filename if exc.filename is not None else "a path"
+        print(
+            f"error: permission denied on {str(where)!r}: ask its owner for access, "
+            "or choose a path you can read (and write, for --out)",
+            file=sys.stderr,
+        )
+        return 2
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
