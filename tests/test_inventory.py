@@ -14,6 +14,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
@@ -483,3 +484,39 @@ def test_cli_on_100k_objects(big):
     for line in run.stderr.splitlines():
         assert re.fullmatch(rf"listing s3://{BIG}: [\d,]+ objects, [\d,]+/s", line), line
     assert run.stdout.splitlines()[-2].split()[:2] == ["total", f"{len(layout()):,}"]
+
+
+def _peak_rss(args: list[str], env: dict[str, str]) -> tuple[subprocess.CompletedProcess, int]:
+    """Run the CLI, sampling its resident memory every 20 ms; returns the run and the peak."""
+    import psutil
+
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pangeo_hpc.run", "inventory", *args],
+        env=child_env({"PYTHONPATH": str(ROOT), **env}),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    peak = 0
+    watched = psutil.Process(proc.pid)
+    while proc.poll() is None:
+        try:
+            peak = max(peak, watched.memory_info().rss)
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.02)  # sampling interval
+    out, err = proc.communicate(timeout=300)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err), peak
+
+
+def test_memory_of_a_100k_inventory_is_bounded(big):
+    """Listing 100,228 objects keeps per-prefix totals, not the objects: the peak memory is
+    that of the interpreter and its libraries, about as for 3 objects."""
+    full, peak = _peak_rss([f"s3://{BIG}", "--endpoint-url", big.endpoint_url], aws_env(big))
+    small, base = _peak_rss(
+        [f"s3://{BIG}/1995/01/data/var00", "--endpoint-url", big.endpoint_url], aws_env(big)
+    )
+    assert full.returncode == 0 and small.returncode == 0, full.stderr + small.stderr
+    print(f"\npeak RSS: {peak / 2**20:.0f} MiB for 100,228 objects, {base / 2**20:.0f} MiB for 10")
+    assert peak < 400 * 2**20
+    assert peak - base < 100 * 2**20  # what 100k objects add
