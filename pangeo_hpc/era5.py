@@ -12,6 +12,7 @@ from dask.base import tokenize
 
 from . import config
 from .catalog import catalog
+from .checks import check_path
 from .convert import is_zarr_store, open_store
 from .errors import InputError
 from .reader import MultiFileArray
@@ -83,7 +84,12 @@ def open_era5(
     of files open in about a second. The same files give bit-for-bit the same values
     whichever way they are read.
     """
-    root = config.get("data.root", source)
+    if not isinstance(variable, str) or not variable:
+        raise InputError(
+            f"variable {variable!r} is not a variable name: give one such as "
+            "'sea_surface_temperature' (the .nc file names of the tree)"
+        )
+    root = check_path(config.get("data.root", source), "source")
     if is_zarr_store(root):
         return open_store(root, variable, start, end)
     cat = catalog(root, variable, start, end, s3=s3, index=index)

@@ -59,7 +59,7 @@ def lab_settings(data_root: str | Path | None, link: str = PROXY_LINK) -> dict[s
     dict
         ``{"distributed.dashboard.link": ..., "labextension.factory": ..., ...}``.
     """
-    if "{port}" not in link:
+    if not isinstance(link, str) or "{port}" not in link:
         raise InputError(
             f"dashboard link {link!r} has no {{port}}: use e.g. {PROXY_LINK!r} "
             f"or {HUB_LINK!r} on JupyterHub"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numbers
 import shlex
 import socket
 import urllib.parse
@@ -59,8 +60,8 @@ def tunnel_command(
     target = f"{user}@{login}" if user else login
     forwards, urls = [], []
     for i, (service, port) in enumerate(ports.items()):
-        if not 0 < int(port) < 65536:
-            raise InputError(f"{service} port {port!r} must be between 1 and 65535")
+        if isinstance(port, bool) or not isinstance(port, numbers.Integral) or not 0 < port < 65536:
+            raise InputError(f"{service} port {port!r} must be a whole number from 1 to 65535")
         local = (local_base + i) if local_base else int(port)
         remote_host = "127.0.0.1" if jump else node
         forwards += ["-L", f"{local}:{remote_host}:{port}"]

@@ -200,3 +200,73 @@ def test_an_unreadable_tree_is_named(demo_tree, tmp_path):
     assert r.returncode == 2, (r.stdout, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "2000/01" in r.stderr and "permission denied" in r.stderr
+
+
+def _field():
+    import xarray as xr
+
+    return xr.DataArray(
+        np.ones((2, 3, 4), "f4"),
+        dims=("time", "lat", "lon"),
+        coords={
+            "time": np.array(["2000-01-01", "2000-02-01"], "datetime64[ns]"),
+            "lat": [-10.0, 0.0, 10.0],
+            "lon": [0.0, 90.0, 180.0, 270.0],
+        },
+    )
+
+
+def _public_calls(tree: str) -> list[tuple[str, object, str]]:
+    """(id, call, text the one-line InputError must contain)."""
+    from pangeo_hpc import get_cluster, open_era5, recipes, start_cluster
+    from pangeo_hpc.lab_setup import write_lab_config
+    from pangeo_hpc.storage.hydration import hydration
+    from pangeo_hpc.storage.survey import read_speed
+    from pangeo_hpc.storage.warmup import warmup
+    from pangeo_hpc.tunnel import tunnel_command
+
+    sst = "sea_surface_temperature"
+    return [
+        ("open_era5 variable int", lambda: open_era5(123, source=tree), "123"),
+        ("open_era5 unknown variable", lambda: open_era5("sst", source=tree), "'sst'"),
+        ("open_era5 source int", lambda: open_era5(sst, source=42), "42"),
+        ("open_era5 month 13", lambda: open_era5(sst, "2000-13", source=tree), "'2000-13'"),
+        ("global_mean ndarray", lambda: recipes.global_mean(np.ones((3, 4))), "ndarray"),
+        (
+            "global_mean dataset",
+            lambda: recipes.global_mean(_field().to_dataset(name="x")),
+            "Dataset",
+        ),
+        ("nino34 str", lambda: recipes.nino34("sst"), "'sst'"),
+        ("anomaly list", lambda: recipes.anomaly([1, 2, 3]), "[1, 2, 3]"),
+        ("time_series freq", lambda: recipes.time_series(_field(), freq="weekly"), "'weekly'"),
+        ("linear_trend per", lambda: recipes.linear_trend(_field(), per="eon"), "'eon'"),
+        ("climatology no time", lambda: recipes.climatology(_field().isel(time=0)), "time"),
+        ("get_cluster kind", lambda: get_cluster("kubernetes"), "'kubernetes'"),
+        ("get_cluster workers", lambda: get_cluster("local", workers="two"), "'two'"),
+        ("start_cluster jobs", lambda: start_cluster(profile="local", jobs=0), "jobs=0"),
+        ("unknown profile", lambda: get_cluster(profile="nowhere"), "nowhere"),
+        ("warmup missing", lambda: warmup("/nope"), "'/nope'"),
+        ("hydration int", lambda: hydration(5), "path 5"),
+        ("read_speed None", lambda: read_speed(None), "None"),
+        ("tunnel port str", lambda: tunnel_command(login="h", ports={"dashboard": "x"}), "'x'"),
+        ("lab link int", lambda: write_lab_config("/nonexistent/x.yaml", link=5), "link 5"),
+    ]
+
+
+def test_public_functions_raise_one_line_input_errors(demo_tree):
+    from pangeo_hpc.errors import InputError
+
+    wrong = []
+    for name, call, must in _public_calls(str(demo_tree)):
+        try:
+            call()
+        except InputError as exc:
+            text = str(exc)
+            if "\n" in text or must not in text:
+                wrong.append(f"{name}: {text!r} (must name {must!r}, on one line)")
+        except Exception as exc:
+            wrong.append(f"{name}: {type(exc).__name__}: {exc}")
+        else:
+            wrong.append(f"{name}: no error")
+    assert not wrong, "\n".join(wrong)

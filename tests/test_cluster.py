@@ -173,7 +173,7 @@ def test_tunnel_lines():
     assert tunnel_command(login="login1", node="login1", ports={"dashboard": 8787}).startswith(
         "ssh -N -L 8787:localhost:8787 login1"
     )
-    with pytest.raises(InputError, match="port 70000 must be between 1 and 65535"):
+    with pytest.raises(InputError, match="port 70000 must be a whole number from 1 to 65535"):
         tunnel_command(login="x", node="y", ports={"dashboard": 70000})
 
 

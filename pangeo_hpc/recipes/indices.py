@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..checks import check_dataarray
 from ..errors import InputError
 from ..grid import cell_area, horizontal_names, time_name
 from .means import time_series
@@ -23,6 +24,7 @@ def nino34(da: xr.DataArray, *, smooth: int = 1) -> xr.DataArray:
     smooth : int
         Length of the centred running mean in months (3 gives the ONI); 1 means none.
     """
+    check_dataarray(da, "nino34")
     lat, lon = horizontal_names(da)
     if da[lat].ndim != 1 or da[lon].ndim != 1:
         raise InputError("nino34 needs 1-D latitude and longitude coordinates")

@@ -6,6 +6,7 @@ from typing import Literal
 
 import xarray as xr
 
+from ..checks import check_dataarray
 from ..errors import InputError
 from ..grid import cell_area, cell_edges, horizontal_names, time_name
 from ..kernels import weighted_nanmean_blocks
@@ -29,6 +30,7 @@ def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.
     DataArray
         Same units as ``da``; NaN where a field has no valid value.
     """
+    check_dataarray(da, "global_mean")
     lat, lon = horizontal_names(da)
     if weights is None:
         weights = cell_area(da[lat], da[lon])
@@ -58,6 +60,7 @@ def _whole_fields(da: xr.DataArray, dims: tuple[str, ...]) -> bool:
 
 def zonal_mean(da: xr.DataArray) -> xr.DataArray:
     """Mean along longitude (weighted by cell width), skipping NaN."""
+    check_dataarray(da, "zonal_mean")
     _, lon = horizontal_names(da)
     if da[lon].ndim != 1:
         raise InputError(f"zonal_mean needs a 1-D longitude, got {lon!r} with dims {da[lon].dims}")
@@ -84,6 +87,7 @@ def time_series(
     weights : DataArray, optional
         As for :func:`global_mean`.
     """
+    check_dataarray(da, "time_series")
     if freq not in _FREQ:
         raise InputError(f"freq={freq!r} is not one of {sorted(_FREQ)}")
     t = time_name(da)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..checks import check_dataarray
 from ..grid import time_name
 from ..kernels import group_nanmean_blocks
 
@@ -16,6 +17,7 @@ def climatology(da: xr.DataArray) -> xr.DataArray:
     are reduced block by block with a compiled kernel; anything else with xarray's
     ``groupby``. Both agree to float32 precision (the kernel sums in float64).
     """
+    check_dataarray(da, "climatology")
     t = time_name(da)
     attrs = {**da.attrs, "cell_methods": f"{t}: mean within months"}
     if not _time_blocks(da, t):
@@ -46,6 +48,7 @@ def _time_blocks(da: xr.DataArray, t: str) -> bool:
 
 def anomaly(da: xr.DataArray, clim: xr.DataArray | None = None) -> xr.DataArray:
     """Departure from the monthly climatology (of ``da`` itself unless ``clim`` is given)."""
+    check_dataarray(da, "anomaly")
     t = time_name(da)
     if clim is None:
         clim = climatology(da)

@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from ..checks import check_dataarray
 from ..errors import InputError
 from ..grid import time_name
 from .means import global_mean
@@ -43,6 +44,7 @@ def linear_trend(
     One pass over the data: the slope is ``(n Σtx - Σt Σx) / (n Σt² - (Σt)²)`` with time
     centred on the middle of the period, so the sums are exact enough in float64.
     """
+    check_dataarray(da, "linear_trend")
     if per not in _YEARS:
         raise InputError(f"per={per!r} is not one of {sorted(_YEARS)}")
     t = time_name(da)
@@ -65,6 +67,7 @@ def linear_trend(
 
 def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
     """Area-weighted global mean of a trend map, in the map's units."""
+    check_dataarray(trend, "trend_global_mean")
     return global_mean(trend).assign_attrs(
         units=trend.attrs.get("units", ""), long_name="global-mean linear trend"
     )

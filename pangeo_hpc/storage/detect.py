@@ -8,6 +8,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..checks import check_path
 from ..errors import InputError
 
 #: f_type of statfs(2) -> name (linux/magic.h and the file systems' own headers)
@@ -95,7 +96,7 @@ def detect(path: str | Path) -> FsInfo:
     >>> detect("/proc").kind
     'unknown'
     """
-    p = Path(path)
+    p = Path(check_path(path))
     if not p.exists():
         raise InputError(f"path {str(path)!r} does not exist: give a file or folder to inspect")
     real = os.path.realpath(p)

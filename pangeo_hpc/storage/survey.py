@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import config
+from ..checks import check_path
 from ..errors import InputError
 from ..sizes import parse_size
 from . import pagecache
@@ -176,6 +177,7 @@ def read_speed(
     if n < 1:
         raise InputError(f"threads={n} is not a positive whole number: use e.g. 8")
     bs = _size(block_size, "storage.block-size", "block_size")
+    check_path(path)
     if is_s3(path):
         return _read_s3(str(path), budget, n, bs, s3_options or S3Options.resolve())
     return _read_files(path, budget, n, bs, cold)
