@@ -270,3 +270,23 @@ def test_public_functions_raise_one_line_input_errors(demo_tree):
         else:
             wrong.append(f"{name}: no error")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.s3
+def test_an_empty_bucket_is_named(seaweedfs, monkeypatch, tmp_path, capsys):
+    from conftest import aws_environment
+
+    aws_environment(monkeypatch, seaweedfs, tmp_path)
+    monkeypatch.setattr(run, "_interruptible", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    fs = seaweedfs.filesystem()
+    if not fs.exists("era5-empty"):
+        fs.mkdir("era5-empty")
+    ep = ["--endpoint-url", seaweedfs.endpoint_url]
+    for argv in (
+        ["era5-sst-mean", "--data", "s3://era5-empty", *ep, "--out", str(tmp_path / "r")],
+        ["convert", "--data", "s3://era5-empty", *ep, "--out", str(tmp_path / "z.zarr")],
+        ["survey", "s3://era5-empty", *ep],
+        ["index", "s3://era5-empty", *ep],
+    ):
+        _one_line_exit_2(argv, "era5-empty", capsys, tmp_path)
