@@ -1,7 +1,9 @@
-"""Wait for batch workers, and explain why they did not come.
+"""Wait for batch workers, and explain why they did not come or why they died.
 
 On timeout the error names each job's state and reason as the scheduler (``squeue``,
 ``qstat``) reports it, the tail of its log, and the usual causes; the jobs are cancelled.
+A task whose workers all died while running it (distributed's ``KilledWorker``) becomes
+one line naming the task, see :func:`lost_task`.
 """
 
 from __future__ import annotations
@@ -99,6 +101,33 @@ def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
         "job-script --cluster " + kind + "`"
     )
     return "\n".join(lines)
+
+
+def lost_task(exc: Any) -> ClusterError:
+    """One line for distributed's ``KilledWorker``: which task, how many deaths, what to do.
+
+    Dask reschedules the tasks of a worker that dies and the nanny restarts the worker; a
+    task is given up only when ``distributed.scheduler.allowed-failures + 1`` workers died
+    while running it, usually because it needs more memory than a worker has.
+
+    Parameters
+    ----------
+    exc : distributed.KilledWorker
+        The error a computation's result raised.
+
+    Returns
+    -------
+    ClusterError
+        Its message names the task's key and the last worker's address.
+    """
+    deaths = exc.allowed_failures + 1
+    return ClusterError(
+        f"task {exc.task!r} failed: {deaths} worker{'s' if deaths > 1 else ''} died while "
+        f"running it (the last {exc.last_worker.address}; killed, or out of memory: see the "
+        "worker log lines above): give workers more memory (--memory, "
+        "pangeo-hpc.cluster.memory-limit) or allow more attempts "
+        "(distributed.scheduler.allowed-failures), then run again"
+    )
 
 
 def submit_check(cluster: Any, kind: str) -> str | None:

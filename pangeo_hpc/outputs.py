@@ -1,11 +1,13 @@
 """Write a run's outputs all at once: into a hidden temporary folder, then one rename.
 
 A failure at any point leaves no partial output: the folder either holds the complete
-previous results or the complete new ones.
+previous results or the complete new ones. A file system that fills up on the way is
+reported as such, in one line (:class:`~pangeo_hpc.errors.StorageError`).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -15,14 +17,39 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from .errors import StorageError
+
+#: a write that failed with less than this left on its file system ran out of space: HDF5
+#: and netCDF4 report ENOSPC as a bare "NetCDF: HDF error", without the errno
+FULL_BELOW = 1 << 20
+
 
 @contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
-    """Yield a temporary folder beside ``target``; on success it replaces ``target``."""
+    """Yield a temporary folder beside ``target``; on success it replaces ``target``.
+
+    Parameters
+    ----------
+    target : path
+        The folder to write. Its parent is created if missing.
+
+    Yields
+    ------
+    pathlib.Path
+        The hidden temporary folder (``.NAME.tmp-*``) to write into; it is removed if the
+        block fails, so ``target`` keeps what it held.
+
+    Raises
+    ------
+    StorageError
+        If the file system ran out of space (``ENOSPC``, ``EDQUOT``, or a failed write with
+        less than :data:`FULL_BELOW` bytes left), naming ``target`` and the fix.
+    """
     target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+    tmp: Path | None = None
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         yield tmp
         old = None
         if target.exists():
@@ -31,9 +58,36 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
         os.replace(tmp, target)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+    except Exception as exc:
+        if _out_of_space(exc, target.parent):
+            kept = "its previous contents are unchanged" if target.exists() else "nothing written"
+            raise StorageError(
+                f"no space left on device writing {str(target)!r} ({kept}): free space on "
+                "its file system or write the outputs elsewhere (--out)"
+            ) from exc
+        raise
     finally:
-        if tmp.exists():
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _out_of_space(exc: BaseException, folder: Path) -> bool:
+    """Whether ``exc`` (or an error it chains) is ENOSPC/EDQUOT, or a failed write (an
+    ``OSError`` or the ``RuntimeError`` of netCDF4) while ``folder``'s file system is all
+    but full, as it is before the temporary folder is removed."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain):
+        return True
+    if not isinstance(exc, OSError | RuntimeError):
+        return False
+    try:
+        return shutil.disk_usage(folder).free < FULL_BELOW
+    except OSError:
+        return False
 
 
 def write_json(path: Path, doc: dict[str, Any]) -> None:

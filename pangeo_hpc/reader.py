@@ -149,6 +149,8 @@ class S3H5Source:
     opts: S3Options
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        from botocore.exceptions import BotoCoreError
+
         fs = self.opts.filesystem()
         try:
             with (
@@ -156,7 +158,7 @@ class S3H5Source:
                 h5py.File(fo, "r") as f,
             ):
                 return f[self.variable][key]
-        except OSError as exc:
+        except (OSError, BotoCoreError) as exc:  # s3fs leaves connection errors as botocore's
             raise _storage_error(exc, self.url, self.opts) from exc
 
 
@@ -202,8 +204,9 @@ def _assemble(table: ChunkTable, box: list, plan: list, payloads: list, name: st
 
 
 def _storage_error(exc: BaseException, url: str, opts: S3Options) -> StorageError:
+    """One line: the known cause and its fix (naming ``url``), else what the client said."""
     known = explain(exc, url, opts)
-    return StorageError(f"reading {url!r} failed: {known or exc}".splitlines()[0])
+    return StorageError((str(known) if known else f"reading {url!r} failed: {exc}").splitlines()[0])
 
 
 def _box(key: tuple, shape: tuple[int, ...]) -> tuple[list[tuple[int, int]], tuple]:

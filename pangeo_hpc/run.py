@@ -6,7 +6,9 @@ hydration, warmup, stage, survey (storage.py);
 index (index.py); inventory (s3.py).
 
 Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix),
-1 internal failure, 130 interrupted.
+1 a failure while running (one line: storage, the cluster, a task whose workers died, no
+space left for the outputs; or a traceback for an internal error), 130 interrupted.
+warmup, stage and index go on past files that fail, list them at the end and exit with 1.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import threading
 import traceback
 from collections.abc import Sequence
 
+from distributed import KilledWorker
+
 from .cli.clusters import _job_script, _lab, _lab_config, _profiles, _tunnel
 from .cli.data import _convert, _demo_data, _list, _recipe
 from .cli.index import _index
 from .cli.s3 import _inventory
 from .cli.storage import _hydration, _stage, _survey, _warmup
+from .diagnostics import lost_task
 from .errors import ClusterError, InputError, StorageError
 
 
@@ -77,6 +82,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except (ClusterError, StorageError) as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KilledWorker as exc:  # workers died running one task too often
+        print(f"error: {lost_task(exc)}", file=sys.stderr)
         return 1
     except PermissionError as exc:  # a path the user may not read or write: their input
         where = exc.filename if exc.filename is not None else "a path"

@@ -42,7 +42,9 @@ def _warmup(argv: Sequence[str]) -> int:
     p = _Parser(
         prog="warmup",
         description="Load the bytes of lazily loaded files before a "
-        "job reads them (read-through, or lfs hsm_restore on Lustre as root).",
+        "job reads them (read-through, or lfs hsm_restore on Lustre as root). Files that "
+        "vanish or cannot be read are listed at the end with the reason, the others are "
+        "warmed; the exit code is then 1.",
     )
     p.add_argument("path")
     p.add_argument("--workers", type=_positive_int, help="parallel reads (default 8)")

@@ -10,6 +10,7 @@ credentials from the usual AWS chain (environment, ``~/.aws/credentials`` and
 
 from __future__ import annotations
 
+import errno
 import functools
 import os
 import re
@@ -99,8 +100,14 @@ class S3Options:
         )
 
     def storage_options(self) -> dict[str, Any]:
-        """Keyword arguments for ``s3fs.S3FileSystem`` (fsspec's ``storage_options``)."""
-        opts: dict[str, Any] = {"anon": self.anon}
+        """Keyword arguments for ``s3fs.S3FileSystem`` (fsspec's ``storage_options``).
+
+        botocore retries failed connections, 5xx answers and throttling with exponential
+        backoff (its "standard" mode), up to ``pangeo-hpc.s3.max-retries`` times, as the
+        obstore stores of :meth:`store` do.
+        """
+        retries = {"max_attempts": int(config.get("s3.max-retries")), "mode": "standard"}
+        opts: dict[str, Any] = {"anon": self.anon, "config_kwargs": {"retries": retries}}
         client: dict[str, Any] = {}
         if self.endpoint_url:
             client["endpoint_url"] = self.endpoint_url
@@ -204,13 +211,34 @@ def _store(opts: S3Options, bucket: str, max_retries: int) -> S3Store:
 
 
 _CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
+#: obstore's "Server returned non-2xx status code: 500 Internal Server Error"
+_SERVER_STATUS = re.compile(r"status code: (5\d\d [A-Za-z ]*[A-Za-z])")
+#: obstore's "Error performing GET ... after 3 retries, max_retries: 3, ..."
+_RETRIES = re.compile(r"after (\d+) retries")
+
+
+def _retries(exc: BaseException) -> int:
+    """How often the failed request was retried: as obstore or botocore (its response's
+    ``RetryAttempts``, behind s3fs's error) report it, else as configured."""
+    found = _RETRIES.search(str(exc))
+    if found:
+        return int(found.group(1))
+    link: BaseException | None = exc
+    while link is not None:
+        response = getattr(link, "response", None)  # botocore's ClientError
+        meta = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+        if "RetryAttempts" in meta:
+            return int(meta["RetryAttempts"])
+        link = link.__cause__
+    return int(config.get("s3.max-retries"))
 
 
 def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     """A one-line :class:`InputError` for an S3 failure a user can fix, else ``None``.
 
     Covers a missing bucket or key, refused credentials, an endpoint that does not answer,
-    and throttling that outlasted the retries. Works on obstore, s3fs and botocore errors.
+    and throttling or server errors (5xx) that outlasted the retries. Works on obstore,
+    s3fs and botocore errors.
     """
     text = str(exc)
     code = next(iter(_CODE.findall(text)), "")
@@ -240,6 +268,14 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
             f"{config.get('s3.max-retries')} retries with backoff: lower the concurrency "
             "(pangeo-hpc.s3.list-concurrency) or try again later"
         )
+    status = _SERVER_STATUS.search(text)
+    if status or (isinstance(exc, OSError) and exc.errno == errno.EREMOTEIO):  # s3fs: 500
+        what = status.group(1) if status else getattr(exc, "strerror", None) or "a server error"
+        return InputError(
+            f"S3 endpoint {where} answered {what!r} for {url!r} after {_retries(exc)} "
+            "retries with backoff: the server is failing or shutting down; check that it "
+            "runs (and --endpoint-url), then run again"
+        )
     if (
         "error sending request" in text
         or "Connect" in type(exc).__name__
@@ -247,6 +283,6 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     ):
         return InputError(
             f"S3 endpoint {where} does not answer (for {url!r}): check --endpoint-url and "
-            "that the server runs"
+            f"that the server runs (no answer after {_retries(exc)} retries with backoff)"
         )
     return None
