@@ -24,6 +24,12 @@ from .errors import StorageError
 FULL_BELOW = 1 << 20
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 @contextmanager
 def atomic_dir(target: str | Path) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; on success it replaces ``target``.
@@ -51,6 +57,7 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         yield tmp
+        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700: give it a folder's usual mode
         old = None
         if target.exists():
             old = target.with_name(f".{target.name}.old-{os.getpid()}")

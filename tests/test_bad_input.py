@@ -290,3 +290,21 @@ def test_an_empty_bucket_is_named(seaweedfs, monkeypatch, tmp_path, capsys):
         ["index", "s3://era5-empty", *ep],
     ):
         _one_line_exit_2(argv, "era5-empty", capsys, tmp_path)
+
+
+def test_a_result_folder_gets_the_usual_mode(tmp_path):
+    """Outputs are written in a private temporary folder, but the result is an ordinary
+    folder (mode from the umask), so that a group can read shared results."""
+    import os
+    import stat
+
+    from pangeo_hpc.outputs import atomic_dir
+
+    old = os.umask(0o022)
+    try:
+        with atomic_dir(tmp_path / "result") as tmp:
+            (tmp / "a.txt").write_text("x")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE((tmp_path / "result").stat().st_mode) == 0o755
+    assert [p.name for p in tmp_path.iterdir()] == ["result"]
