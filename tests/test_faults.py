@@ -61,6 +61,14 @@ def clean_run(demo_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     return out
 
 
+def _start_mean(data: str, out: Path, cwd: Path, *extra: str):
+    """Ten years of era5-sst-mean on two workers, with progress lines, in the background."""
+    return start_cli(
+        "era5-sst-mean", "--data", data, *extra, *TEN_YEARS, "--workers", "2",
+        "--out", str(out), cwd=cwd,
+    )  # fmt: skip
+
+
 def _answer(out: Path) -> dict:
     return json.loads((out / "summary.json").read_text())["answer"]
 
@@ -118,17 +126,7 @@ def test_a_worker_killed_mid_recipe_changes_nothing(demo_tree, clean_run, tmp_pa
     """Dask reschedules the dead worker's tasks and its nanny starts a new one: the same
     answer as an undisturbed run, exit code 0."""
     results = tmp_path / "results"
-    proc = start_cli(
-        "era5-sst-mean",
-        "--data",
-        str(demo_tree),
-        *TEN_YEARS,
-        "--workers",
-        "2",
-        "--out",
-        str(results / "mean"),
-        cwd=tmp_path,
-    )
+    proc = _start_mean(str(demo_tree), results / "mean", tmp_path)
     _until_computing(proc)
     _kill_one_worker(proc)
     out, err = _finish(proc)
@@ -145,17 +143,7 @@ def test_a_task_whose_worker_died_is_named_in_one_line(demo_tree, tmp_path, monk
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")
     results = tmp_path / "results"
     results.mkdir()
-    proc = start_cli(
-        "era5-sst-mean",
-        "--data",
-        str(demo_tree),
-        *TEN_YEARS,
-        "--workers",
-        "2",
-        "--out",
-        str(results / "mean"),
-        cwd=tmp_path,
-    )
+    proc = _start_mean(str(demo_tree), results / "mean", tmp_path)
     _until_computing(proc)
     _kill_one_worker(proc)
     _, err = _finish(proc)
@@ -237,19 +225,9 @@ def test_s3_server_stopped_mid_read(own_s3, tmp_path, access):
         assert build_index(stamps, opts).built == 120
     results = tmp_path / "results"
     results.mkdir()
-    proc = start_cli(
-        "era5-sst-mean",
-        "--data",
-        url,
-        "--endpoint-url",
-        own_s3.endpoint_url,
-        *(("--index", "never") if access == "direct" else ()),  # h5py over s3fs
-        *TEN_YEARS,
-        "--workers",
-        "2",
-        "--out",
-        str(results / "mean"),
-        cwd=tmp_path,
+    direct = ("--index", "never") if access == "direct" else ()  # h5py over s3fs
+    proc = _start_mean(
+        url, results / "mean", tmp_path, "--endpoint-url", own_s3.endpoint_url, *direct
     )
     _until_computing(proc)
     own_s3.stop()

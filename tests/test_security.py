@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import missing, run_cli
+from conftest import aws_environment, missing, run_cli
 
 from pangeo_hpc import start_cluster
 from pangeo_hpc.lab import lab_job_script
@@ -42,13 +42,10 @@ def canary_server(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path) -> 
         yield server
 
 
-def _canary_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, secret: str) -> None:
-    monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CANARY_KEY)
+def _canary_env(monkeypatch: pytest.MonkeyPatch, server, tmp_path: Path, secret: str) -> None:
+    """The canary server's credentials through the AWS chain, with ``secret`` as the key's."""
+    aws_environment(monkeypatch, server, tmp_path)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", secret)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
     monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "index"))
 
 
@@ -59,7 +56,7 @@ def _files_holding(root: Path, needle: str) -> list[str]:
 @pytest.mark.s3
 @pytest.mark.slow
 def test_the_secret_never_reaches_output_summaries_or_indexes(canary_server, monkeypatch, tmp_path):
-    _canary_env(monkeypatch, tmp_path, CANARY_SECRET)
+    _canary_env(monkeypatch, canary_server, tmp_path, CANARY_SECRET)
     out = tmp_path / "run"
     ep = ("--endpoint-url", canary_server.endpoint_url)
     runs = [
@@ -82,7 +79,7 @@ def test_the_secret_never_reaches_output_summaries_or_indexes(canary_server, mon
 @pytest.mark.s3
 def test_a_wrong_secret_is_refused_without_being_repeated(canary_server, monkeypatch, tmp_path):
     wrong = "canary-wrong-" + secrets.token_hex(8)
-    _canary_env(monkeypatch, tmp_path, wrong)
+    _canary_env(monkeypatch, canary_server, tmp_path, wrong)
     ep = ("--endpoint-url", canary_server.endpoint_url)
     for args in (
         ("inventory", f"s3://{BUCKET}", *ep),
