@@ -65,6 +65,19 @@ def test_workers_get_the_environment_and_scale():
     assert wait_queue_empty() == []
 
 
+def test_oversubscribed_one_core_jobs_run_at_once_on_the_node():
+    # 4 one-core jobs on the 2-CPU node: they share cores because they ask for it
+    # (--oversubscribe; the partition has OverSubscribe=YES, ci/slurm/start.sh)
+    shared = {**SMALL, "processes": 1, "job_extra_directives": ["--oversubscribe"]}
+    with running_cluster("slurm", jobs=4, timeout=120, **shared) as (cluster, client):
+        assert "#SBATCH --oversubscribe" in cluster.job_script()
+        jobs = queue()
+        assert len(jobs) == 4 and all(j.endswith(" RUNNING") for j in jobs), jobs
+        assert len(client.nthreads()) == 4
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+    assert wait_queue_empty() == []
+
+
 def test_an_exception_inside_cancels_the_jobs():
     with pytest.raises(ZeroDivisionError):
         with running_cluster("slurm", jobs=2, timeout=120, **SMALL) as (_, client):

@@ -78,6 +78,9 @@ if getent ahostsv4 "$HOST" | awk 'NR==1 {print $1}' | grep -q '^127\.'; then
   BIND="CommunicationParameters=NoCtldInAddrAny,NoInAddrAny"
 fi
 # The node is addressed as 127.0.0.1 even if the hostname resolves elsewhere.
+# OverSubscribe=YES: jobs that ask with --oversubscribe may share cores (up to 4 jobs per
+# core), e.g. 4 one-core worker jobs on a 2-CPU node at once; jobs that do not ask still
+# get their cores to themselves (CR_Core_Memory), and memory is never shared.
 NEW=$(cat <<EOF
 $MARK
 ClusterName=pangeo
@@ -103,7 +106,7 @@ SlurmdLogFile=$STATE/log/slurmd.log
 SlurmctldPidFile=$STATE/run/slurmctld.pid
 SlurmdPidFile=$STATE/run/slurmd.pid
 NodeName=$HOST NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=$(nproc) RealMemory=$MEM_MB State=UNKNOWN
-PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 )
 if [ "$NEW" != "$(cat "$CONF" 2>/dev/null)" ]; then
