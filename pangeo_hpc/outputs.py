@@ -102,3 +102,18 @@ def write_json(path: Path, doc: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
     os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_file(target: str | Path) -> Iterator[Path]:
+    """Yield a temporary name next to ``target``; rename it to ``target`` on success.
+
+    On an exception the temporary file is removed and ``target`` stays as it was.
+    """
+    target = Path(target)
+    tmp = target.with_name(f".{target.name}.tmp")
+    try:
+        yield tmp
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)

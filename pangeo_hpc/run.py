@@ -3,7 +3,7 @@
 Verbs: demo-data, list, RECIPE, convert (data.py);
 profiles, job-script, tunnel, lab, lab-config (clusters.py);
 hydration, warmup, stage, survey (storage.py);
-index (index.py); inventory (s3.py).
+index (index.py); inventory (s3.py); plan, calibrate (plan.py).
 
 Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix),
 1 a failure while running (one line: storage, the cluster, a task whose workers died, no
@@ -24,6 +24,7 @@ from distributed import KilledWorker
 from .cli.clusters import _job_script, _lab, _lab_config, _profiles, _tunnel
 from .cli.data import _convert, _demo_data, _list, _recipe
 from .cli.index import _index
+from .cli.plan import _calibrate, _plan
 from .cli.s3 import _inventory
 from .cli.storage import _hydration, _stage, _survey, _warmup
 from .diagnostics import lost_task
@@ -60,6 +61,8 @@ _VERBS = {
     "survey": _survey,
     "index": _index,
     "inventory": _inventory,
+    "plan": _plan,
+    "calibrate": _calibrate,
 }
 
 

@@ -64,3 +64,57 @@ def parse_size(value: object, *, name: str = "size") -> int:
     if n < 1:
         raise InputError(f"{name}{value!r} must be at least one byte: {fix}")
     return n
+
+
+_RATE = re.compile(r"^\s*(.+?)\s*(?:/\s*s|ps)\s*$", re.IGNORECASE)
+#: bits: "100Gbit", "25Gb" (lower-case b; "25GB" is bytes)
+_BITS = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([kKmMgGtT]?)(?:[bB][iI][tT]|b)\s*$")
+
+
+def parse_rate(value: object, *, name: str = "rate") -> float:
+    """Bytes per second in a rate: ``2880MB/s``, ``1.5 GiB/s``, ``100Gbit/s``, ``25Gbps``.
+
+    Byte units as :func:`parse_size`; ``bit``, ``kbit``, ``Mbit``, ``Gbit``, ``Tbit`` (and
+    ``Gbps``...) are powers of 1000 bits. A bare number is bytes per second.
+
+    Parameters
+    ----------
+    value : str or int or float
+        The rate.
+    name : str
+        What it is, for the error (e.g. ``"--storage"``).
+
+    Returns
+    -------
+    float
+        Bytes per second, > 0.
+
+    Raises
+    ------
+    InputError
+        One line naming the value and how to write it.
+
+    Examples
+    --------
+    >>> parse_rate("2880MB/s"), parse_rate("100Gbit/s"), parse_rate("25Gbps")
+    (2880000000.0, 12500000000.0, 3125000000.0)
+    """
+    fix = "write it like 2880MB/s or 100Gbit/s"
+    shown = f"{name} " if name else ""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise InputError(f"{shown}{value!r} is not a rate: {fix}")
+    if not isinstance(value, str):
+        if not math.isfinite(value) or value <= 0:
+            raise InputError(f"{shown}{value!r} is not a rate above 0: {fix}")
+        return float(value)
+    m = _RATE.match(value)
+    if m is None:
+        raise InputError(f"{shown}{value!r} is not a rate (per second): {fix}")
+    bits = _BITS.match(m.group(1))
+    if bits:
+        scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[bits.group(2).lower()]
+        return float(bits.group(1)) * scale / 8
+    try:
+        return float(parse_size(m.group(1), name=""))
+    except InputError:
+        raise InputError(f"{shown}{value!r} is not a rate: {fix}") from None

@@ -4,7 +4,7 @@ Each runs as a user would run it, with only its ``parameters`` cell changed (as 
 does: a cell with the test's values is inserted after it): 1, 3 and 4 on the demo data
 with a local cluster; 2 on an rclone FUSE mount of the demo data in a real S3 server
 (SeaweedFS), so that the warm-up really hydrates lazily loaded files; 5 on the local tree
-and on that S3 bucket.
+and on that S3 bucket; 6 calibrates on the demo data and plans the study's run.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ BUCKET = "era5-notebooks"
 BUDGET = 240
 
 
-def test_there_are_the_five_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05"]
+def test_there_are_the_six_notebooks():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -175,4 +175,20 @@ def test_05_storage_survey_of_local_and_s3(
         rows = [line for line in text.splitlines() if line.startswith(label)]
         assert len(rows) == 2, f"{label}: a cold and a warm row\n{text}"
     assert re.search(r"SeaweedFS S3\s+s3\s", text)
+    assert images_of(nb) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(BUDGET)
+def test_06_calibrate_then_plan(on_demo_data, tmp_path):
+    cal = tmp_path / "calibration.json"
+    nb = execute(NOTEBOOKS[5], tmp_path, CALIBRATION_FILE=str(cal), CALIBRATION_BYTES="16MB")
+    text = text_of(nb)
+    assert "calibration written" in text and json.loads(cal.read_text())["recipes"]
+    assert re.search(rf"{re.escape(str(cal))}, measured on \S+ \(\d+ cores\)", text)
+    rows = re.findall(
+        r"^\s+(\d+)\s+([\d,]+)\s+[\d,]+ .*?(CPU decode|storage|network|scheduler)", text, re.M
+    )
+    assert [int(n) for n, _, _ in rows[:7]] == [1, 2, 4, 8, 16, 32, 64]
+    assert dict((int(n), b) for n, _, b in rows[:7])[64] == "storage"  # 2,880 MB/s shared
     assert images_of(nb) == 1

@@ -1,0 +1,565 @@
+"""Measure what :mod:`pangeo_hpc.plan` needs on this machine or cluster, and keep it in a file.
+
+- per recipe: uncompressed MB/s one worker process decodes and reduces (from the task
+  stream of real runs on a warm page cache), tasks per read chunk, the fixed cost per run,
+  the compression ratio of the files;
+- the scheduler's CPU per task (in the recipe's runs, and for no-op tasks with
+  :func:`pangeo_hpc.overhead.task_overhead`), and how it grows with the number of workers
+  (many workers simulated on this host);
+- storage read bandwidth per path (:func:`pangeo_hpc.storage.survey.read_speed`).
+
+The file (config ``plan.calibration``) is JSON; each ``calibrate`` run updates its recipe
+and keeps the others.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import platform
+import statistics
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from . import config
+from .errors import InputError
+from .sizes import parse_size
+
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class RecipeFit:
+    """What one recipe costs per byte and per run, measured.
+
+    Attributes
+    ----------
+    process_rate : float
+        Uncompressed bytes/s one busy worker process decodes and reduces.
+    tasks_per_chunk : float
+        Tasks of the recipe's graph per read chunk.
+    fixed : float
+        Seconds per run beyond the chunks and the scheduler (submission, gathering).
+    task_cost : float
+        Worker CPU seconds per task besides the computing itself (messages, bookkeeping).
+    scheduler_task : float
+        CPU seconds of the scheduler (and client) process per task of the recipe's graph.
+    warmup : float
+        Worker CPU seconds of a fresh worker process before its first chunk (imports, JIT).
+    load_slowdown : float
+        How much longer a chunk computes when every core of the host is busy than when one
+        process is (shared caches, memory bandwidth, SMT siblings, turbo).
+    ratio : float
+        Uncompressed / stored bytes of the files measured.
+    chunk : int
+        Uncompressed bytes per read chunk of the data measured.
+    chunks : int
+        Read chunks of the data measured.
+    walls : list of float
+        Wall times of the measured runs (s).
+    workers : int
+        Worker processes of the measuring cluster.
+    data : str
+        What was read (root and period).
+    """
+
+    process_rate: float
+    tasks_per_chunk: float
+    fixed: float
+    ratio: float
+    task_cost: float = 0.0
+    scheduler_task: float = 0.0
+    warmup: float = 0.0
+    load_slowdown: float = 1.0
+    chunk: int = 0
+    chunks: int = 0
+    walls: list[float] = field(default_factory=list)
+    workers: int = 1
+    data: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured inputs of the plan: per recipe, the scheduler, the storage paths."""
+
+    host: str
+    cores: int
+    created: str
+    task_overhead: float
+    overhead_per_worker: float = 0.0
+    storage: dict[str, float] = field(default_factory=dict)
+    recipes: dict[str, RecipeFit] = field(default_factory=dict)
+    source: str = ""
+
+    def recipe(self, name: str) -> RecipeFit:
+        """The fit of recipe ``name``, or an error telling how to measure it."""
+        if name not in self.recipes:
+            raise InputError(
+                f"no calibration for recipe {name!r} (calibrated: {sorted(self.recipes)}): "
+                f"run `python -m pangeo_hpc.run calibrate {name}`"
+            )
+        return self.recipes[name]
+
+    def describe(self) -> str:
+        """Where the figures come from, in one line."""
+        return f"{self.source}, measured on {self.host} ({self.cores} cores) {self.created[:10]}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's content."""
+        doc = asdict(self)
+        doc.pop("source")
+        return {"version": VERSION, **doc}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], source: str) -> Calibration:
+        """Read the file's content (or config ``plan.fallback``)."""
+        try:
+            recipes = {k: RecipeFit(**v) for k, v in (doc.get("recipes") or {}).items()}
+            return cls(
+                host=str(doc["host"]),
+                cores=int(doc["cores"]),
+                created=str(doc["created"]),
+                task_overhead=float(doc["task_overhead"]),
+                overhead_per_worker=float(doc.get("overhead_per_worker", 0.0)),
+                storage={str(k): float(v) for k, v in (doc.get("storage") or {}).items()},
+                recipes=recipes,
+                source=source,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"calibration {source!r} cannot be read ({exc!r}): run "
+                "`python -m pangeo_hpc.run calibrate` again, or delete the file"
+            ) from None
+
+
+def calibration_path(path: str | Path | None = None) -> Path:
+    """The calibration file: ``path``, else config ``plan.calibration``."""
+    return Path(str(config.get("plan.calibration", path))).expanduser()
+
+
+def load_calibration(path: str | Path | None = None) -> Calibration:
+    """The calibration file's figures over the shipped ones (config ``plan.fallback``).
+
+    A recipe or storage kind the file lacks comes from the shipped figures; an explicit
+    ``path`` that does not exist is an error.
+    """
+    shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+    p = calibration_path(path)
+    if not p.exists():
+        if path is not None:
+            raise InputError(
+                f"calibration {str(p)!r} does not exist: run `python -m pangeo_hpc.run "
+                f"calibrate --calibration {p}` first, or leave --calibration out"
+            )
+        return shipped
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"calibration {str(p)!r} is not readable JSON ({exc}): delete it"
+        ) from None
+    own = Calibration.from_json(doc, str(p))
+    return Calibration(
+        **{
+            **asdict(own),
+            "recipes": {**shipped.recipes, **own.recipes},
+            "storage": {**shipped.storage, **own.storage},
+            "source": str(p),
+        }
+    )
+
+
+def _months_for(ds: Any, variable: str, min_bytes: int, min_chunks: int) -> tuple[str, str]:
+    """First and last month (``YYYY-MM``) of the first chunks: ``min_bytes``, ``min_chunks``.
+
+    Chunks never cross files and files are months, so these whole months hold them.
+    """
+    da = ds[variable]
+    sizes = da.chunks[0] if da.chunks else (da.shape[0],)
+    per_step = da.nbytes / da.shape[0]
+    steps, total = 0, 0.0
+    for i, n in enumerate(sizes):
+        steps += n
+        total += n * per_step
+        if total >= min_bytes and i + 1 >= min_chunks:
+            break
+    times = da[da.dims[0]].values
+    return str(times[0])[:7], str(times[steps - 1])[:7]
+
+
+def _chunks_of(da: Any) -> int:
+    return len(da.chunks[0]) if da.chunks else 1
+
+
+@dataclass
+class _Run:
+    """One run on freshly started workers."""
+
+    chunks: int
+    bytes: int
+    tasks: int
+    wall: float = 0.0
+    computing: float = 0.0  # seconds of task computing (task stream)
+    worker_cpu: float = 0.0  # CPU seconds of the worker processes
+    scheduler_cpu: float = 0.0  # CPU seconds of this process (scheduler and client)
+
+
+def _fresh_run(client: Any, lazy: Any, run: _Run) -> _Run:
+    """Restart the workers (new processes, as a new cluster has), then time ``lazy``."""
+    from distributed import get_task_stream
+
+    client.restart(timeout=120)
+    w0, s0 = _worker_cpu(client), time.process_time()
+    with get_task_stream(client) as ts:
+        t0 = time.perf_counter()
+        client.compute(lazy).result()
+        wall = time.perf_counter() - t0
+    return replace(
+        run,
+        wall=wall,
+        computing=sum(
+            s["stop"] - s["start"]
+            for t in ts.data
+            for s in t["startstops"]
+            if s["action"] == "compute"
+        ),
+        worker_cpu=_worker_cpu(client) - w0,
+        scheduler_cpu=time.process_time() - s0,
+    )
+
+
+def _median(runs: list[_Run]) -> _Run:
+    med = {
+        k: statistics.median(getattr(r, k) for r in runs)
+        for k in ("wall", "computing", "worker_cpu", "scheduler_cpu")
+    }
+    return replace(runs[0], **med)
+
+
+def fit_recipe(
+    client: Any,
+    recipe: str,
+    *,
+    data: str | Path | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    amount: int | str = "256MB",
+    repeat: int = 3,
+    log: Callable[[str], None] = print,
+) -> RecipeFit:
+    """Fit the costs of ``recipe`` from runs on the first ``amount`` of the data and a quarter.
+
+    Each run starts on fresh worker processes (``client.restart()``), as a run of the
+    command line does on its new cluster; the page cache is warmed first. From the two
+    sizes (medians of ``repeat`` runs each): worker CPU per chunk and its computing part
+    (Dask's task stream), so the process rate and the worker's cost per task; the worker
+    CPU before the first chunk (imports, JIT, first file opens); the scheduler's CPU per
+    task. The fixed cost is what the larger run's wall time has beyond the model's.
+    """
+    from . import specs, workflows
+    from .era5 import open_era5
+    from .plan import Model, Storage
+
+    if not isinstance(repeat, int) or repeat < 1:
+        raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more")
+    spec = specs.load(recipe)
+    ds = open_era5(spec.variable, start or spec.start, end or spec.end, source=data)
+    ratio = ds[spec.variable].nbytes / ds.encoding["source_bytes"]
+    want = parse_size(amount, name="amount")
+    graphs, runs = [], []
+    for share, least in ((4, 2), (1, 8)):
+        period = _months_for(ds, spec.variable, want // share, least)
+        part = open_era5(spec.variable, *period, source=data)
+        lazy = workflows.build(spec.recipe, part, spec.variable, spec.options)
+        da = part[spec.variable]
+        run = _Run(_chunks_of(da), int(da.nbytes), len(lazy.__dask_graph__()))
+        graphs.append((lazy, run, period))
+    (small_lazy, small, p_small), (lazy, large, p_large) = graphs
+    if large.chunks <= small.chunks:
+        raise InputError(
+            f"calibrating {recipe} needs more data than {p_large[0]}..{p_large[1]} "
+            f"({large.chunks} chunks): "
+            "give a larger --amount or a longer period"
+        )
+    workers = len(client.scheduler_info()["workers"])
+    log(
+        f"calibrate {recipe}: {small.chunks} and {large.chunks} chunks "
+        f"({p_small[0]}..{p_small[1]}, {p_large[0]}..{p_large[1]}), {repeat} runs each "
+        f"on fresh workers"
+    )
+    client.compute(lazy).result()  # page cache
+    for _ in range(repeat):
+        runs.append((_fresh_run(client, small_lazy, small), _fresh_run(client, lazy, large)))
+    small, large = _median([r[0] for r in runs]), _median([r[1] for r in runs])
+    slowdown = 1.0
+    if _on_this_host(client) and _cores() > workers:
+        slowdown = load_slowdown(client, lazy, _cores())
+    n = large.chunks - small.chunks
+    chunk_cpu = (large.worker_cpu - small.worker_cpu) / n
+    computing = (large.computing - small.computing) / n
+    tasks_per_chunk = (large.tasks - small.tasks) / n
+    rate = (large.bytes - small.bytes) / n / max(computing, 1e-9)
+    task_cost = max(0.0, chunk_cpu - computing) / tasks_per_chunk
+    warmup = max(0.0, small.worker_cpu - small.chunks * chunk_cpu)
+    per_task = max(0.0, large.scheduler_cpu - small.scheduler_cpu) / (large.tasks - small.tasks)
+    per_chunk = large.bytes / large.chunks
+    shape = Model(
+        size=large.bytes,
+        ratio=ratio,
+        chunk=max(1, math.ceil(per_chunk)),
+        tasks_per_chunk=large.tasks / large.chunks,
+        process_rate=rate,
+        task_cost=task_cost,
+        task_overhead=per_task,
+        warmup=warmup,
+        load_slowdown=slowdown,
+        fixed=0.0,
+        processes=workers,
+        cores=workers,
+        storage=Storage("cache", math.inf, False, False),
+        host_cores=_cores() if _on_this_host(client) else None,
+    )
+    fixed = max(0.0, large.wall - shape.predict(1)["wall_s"])
+    log(
+        f"  {rate / 1e6:,.0f} MB/s per process computing; per task {task_cost * 1e3:.2f} ms "
+        f"worker and {per_task * 1e3:.2f} ms scheduler CPU; {warmup:.2f} s warm-up per "
+        f"worker; runs {small.wall:.2f} s and {large.wall:.2f} s, fixed {fixed:.2f} s; "
+        f"a chunk takes {slowdown:.2f}x as long with all {_cores()} cores busy"
+    )
+    return RecipeFit(
+        process_rate=rate,
+        tasks_per_chunk=large.tasks / large.chunks,
+        fixed=fixed,
+        ratio=ratio,
+        task_cost=task_cost,
+        scheduler_task=per_task,
+        warmup=warmup,
+        load_slowdown=slowdown,
+        chunk=int(per_chunk),
+        chunks=large.chunks,
+        walls=[round(r[1].wall, 4) for r in runs],
+        workers=workers,
+        data=f"{data or config.get('data.root')} {p_large[0]}..{p_large[1]}",
+    )
+
+
+def _computing(client: Any, lazy: Any) -> float:
+    """Seconds the workers spent computing ``lazy``'s tasks (Dask's task stream)."""
+    from distributed import get_task_stream
+
+    with get_task_stream(client) as ts:
+        client.compute(lazy).result()
+    return sum(
+        s["stop"] - s["start"] for t in ts.data for s in t["startstops"] if s["action"] == "compute"
+    )
+
+
+def load_slowdown(client: Any, lazy: Any, cores: int) -> float:
+    """Task computing time of ``lazy`` with ``cores`` busy worker processes on this host over
+    that on ``client`` (one process), both on warm workers; at least 1."""
+    from distributed import Client, LocalCluster
+
+    one = _computing(client, lazy)
+    with (
+        LocalCluster(
+            n_workers=cores, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
+        ) as cl,
+        Client(cl) as full,
+    ):
+        full.wait_for_workers(cores, timeout=120)
+        full.compute(lazy).result()  # warm the workers
+        busy = statistics.median(_computing(full, lazy) for _ in range(2))
+    return max(1.0, busy / one)
+
+
+def storage_rates(
+    paths: Mapping[str, str | Path], *, max_bytes: int | str | None = None, log: Any = print
+) -> dict[str, float]:
+    """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one."""
+    from .storage.s3 import is_s3
+    from .storage.survey import read_speed
+
+    out: dict[str, float] = {}
+    for kind, path in paths.items():
+        r = read_speed(path, max_bytes=max_bytes, cold=True)
+        out[kind] = r.bytes / r.seconds
+        log(f"  storage {kind} ({path}): {r.mb_per_s:,.0f} MB/s cold")
+        if not is_s3(str(path)):
+            w = read_speed(path, max_bytes=max_bytes, cold=False)
+            out.setdefault("cache", w.bytes / w.seconds)
+            log(f"  storage cache ({path}): {w.mb_per_s:,.0f} MB/s warm")
+    return out
+
+
+def calibrate(
+    recipe: str = "era5-sst-mean",
+    *,
+    client: Any = None,
+    data: str | Path | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    amount: int | str = "256MB",
+    repeat: int = 3,
+    tasks: int = 2000,
+    simulate_workers: int = 32,
+    storage: Mapping[str, str | Path] | None = None,
+    path: str | Path | None = None,
+    save: bool = True,
+    log: Callable[[str], None] = print,
+) -> Calibration:
+    """Measure ``recipe`` on ``client`` (default: one local worker process) and store it.
+
+    Parameters
+    ----------
+    recipe : str
+        Recipe spec name.
+    client : distributed.Client, optional
+        Where to measure (a Slurm cluster's client measures its nodes). Default: a
+        LocalCluster of one worker process, so that the rate is one process's.
+    data, start, end : optional
+        The data (default config ``data.root``) and period (default the spec's).
+    amount : int or str
+        Uncompressed bytes to run on (the first chunks; at least 4 chunks).
+    repeat : int
+        Measured runs (the median counts), after one warm-up run.
+    tasks : int
+        No-op tasks for the per-task scheduler overhead.
+    simulate_workers : int
+        Also measure the overhead with this many worker processes on this host (idle but
+        for no-op tasks) to fit its growth per worker; 0: keep the previous figure.
+    storage : mapping, optional
+        ``{kind: path}`` read-bandwidth figures to take (``local``, ``s3``, ``fsx``...);
+        default ``{"local": data}`` for local data, ``{"s3": data}`` for S3 data.
+    path : str or Path, optional
+        Calibration file; default config ``plan.calibration``.
+    save : bool
+        Write the file (merged with what it holds).
+    log : callable
+        Where progress lines go.
+
+    Returns
+    -------
+    Calibration
+        The merged calibration as written.
+    """
+    from .cluster import running_cluster
+    from .storage.s3 import is_s3
+
+    from . import specs
+
+    specs.load(recipe)  # an unknown recipe is an error before any cluster starts
+    if not isinstance(simulate_workers, int) or simulate_workers < 0:
+        raise InputError(f"simulate_workers={simulate_workers!r} must be 0 or a whole number")
+    root = str(data or config.get("data.root"))
+    if client is None:
+        with running_cluster("local", workers=1) as (_, own):
+            return calibrate(
+                recipe, client=own, data=data, start=start, end=end, amount=amount,
+                repeat=repeat, tasks=tasks, simulate_workers=simulate_workers,
+                storage=storage, path=path, save=save, log=log,
+            )  # fmt: skip
+    per_task = noop_cpu(client, tasks)
+    log(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
+    fit = fit_recipe(
+        client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat, log=log
+    )
+    try:
+        previous = load_calibration(path)
+    except InputError:
+        previous = load_calibration()
+    per_worker = previous.overhead_per_worker
+    if simulate_workers > 1:
+        per_worker = simulated_growth(simulate_workers, tasks, per_task, log)
+    paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
+    rates = storage_rates(paths, log=log)
+    own = {}
+    p = calibration_path(path)
+    if p.exists():
+        own = json.loads(p.read_text()).get("recipes", {})
+    cal = Calibration(
+        host=platform.node(),
+        cores=_cores(),
+        created=datetime.now(UTC).isoformat(timespec="seconds"),
+        task_overhead=per_task,
+        overhead_per_worker=per_worker,
+        storage={**(previous.storage if previous.source != "shipped figures" else {}), **rates},
+        recipes={**{k: RecipeFit(**v) for k, v in own.items()}, recipe: fit},
+        source=str(p),
+    )
+    if save:
+        from .outputs import write_json
+
+        p.parent.mkdir(parents=True, exist_ok=True)
+        write_json(p, cal.to_json())
+        log(f"calibration written: {p}")
+    return cal
+
+
+def noop_cpu(client: Any, tasks: int = 2000) -> float:
+    """CPU seconds of this process (scheduler and client) per no-op task on ``client``.
+
+    The wall time per task (:func:`pangeo_hpc.overhead.task_overhead`) is measured along;
+    this process's CPU time is what a scheduler on its own core spends per task.
+    """
+    from .overhead import task_overhead
+
+    t0 = time.process_time()
+    over = task_overhead(client, tasks=tasks)
+    rounds = len(over.samples) + 1  # and the warm-up round
+    return (time.process_time() - t0) / (tasks * rounds)
+
+
+def simulated_growth(workers: int, tasks: int, base: float, log: Any = print) -> float:
+    """Scheduler CPU seconds per task added by each worker, from ``workers`` on this host.
+
+    ``base`` is the figure with one worker (:func:`noop_cpu`). The workers are idle but for
+    the no-op tasks; they share this host's cores with the scheduler.
+    """
+    from distributed import Client, LocalCluster
+
+    with (
+        LocalCluster(
+            n_workers=workers,
+            threads_per_worker=1,
+            host="127.0.0.1",
+            dashboard_address=":0",
+            memory_limit=None,
+        ) as cl,
+        Client(cl) as client,
+    ):
+        client.wait_for_workers(workers, timeout=300)
+        many = noop_cpu(client, tasks)
+    growth = max(0.0, (many - base) / max(1, workers - 1))
+    log(
+        f"scheduler with {workers} worker processes on this host: {many * 1e3:.2f} ms CPU "
+        f"per task; {growth * 1e6:.2f} us per task for each worker beyond the first"
+    )
+    return growth
+
+
+def _workers(client: Any) -> int:
+    return len(client.scheduler_info()["workers"])
+
+
+def _worker_cpu(client: Any) -> float:
+    """CPU seconds the worker processes have used so far, all together."""
+    return float(sum(client.run(time.process_time).values()))
+
+
+def _on_this_host(client: Any) -> bool:
+    """True when every worker runs where the scheduler (this process) runs."""
+    from distributed.utils import get_ip
+
+    here = {"127.0.0.1", "localhost", get_ip()}
+    hosts = {a.split("://")[-1].rsplit(":", 1)[0] for a in client.scheduler_info()["workers"]}
+    return hosts <= here
+
+
+def _cores() -> int:
+    from dask.system import CPU_COUNT
+
+    return int(CPU_COUNT)

@@ -1,0 +1,137 @@
+"""Verbs ``plan`` (time and cost per node count) and ``calibrate`` (measure what it needs)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+
+from .. import config
+from ..errors import InputError
+from .common import _cluster_args, _Parser, _positive_int, _running
+
+
+def _plan(argv: Sequence[str]) -> int:
+    from ..outputs import atomic_file
+    from ..plan import plan
+
+    p = _Parser(
+        prog="plan",
+        description="Predict wall time, efficiency, bottleneck and cost of a recipe per node "
+        "count, from the calibration (`calibrate`) and a site profile.",
+    )
+    p.add_argument("recipe", help="recipe spec name, e.g. era5-sst-mean")
+    p.add_argument("--size", required=True, help="uncompressed size of the data, e.g. 300GB")
+    p.add_argument("--profile", default="local", help="site profile (default local)")
+    p.add_argument(
+        "--storage",
+        help="KIND[:RATE]: fsx:2880MB/s (shared), s3, local, cache (default the profile's)",
+    )
+    p.add_argument("--price", help="USD per node-hour, e.g. 3.888/h (default the profile's)")
+    p.add_argument("--nodes", help="node counts, e.g. 1,2,4,8 (default config plan.nodes)")
+    p.add_argument("--chunk", help="uncompressed size of a read task (default data.time-chunk-mb)")
+    p.add_argument("--ratio", type=float, help="compression ratio (default the calibration's)")
+    p.add_argument("--startup", type=float, help="seconds billed per node besides the run")
+    p.add_argument("--calibration", help="calibration file (default config plan.calibration)")
+    p.add_argument("--plot", help="PNG to write (default <output.root>/plan-RECIPE.png)")
+    p.add_argument("--no-plot", action="store_true", help="print the table only")
+    a = p.parse_args(argv)
+    if a.ratio is not None and not a.ratio > 0:
+        raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
+    result = plan(
+        a.recipe,
+        a.size,
+        profile=a.profile,
+        storage=a.storage,
+        price=a.price,
+        nodes=a.nodes,
+        chunk=a.chunk,
+        ratio=a.ratio,
+        startup=a.startup,
+        calibration=a.calibration,
+    )
+    print(result.text())
+    if not a.no_plot:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        out = Path(a.plot or Path(config.get("output.root")) / f"plan-{a.recipe}.png")
+        if out.suffix.lower() != ".png":
+            raise InputError(f"--plot {str(out)!r} must end in .png")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        ax = result.plot()
+        with atomic_file(out) as tmp:
+            ax.figure.savefig(tmp, format="png", dpi=120)
+        plt.close(ax.figure)
+        print(f"plot: {out}")
+    return 0
+
+
+def _storage_path(text: str) -> tuple[str, str]:
+    kind, sep, path = text.partition("=")
+    if not sep or not kind or not path:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KIND=PATH, e.g. fsx=/fsx/era5-pds")
+    return kind.lower(), path
+
+
+def _calibrate(argv: Sequence[str]) -> int:
+    from ..calibrate import calibrate
+    from ..plan import STORAGE_KINDS
+
+    p = _Parser(
+        prog="calibrate",
+        description="Measure what `plan` needs (per-process throughput of the recipe, "
+        "scheduler overhead per task, storage bandwidth) and store it.",
+    )
+    p.add_argument("recipe", nargs="?", default="era5-sst-mean", help="recipe spec name")
+    p.add_argument("--data", help="data root (default config data.root)")
+    p.add_argument("--start", help="first month, YYYY-MM (default the spec's)")
+    p.add_argument("--end", help="last month, YYYY-MM (default the spec's)")
+    p.add_argument("--amount", default="256MB", help="uncompressed bytes to run on (256MB)")
+    p.add_argument("--repeat", type=_positive_int, default=3, help="measured runs (3)")
+    p.add_argument("--tasks", type=_positive_int, default=2000, help="no-op tasks (2000)")
+    p.add_argument(
+        "--simulate-workers",
+        type=int,
+        default=32,
+        help="also time the scheduler with this many workers on this host (32; 0: skip)",
+    )
+    p.add_argument(
+        "--storage-path",
+        action="append",
+        type=_storage_path,
+        metavar="KIND=PATH",
+        help="read bandwidth to measure, e.g. fsx=/fsx/era5-pds (default: the data)",
+    )
+    p.add_argument("--calibration", help="file to update (default config plan.calibration)")
+    _cluster_args(p)
+    a = p.parse_args(argv)
+    for kind, _ in a.storage_path or []:
+        if kind not in STORAGE_KINDS:
+            raise InputError(
+                f"--storage-path kind {kind!r} is unknown: use one of {', '.join(STORAGE_KINDS)}"
+            )
+    if a.simulate_workers < 0:
+        raise InputError(f"--simulate-workers {a.simulate_workers} must be 0 or more")
+    from ..specs import load
+
+    load(a.recipe)  # before a cluster starts
+    if a.cluster == "local" and a.workers is None:
+        a.workers = 1  # one process: the rate the model multiplies
+    with _running(a) as (_, client):
+        calibrate(
+            a.recipe,
+            client=client,
+            data=a.data,
+            start=a.start,
+            end=a.end,
+            amount=a.amount,
+            repeat=a.repeat,
+            tasks=a.tasks,
+            simulate_workers=a.simulate_workers,
+            storage=dict(a.storage_path) if a.storage_path else None,
+            path=a.calibration,
+        )
+    return 0

@@ -1,0 +1,89 @@
+"""`calibrate` on the demo tree: what it measures, the file it keeps, `plan` reading it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from pangeo_hpc import run
+from pangeo_hpc.calibrate import calibrate, load_calibration
+from pangeo_hpc.errors import InputError
+
+
+@pytest.fixture(scope="module")
+def calibrated(demo_tree, tmp_path_factory):
+    """One calibration of era5-sst-mean on 16 MB of the demo tree, with 4 simulated workers."""
+    path = tmp_path_factory.mktemp("calibration") / "calibration.json"
+    lines: list[str] = []
+    cal = calibrate(
+        "era5-sst-mean",
+        data=demo_tree,
+        amount="16MB",
+        repeat=1,
+        tasks=200,
+        simulate_workers=4,
+        path=path,
+        log=lines.append,
+    )
+    return cal, path, lines
+
+
+@pytest.mark.slow
+def test_calibrate_measures_every_input_of_the_model(calibrated, demo_tree):
+    cal, path, lines = calibrated
+    fit = cal.recipe("era5-sst-mean")
+    assert fit.workers == 1 and fit.chunks >= 8  # one process, at least 8 chunks
+    assert fit.chunk == pytest.approx(90 * 180 * 4 * 31, rel=0.1)  # a month of 2-degree days
+    assert 1e6 < fit.process_rate < 1e11  # bytes/s
+    assert fit.tasks_per_chunk > 1 and fit.warmup >= 0 and fit.task_cost >= 0
+    assert fit.scheduler_task > 0 and fit.load_slowdown >= 1
+    assert 1 < fit.ratio < 20  # zlib + shuffle of float32 with land NaN
+    assert cal.task_overhead > 0 and cal.overhead_per_worker >= 0
+    assert cal.storage["local"] > 0 and cal.storage["cache"] > 0
+    assert any("4 worker processes on this host" in line for line in lines)
+    assert "2000-01.." in fit.data and str(demo_tree) in fit.data
+
+
+@pytest.mark.slow
+def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
+    cal, path, _ = calibrated
+    doc = json.loads(path.read_text())
+    assert doc["version"] == 1 and list(doc["recipes"]) == ["era5-sst-mean"]
+    doc["recipes"]["my-recipe"] = doc["recipes"]["era5-sst-mean"]
+    path.write_text(json.dumps(doc))
+    again = load_calibration(path)
+    assert again.recipe("era5-sst-mean") == cal.recipe("era5-sst-mean")
+    assert again.source == str(path)
+    code = run.main(
+        ["plan", "my-recipe", "--size", "2GB", "--calibration", str(path), "--no-plot"]
+    )
+    out = capsys.readouterr().out
+    assert code == 0 and f"calibration: {path}, measured on" in out
+    assert "host CPU" in out or "CPU decode" in out  # a local plan: this host's cores
+
+
+def test_a_damaged_file_says_what_to_do(tmp_path):
+    bad = tmp_path / "c.json"
+    bad.write_text("{not json")
+    with pytest.raises(InputError, match="is not readable JSON .*delete it"):
+        load_calibration(bad)
+    bad.write_text(json.dumps({"host": "x"}))
+    with pytest.raises(InputError, match="cannot be read .*calibrate"):
+        load_calibration(bad)
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--storage-path", "fsx"], "--storage-path: 'fsx' is not KIND=PATH"),
+        (["--storage-path", "tape=/x"], "kind 'tape' is unknown"),
+        (["--simulate-workers", "-1"], "--simulate-workers -1"),
+        (["--repeat", "0"], "'0' is not a positive whole number"),
+        (["no-such-recipe"], "unknown recipe 'no-such-recipe'"),
+    ],
+)
+def test_cli_calibrate_bad_input_is_one_line(args, message, capsys):
+    code = run.main(["calibrate", *args])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
