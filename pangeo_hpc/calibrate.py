@@ -208,11 +208,10 @@ class _Run:
     scheduler_cpu: float = 0.0  # CPU seconds of this process (scheduler and client)
 
 
-def _fresh_run(client: Any, lazy: Any, run: _Run) -> _Run:
-    """Restart the workers (new processes, as a new cluster has), then time ``lazy``."""
+def _timed_run(client: Any, lazy: Any, run: _Run) -> _Run:
+    """Compute ``lazy`` on ``client``: wall time, task computing, worker and scheduler CPU."""
     from distributed import get_task_stream
 
-    client.restart(timeout=120)
     w0, s0 = _worker_cpu(client), time.process_time()
     with get_task_stream(client) as ts:
         t0 = time.perf_counter()
@@ -230,6 +229,15 @@ def _fresh_run(client: Any, lazy: Any, run: _Run) -> _Run:
         worker_cpu=_worker_cpu(client) - w0,
         scheduler_cpu=time.process_time() - s0,
     )
+
+
+def _read_through(files: list[str]) -> None:
+    """Read local ``files`` once, so that the runs find them in the page cache."""
+    for f in files:
+        if "://" not in str(f):
+            with open(f, "rb") as fh:
+                while fh.read(1 << 24):
+                    pass
 
 
 def _median(runs: list[_Run]) -> _Run:
@@ -253,12 +261,13 @@ def fit_recipe(
 ) -> RecipeFit:
     """Fit the costs of ``recipe`` from runs on the first ``amount`` of the data and a quarter.
 
-    Each run starts on fresh worker processes (``client.restart()``), as a run of the
-    command line does on its new cluster; the page cache is warmed first. From the two
-    sizes (medians of ``repeat`` runs each): worker CPU per chunk and its computing part
-    (Dask's task stream), so the process rate and the worker's cost per task; the worker
-    CPU before the first chunk (imports, JIT, first file opens); the scheduler's CPU per
-    task. The fixed cost is what the larger run's wall time has beyond the model's.
+    The first run is on the client's workers as they are: pass a client whose workers
+    have not run anything yet (a new cluster, as every command-line run has), so that it
+    shows their warm-up (imports, JIT, first file opens). Then ``repeat`` runs of each size,
+    page cache warm. From the two sizes (medians): worker CPU per chunk and its computing
+    part (Dask's task stream), so the process rate and the worker's cost per task; the
+    scheduler's CPU per task. The warm-up is the first run's worker CPU beyond a later
+    run's; the fixed cost is what the first run's wall time has beyond the model's.
     """
     from . import specs, workflows
     from .era5 import open_era5
@@ -267,7 +276,7 @@ def fit_recipe(
     if not isinstance(repeat, int) or repeat < 1:
         raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more")
     spec = specs.load(recipe)
-    ds = open_era5(spec.variable, start or spec.start, end or spec.end, source=data)
+    ds = open_era5(spec.variable, start or spec.start, end, source=data)  # to the last month
     ratio = ds[spec.variable].nbytes / ds.encoding["source_bytes"]
     want = parse_size(amount, name="amount")
     graphs, runs = [], []
@@ -278,6 +287,7 @@ def fit_recipe(
         da = part[spec.variable]
         run = _Run(_chunks_of(da), int(da.nbytes), len(lazy.__dask_graph__()))
         graphs.append((lazy, run, period))
+        files = part.encoding["source_files"]
     (small_lazy, small, p_small), (lazy, large, p_large) = graphs
     if large.chunks <= small.chunks:
         raise InputError(
@@ -288,12 +298,13 @@ def fit_recipe(
     workers = len(client.scheduler_info()["workers"])
     log(
         f"calibrate {recipe}: {small.chunks} and {large.chunks} chunks "
-        f"({p_small[0]}..{p_small[1]}, {p_large[0]}..{p_large[1]}), {repeat} runs each "
-        f"on fresh workers"
+        f"({p_small[0]}..{p_small[1]}, {p_large[0]}..{p_large[1]}): the first run on the "
+        f"fresh workers, then {repeat} runs each"
     )
-    client.compute(lazy).result()  # page cache
+    _read_through(list(files))
+    first = _timed_run(client, lazy, large)  # the workers' first run, as on a new cluster
     for _ in range(repeat):
-        runs.append((_fresh_run(client, small_lazy, small), _fresh_run(client, lazy, large)))
+        runs.append((_timed_run(client, small_lazy, small), _timed_run(client, lazy, large)))
     small, large = _median([r[0] for r in runs]), _median([r[1] for r in runs])
     slowdown = 1.0
     if _on_this_host(client) and _cores() > workers:
@@ -304,7 +315,7 @@ def fit_recipe(
     tasks_per_chunk = (large.tasks - small.tasks) / n
     rate = (large.bytes - small.bytes) / n / max(computing, 1e-9)
     task_cost = max(0.0, chunk_cpu - computing) / tasks_per_chunk
-    warmup = max(0.0, small.worker_cpu - small.chunks * chunk_cpu)
+    warmup = max(0.0, first.worker_cpu - large.worker_cpu)
     per_task = max(0.0, large.scheduler_cpu - small.scheduler_cpu) / (large.tasks - small.tasks)
     per_chunk = large.bytes / large.chunks
     shape = Model(
@@ -323,11 +334,12 @@ def fit_recipe(
         storage=Storage("cache", math.inf, False, False),
         host_cores=_cores() if _on_this_host(client) else None,
     )
-    fixed = max(0.0, large.wall - shape.predict(1)["wall_s"])
+    fixed = max(0.0, first.wall - shape.predict(1)["wall_s"])
     log(
         f"  {rate / 1e6:,.0f} MB/s per process computing; per task {task_cost * 1e3:.2f} ms "
         f"worker and {per_task * 1e3:.2f} ms scheduler CPU; {warmup:.2f} s warm-up per "
-        f"worker; runs {small.wall:.2f} s and {large.wall:.2f} s, fixed {fixed:.2f} s; "
+        f"worker; first run {first.wall:.2f} s, then {small.wall:.2f} s and {large.wall:.2f} s; "
+        f"fixed {fixed:.2f} s; "
         f"a chunk takes {slowdown:.2f}x as long with all {_cores()} cores busy"
     )
     return RecipeFit(
@@ -341,29 +353,28 @@ def fit_recipe(
         load_slowdown=slowdown,
         chunk=int(per_chunk),
         chunks=large.chunks,
-        walls=[round(r[1].wall, 4) for r in runs],
+        walls=[round(first.wall, 4), *(round(r[1].wall, 4) for r in runs)],
         workers=workers,
         data=f"{data or config.get('data.root')} {p_large[0]}..{p_large[1]}",
     )
 
 
-def _computing(client: Any, lazy: Any) -> float:
-    """Seconds the workers spent computing ``lazy``'s tasks (Dask's task stream)."""
-    from distributed import get_task_stream
+def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
+    """Worker CPU time of ``lazy`` with ``cores`` busy worker processes on this host over
+    that on ``client`` (one process), both on warm workers, medians of ``repeat`` runs
+    taken in turns; at least 1.
 
-    with get_task_stream(client) as ts:
-        client.compute(lazy).result()
-    return sum(
-        s["stop"] - s["start"] for t in ts.data for s in t["startstops"] if s["action"] == "compute"
-    )
-
-
-def load_slowdown(client: Any, lazy: Any, cores: int) -> float:
-    """Task computing time of ``lazy`` with ``cores`` busy worker processes on this host over
-    that on ``client`` (one process), both on warm workers; at least 1."""
+    CPU time, not the tasks' wall time: time slices lost to the scheduler's process on the
+    same cores are the model's "host CPU" limit already.
+    """
     from distributed import Client, LocalCluster
 
-    one = _computing(client, lazy)
+    def cpu(c: Any) -> float:
+        before = _worker_cpu(c)
+        c.compute(lazy).result()
+        return _worker_cpu(c) - before
+
+    one, busy = [], []
     with (
         LocalCluster(
             n_workers=cores, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
@@ -372,8 +383,10 @@ def load_slowdown(client: Any, lazy: Any, cores: int) -> float:
     ):
         full.wait_for_workers(cores, timeout=120)
         full.compute(lazy).result()  # warm the workers
-        busy = statistics.median(_computing(full, lazy) for _ in range(2))
-    return max(1.0, busy / one)
+        for _ in range(repeat):
+            one.append(cpu(client))
+            busy.append(cpu(full))
+    return max(1.0, statistics.median(busy) / statistics.median(one))
 
 
 def storage_rates(
@@ -405,7 +418,7 @@ def calibrate(
     amount: int | str = "256MB",
     repeat: int = 3,
     tasks: int = 2000,
-    simulate_workers: int = 32,
+    simulate_workers: int = 0,
     storage: Mapping[str, str | Path] | None = None,
     path: str | Path | None = None,
     save: bool = True,
@@ -418,10 +431,13 @@ def calibrate(
     recipe : str
         Recipe spec name.
     client : distributed.Client, optional
-        Where to measure (a Slurm cluster's client measures its nodes). Default: a
-        LocalCluster of one worker process, so that the rate is one process's.
+        Where to measure (a Slurm cluster's client measures its nodes), with workers that
+        have not run anything yet (their warm-up is measured). Default: a new LocalCluster
+        of one worker process, so that the rate is one process's.
     data, start, end : optional
-        The data (default config ``data.root``) and period (default the spec's).
+        The data (default config ``data.root``) and where the period starts and ends
+        (default: the spec's first month, to the last month there is); only its first
+        ``amount`` is read.
     amount : int or str
         Uncompressed bytes to run on (the first chunks; at least 4 chunks).
     repeat : int
@@ -429,8 +445,10 @@ def calibrate(
     tasks : int
         No-op tasks for the per-task scheduler overhead.
     simulate_workers : int
-        Also measure the overhead with this many worker processes on this host (idle but
-        for no-op tasks) to fit its growth per worker; 0: keep the previous figure.
+        Also measure the scheduler's CPU per no-op task with this many worker processes on
+        this host (idle but for those tasks) to fit its growth per worker; 0 (default):
+        keep the previous figure (0 unless set). On a small host this counts the idle
+        workers' heartbeats per task and overstates the growth (docs/scaling.md).
     storage : mapping, optional
         ``{kind: path}`` read-bandwidth figures to take (``local``, ``s3``, ``fsx``...);
         default ``{"local": data}`` for local data, ``{"s3": data}`` for S3 data.
@@ -446,10 +464,9 @@ def calibrate(
     Calibration
         The merged calibration as written.
     """
+    from . import specs
     from .cluster import running_cluster
     from .storage.s3 import is_s3
-
-    from . import specs
 
     specs.load(recipe)  # an unknown recipe is an error before any cluster starts
     if not isinstance(simulate_workers, int) or simulate_workers < 0:
@@ -462,11 +479,11 @@ def calibrate(
                 repeat=repeat, tasks=tasks, simulate_workers=simulate_workers,
                 storage=storage, path=path, save=save, log=log,
             )  # fmt: skip
-    per_task = noop_cpu(client, tasks)
-    log(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
     fit = fit_recipe(
         client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat, log=log
     )
+    per_task = noop_cpu(client, tasks)
+    log(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
     try:
         previous = load_calibration(path)
     except InputError:

@@ -31,7 +31,7 @@ def calibrated(demo_tree, tmp_path_factory):
 
 @pytest.mark.slow
 def test_calibrate_measures_every_input_of_the_model(calibrated, demo_tree):
-    cal, path, lines = calibrated
+    cal, _, lines = calibrated
     fit = cal.recipe("era5-sst-mean")
     assert fit.workers == 1 and fit.chunks >= 8  # one process, at least 8 chunks
     assert fit.chunk == pytest.approx(90 * 180 * 4 * 31, rel=0.1)  # a month of 2-degree days
@@ -55,9 +55,7 @@ def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
     again = load_calibration(path)
     assert again.recipe("era5-sst-mean") == cal.recipe("era5-sst-mean")
     assert again.source == str(path)
-    code = run.main(
-        ["plan", "my-recipe", "--size", "2GB", "--calibration", str(path), "--no-plot"]
-    )
+    code = run.main(["plan", "my-recipe", "--size", "2GB", "--calibration", str(path), "--no-plot"])
     out = capsys.readouterr().out
     assert code == 0 and f"calibration: {path}, measured on" in out
     assert "host CPU" in out or "CPU decode" in out  # a local plan: this host's cores

@@ -190,5 +190,6 @@ def test_06_calibrate_then_plan(on_demo_data, tmp_path):
         r"^\s+(\d+)\s+([\d,]+)\s+[\d,]+ .*?(CPU decode|storage|network|scheduler)", text, re.M
     )
     assert [int(n) for n, _, _ in rows[:7]] == [1, 2, 4, 8, 16, 32, 64]
-    assert dict((int(n), b) for n, _, b in rows[:7])[64] == "storage"  # 2,880 MB/s shared
+    # 64 nodes are bound by the shared 2,880 MB/s or by the one scheduler, not by decoding
+    assert dict((int(n), b) for n, _, b in rows[:7])[64] in ("storage", "scheduler")
     assert images_of(nb) == 1

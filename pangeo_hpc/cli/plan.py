@@ -95,8 +95,9 @@ def _calibrate(argv: Sequence[str]) -> int:
     p.add_argument(
         "--simulate-workers",
         type=int,
-        default=32,
-        help="also time the scheduler with this many workers on this host (32; 0: skip)",
+        default=0,
+        help="also fit the scheduler's growth per worker from this many idle workers on "
+        "this host (default 0: skip; see docs/scaling.md)",
     )
     p.add_argument(
         "--storage-path",
