@@ -367,7 +367,7 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
     CPU time, not the tasks' wall time: time slices lost to the scheduler's process on the
     same cores are the model's "host CPU" limit already.
     """
-    from distributed import Client, LocalCluster
+    from .cluster import running_cluster
 
     def cpu(c: Any) -> float:
         before = _worker_cpu(c)
@@ -375,13 +375,7 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
         return _worker_cpu(c) - before
 
     one, busy = [], []
-    with (
-        LocalCluster(
-            n_workers=cores, threads_per_worker=1, host="127.0.0.1", dashboard_address=":0"
-        ) as cl,
-        Client(cl) as full,
-    ):
-        full.wait_for_workers(cores, timeout=120)
+    with running_cluster("local", workers=cores) as (_, full):
         full.compute(lazy).result()  # warm the workers
         for _ in range(repeat):
             one.append(cpu(client))
@@ -536,19 +530,9 @@ def simulated_growth(workers: int, tasks: int, base: float, log: Any = print) ->
     ``base`` is the figure with one worker (:func:`noop_cpu`). The workers are idle but for
     the no-op tasks; they share this host's cores with the scheduler.
     """
-    from distributed import Client, LocalCluster
+    from .cluster import running_cluster
 
-    with (
-        LocalCluster(
-            n_workers=workers,
-            threads_per_worker=1,
-            host="127.0.0.1",
-            dashboard_address=":0",
-            memory_limit=None,
-        ) as cl,
-        Client(cl) as client,
-    ):
-        client.wait_for_workers(workers, timeout=300)
+    with running_cluster("local", workers=workers, memory_limit="1GB") as (_, client):
         many = noop_cpu(client, tasks)
     growth = max(0.0, (many - base) / max(1, workers - 1))
     log(
