@@ -141,6 +141,17 @@ def calibration_path(path: str | Path | None = None) -> Path:
     return Path(str(config.get("plan.calibration", path))).expanduser()
 
 
+def _read_file(p: Path) -> Calibration:
+    """The figures of the calibration file ``p`` alone (no shipped ones)."""
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"calibration {str(p)!r} is not readable JSON ({exc}): delete it"
+        ) from None
+    return Calibration.from_json(doc, str(p))
+
+
 def load_calibration(path: str | Path | None = None) -> Calibration:
     """The calibration file's figures over the shipped ones (config ``plan.fallback``).
 
@@ -156,13 +167,7 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
                 f"calibrate --calibration {p}` first, or leave --calibration out"
             )
         return shipped
-    try:
-        doc = json.loads(p.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(
-            f"calibration {str(p)!r} is not readable JSON ({exc}): delete it"
-        ) from None
-    own = Calibration.from_json(doc, str(p))
+    own = _read_file(p)
     return Calibration(
         **{
             **asdict(own),
@@ -478,27 +483,26 @@ def calibrate(
     )
     per_task = noop_cpu(client, tasks)
     log(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
-    try:
-        previous = load_calibration(path)
-    except InputError:
-        previous = load_calibration()
+    p = calibration_path(path)
+    previous = Calibration("", 0, "", 0.0, source=str(p))  # nothing kept
+    if p.exists():
+        try:
+            previous = _read_file(p)
+        except InputError as exc:
+            log(f"{exc}; writing a new one")
     per_worker = previous.overhead_per_worker
     if simulate_workers > 1:
         per_worker = simulated_growth(simulate_workers, tasks, per_task, log)
     paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
     rates = storage_rates(paths, log=log)
-    own = {}
-    p = calibration_path(path)
-    if p.exists():
-        own = json.loads(p.read_text()).get("recipes", {})
     cal = Calibration(
         host=platform.node(),
         cores=_cores(),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         task_overhead=per_task,
         overhead_per_worker=per_worker,
-        storage={**(previous.storage if previous.source != "shipped figures" else {}), **rates},
-        recipes={**{k: RecipeFit(**v) for k, v in own.items()}, recipe: fit},
+        storage={**previous.storage, **rates},
+        recipes={**previous.recipes, recipe: fit},
         source=str(p),
     )
     if save:

@@ -13,8 +13,10 @@ from pangeo_hpc.errors import InputError
 
 @pytest.fixture(scope="module")
 def calibrated(demo_tree, tmp_path_factory):
-    """One calibration of era5-sst-mean on 16 MB of the demo tree, with 4 simulated workers."""
+    """One calibration of era5-sst-mean on 16 MB of the demo tree, with 4 simulated workers,
+    over a damaged calibration file (which it replaces)."""
     path = tmp_path_factory.mktemp("calibration") / "calibration.json"
+    path.write_text("{not json")
     lines: list[str] = []
     cal = calibrate(
         "era5-sst-mean",
@@ -42,6 +44,7 @@ def test_calibrate_measures_every_input_of_the_model(calibrated, demo_tree):
     assert cal.task_overhead > 0 and cal.overhead_per_worker >= 0
     assert cal.storage["local"] > 0 and cal.storage["cache"] > 0
     assert any("4 worker processes on this host" in line for line in lines)
+    assert any("is not readable JSON" in line and "writing a new one" in line for line in lines)
     assert "2000-01.." in fit.data and str(demo_tree) in fit.data
 
 
