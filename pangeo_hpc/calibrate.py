@@ -141,6 +141,34 @@ def calibration_path(path: str | Path | None = None) -> Path:
     return Path(str(config.get("plan.calibration", path))).expanduser()
 
 
+def _is_calibration(p: Path) -> bool:
+    """Whether ``p`` is a calibration file this package wrote (marked, or of an earlier
+    version: its keys)."""
+    from .guard import file_is_ours
+
+    if file_is_ours(p):
+        return True
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and {"version", "host", "task_overhead", "recipes"} <= set(doc)
+
+
+def calibration_target(path: str | Path | None = None) -> Path:
+    """The calibration file ``calibrate`` will update, checked before anything runs: new,
+    or a calibration file this package wrote (never a user's file of the same name)."""
+    from .guard import local_path
+
+    p = local_path(config.get("plan.calibration", path), "--calibration")
+    if p.is_dir() or (p.exists() and not _is_calibration(p)):
+        raise InputError(
+            f"--calibration {str(p)!r} exists and is not a calibration file pangeo-hpc "
+            "wrote: move it away or pass --calibration NEW.json (nothing was changed)"
+        )
+    return p
+
+
 def _read_file(p: Path) -> Calibration:
     """The figures of the calibration file ``p`` alone (no shipped ones)."""
     try:
@@ -471,6 +499,7 @@ def calibrate(
     if not isinstance(simulate_workers, int) or simulate_workers < 0:
         raise InputError(f"simulate_workers={simulate_workers!r} must be 0 or a whole number")
     root = str(data or config.get("data.root"))
+    p = calibration_target(path) if save else calibration_path(path)
     if client is None:
         with running_cluster("local", workers=1) as (_, own):
             return calibrate(
@@ -483,12 +512,11 @@ def calibrate(
     )
     per_task = noop_cpu(client, tasks)
     log(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
-    p = calibration_path(path)
     previous = Calibration("", 0, "", 0.0, source=str(p))  # nothing kept
     if p.exists():
         try:
             previous = _read_file(p)
-        except InputError as exc:
+        except InputError as exc:  # an earlier version's file of another shape
             log(f"{exc}; writing a new one")
     per_worker = previous.overhead_per_worker
     if simulate_workers > 1:
@@ -508,8 +536,7 @@ def calibrate(
     if save:
         from .outputs import write_json
 
-        p.parent.mkdir(parents=True, exist_ok=True)
-        write_json(p, cal.to_json())
+        write_json(p, cal.to_json(), flag="--calibration", ours=_is_calibration)
         log(f"calibration written: {p}")
     return cal
 

@@ -23,8 +23,8 @@ import xarray as xr
 
 from . import config, scan_cache
 from .errors import DataNotFoundError, InputError
-from .layout import _ranges, find_files
-from .periods import Month, months
+from .layout import _ranges, find_files, key_month
+from .periods import Month, months, parse_month
 from .reader import Decoding, H5Source, RefSource, S3H5Source, Source
 from .references import ChunkTable, ObjectStamp, build_index, load_refs
 from .storage.s3 import S3Options, explain, is_s3, split_url
@@ -253,7 +253,9 @@ def objects_to_index(
     """The objects under ``url`` that ``index`` makes byte-range indexes for.
 
     With ``variable``: its monthly files in the era5-pds layout from ``start`` to ``end``
-    (default: all there are). Without: every object whose name ends in one of ``suffixes``.
+    (default: all there are). Without: every object whose name ends in one of ``suffixes``;
+    with ``start`` or ``end`` too, those of every variable in that period (keys in the
+    layout ``pangeo-hpc.data.layout``).
     """
     if variable is not None:
         if start is None or end is None:
@@ -279,7 +281,7 @@ def objects_to_index(
         return [h for h in heads if h is not None]
     from .storage.inventory import list_objects
 
-    bucket = split_url(url)[0]
+    bucket, prefix = split_url(url)
     found = [
         ObjectStamp(f"s3://{bucket}/{o.key}", o.size, o.etag)
         for o in list_objects(url, opts)
@@ -290,7 +292,30 @@ def objects_to_index(
             f"no NetCDF4/HDF5 objects ({', '.join(suffixes)}) under {url!r}: check the prefix "
             f"(`python -m pangeo_hpc.run inventory {url}`)"
         )
-    return found
+    if start is None and end is None:
+        return found
+    # a period without a variable: every variable's files of those months (era5-pds layout)
+    dated = []
+    for stamp in found:
+        key = stamp.url[len(f"s3://{bucket}/") :]
+        hit = key_month(key[len(prefix) :].lstrip("/") if prefix else key)
+        if hit is not None:
+            dated.append((hit[0], stamp))
+    if not dated:
+        raise DataNotFoundError(
+            f"no objects under {url!r} are in the layout {config.get('data.layout')!r}, so "
+            "--start/--end select nothing: drop them to index every NetCDF4 object"
+        )
+    first = parse_month(start, name="start") if start else min(m for m, _ in dated)
+    last = parse_month(end, name="end", end=True) if end else max(m for m, _ in dated)
+    months(str(first), str(last))  # the end must not come before the start
+    chosen = [s for m, s in dated if first <= m <= last]
+    if not chosen:
+        raise DataNotFoundError(
+            f"no objects under {url!r} between {first} and {last}: choose a period that "
+            f"exists (`python -m pangeo_hpc.run inventory {url}` lists what is there)"
+        )
+    return chosen
 
 
 def _check_bucket(url: str, opts: S3Options) -> None:
@@ -328,12 +353,9 @@ def _s3_span(root: str, variable: str, opts: S3Options) -> tuple[str, str]:
     found: list[Month] = []
     for obj in list_objects(root, opts):
         rel = obj.key[len(prefix) :].lstrip("/") if prefix else obj.key
-        parts = rel.split("/")
-        if len(parts) >= 2 and parts[0].isdigit() and parts[1].isdigit():
-            m = Month(int(parts[0]), int(parts[1]))
-            want = pattern.format(year=m.year, month=m.month, variable=variable)
-            if rel == want:
-                found.append(m)
+        hit = key_month(rel, variable)
+        if hit is not None:
+            found.append(hit[0])
     if not found:
         raise DataNotFoundError(
             f"no {variable!r} files under {root!r} in the layout {pattern!r}: check the "
@@ -487,8 +509,8 @@ def _available_span(root: Path, variable: str) -> tuple[str, str]:
     found = sorted(root.glob(f"[0-9][0-9][0-9][0-9]/[0-9][0-9]/data/{variable}.nc"))
     if not found:
         raise DataNotFoundError(
-            f"no {variable!r} files under {str(root)!r}: pass --data DIR, or create demo data "
-            f"with `python -m pangeo_hpc.run demo-data --out {root}`"
+            f"no {variable!r} files under {str(root)!r}: pass --data with the root of a tree "
+            "in the era5-pds layout ({YYYY}/{MM}/data/VARIABLE.nc)"
         )
     ms = [Month(int(p.parts[-4]), int(p.parts[-3])) for p in found]
     return str(ms[0]), str(ms[-1])

@@ -18,11 +18,9 @@ import numpy as np
 
 from . import config
 from .errors import InputError
+from .guard import STORE_ATTR, check_folder
 from .outputs import atomic_dir
 from .zarr_reader import ZarrChunks
-
-#: the marker attribute of stores written here (and the variable they hold)
-STORE_ATTR = "pangeo_hpc_converted_from"
 
 
 @dataclass
@@ -102,11 +100,9 @@ def to_zarr(
 
     from .era5 import open_era5
 
-    store = Path(store)
-    if store.exists() and not overwrite:
-        raise InputError(
-            f"Zarr store {str(store)!r} exists: pass overwrite=True (--overwrite) to replace it"
-        )
+    root = source if source is not None else config.get("data.root")
+    # replace only a store this package wrote, and only when asked; never the data
+    store = check_folder(store, kind="zarr", inputs=[root], overwrite=overwrite)
     chunk_mb = float(config.get("convert.chunk-mb", chunk_mb))
     clevel = int(config.get("convert.clevel", clevel))
     codec = str(config.get("convert.codec", codec))
@@ -121,12 +117,12 @@ def to_zarr(
     steps = max(1, min(da.shape[0], int(chunk_mb * 1e6 // step_bytes)))
     chunks = (steps, *da.shape[1:])
     out = ds[[variable]].chunk(dict(zip(da.dims, chunks, strict=True)))
-    out.attrs[STORE_ATTR] = str(source if source is not None else config.get("data.root"))
+    out.attrs[STORE_ATTR] = str(root)
     blosc = BloscCodec(cname=codec, clevel=clevel, shuffle="shuffle", typesize=da.dtype.itemsize)
     encoding = {variable: {"chunks": chunks, "compressors": [blosc]}}
     for name in out.coords:
         out[name].encoding.pop("chunks", None)
-    with atomic_dir(store) as tmp:
+    with atomic_dir(store, kind="zarr", inputs=[root], overwrite=overwrite) as tmp:
         out.to_zarr(tmp, mode="w", encoding=encoding, consolidated=False, zarr_format=3)
         written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     return ConvertReport(

@@ -23,7 +23,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
@@ -35,6 +34,7 @@ import yaml
 
 from .errors import ClusterError, InputError
 from .jobqueue import worker_env
+from .outputs import atomic_file
 
 #: the link for a JupyterLab served at "/" (make lab, an SSH tunnel to a compute node)
 PROXY_LINK = "/proxy/{port}/status"
@@ -112,25 +112,22 @@ def write_lab_config(
     Path
         The file written (through a temporary name, so it is whole or absent).
     """
-    target = Path(path or Path.home() / ".config" / "dask" / "pangeo-hpc-lab.yaml").expanduser()
+    target = path or Path.home() / ".config" / "dask" / "pangeo-hpc-lab.yaml"
     text = (
         "# written by `python -m pangeo_hpc.run lab-config`: the Dask dashboard inside\n"
         "# JupyterLab (jupyter-server-proxy), dask-labextension's cluster factory and the\n"
         "# folder the notebooks open\n"
         + yaml.safe_dump(_nested(lab_settings(data_root, link)), sort_keys=False)
     )
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.replace(tmp, target)
+    try:  # a Dask config of the user's own (not written here) is never replaced
+        with atomic_file(target) as tmp:
+            tmp.write_text(text)
     except OSError as exc:
         raise InputError(
             f"cannot write the Dask config {str(target)!r}: {exc.strerror}; "
             "pass --out with a writable file"
         ) from exc
-    return target
+    return Path(target).expanduser()
 
 
 def lab_environment(settings: dict[str, Any]) -> dict[str, str]:

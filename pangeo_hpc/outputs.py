@@ -1,8 +1,17 @@
-"""Write a run's outputs all at once: into a hidden temporary folder, then one rename.
+"""Every write of the package goes through here: checked first, whole or not at all.
 
-A failure at any point leaves no partial output: the folder either holds the complete
-previous results or the complete new ones. A file system that fills up on the way is
-reported as such, in one line (:class:`~pangeo_hpc.errors.StorageError`).
+A verb's output is checked by :mod:`pangeo_hpc.guard` (never a URL, never an input, never
+over anything this package did not write), written to a hidden temporary name beside the
+target, and renamed into place at the end. A failure at any point leaves no partial
+output: the target holds the complete previous output or the complete new one. A file
+system that fills up on the way is reported as such, in one line
+(:class:`~pangeo_hpc.errors.StorageError`).
+
+* :func:`atomic_dir`: a folder output (a recipe's results, a Zarr store), replaced whole;
+* :func:`atomic_file`: one file (a plot, a JSON report, a cache entry);
+* :func:`write_json` and :func:`save_figure`: the same, with the package's marker inside;
+* :func:`claim_tree` and :func:`append_line`: a folder that a verb fills file by file
+  (``demo-data``, ``stage``), recognised as this package's by its marker file.
 """
 
 from __future__ import annotations
@@ -12,12 +21,22 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from .errors import StorageError
+from .guard import (
+    MARKER,
+    WRITTEN_BY,
+    check_file,
+    check_folder,
+    figure_metadata,
+    folder_kind,
+    marker_doc,
+    read_marker,
+)
 
 #: a write that failed with less than this left on its file system ran out of space: HDF5
 #: and netCDF4 report ENOSPC as a bare "NetCDF: HDF error", without the errno
@@ -31,13 +50,32 @@ def _umask() -> int:
 
 
 @contextmanager
-def atomic_dir(target: str | Path) -> Iterator[Path]:
+def atomic_dir(
+    target: str | Path,
+    *,
+    kind: str = "result",
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    overwrite: bool = True,
+) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; on success it replaces ``target``.
 
     Parameters
     ----------
     target : path
-        The folder to write. Its parent is created if missing.
+        The folder to write. Its parent is created if missing. An existing ``target`` is
+        replaced only if it is empty or an output of this ``kind`` that this package wrote
+        (see :func:`pangeo_hpc.guard.check_folder`), checked on entry and again just
+        before the rename.
+    kind : str
+        What the folder holds: ``"result"`` (marked by its ``summary.json``, written with
+        :func:`write_json`) or ``"zarr"`` (marked by its attributes); checked at the end.
+    inputs : iterable of paths
+        What was read: the output must not be, contain or lie inside any of them.
+    flag : str
+        The option that named ``target``, for messages.
+    overwrite : bool
+        If false, an existing output of this package is an error too.
 
     Yields
     ------
@@ -47,35 +85,55 @@ def atomic_dir(target: str | Path) -> Iterator[Path]:
 
     Raises
     ------
+    InputError
+        If ``target`` may not be written (nothing is changed).
     StorageError
         If the file system ran out of space (``ENOSPC``, ``EDQUOT``, or a failed write with
         less than :data:`FULL_BELOW` bytes left), naming ``target`` and the fix.
     """
-    target = Path(target)
+    inputs = list(inputs)
+    target = check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
     tmp: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
         yield tmp
-        tmp.chmod(0o777 & ~_umask())  # mkdtemp makes it 0700: give it a folder's usual mode
+        if folder_kind(tmp) != kind:  # what is written here must be recognised later
+            raise RuntimeError(f"{tmp} lacks the marker of a {kind} output (a bug)")
+        # again: a user may have put something there while the outputs were computed
+        check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
+        mode = 0o777 & ~_umask()  # mkdtemp makes it 0700: give it a folder's usual mode
         old = None
         if target.exists():
+            mode = target.stat().st_mode & 0o7777  # an empty folder made for us keeps its mode
             old = target.with_name(f".{target.name}.old-{os.getpid()}")
             os.replace(target, old)
+        tmp.chmod(mode)
         os.replace(tmp, target)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
     except Exception as exc:
-        if _out_of_space(exc, target.parent):
-            kept = "its previous contents are unchanged" if target.exists() else "nothing written"
-            raise StorageError(
-                f"no space left on device writing {str(target)!r} ({kept}): free space on "
-                "its file system or write the outputs elsewhere (--out)"
-            ) from exc
+        _raise_if_full(exc, target)
         raise
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_marker(folder: Path, doc: dict[str, Any]) -> None:
+    path = folder / MARKER
+    part = path.with_name(f"{MARKER}.tmp")
+    part.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(part, path)
+
+
+def _raise_if_full(exc: BaseException, target: Path) -> None:
+    if _out_of_space(exc, target.parent):
+        kept = "its previous contents are unchanged" if target.exists() else "nothing written"
+        raise StorageError(
+            f"no space left on device writing {str(target)!r} ({kept}): free space on "
+            "its file system or write the outputs elsewhere (--out)"
+        ) from exc
 
 
 def _out_of_space(exc: BaseException, folder: Path) -> bool:
@@ -97,23 +155,143 @@ def _out_of_space(exc: BaseException, folder: Path) -> bool:
         return False
 
 
-def write_json(path: Path, doc: dict[str, Any]) -> None:
-    """Write ``doc`` as indented JSON to ``path`` via a temporary name."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=2, default=str) + "\n")
-    os.replace(tmp, path)
-
-
 @contextmanager
-def atomic_file(target: str | Path) -> Iterator[Path]:
+def atomic_file(
+    target: str | Path,
+    *,
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    mode: int | None = None,
+    ours: Callable[[Path], bool] | None = None,
+    part: str | None = None,
+) -> Iterator[Path]:
     """Yield a temporary name next to ``target``; rename it to ``target`` on success.
 
-    On an exception the temporary file is removed and ``target`` stays as it was.
+    ``target`` may be new or a file this package wrote (:func:`pangeo_hpc.guard.file_is_ours`,
+    or the ``ours`` test given), checked on entry and before the rename; its parent folder
+    is created. The temporary file is created empty with ``mode`` (default from the
+    umask; e.g. ``0o600`` for caches); with ``part`` (a suffix such as ``".part"``) it is
+    named ``.NAME{part}`` and not created, for writers that create it themselves (Lustre's
+    ``lfs setstripe`` makes a new file with its layout). On an exception the temporary file
+    is removed and ``target`` stays as it was.
     """
-    target = Path(target)
-    tmp = target.with_name(f".{target.name}.tmp")
+    inputs = list(inputs)
+    target = _check_file(target, inputs, flag, ours)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if part is not None:
+        tmp = target.with_name(f".{target.name}{part}")
+        tmp.unlink(missing_ok=True)  # left by a writer that was killed
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        tmp = Path(name)
     try:
+        if part is None:
+            tmp.chmod(0o666 & ~_umask() if mode is None else mode)
         yield tmp
+        _check_file(target, inputs, flag, ours)
         os.replace(tmp, target)
+    except Exception as exc:
+        _raise_if_full(exc, target)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def _check_file(
+    target: str | Path, inputs: list[object], flag: str, ours: Callable[[Path], bool] | None
+) -> Path:
+    if ours is None:
+        return check_file(target, inputs=inputs, flag=flag)
+    path = Path(target)
+    if path.exists() and not ours(path):
+        from .errors import InputError
+
+        raise InputError(
+            f"{flag} {str(path)!r} exists and was not written by pangeo-hpc: move it away "
+            "or choose another place (nothing was changed)"
+        )
+    return path
+
+
+def write_json(
+    path: str | Path,
+    doc: dict[str, Any],
+    *,
+    flag: str = "--json",
+    mode: int | None = None,
+    ours: Callable[[Path], bool] | None = None,
+) -> Path:
+    """Write ``doc`` as indented JSON to ``path``, marked as this package's
+    (``"written_by": "pangeo-hpc X.Y"`` first), whole or not at all; ``mode`` and ``ours``
+    as for :func:`atomic_file`."""
+    from importlib.metadata import version
+
+    marked = {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", **doc}
+    with atomic_file(path, flag=flag, mode=mode, ours=ours) as tmp:
+        tmp.write_text(json.dumps(marked, indent=2, default=str) + "\n")
+    return Path(path)
+
+
+def save_figure(fig: Any, path: str | Path, *, flag: str = "--plot", dpi: int = 120) -> Path:
+    """Save a matplotlib figure to ``path`` (format from its suffix), marked as this
+    package's in the file's metadata, whole or not at all."""
+    fmt = Path(path).suffix[1:].lower() or "png"
+    with atomic_file(path, flag=flag) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=dpi, metadata=figure_metadata(fmt))
+    return Path(path)
+
+
+def claim_tree(
+    root: str | Path,
+    *,
+    kind: str,
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    ours: Callable[[Path], bool] | None = None,
+    mode: int = 0o777,
+) -> Path:
+    """Make sure ``root`` is a folder this package fills file by file, and create it.
+
+    ``root`` may be new, empty, or carry the marker of this ``kind`` (or pass ``ours``, for
+    trees of earlier versions); anything else is refused (:class:`InputError`, nothing
+    changed). A new or empty folder gets the marker, so that a later run recognises it; a
+    new one is made with ``mode`` (less the umask; ``0o700`` for private caches).
+    """
+    from .errors import InputError
+    from .guard import check_inputs, local_path
+
+    path = local_path(root, flag)
+    check_inputs(path, inputs, flag)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {str(path)!r} is a file: give a folder")
+    if path.is_dir() and any(path.iterdir()):
+        doc = read_marker(path)
+        if doc is not None and doc.get("kind") != kind:
+            raise InputError(
+                f"{flag} {str(path)!r} holds a {doc.get('kind')} output of pangeo-hpc, not a "
+                f"{kind}: give another folder (nothing was changed)"
+            )
+        if doc is None and not (ours is not None and ours(path)):
+            names = sorted(p.name for p in path.iterdir())[:3]
+            raise InputError(
+                f"{flag} {str(path)!r} holds files that pangeo-hpc did not write "
+                f"({', '.join(map(repr, names))}): give a new or empty folder "
+                "(nothing was changed)"
+            )
+        if doc is not None:
+            return path
+    path.mkdir(parents=True, exist_ok=True, mode=mode)
+    _write_marker(path, marker_doc(kind))
+    return path
+
+
+def append_line(path: Path, doc: dict[str, Any]) -> None:
+    """Append ``doc`` as one JSON line to ``path`` (a tree's log of what it wrote); one
+    ``write`` of a short line with ``O_APPEND`` is not interleaved with other writers."""
+    line = (json.dumps(doc, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)

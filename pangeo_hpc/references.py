@@ -17,7 +17,7 @@ import base64
 import hashlib
 import json
 import os
-import tempfile
+import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -92,19 +92,35 @@ def load_refs(stamp: ObjectStamp) -> dict[str, Any] | None:
     return doc
 
 
+def claim_cache() -> Path:
+    """The index cache folder, created (user-only) or checked to be this package's: a
+    folder configured there that holds a user's files is refused, never written into."""
+    from .outputs import claim_tree
+
+    def earlier(root: Path) -> bool:  # a cache of an earlier version: two-hex-digit folders
+        return all(re.fullmatch(r"[0-9a-f]{2}", p.name) and p.is_dir() for p in root.iterdir())
+
+    return claim_tree(
+        cache_root(), kind="cache", flag="pangeo-hpc.s3.index-cache",
+        ours=earlier, mode=0o700,
+    )  # fmt: skip
+
+
+def _is_refs(path: Path) -> bool:
+    try:
+        return _FORMAT in json.loads(path.read_text())
+    except (OSError, ValueError, TypeError):
+        return False
+
+
 def save_refs(stamp: ObjectStamp, refs: dict[str, Any]) -> Path:
     """Write the references of ``stamp`` into the cache (temporary name, then rename)."""
+    from .outputs import atomic_file
+
     path = cache_file(stamp.url)
-    path.parent.mkdir(parents=True, exist_ok=True)
     doc = {**refs, _FORMAT: {"url": stamp.url, "size": stamp.size, "etag": stamp.etag}}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(doc, f, separators=(",", ":"))
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path, flag="pangeo-hpc.s3.index-cache", mode=0o600, ours=_is_refs) as tmp:
+        tmp.write_text(json.dumps(doc, separators=(",", ":")))
     return path
 
 
@@ -160,6 +176,8 @@ def build_index(
     """
     t0 = time.perf_counter()
     todo = [s for s in stamps if rebuild or load_refs(s) is None]
+    if todo:
+        claim_cache()
     report = IndexReport(reused=len(stamps) - len(todo), cache=str(cache_root()))
     for i, (stamp, result) in enumerate(_scan_all(todo, opts, client), 1):
         if isinstance(result, BaseException):

@@ -16,6 +16,7 @@ from . import config, profiles, workflows
 from .cluster import kind_of, running_cluster
 from .era5 import open_era5
 from .errors import InputError
+from .guard import check_folder
 from .outputs import atomic_dir, write_json
 from .plotting import PLOTS
 from .progress import show_progress
@@ -68,11 +69,14 @@ def run_recipe(
     fmt = fmt or spec.format
     if fmt not in ("netcdf", "zarr"):
         raise InputError(f"format {fmt!r} must be netcdf or zarr")
-    out = Path(out) if out is not None else Path(config.get("output.root")) / spec.name
-    if out.exists() and not out.is_dir():
-        raise InputError(f"--out {str(out)!r} is a file: give a folder for the outputs")
     site = profiles.resolve(profile) if profile and profile != "auto" else {}
     root = data or site.get("data_root") or config.get("data.root")
+    # the outputs may replace only an earlier result of this package, never the data
+    out = check_folder(
+        out if out is not None else Path(config.get("output.root")) / spec.name,
+        kind="result",
+        inputs=[root],
+    )
     if warm_inputs and is_s3(str(root)):
         raise InputError(
             f"--warmup reads files of a lazily loaded file system; {root!r} is read from S3 "
@@ -152,7 +156,7 @@ def run_recipe(
         "host": platform.node(),
     }
     result.attrs.update(recipe=spec.name, source=str(root), period=" to ".join(period))
-    with atomic_dir(out) as tmp:
+    with atomic_dir(out, kind="result", inputs=[root]) as tmp:
         stripes = prepare_output(tmp, int(result.nbytes))
         if stripes:
             summary["lustre_stripes"] = stripes

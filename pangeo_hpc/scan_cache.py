@@ -14,7 +14,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,21 +50,26 @@ def load(path: Path | None) -> dict[str, Any]:
 
 
 def save(path: Path | None, entries: dict[str, Any]) -> None:
-    """Write ``entries`` atomically (user-only permissions); errors are ignored."""
+    """Write ``entries`` atomically (user-only permissions); errors are ignored, and so is
+    a file of that name that is not a scan cache (it is left alone)."""
+    from .errors import InputError
+    from .outputs import atomic_file
+
     if path is None:
         return
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w") as f:
-                json.dump({"format": _FORMAT, "files": entries}, f, separators=(",", ":"))
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-    except OSError:
+        with atomic_file(path, flag="pangeo-hpc.catalog.cache", mode=0o600, ours=_is_cache) as tmp:
+            tmp.write_text(json.dumps({"format": _FORMAT, "files": entries}, separators=(",", ":")))
+    except (OSError, InputError):
         pass
+
+
+def _is_cache(path: Path) -> bool:
+    try:
+        return json.loads(path.read_text()).get("format") == _FORMAT
+    except (OSError, ValueError, AttributeError):
+        return False
 
 
 def encode_times(times: np.ndarray) -> dict[str, Any]:

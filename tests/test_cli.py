@@ -138,8 +138,9 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
     from pangeo_hpc.specs import load
 
     out = tmp_path / "out"
-    out.mkdir()
-    (out / "summary.json").write_text('{"previous": true}')
+    out.mkdir()  # an earlier result of this package (its marked summary)
+    previous = {"written_by": "pangeo-hpc 0.1.0", "previous": True, "outputs": {}}
+    (out / "summary.json").write_text(json.dumps(previous))
 
     def failing_plot(result, path, title):
         path.write_bytes(b"half a png")
@@ -157,7 +158,7 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
             progress=False,
         )
     assert [p.name for p in out.iterdir()] == ["summary.json"]
-    assert json.loads((out / "summary.json").read_text()) == {"previous": True}
+    assert json.loads((out / "summary.json").read_text()) == previous
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folders left
 
 

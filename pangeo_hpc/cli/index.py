@@ -9,7 +9,7 @@ from .common import _cluster_args, _Parser, _running, _s3_args, _s3_options, _st
 
 def _index(argv: Sequence[str]) -> int:
     from ..catalog import objects_to_index
-    from ..references import build_index
+    from ..references import build_index, claim_cache
 
     p = _Parser(
         prog="index",
@@ -20,14 +20,17 @@ def _index(argv: Sequence[str]) -> int:
     )
     p.add_argument("url", help="s3://bucket[/prefix] of a tree in the era5-pds layout")
     p.add_argument("--variable", help="only this variable's monthly files (default: all .nc)")
-    p.add_argument("--start", help="with --variable: first month, YYYY-MM")
-    p.add_argument("--end", help="with --variable: last month, YYYY-MM")
+    p.add_argument(
+        "--start", help="first month, YYYY-MM (without --variable: every variable's files)"
+    )
+    p.add_argument("--end", help="last month, YYYY-MM (default: the last there is)")
     p.add_argument("--rebuild", action="store_true", help="index again even if up to date")
     _s3_args(p)
     _cluster_args(p)
     a = p.parse_args(argv)
     opts = _s3_options(a, a.url)
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
+    claim_cache()  # before a cluster starts
     print(f"index: {len(stamps)} objects under {a.url}")
     with _running(a) as (_cluster, client):
         progress = _step_progress("index", "objects")

@@ -12,7 +12,8 @@ from .common import _cluster_args, _Parser, _positive_int, _running
 
 
 def _plan(argv: Sequence[str]) -> int:
-    from ..outputs import atomic_file
+    from ..guard import check_file
+    from ..outputs import save_figure
     from ..plan import plan
 
     p = _Parser(
@@ -38,6 +39,12 @@ def _plan(argv: Sequence[str]) -> int:
     a = p.parse_args(argv)
     if a.ratio is not None and not a.ratio > 0:
         raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
+    out = None
+    if not a.no_plot:
+        default = Path(config.get("output.root")) / f"plan-{a.recipe}.png"
+        out = check_file(a.plot or default, flag="--plot")
+        if out.suffix.lower() != ".png":
+            raise InputError(f"--plot {str(out)!r} must end in .png")
     result = plan(
         a.recipe,
         a.size,
@@ -51,19 +58,14 @@ def _plan(argv: Sequence[str]) -> int:
         calibration=a.calibration,
     )
     print(result.text())
-    if not a.no_plot:
+    if out is not None:
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        out = Path(a.plot or Path(config.get("output.root")) / f"plan-{a.recipe}.png")
-        if out.suffix.lower() != ".png":
-            raise InputError(f"--plot {str(out)!r} must end in .png")
-        out.parent.mkdir(parents=True, exist_ok=True)
         ax = result.plot()
-        with atomic_file(out) as tmp:
-            ax.figure.savefig(tmp, format="png", dpi=120)
+        save_figure(ax.figure, out, flag="--plot")
         plt.close(ax.figure)
         print(f"plot: {out}")
     return 0
@@ -116,9 +118,11 @@ def _calibrate(argv: Sequence[str]) -> int:
             )
     if a.simulate_workers < 0:
         raise InputError(f"--simulate-workers {a.simulate_workers} must be 0 or more")
+    from ..calibrate import calibration_target
     from ..specs import load
 
     load(a.recipe)  # before a cluster starts
+    calibration_target(a.calibration)
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies
     with _running(a) as (_, client):

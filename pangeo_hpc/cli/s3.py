@@ -46,6 +46,7 @@ def _count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None
 
 
 def _inventory(argv: Sequence[str]) -> int:
+    from ..guard import check_file
     from ..outputs import write_json
     from ..storage.inventory import inventory
     from ..storage.s3 import S3Options
@@ -81,7 +82,7 @@ def _inventory(argv: Sequence[str]) -> int:
 
     out: Path | None = None
     if a.json not in (None, "-"):
-        out = Path(a.json)
+        out = check_file(a.json, flag="--json")
         if not out.parent.is_dir():
             raise InputError(
                 f"folder {str(out.parent)!r} of --json {a.json!r} does not exist: create it "
@@ -105,7 +106,7 @@ def _inventory(argv: Sequence[str]) -> int:
     if a.json == "-":
         print(inv.to_json(), end="")
     elif out is not None:
-        write_json(out, inv.to_dict())
+        write_json(out, inv.to_dict(), flag="--json")
         print(f"written {out}", file=table)
     if inv.objects == 0:
         print(

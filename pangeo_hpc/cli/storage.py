@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -108,7 +107,9 @@ def _labelled(text: str) -> tuple[str, str]:
 
 
 def _output_file(text: str, flag: str) -> Path:
-    out = Path(text)
+    from ..guard import check_file
+
+    out = check_file(text, flag=flag)
     if not out.parent.is_dir():
         raise InputError(
             f"folder {str(out.parent)!r} of {flag} {text!r} does not exist: create it or "
@@ -118,19 +119,15 @@ def _output_file(text: str, flag: str) -> Path:
 
 
 def _write_plot(results: list, out: Path) -> None:
-    """The bar chart to ``out`` via a temporary name (whole or not at all); no pyplot."""
+    """The bar chart to ``out`` (whole or not at all, marked as ours); no pyplot."""
     from matplotlib.figure import Figure
 
+    from ..outputs import save_figure
     from ..storage.survey import plot
 
     fig = Figure(figsize=(7, 1 + 0.6 * len(results)), layout="constrained")
     plot(results, fig.add_subplot())
-    tmp = out.with_name(f".{out.name}.tmp-{os.getpid()}")
-    try:
-        fig.savefig(tmp, format=out.suffix[1:].lower(), dpi=150)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
+    save_figure(fig, out, flag="--plot", dpi=150)
 
 
 def _survey(argv: Sequence[str]) -> int:
@@ -213,7 +210,7 @@ def _survey(argv: Sequence[str]) -> int:
     )
     print(table(results), end="")
     if json_out is not None:
-        write_json(json_out, {"results": [r.to_dict() for r in results]})
+        write_json(json_out, {"results": [r.to_dict() for r in results]}, flag="--json")
         print(f"written {json_out}")
     if plot_out is not None:
         _write_plot(results, plot_out)

@@ -10,6 +10,7 @@ skipped, so an interrupted stage resumes.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 from collections.abc import Callable
@@ -21,9 +22,29 @@ from typing import Any
 import fsspec
 
 from ..errors import InputError
+from ..outputs import append_line, atomic_file, claim_tree
 from .stripe import stripe_file
 
 RANGE = 64 << 20
+#: what a stage wrote into its folder, a JSON line per file (path, size, source)
+STAGE_LOG = ".pangeo-hpc-stage.jsonl"
+
+
+def _staged(dest: Path) -> dict[str, int]:
+    """The files staged into ``dest`` before (relative path -> size), from its log; a line
+    cut short by a killed stage is skipped."""
+    found: dict[str, int] = {}
+    try:
+        lines = (dest / STAGE_LOG).read_text().splitlines()
+    except FileNotFoundError:
+        return found
+    for line in lines:
+        try:
+            doc = json.loads(line)
+            found[str(doc["path"])] = int(doc["size"])
+        except (ValueError, KeyError, TypeError):
+            continue
+    return found
 
 
 @dataclass
@@ -95,20 +116,25 @@ def stage(
         raise InputError(f"threads={threads} and range_size={range_size} must be positive")
     t0 = time.perf_counter()
     fs, root = _source(src, storage_options)
+    # a new or empty folder, or one staged into before; never the source or a user's folder
+    dest = claim_tree(dst, kind="stage", inputs=[] if "://" in src else [src], flag="dst")
     listing = fs.find(root, detail=True) if fs.isdir(root) else {root: fs.info(root)}
     files = {k: int(v["size"]) for k, v in listing.items() if v.get("type") != "directory"}
     base = root.rstrip("/")
-    dest = Path(dst)
-    dest.mkdir(parents=True, exist_ok=True)
+    staged = _staged(dest)
     report = StageReport()
     todo = []
     for name, size in sorted(files.items()):
         rel = name[len(base) :].lstrip("/") or os.path.basename(name)
         target = dest / rel
-        if target.exists() and target.stat().st_size == size:
+        if not target.exists():
+            todo.append((name, rel, size))
+        elif rel not in staged:  # a file of the user's: never replaced
+            report.failed.append((name, f"{target} exists and was not staged here: not replaced"))
+        elif staged[rel] == size == target.stat().st_size:
             report.skipped += 1
-        else:
-            todo.append((name, target, size))
+        else:  # staged before from an older version of the source
+            todo.append((name, rel, size))
     total = sum(s for _, _, s in todo)
     done = [0, 0]
 
@@ -130,24 +156,23 @@ def stage(
         if progress:
             progress(done[0], total, done[1], len(todo))
 
-    def copy_file(name: str, target: Path, size: int, pool: ThreadPoolExecutor) -> None:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.part")
+    def copy_file(name: str, rel: str, size: int, pool: ThreadPoolExecutor) -> None:
+        target = dest / rel
         try:
-            stripe_file(tmp, size)
-            with open(tmp, "ab") as f:
-                f.truncate(size)
-            ranges = [(s, min(s + range_size, size)) for s in range(0, size, range_size)]
-            for fut in [pool.submit(copy_range, name, tmp, a, b) for a, b in ranges]:
-                fut.result()
-            if tmp.stat().st_size != size:
-                raise OSError(f"size {tmp.stat().st_size} != {size}")
-            os.replace(tmp, target)
+            with atomic_file(target, flag="dst", ours=lambda _: rel in staged, part=".part") as tmp:
+                stripe_file(tmp, size)
+                with open(tmp, "ab") as f:
+                    f.truncate(size)
+                ranges = [(s, min(s + range_size, size)) for s in range(0, size, range_size)]
+                for fut in [pool.submit(copy_range, name, tmp, a, b) for a, b in ranges]:
+                    fut.result()
+                if tmp.stat().st_size != size:
+                    raise OSError(f"size {tmp.stat().st_size} != {size}")
+            append_line(dest / STAGE_LOG, {"path": rel, "size": size, "source": name})
             report.files += 1
             report.bytes += size
         except (OSError, InputError) as exc:
             report.failed.append((name, str(exc)))
-            tmp.unlink(missing_ok=True)
         done[1] += 1
         if progress:
             progress(done[0], total, done[1], len(todo))
