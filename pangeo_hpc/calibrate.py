@@ -155,12 +155,14 @@ def _is_calibration(p: Path) -> bool:
     return isinstance(doc, dict) and {"version", "host", "task_overhead", "recipes"} <= set(doc)
 
 
-def calibration_target(path: str | Path | None = None) -> Path:
+def calibration_target(path: str | Path | None = None, data: object = None) -> Path:
     """The calibration file ``calibrate`` will update, checked before anything runs: new,
-    or a calibration file this package wrote (never a user's file of the same name)."""
-    from .guard import local_path
+    or a calibration file this package wrote (never a user's file of the same name), and
+    not inside the ``data`` it measures."""
+    from .guard import check_inputs, local_path
 
     p = local_path(config.get("plan.calibration", path), "--calibration")
+    check_inputs(p, [data or config.get("data.root")], "--calibration")
     if p.is_dir() or (p.exists() and not _is_calibration(p)):
         raise InputError(
             f"--calibration {str(p)!r} exists and is not a calibration file pangeo-hpc "
@@ -499,7 +501,7 @@ def calibrate(
     if not isinstance(simulate_workers, int) or simulate_workers < 0:
         raise InputError(f"simulate_workers={simulate_workers!r} must be 0 or a whole number")
     root = str(data or config.get("data.root"))
-    p = calibration_target(path) if save else calibration_path(path)
+    p = calibration_target(path, data) if save else calibration_path(path)
     if client is None:
         with running_cluster("local", workers=1) as (_, own):
             return calibrate(

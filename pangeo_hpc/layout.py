@@ -21,9 +21,19 @@ def is_demo_tree(root: str | Path) -> bool:
 
 
 def demo_command(root: str | Path, *extra: str) -> str:
-    """The ``demo-data`` command line for ``root``, quoted for a POSIX shell."""
-    args = ["python", "-m", "pangeo_hpc.run", "demo-data", "--out", str(root), *extra]
-    return shlex.join(args)
+    """The ``demo-data`` command line that adds to the demo tree ``root`` with the settings
+    it was made with (from its manifest), quoted for a POSIX shell."""
+    import json
+
+    args = ["python", "-m", "pangeo_hpc.run", "demo-data", "--out", str(root)]
+    try:
+        settings = json.loads((Path(root) / MANIFEST).read_text()).get("settings", {})
+    except (OSError, ValueError, AttributeError):
+        settings = {}
+    for key in ("resolution", "frequency", "seed", "trend"):
+        if settings.get(key) is not None:
+            args += [f"--{key}", str(settings[key])]
+    return shlex.join([*args, *extra])
 
 
 def month_path(root: str | Path, variable: str, month: Month, *, layout: str | None = None) -> Path:

@@ -228,7 +228,7 @@ def test_cli_index_then_recipe_from_s3_matches_local(
         assert r.returncode == 0, r.stderr
         runs[name] = json.loads((out / "summary.json").read_text())
     assert runs["s3"]["inputs"]["access"] == "s3-indexed"
-    assert len(list((tmp_path / "recipe-index").rglob("*.json"))) == 6
+    assert len(list((tmp_path / "recipe-index").glob("*/*.json"))) == 6  # one per object
     assert runs["s3"]["answer"] == runs["local"]["answer"]
     local_nc = xr.open_dataset(tmp_path / "local/result.nc")
     s3_nc = xr.open_dataset(tmp_path / "s3/result.nc")
@@ -240,6 +240,31 @@ def test_cli_index_then_recipe_from_s3_matches_local(
     missing = run_cli("index", "s3://no-such-bucket", *ep, cwd=tmp_path)
     assert missing.returncode == 2
     assert "error: bucket of 's3://no-such-bucket' does not exist" in missing.stderr
+
+
+def test_index_period_without_variable_and_never_into_a_users_folder(
+    s3_tree, aws, seaweedfs, tmp_path, monkeypatch
+):
+    """--start/--end without --variable index every variable's files of those months (they
+    used to be ignored: all 24 objects); the cache is never a folder of a user's files."""
+    ep = ("--endpoint-url", seaweedfs.endpoint_url)
+    monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "index"))
+    r = run_cli("index", s3_tree, "--start", "2000-03", "--end", "2000-04", *ep,
+                "--workers", "1", cwd=tmp_path)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert f"index: 2 objects under {s3_tree}" in r.stdout and "index: 2 built" in r.stdout
+    assert len(list((tmp_path / "index").glob("*/*.json"))) == 2
+    only_end = run_cli("index", s3_tree, "--end", "2000-02", *ep, "--workers", "1", cwd=tmp_path)
+    assert f"index: 2 objects under {s3_tree}" in only_end.stdout, only_end.stderr
+
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "thesis.tex").write_text("mine")
+    monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(mine))
+    r = run_cli("index", s3_tree, "--variable", VAR, "--end", "2000-01", *ep, cwd=tmp_path)
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert str(mine) in r.stderr and "did not write" in r.stderr
+    assert [p.name for p in mine.iterdir()] == ["thesis.tex"]
 
 
 def test_chunk_table_reads_edges_and_absent_chunks():

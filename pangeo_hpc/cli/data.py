@@ -117,7 +117,9 @@ def _recipe(argv: Sequence[str]) -> int:
 
 
 def _convert(argv: Sequence[str]) -> int:
+    from .. import config
     from ..convert import CODECS, to_zarr
+    from ..guard import check_folder
 
     p = _Parser(
         prog="convert",
@@ -141,6 +143,10 @@ def _convert(argv: Sequence[str]) -> int:
     _s3_args(p, index=True)
     a = p.parse_args(argv)
     s3 = _s3_options(a, a.data)
+    # before a cluster starts: replace only a store of ours, never the data
+    check_folder(
+        a.out, kind="zarr", inputs=[a.data or config.get("data.root")], overwrite=a.overwrite
+    )
     with _running(a):
         report = to_zarr(
             a.data,

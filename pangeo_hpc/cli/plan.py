@@ -122,7 +122,7 @@ def _calibrate(argv: Sequence[str]) -> int:
     from ..specs import load
 
     load(a.recipe)  # before a cluster starts
-    calibration_target(a.calibration)
+    calibration_target(a.calibration, a.data)
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies
     with _running(a) as (_, client):

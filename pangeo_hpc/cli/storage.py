@@ -106,10 +106,10 @@ def _labelled(text: str) -> tuple[str, str]:
     return text, text
 
 
-def _output_file(text: str, flag: str) -> Path:
+def _output_file(text: str, flag: str, inputs: list[str]) -> Path:
     from ..guard import check_file
 
-    out = check_file(text, flag=flag)
+    out = check_file(text, flag=flag, inputs=inputs)
     if not out.parent.is_dir():
         raise InputError(
             f"folder {str(out.parent)!r} of {flag} {text!r} does not exist: create it or "
@@ -188,8 +188,9 @@ def _survey(argv: Sequence[str]) -> int:
         given = ", ".join(f for f, v in flags if v)
         verb = "apply" if "," in given else "applies"
         raise InputError(f"{given} {verb} to s3:// paths only, and none is given")
-    json_out = _output_file(a.json, "--json") if a.json else None
-    plot_out = _output_file(a.plot, "--plot") if a.plot else None
+    read = list(paths.values())
+    json_out = _output_file(a.json, "--json", read) if a.json else None
+    plot_out = _output_file(a.plot, "--plot", read) if a.plot else None
     if plot_out is not None:
         from matplotlib.figure import Figure
 

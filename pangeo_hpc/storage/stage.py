@@ -3,8 +3,10 @@
 Like NASA's ``mcp``/``msum`` on Lustre, done with fsspec: large files are split into byte
 ranges copied by parallel threads, every range's checksum is compared between what was
 read and what landed on disk, files are striped for their size on Lustre, written under a
-temporary name and renamed when complete, and files already there with the same size are
-skipped, so an interrupted stage resumes.
+temporary name and renamed when complete, and files staged before with the same size are
+skipped, so an interrupted stage resumes. The destination must be new, empty or a folder
+staged into before (its marker); a file that stage did not write there (its log records
+the size, inode and mtime of each file it wrote) is never replaced, but reported.
 """
 
 from __future__ import annotations
@@ -26,14 +28,19 @@ from ..outputs import append_line, atomic_file, claim_tree
 from .stripe import stripe_file
 
 RANGE = 64 << 20
-#: what a stage wrote into its folder, a JSON line per file (path, size, source)
+#: what a stage wrote into its folder, a JSON line per file: path, size, source, and the
+#: inode and mtime of the file written (a file put there since is not ours)
 STAGE_LOG = ".pangeo-hpc-stage.jsonl"
 
 
-def _staged(dest: Path) -> dict[str, int]:
-    """The files staged into ``dest`` before (relative path -> size), from its log; a line
-    cut short by a killed stage is skipped."""
-    found: dict[str, int] = {}
+def _identity(st: os.stat_result) -> tuple[int, int, int]:
+    return st.st_size, st.st_ino, st.st_mtime_ns
+
+
+def _staged(dest: Path) -> dict[str, tuple[int, int, int]]:
+    """The files staged into ``dest`` before (relative path -> size, inode, mtime), from
+    its log; a line cut short by a killed stage is skipped, the last line of a path wins."""
+    found: dict[str, tuple[int, int, int]] = {}
     try:
         lines = (dest / STAGE_LOG).read_text().splitlines()
     except FileNotFoundError:
@@ -41,7 +48,7 @@ def _staged(dest: Path) -> dict[str, int]:
     for line in lines:
         try:
             doc = json.loads(line)
-            found[str(doc["path"])] = int(doc["size"])
+            found[str(doc["path"])] = (int(doc["size"]), int(doc["ino"]), int(doc["mtime_ns"]))
         except (ValueError, KeyError, TypeError):
             continue
     return found
@@ -129,9 +136,9 @@ def stage(
         target = dest / rel
         if not target.exists():
             todo.append((name, rel, size))
-        elif rel not in staged:  # a file of the user's: never replaced
-            report.failed.append((name, f"{target} exists and was not staged here: not replaced"))
-        elif staged[rel] == size == target.stat().st_size:
+        elif staged.get(rel) != _identity(target.stat()):  # not the file stage wrote there
+            report.failed.append((name, f"{target} was not staged here: not replaced"))
+        elif staged[rel][0] == size:
             report.skipped += 1
         else:  # staged before from an older version of the source
             todo.append((name, rel, size))
@@ -159,7 +166,8 @@ def stage(
     def copy_file(name: str, rel: str, size: int, pool: ThreadPoolExecutor) -> None:
         target = dest / rel
         try:
-            with atomic_file(target, flag="dst", ours=lambda _: rel in staged, part=".part") as tmp:
+            ours = lambda p: staged.get(rel) == _identity(p.stat())  # noqa: E731
+            with atomic_file(target, flag="dst", ours=ours, part=".part") as tmp:
                 stripe_file(tmp, size)
                 with open(tmp, "ab") as f:
                     f.truncate(size)
@@ -168,7 +176,9 @@ def stage(
                     fut.result()
                 if tmp.stat().st_size != size:
                     raise OSError(f"size {tmp.stat().st_size} != {size}")
-            append_line(dest / STAGE_LOG, {"path": rel, "size": size, "source": name})
+            size_, ino, mtime = _identity(target.stat())
+            entry = {"path": rel, "size": size_, "source": name, "ino": ino, "mtime_ns": mtime}
+            append_line(dest / STAGE_LOG, entry)
             report.files += 1
             report.bytes += size
         except (OSError, InputError) as exc:

@@ -1,0 +1,276 @@
+"""Never destroy what pangeo-hpc did not write: every verb that writes, through one table.
+
+Each writing verb is pointed at a folder of a user's own files, at its input, at the
+input's parent and at an ``s3://`` URL: each must end with exit code 2 and one line naming
+the path, and leave every byte (and every mtime) where it was, and nothing new anywhere.
+A verb added to the CLI must be listed here as writing (with its cases) or as not
+writing, so the next verb cannot forget the guard. A static check keeps renames and
+removals inside the guarded helper (``pangeo_hpc/outputs.py``).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pangeo_hpc import run
+
+FILE = "2000/01/data/sea_surface_temperature.nc"
+ROOT = Path(__file__).resolve().parents[1]
+
+# verb -> argv with {out} where the output goes; "folder" outputs are replaced whole or
+# filled, "file" outputs are single files. Inputs are {data} (a demo tree of 2 months).
+WRITERS: dict[str, tuple[str, list[str]]] = {
+    "RECIPE": (
+        "folder",
+        ["era5-sst-mean", "--data", "{data}", "--end", "2000-01", "--out", "{out}"],
+    ),
+    "convert": (
+        "folder",
+        ["convert", "--data", "{data}", "--end", "2000-01", "--out", "{out}", "--overwrite"],
+    ),
+    "stage": ("folder", ["stage", "{data}", "{out}"]),
+    "demo-data": (
+        "folder",
+        [
+            "demo-data",
+            "--out",
+            "{out}",
+            "--start",
+            "2000-01",
+            "--end",
+            "2000-01",
+            "--resolution",
+            "10",
+        ],
+    ),
+    "survey --json": ("file", ["survey", "{data}", "--bytes", "1MB", "--json", "{out}"]),
+    "survey --plot": ("file", ["survey", "{data}", "--bytes", "1MB", "--plot", "{out}"]),
+    "plan": ("file", ["plan", "era5-sst-mean", "--size", "1GB", "--plot", "{out}"]),
+    "calibrate": ("file", ["calibrate", "--data", "{data}", "--calibration", "{out}"]),
+    "inventory": ("file", ["inventory", "s3://no-such-bucket", "--json", "{out}"]),
+    "lab-config": ("file", ["lab-config", "--data", "{data}", "--out", "{out}"]),
+    # index writes only its cache (pangeo-hpc.s3.index-cache): tests/test_s3_source.py
+    # points that at a user's folder (test_index_never_writes_into_a_users_folder)
+    "index": ("cache", []),
+}
+# verbs that write nothing a user named: they print, read, or keep private files in
+# folders of their own (lab: a new 0700 folder per job; job logs)
+READERS = {"list", "profiles", "job-script", "tunnel", "hydration", "warmup", "lab"}
+
+
+def test_every_verb_is_listed_as_writing_or_not():
+    verbs = {*run._VERBS, "RECIPE"}
+    writers = {name.split()[0] for name in WRITERS}
+    assert verbs == writers | READERS, (
+        f"list {sorted(verbs - writers - READERS)} in WRITERS (with cases) or READERS"
+    )
+
+
+def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
+    """Every entry under ``root``: size and mtime (a rewrite changes one of them)."""
+    found = {}
+    for p in sorted(root.rglob("*")):
+        st = p.lstat()
+        found[str(p.relative_to(root))] = (st.st_size if p.is_file() else -1, st.st_mtime_ns)
+    return found
+
+
+@pytest.fixture
+def place(demo_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Path]:
+    """A user's home: a thesis folder, and a project folder with notes and a data tree."""
+    monkeypatch.setattr(run, "_interruptible", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    thesis = tmp_path / "thesis"
+    thesis.mkdir()
+    (thesis / "thesis.tex").write_text("\\chapter{Results}\n")
+    (thesis / "figure.png").write_bytes(b"\x89PNG my own figure")
+    (thesis / "notes.json").write_text('{"mine": true}')
+    (thesis / "lab.yaml").write_text("pangeo-hpc:\n  data:\n    root: /mine\n")
+    project = tmp_path / "project"
+    data = project / "data"
+    for month in ("01", "02"):
+        shutil.copytree(demo_tree / "2000" / month, data / "2000" / month)
+    (project / "notes.md").write_text("my notes\n")
+    return {"home": tmp_path, "thesis": thesis, "project": project, "data": data}
+
+
+def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
+    """Where a verb is sent: (case -> output) for its kind of output."""
+    if kind == "folder":
+        return {
+            "a folder of a user's files": str(place["thesis"]),
+            "the input itself": str(place["data"]),
+            "the input's parent": str(place["project"]),
+            "a folder inside the input": str(place["data"] / "2000"),
+            "an S3 URL": "s3://my-bucket/results/x",
+        }
+    return {
+        "a user's file": str(place["thesis"] / "thesis.tex"),
+        "a user's figure": str(place["thesis"] / "figure.png"),
+        "a user's JSON": str(place["thesis"] / "notes.json"),
+        "a user's YAML about pangeo-hpc": str(place["thesis"] / "lab.yaml"),
+        "a file of the input": str(place["data"] / FILE),
+        "an S3 URL": "s3://my-bucket/results/x.png",
+    }
+
+
+CASES = [
+    (verb, case)
+    for verb, (kind, argv) in WRITERS.items()
+    if argv
+    for case in _targets(kind, {k: Path(k) for k in ("home", "thesis", "project", "data")})
+]
+
+
+@pytest.mark.parametrize(("verb", "case"), CASES, ids=[f"{v}: {c}" for v, c in CASES])
+def test_no_verb_writes_over_what_it_did_not_write(verb, case, place, capsys):
+    kind, argv = WRITERS[verb]
+    out = _targets(kind, place)[case]
+    argv = [a.format(data=place["data"], out=out) for a in argv]
+    before = _snapshot(place["home"])
+    code = run.main(argv)
+    _, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, (argv, code, err)
+    assert len(lines) == 1, f"{argv}: not one line:\n{err}"
+    assert out in lines[0], f"{argv}: {out!r} not named in: {lines[0]}"
+    assert "nothing was changed" in lines[0] or "URL" in lines[0], lines[0]
+    assert _snapshot(place["home"]) == before, "something was written, moved or removed"
+
+
+def test_outputs_of_our_own_are_replaced(place, capsys):
+    """The guard refuses foreign outputs, not ours: a second run replaces the first."""
+    home = place["home"]
+    for argv in (
+        ["demo-data", "--out", f"{home}/demo", "--end", "2000-01", "--resolution", "10"],
+        ["stage", str(place["data"]), f"{home}/staged"],
+        ["plan", "era5-sst-mean", "--size", "1GB", "--plot", f"{home}/plan.png"],
+        ["survey", str(place["data"]), "--bytes", "1MB", "--json", f"{home}/s.json"],
+        ["survey", str(place["data"]), "--bytes", "1MB", "--plot", f"{home}/s.svg"],
+        ["lab-config", "--data", str(place["data"]), "--out", f"{home}/lab.yaml"],
+    ):
+        for attempt in (1, 2):
+            code = run.main(argv)
+            _, err = capsys.readouterr()
+            assert code == 0, (argv, attempt, err)
+    assert json.loads((home / "s.json").read_text())["written_by"].startswith("pangeo-hpc")
+    assert (home / "staged" / FILE).is_file() and (home / "demo" / "2000").is_dir()
+
+
+@pytest.mark.slow
+def test_a_recipe_replaces_its_own_result_and_an_empty_folder(place, capsys):
+    out = place["home"] / "results"
+    out.mkdir(mode=0o750)  # made for the results, e.g. with a group's permissions
+    argv = ["era5-sst-mean", "--data", str(place["data"]), "--end", "2000-01"]
+    argv += ["--workers", "1", "--no-progress", "--out", str(out)]
+    for attempt in (1, 2):
+        assert run.main(argv) == 0, (attempt, capsys.readouterr().err)
+    assert sorted(p.name for p in out.iterdir()) == ["plot.png", "result.nc", "summary.json"]
+    assert out.stat().st_mode & 0o777 == 0o750
+    (out / "my-notes.txt").write_text("a user's file among the results")
+    capsys.readouterr()
+    assert run.main(argv) == 2
+    assert "my-notes.txt" in capsys.readouterr().err
+    assert (out / "my-notes.txt").read_text() == "a user's file among the results"
+
+
+def test_stage_never_replaces_a_users_file_inside_its_folder(place):
+    from pangeo_hpc.storage.stage import stage
+
+    dst = place["home"] / "staged"
+    assert stage(str(place["data"]), dst).files == 2
+    theirs = dst / "2000/02/data/sea_surface_temperature.nc"
+    theirs.unlink()
+    theirs.write_bytes(b"a user's own file at a staged path")
+    again = stage(str(place["data"]), dst)
+    assert again.files == 0 and again.skipped == 1
+    assert [str(theirs) in why for _, why in again.failed] == [True]
+    assert theirs.read_bytes() == b"a user's own file at a staged path"
+
+
+def test_legacy_result_folder_is_recognised_and_extra_files_are_not(tmp_path):
+    from pangeo_hpc.guard import check_folder, folder_kind
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "summary.json").write_text(json.dumps({"versions": {"pangeo-hpc": "0.1.0"}}))
+    (old / "result.nc").write_bytes(b"x")
+    assert folder_kind(old) == "result"
+    assert check_folder(old, kind="result") == old
+    (old / "thesis.tex").write_text("mine")
+    assert folder_kind(old) is None
+    with pytest.raises(ValueError, match=r"did not write \('result.nc', 'summary.json'"):
+        check_folder(old, kind="result")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "elsewhere")
+    with pytest.raises(ValueError, match="is a file \\(or a link\\)"):
+        check_folder(link, kind="result")
+
+
+def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(demo_tree, tmp_path):
+    """Real data never gets synthetic months mixed in; the suggestion runs as printed."""
+    from pangeo_hpc.errors import DataNotFoundError
+    from pangeo_hpc.layout import find_files
+
+    real = tmp_path / "my era5 mirror"  # a space: the printed command must be quoted
+    shutil.copytree(demo_tree / "2000" / "01", real / "2000" / "01")
+    with pytest.raises(DataNotFoundError) as info:
+        find_files(real, "sea_surface_temperature", "2000-01", "2000-02")
+    assert "demo-data" not in str(info.value) and "2000-02" in str(info.value)
+
+    demo = tmp_path / "my demo"
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    r = subprocess.run(
+        ["python", "-m", "pangeo_hpc.run", "demo-data", "--out", str(demo), "--end", "2000-01",
+         "--resolution", "10"],
+        capture_output=True, text=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    with pytest.raises(DataNotFoundError) as info:
+        find_files(demo, "sea_surface_temperature", "2000-01", "2000-02")
+    command = str(info.value).split("`")[1]
+    assert f"--out '{demo}'" in command, command
+    r = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr
+    assert find_files(demo, "sea_surface_temperature", "2000-01", "2000-02")
+
+
+# Calls that write, rename or remove; only the guarded helper may make them, but for
+# writes into a folder the helper has just handed out (named here, with the reason).
+WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdtemp",
+               "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree"}  # fmt: skip
+ALLOWED = {
+    ("outputs.py", "*"): "the guarded helper itself",
+    ("runner.py", "to_netcdf"): "into atomic_dir's temporary folder",
+    ("runner.py", "to_zarr"): "into atomic_dir's temporary folder",
+    ("convert.py", "to_zarr"): "into atomic_dir's temporary folder",
+    ("plotting.py", "savefig"): "into the path runner gives: atomic_dir's temporary folder",
+    ("diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",
+    ("recipes/trend.py", "rename"): "DataArray.rename, not a file",
+    ("recipes/indices.py", "rename"): "DataArray.rename, not a file",
+}
+
+
+def test_only_the_guarded_helper_renames_or_removes_files():
+    package = ROOT / "pangeo_hpc"
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        rel = str(path.relative_to(package))
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+                name = node.func.attr
+                owner = node.func.value
+                module = isinstance(owner, ast.Name) and owner.id in ("os", "shutil")
+                if name in ("replace", "rename") and not module and len(node.args) != 1:
+                    continue  # str.replace(old, new), not a file's
+                if name in WRITE_CALLS and (rel, "*") not in ALLOWED and (rel, name) not in ALLOWED:
+                    found.append(f"{rel}:{node.lineno} .{name}()")
+    assert not found, "write through pangeo_hpc.outputs instead:\n" + "\n".join(found)
