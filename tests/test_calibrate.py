@@ -14,9 +14,12 @@ from pangeo_hpc.errors import InputError
 @pytest.fixture(scope="module")
 def calibrated(demo_tree, tmp_path_factory):
     """One calibration of era5-sst-mean on 16 MB of the demo tree, with 4 simulated workers,
-    over a damaged calibration file (which it replaces)."""
+    over a calibration file of an earlier version (unmarked, which it recognises and
+    replaces)."""
     path = tmp_path_factory.mktemp("calibration") / "calibration.json"
-    path.write_text("{not json")
+    earlier = {"version": 1, "host": "old", "cores": 2, "created": "2026-11-01T00:00:00",
+               "task_overhead": 0.002, "recipes": {}}  # fmt: skip
+    path.write_text(json.dumps(earlier))
     lines: list[str] = []
     cal = calibrate(
         "era5-sst-mean",
@@ -44,7 +47,7 @@ def test_calibrate_measures_every_input_of_the_model(calibrated, demo_tree):
     assert cal.task_overhead > 0 and cal.overhead_per_worker >= 0
     assert cal.storage["local"] > 0 and cal.storage["cache"] > 0
     assert any("4 worker processes on this host" in line for line in lines)
-    assert any("is not readable JSON" in line and "writing a new one" in line for line in lines)
+    assert any("calibration written" in line for line in lines)
     assert "2000-01.." in fit.data and str(demo_tree) in fit.data
 
 
@@ -53,6 +56,7 @@ def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
     cal, path, _ = calibrated
     doc = json.loads(path.read_text())
     assert doc["version"] == 1 and list(doc["recipes"]) == ["era5-sst-mean"]
+    assert doc["written_by"].startswith("pangeo-hpc")
     doc["recipes"]["my-recipe"] = doc["recipes"]["era5-sst-mean"]
     path.write_text(json.dumps(doc))
     again = load_calibration(path)
@@ -72,6 +76,17 @@ def test_a_damaged_file_says_what_to_do(tmp_path):
     bad.write_text(json.dumps({"host": "x"}))
     with pytest.raises(InputError, match="cannot be read .*calibrate"):
         load_calibration(bad)
+
+
+def test_a_damaged_or_foreign_file_is_never_replaced(tmp_path, capsys):
+    """Not a calibration file of ours: refused before any cluster starts, left as it was."""
+    for text in ("{not json", json.dumps({"my": "settings"})):
+        bad = tmp_path / "c.json"
+        bad.write_text(text)
+        code = run.main(["calibrate", "--calibration", str(bad)])
+        err = capsys.readouterr().err
+        assert code == 2 and "is not a calibration file pangeo-hpc wrote" in err, err
+        assert bad.read_text() == text
 
 
 @pytest.mark.parametrize(

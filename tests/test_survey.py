@@ -279,8 +279,12 @@ def test_cli_table_json_and_plot(tmp_path):
         (["{tmp}", "--threads", "0"], r"--threads: '0' is not a positive whole number"),
         (["{tmp}", "--anon"], r"--anon applies to s3:// paths only"),
         (["x={tmp}", "x={tmp}"], r"label 'x' is given twice"),
-        (["{tmp}", "--json", "{tmp}/no/x.json"], r"folder '.*no' of --json .* does not exist"),
-        (["{tmp}", "--plot", "{tmp}/x.txt"], r"--plot '.*x.txt' does not end in an image format"),
+        (["{tmp}/a.nc", "--json", "{tmp}/no/x.json"], r"folder '.*no' of --json .* does not exist"),
+        (
+            ["{tmp}/a.nc", "--plot", "{tmp}/x.txt"],
+            r"--plot '.*x.txt' does not end in an image format",
+        ),
+        (["{tmp}", "--json", "{tmp}/x.json"], r"--json '.*x.json' lies inside the input"),
         ([], r"the following arguments are required"),
     ],
 )
