@@ -24,18 +24,19 @@ index_url=${PIP_INDEX_URL:-$(pip_config global.index-url)}
 extra_urls=${PIP_EXTRA_INDEX_URL:-$(pip_config global.extra-index-url)}
 find_links=${PIP_FIND_LINKS:-$(pip_config global.find-links)}
 cert=${PIP_CERT:-$(pip_config global.cert)}
-[ -n "$index_url" ] && uv_args+=(--index-url "$index_url")
+if [ -n "$index_url" ]; then uv_args+=(--index-url "$index_url"); fi
 for url in $extra_urls; do uv_args+=(--extra-index-url "$url"); done
 for link in $find_links; do
-  # an empty or missing folder is no source at all for pip; uv would fail on it
+  # pip passes over an empty or missing folder (this machine's /opt/wheels is empty)
   if [[ "$link" == *://* ]] || [ -n "$(ls -A "$link" 2>/dev/null)" ]; then
     uv_args+=(--find-links "$link")
   fi
 done
-if [ -n "$cert" ]; then export SSL_CERT_FILE=$cert; fi
+uv_env=()
+if [ -n "$cert" ]; then uv_env+=("SSL_CERT_FILE=$cert"); fi
 
-"$VENV/bin/uv" pip install --python "$VENV/bin/python" --resolution lowest-direct \
-  ${uv_args[@]+"${uv_args[@]}"} -e '.[test]'
+env ${uv_env[@]+"${uv_env[@]}"} "$VENV/bin/uv" pip install --python "$VENV/bin/python" \
+  --resolution lowest-direct ${uv_args[@]+"${uv_args[@]}"} -e '.[test]'
 echo "lowest-versions: installed in $((SECONDS - started)) s"
 
 # one line per direct dependency (runtime and test extras): what this run tested
