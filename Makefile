@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 DATA ?= data/era5-demo
 PYTEST_ARGS ?=
 
-.PHONY: demo lab test lint bench system clean strip-notebooks
+.PHONY: demo lab test test-lowest lint bench system clean strip-notebooks
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pangeo-hpc needs Python >= 3.11: make PYTHON=python3.11 ...")'
@@ -38,6 +38,12 @@ strip-notebooks: $(VENV)/.installed
 test: $(VENV)/.installed system lint
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+## test-lowest: the lowest versions pyproject.toml allows (uv --resolution lowest-direct) in
+## .venv-lowest, then the smoke tests (pytest -m smoke); CI runs it after `make test`
+LOWEST_PYTEST_ARGS ?=
+test-lowest:
+	PYTHON=$(PYTHON) bash ci/lowest-versions.sh $(LOWEST_PYTEST_ARGS)
+
 lint: $(VENV)/.installed
 	$(BIN)/ruff check pangeo_hpc tests benchmarks
 	$(BIN)/ruff format --check pangeo_hpc tests benchmarks
@@ -51,4 +57,4 @@ bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/suite.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) results
+	rm -rf $(VENV) .venv-lowest results

@@ -21,6 +21,7 @@ def test_list_names_both_recipes(tmp_path):
     assert "era5-sst-mean" in r.stdout and "era5-sst-trend" in r.stdout
 
 
+@pytest.mark.smoke
 @pytest.mark.slow
 def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     data = tmp_path / "era5"

@@ -27,6 +27,7 @@ def store(demo_tree, tmp_path_factory):
     return path
 
 
+@pytest.mark.smoke
 def test_store_reads_like_the_tree(store, demo_tree):
     assert is_zarr_store(store) and not is_zarr_store(demo_tree)
     z = open_era5(VAR, "2000-03", "2001-02", source=store)
@@ -108,6 +109,7 @@ def test_cli_convert_then_recipe_on_the_store(demo_tree, tmp_path):
         assert runs["zarr"]["answer"][key] == pytest.approx(value, rel=1e-6), key
 
 
+@pytest.mark.smoke
 def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path):
     import shutil
 
@@ -150,6 +152,7 @@ def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path
     )
 
 
+@pytest.mark.smoke
 def test_codec_choice(demo_tree, tmp_path):
     from pangeo_hpc.zarr_reader import ZarrChunks
 

@@ -13,6 +13,7 @@ from pangeo_hpc.era5 import open_era5
 from pangeo_hpc.errors import DataNotFoundError, InputError
 
 
+@pytest.mark.smoke
 def test_same_values_as_open_mfdataset(demo_tree):
     ds = open_era5("sea_surface_temperature", "2001-11", "2002-02", source=demo_tree)
     files = sorted(

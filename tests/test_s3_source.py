@@ -74,6 +74,7 @@ def _answers(ds: xr.Dataset) -> tuple[np.ndarray, np.ndarray]:
     return series.values, mean_map.values
 
 
+@pytest.mark.smoke
 def test_local_direct_and_indexed_agree_bit_for_bit(s3_tree, demo_tree, aws):
     local = open_era5(VAR, START, END, source=demo_tree)
     direct = open_era5(VAR, START, END, source=s3_tree, s3=aws, index="never")
