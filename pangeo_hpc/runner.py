@@ -14,6 +14,7 @@ import xarray as xr
 
 from . import config, profiles, workflows
 from .cluster import kind_of, running_cluster
+from .convert import write_zarr
 from .era5 import open_era5
 from .errors import InputError
 from .outputs import atomic_dir, write_json
@@ -160,7 +161,7 @@ def run_recipe(
         if fmt == "netcdf":
             result.to_netcdf(tmp / data_file)
         else:
-            result.to_zarr(tmp / data_file, mode="w")
+            write_zarr(result, tmp / data_file)
         PLOTS[spec.recipe](result, tmp / "plot.png", spec.name)
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
         summary["timings_s"]["write"] = round(time.perf_counter() - t_compute, 3)
