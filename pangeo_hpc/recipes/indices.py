@@ -47,10 +47,11 @@ def nino34(da: xr.DataArray, *, smooth: int = 1) -> xr.DataArray:
     index = anomaly(monthly)
     if smooth > 1:
         index = index.rolling({t: smooth}, center=True).mean()
-    # the area of the mean in a comment (CF 7.3.2: after the method and its where clause)
+    # the area of the mean in a comment (CF 7.3: after the method and its where clause; no
+    # "comment:" keyword and no colon, compliance-checker reads those as keywords)
     methods = re.sub(
         r"area: mean(?: where \S+)?",
-        lambda m: f"{m.group(0)} (comment: Nino3.4 box 5S-5N 170W-120W)",
+        lambda m: f"{m.group(0)} (Nino3.4 box 5S-5N 170W-120W)",
         index.attrs.get("cell_methods", ""),
         count=1,
     )

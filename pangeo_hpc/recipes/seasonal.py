@@ -26,7 +26,7 @@ def climatology(da: xr.DataArray) -> xr.DataArray:
     attrs = {
         **da.attrs,
         "cell_methods": cell_methods(
-            da, "time: mean (comment: each calendar month over the years)", gone={t: "time"}
+            da, "time: mean (each calendar month over the years)", gone={t: "time"}
         ),
     }
     if not _time_blocks(da, t):
