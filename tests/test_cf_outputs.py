@@ -73,7 +73,7 @@ def test_compliance_checker_finds_no_errors(cf_tools, outputs, recipe):
     print(r.stdout)
     assert "Corrective Actions" in r.stdout, r.stdout + r.stderr  # it ran to its report
     # its report has an "Errors" section (high priority) only when there are some; the
-    # warnings left are listed in the issue (title, one-dimensional bounds of a scalar time)
+    # warnings left: bounds of the scalar time_period are 1-D, as CF 7.1 wants for a scalar
     assert not re.search(r"^\s+Errors\s*$", r.stdout, re.MULTILINE), r.stdout
 
 
