@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# System parts the tests use, from Debian: cdo (a reference), rclone and fuse3 (a lazy FUSE
+# System parts the tests use, from Debian: cdo (a reference), libudunits2-0 (the UDUNITS-2
+# library cfchecks parses units with), rclone and fuse3 (a lazy FUSE
 # mount of the tests' S3 server), chromium (the browser test drives JupyterLab in it), and a
 # one-node Slurm and Grid Engine (real batch schedulers). As root they are installed and started; otherwise this says what is missing
 # (those tests then skip, except under CI=true, where they fail).
@@ -8,6 +9,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 if [ "$(id -u)" -ne 0 ]; then
   command -v cdo >/dev/null || echo "install-system: cdo missing (apt-get install cdo)" >&2
+  ldconfig -p 2>/dev/null | grep -q 'libudunits2\.so' ||
+    echo "install-system: libudunits2-0 missing (apt-get install libudunits2-0)" >&2
   command -v rclone >/dev/null || echo "install-system: rclone missing (apt-get install rclone)" >&2
   command -v fusermount3 >/dev/null ||
     echo "install-system: fuse3 missing (apt-get install fuse3)" >&2
@@ -20,6 +23,7 @@ fi
 
 missing=()
 command -v cdo >/dev/null || missing+=(cdo)
+ldconfig -p | grep -q 'libudunits2\.so' || missing+=(libudunits2-0)
 command -v rclone >/dev/null || missing+=(rclone)
 command -v fusermount3 >/dev/null || missing+=(fuse3)
 command -v chromium >/dev/null || missing+=(chromium)

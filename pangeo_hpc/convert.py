@@ -10,6 +10,7 @@ per chunk. ``open_era5(source=store)`` and ``run RECIPE --data store`` read it l
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,7 +124,7 @@ def to_zarr(
     for name in out.coords:
         out[name].encoding.pop("chunks", None)
     with atomic_dir(store, kind="zarr", inputs=[root], overwrite=overwrite) as tmp:
-        out.to_zarr(tmp, mode="w", encoding=encoding, consolidated=False, zarr_format=3)
+        write_zarr(out, tmp, encoding=encoding)
         written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     return ConvertReport(
         store=str(store),
@@ -134,6 +135,25 @@ def to_zarr(
         bytes_written=written,
         seconds=time.perf_counter() - t0,
     )
+
+
+def write_zarr(ds: Any, store: str | Path, **kwargs: Any) -> None:
+    """Write the Dataset ``ds`` as a Zarr v3 store with consolidated metadata.
+
+    Consolidated metadata let ``xr.open_zarr(store)`` open the store without a
+    ``RuntimeWarning`` (it tries them first) and in one read. Format 3 stays: the chunk
+    files are what :class:`~pangeo_hpc.zarr_reader.ZarrChunks` decodes in place, and a v2
+    store would lose that fast path. zarr-python 3 writes v3 consolidated metadata inline
+    in the root ``zarr.json`` with ``"must_understand": false`` (readers that do not know
+    them ignore them) and warns, at writing only, that they are not in the v3 spec yet;
+    that one warning is silenced here, where we chose them. Reading warns nothing
+    (tests/test_cf_outputs.py opens the stores under ``warnings.simplefilter("error")``).
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", message="Consolidated metadata is currently not part", category=UserWarning
+        )
+        ds.to_zarr(store, mode="w", consolidated=True, zarr_format=3, **kwargs)
 
 
 def _stamp(store: str | Path) -> tuple[int, int]:

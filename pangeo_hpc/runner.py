@@ -13,7 +13,9 @@ from typing import Any
 import xarray as xr
 
 from . import config, profiles, workflows
+from .cf_attrs import prepare_for_file
 from .cluster import kind_of, running_cluster
+from .convert import write_zarr
 from .era5 import open_era5
 from .errors import InputError
 from .guard import check_folder
@@ -156,15 +158,23 @@ def run_recipe(
         "host": platform.node(),
     }
     result.attrs.update(recipe=spec.name, source=str(root), period=" to ".join(period))
+    # CF for the file: Conventions, history, coordinate attributes, time bounds, encodings
+    made_by = (
+        f"{summary['created']}: python -m pangeo_hpc.run {spec.name} (workflow {spec.recipe}, "
+        f"pangeo-hpc {summary['versions']['pangeo-hpc']}) on {spec.variable} of {root}, "
+        f"{period[0]} to {period[1]}"
+    )
+    title = spec.description.splitlines()[0] if spec.description else spec.name
+    written = prepare_for_file(result, history=made_by, title=title)
     with atomic_dir(out, kind="result", inputs=[root]) as tmp:
         stripes = prepare_output(tmp, int(result.nbytes))
         if stripes:
             summary["lustre_stripes"] = stripes
         data_file = "result.nc" if fmt == "netcdf" else "result.zarr"
         if fmt == "netcdf":
-            result.to_netcdf(tmp / data_file)
+            written.to_netcdf(tmp / data_file)
         else:
-            result.to_zarr(tmp / data_file, mode="w")
+            write_zarr(written, tmp / data_file)
         PLOTS[spec.recipe](result, tmp / "plot.png", spec.name)
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
         summary["timings_s"]["write"] = round(time.perf_counter() - t_compute, 3)

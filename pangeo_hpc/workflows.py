@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
+from .cf_attrs import TIME_PERIOD, cell_methods, period_coord, with_attrs
 from .errors import InputError
 from .grid import horizontal_names, time_name
 from .recipes import anomaly, global_mean, linear_trend, nino34, time_series, trend_global_mean
@@ -22,18 +23,32 @@ def sst_mean(ds: xr.Dataset, variable: str, *, frequency: str = "monthly") -> xr
     da = ds[variable]
     t = time_name(da)
     series = time_series(da, freq=frequency)  # type: ignore[arg-type]
+    # both means stand for the whole period: CF's "time: mean" with a scalar time coordinate
+    # (with bounds in the file); a mean is still the input's quantity (standard name kept)
+    period = {TIME_PERIOD: period_coord(da[t], "time mean")}
+    keep = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name")}
+    time_mean = with_attrs(
+        da.mean(t, skipna=True),
+        {
+            **keep,
+            "long_name": f"time-mean {da.attrs.get('long_name', variable)}",
+            "cell_methods": cell_methods(da, "time: mean", gone={t: "time"}),
+        },
+    )
+    gm = global_mean(da)
+    total = with_attrs(
+        gm.mean(t),
+        {
+            **keep,
+            "long_name": "area-weighted global and time mean",
+            "cell_methods": cell_methods(gm, "time: mean", gone={t: "time"}),
+        },
+    )
     return xr.Dataset(
         {
-            "time_mean": da.mean(t, skipna=True).assign_attrs(
-                units=da.attrs.get("units", ""),
-                long_name=f"time-mean {da.attrs.get('long_name', variable)}",
-            ),
+            "time_mean": time_mean.assign_coords(period),
             "global_mean_series": series,
-            "global_mean": global_mean(da)
-            .mean(t)
-            .assign_attrs(
-                units=da.attrs.get("units", ""), long_name="area-weighted global and time mean"
-            ),
+            "global_mean": total.assign_coords(period),
         }
     )
 
@@ -42,7 +57,9 @@ def sst_trend(ds: xr.Dataset, variable: str, *, per: str = "decade") -> xr.Datas
     """The climate signal: trend map of monthly anomalies, its global mean, and Nino3.4."""
     da = ds[variable]
     t = time_name(da)
-    monthly = da.resample({t: "MS"}).mean().assign_attrs(da.attrs)
+    monthly = with_attrs(
+        da.resample({t: "MS"}).mean(), {**da.attrs, "cell_methods": cell_methods(da, f"{t}: mean")}
+    )
     if monthly.chunks is not None:
         # monthly means are ~30x smaller than the input: regroup them into few large chunks
         # (whole time series, bands of latitude) so that anomalies and trends are a few
@@ -51,7 +68,7 @@ def sst_trend(ds: xr.Dataset, variable: str, *, per: str = "decade") -> xr.Datas
         monthly = monthly.chunk({t: -1, lat: "auto"})
     anom = anomaly(monthly)
     trend = linear_trend(anom, per=per)  # type: ignore[arg-type]
-    gm_anom = global_mean(anom).assign_attrs(units=da.attrs.get("units", ""))
+    gm_anom = global_mean(anom)
     return xr.Dataset(
         {
             "trend": trend,

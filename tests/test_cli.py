@@ -91,7 +91,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["answer"]["global_mean_trend_K_per_decade"] == pytest.approx(0.2, rel=0.05)
-    assert xr.open_zarr(out / "result.zarr").trend.attrs["units"] == "K / decade"
+    assert xr.open_zarr(out / "result.zarr").trend.attrs["units"] == "K/(10 year)"  # UDUNITS
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,7 @@ from typing import Literal
 
 import xarray as xr
 
+from ..cf_attrs import area_where, cell_methods, with_attrs
 from ..checks import check_dataarray
 from ..errors import InputError
 from ..grid import cell_area, cell_edges, horizontal_names, time_name
@@ -48,7 +49,8 @@ def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.
         )
     else:
         out = da.weighted(weights).mean(dims, skipna=True)
-    return out.assign_attrs(_mean_attrs(da, "area-weighted mean over the globe"))
+    method = f"area: mean{area_where(da)}"
+    return with_attrs(out, _mean_attrs(da, "area-weighted mean over the globe", method))
 
 
 def _whole_fields(da: xr.DataArray, dims: tuple[str, ...]) -> bool:
@@ -67,7 +69,7 @@ def zonal_mean(da: xr.DataArray) -> xr.DataArray:
     west, east = cell_edges(da[lon].values, clip=None, period=360.0)
     width = xr.DataArray(east - west, dims=da[lon].dims)
     out = da.weighted(width).mean(da[lon].dims[0], skipna=True)
-    return out.assign_attrs(_mean_attrs(da, "zonal mean"))
+    return with_attrs(out, _mean_attrs(da, "zonal mean", f"{da[lon].dims[0]}: mean"))
 
 
 def time_series(
@@ -96,10 +98,15 @@ def time_series(
         # the series is small: one chunk makes the resampling a single task, not thousands
         gm = gm.chunk({t: -1})
     out = gm.resample({t: _FREQ[freq]}).mean()
-    return out.assign_attrs({**gm.attrs, "cell_methods": f"{t}: mean ({freq})"})
+    # each value stands for its month or year: the file gets time bounds for it
+    # (pangeo_hpc.cf_attrs.prepare_for_file)
+    return with_attrs(out, {**gm.attrs, "cell_methods": cell_methods(gm, f"{t}: mean")})
 
 
-def _mean_attrs(da: xr.DataArray, what: str) -> dict[str, str]:
+def _mean_attrs(da: xr.DataArray, what: str, method: str) -> dict[str, str]:
+    """A mean is still the quantity of ``da`` (units, standard name); its cell methods add
+    ``method`` to the input's."""
     attrs = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name", "long_name")}
     attrs["long_name"] = f"{attrs.get('long_name', da.name or 'field')}, {what}"
+    attrs["cell_methods"] = cell_methods(da, method)
     return attrs

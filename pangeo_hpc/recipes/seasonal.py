@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
+from ..cf_attrs import cell_methods, with_attrs
 from ..checks import check_dataarray
 from ..grid import time_name
 from ..kernels import group_nanmean_blocks
@@ -19,7 +20,15 @@ def climatology(da: xr.DataArray) -> xr.DataArray:
     """
     check_dataarray(da, "climatology")
     t = time_name(da)
-    attrs = {**da.attrs, "cell_methods": f"{t}: mean within months"}
+    # CF's "time: mean within years time: mean over years" needs a climatological time axis;
+    # the result has a month number instead, so: a time mean (the standard name "time",
+    # as the time dimension is gone), per calendar month in the comment
+    attrs = {
+        **da.attrs,
+        "cell_methods": cell_methods(
+            da, "time: mean (each calendar month over the years)", gone={t: "time"}
+        ),
+    }
     if not _time_blocks(da, t):
         out = da.groupby(f"{t}.month").mean(t, skipna=True)
         return out.assign_attrs(attrs)
@@ -54,6 +63,10 @@ def anomaly(da: xr.DataArray, clim: xr.DataArray | None = None) -> xr.DataArray:
         clim = climatology(da)
     out = da.groupby(f"{t}.month") - clim
     out = out.drop_vars("month", errors="ignore")
-    return out.assign_attrs(
-        {**{k: v for k, v in da.attrs.items() if k == "units"}, "long_name": "anomaly"}
-    )
+    # the same units (a temperature difference for a temperature), the input's cell methods
+    # (each value is still, say, a monthly mean), but no standard name: an anomaly of
+    # sea_surface_temperature is not a sea_surface_temperature (and CF has no name for it)
+    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods")}
+    name = da.attrs.get("long_name", da.name or "field")
+    attrs["long_name"] = f"{name} anomaly from the monthly climatology"
+    return with_attrs(out, attrs)

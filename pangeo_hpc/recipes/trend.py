@@ -7,6 +7,7 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
+from ..cf_attrs import TIME_PERIOD, area_where, per_time_units, period_coord, with_attrs
 from ..checks import check_dataarray
 from ..errors import InputError
 from ..grid import time_name
@@ -59,15 +60,26 @@ def linear_trend(
     stx = (tc * x).sum(t)
     denom = n * stt - st**2
     slope = ((n * stx - st * sx) / denom.where(denom > 0)).where(n >= min_count)
-    units = da.attrs.get("units", "units")
-    return slope.rename("trend").assign_attrs(
-        units=f"{units} / {per}", long_name=f"linear trend of {da.name or 'field'} per {per}"
-    )
+    # units per year, per 10 or 100 years in a spelling UDUNITS parses; no standard name
+    # and no cell_methods (a slope is none of CF's methods); the period fitted is a scalar
+    # time coordinate with bounds
+    attrs = {
+        "units": per_time_units(da.attrs.get("units"), per),
+        "long_name": f"linear trend of {da.attrs.get('long_name', da.name or 'field')} per {per}",
+    }
+    out = with_attrs(slope.rename("trend"), attrs)
+    return out.assign_coords({TIME_PERIOD: period_coord(da[t], "linear trend")})
 
 
 def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
     """Area-weighted global mean of a trend map, in the map's units."""
     check_dataarray(trend, "trend_global_mean")
-    return global_mean(trend).assign_attrs(
-        units=trend.attrs.get("units", ""), long_name="global-mean linear trend"
+    out = global_mean(trend)
+    return with_attrs(
+        out,
+        {
+            "units": trend.attrs.get("units", ""),
+            "long_name": "global-mean linear trend",
+            "cell_methods": f"area: mean{area_where(trend)}",
+        },
     )

@@ -1,0 +1,172 @@
+"""Outputs other tools accept: result.nc passes the CF checker, Zarr stores open anywhere."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import xarray as xr
+from cf import cfchecks, unavailable
+from conftest import missing, run_cli
+
+from pangeo_hpc.cf_attrs import per_time_units
+
+PERIOD = ("--start", "2000-01", "--end", "2001-12")
+
+
+@pytest.fixture(scope="module")
+def cf_tools() -> None:
+    why = unavailable()
+    if why is not None:
+        missing("cfchecks", why)
+
+
+@pytest.fixture(scope="module")
+def outputs(demo_tree, tmp_path_factory) -> dict[str, Path]:
+    """result.nc of both shipped recipes on two years of the demo tree."""
+    base = tmp_path_factory.mktemp("cf-outputs")
+    out = {}
+    for recipe in ("era5-sst-mean", "era5-sst-trend"):
+        folder = base / recipe
+        r = run_cli(
+            recipe,
+            "--data",
+            str(demo_tree),
+            *PERIOD,
+            "--workers",
+            "1",
+            "--no-progress",
+            "--out",
+            str(folder),
+            cwd=base,
+        )
+        assert r.returncode == 0, r.stderr
+        out[recipe] = folder / "result.nc"
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["era5-sst-mean", "era5-sst-trend"])
+def test_result_passes_cfchecks(cf_tools, outputs, recipe, tmp_path):
+    report = cfchecks(outputs[recipe], tmp_path / "tables")
+    print(report.output)
+    assert report.errors == [], "\n".join(report.errors)
+    # no warnings either: before, the mean's file had 0 errors but no Conventions and no
+    # time bounds, which cfchecks only warns about
+    assert report.warnings == [], "\n".join(report.warnings)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", ["era5-sst-mean", "era5-sst-trend"])
+def test_compliance_checker_finds_no_errors(cf_tools, outputs, recipe):
+    exe = Path(sys.executable).parent / "compliance-checker"
+    if not exe.is_file() and shutil.which("compliance-checker") is None:
+        missing("compliance-checker", "pip install compliance-checker (the test extras)")
+    cmd = [str(exe) if exe.is_file() else "compliance-checker", "--test=cf:1.8"]
+    r = subprocess.run([*cmd, str(outputs[recipe])], capture_output=True, text=True, timeout=300)
+    print(r.stdout)
+    assert "Corrective Actions" in r.stdout, r.stdout + r.stderr  # it ran to its report
+    # its report has an "Errors" section (high priority) only when there are some; the
+    # warnings left: bounds of the scalar time_period are 1-D, as CF 7.1 wants for a scalar
+    assert not re.search(r"^\s+Errors\s*$", r.stdout, re.MULTILINE), r.stdout
+
+
+@pytest.mark.slow
+def test_metadata_follows_the_data(cf_tools, outputs):
+    import cfunits
+
+    mean = xr.open_dataset(outputs["era5-sst-mean"])
+    trend = xr.open_dataset(outputs["era5-sst-trend"])
+    assert mean.attrs["Conventions"] == "CF-1.8" and "era5-sst-mean" in mean.attrs["history"]
+    # a mean of SST is still SST; a trend or an anomaly is not
+    assert mean.time_mean.attrs["standard_name"] == "sea_surface_temperature"
+    assert mean.time_mean.attrs["cell_methods"] == "time: mean"
+    assert mean.global_mean_series.attrs["cell_methods"] == "area: mean where sea time0: mean"
+    for name in ("trend", "global_mean_trend", "global_mean_anomaly", "nino34"):
+        assert "standard_name" not in trend[name].attrs, name
+    # K per decade in a spelling UDUNITS parses, and that means 0.1 K per year
+    units = cfunits.Units(trend.trend.attrs["units"])
+    assert units.isvalid and units.equivalent(cfunits.Units("K/year"))
+    assert cfunits.Units.conform(1.0, units, cfunits.Units("K/year")) == pytest.approx(0.1)
+    # monthly means stand for their months; the time means for the whole period
+    bounds = mean[mean.time0.attrs["bounds"]].values
+    assert (bounds[:, 0] == mean.time0.values).all()
+    assert bounds[0, 1] == np.datetime64("2000-02-01") and bounds[-1, 1] == np.datetime64("2002-01")
+    period = mean[mean.time_period.attrs["bounds"]].values
+    np.testing.assert_array_equal(period, np.array(["2000-01-01", "2002-01-01"], "M8[ns]"))
+    np.testing.assert_array_equal(trend[trend.time_period.attrs["bounds"]].values, period)
+    # coordinates: no _FillValue, with standard_name and axis
+    import netCDF4
+
+    with netCDF4.Dataset(outputs["era5-sst-trend"]) as nc:
+        for name, axis in (("lat", "Y"), ("lon", "X"), ("time0", "T")):
+            attrs = nc[name].__dict__
+            assert "_FillValue" not in attrs and attrs["axis"] == axis, (name, attrs)
+            assert attrs["standard_name"] in ("latitude", "longitude", "time")
+        assert "coordinates" not in nc["global_mean_anomaly"].__dict__  # no scalar time on it
+
+
+@pytest.mark.parametrize(("per", "factor"), [("year", 1.0), ("decade", 0.1), ("century", 0.01)])
+def test_rate_units_parse_and_mean_what_they_say(cf_tools, per, factor):
+    import cfunits
+
+    for base, per_year in (("K", "K/year"), ("m s-1", "m s-1/year"), ("", "1/year")):
+        units = cfunits.Units(per_time_units(base, per))
+        assert units.isvalid, per_time_units(base, per)
+        got = cfunits.Units.conform(1.0, units, cfunits.Units(per_year))
+        assert got == pytest.approx(factor), (base, per)
+
+
+def _open_silently(store: Path) -> None:
+    import zarr
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ds = xr.open_zarr(store)
+        ds.load()
+        group = zarr.open_group(store, mode="r")
+    assert ds.data_vars and set(map(str, ds.data_vars)) <= set(group.array_keys())
+
+
+@pytest.mark.slow
+def test_zarr_outputs_open_without_warnings(demo_tree, tmp_path):
+    out = tmp_path / "trend"
+    r = run_cli(
+        "era5-sst-trend",
+        "--data",
+        str(demo_tree),
+        *PERIOD,
+        "--workers",
+        "1",
+        "--no-progress",
+        "--format",
+        "zarr",
+        "--out",
+        str(out),
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    store = tmp_path / "sst.zarr"
+    r = run_cli(
+        "convert",
+        "--data",
+        str(demo_tree),
+        "--out",
+        str(store),
+        *PERIOD,
+        "--workers",
+        "1",
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    for path in (out / "result.zarr", store):
+        _open_silently(path)
+    trend = xr.open_zarr(out / "result.zarr")
+    assert trend.trend.attrs["units"] == "K/(10 year)"
+    assert xr.open_zarr(store).sea_surface_temperature.sizes["time0"] == 731
