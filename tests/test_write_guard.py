@@ -250,7 +250,6 @@ WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdte
 ALLOWED = {
     ("outputs.py", "*"): "the guarded helper itself",
     ("runner.py", "to_netcdf"): "into atomic_dir's temporary folder",
-    ("runner.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("convert.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("plotting.py", "savefig"): "into the path runner gives: atomic_dir's temporary folder",
     ("diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",
