@@ -66,10 +66,16 @@ def save(path: Path | None, entries: dict[str, Any]) -> None:
 
 
 def _is_cache(path: Path) -> bool:
+    """A scan cache of ours, or a damaged file at its digest-named path (only this module
+    writes such names, so a file there that is not even JSON is a damaged entry of ours);
+    JSON of any other kind is left alone."""
     try:
-        return json.loads(path.read_text()).get("format") == _FORMAT
-    except (OSError, ValueError, AttributeError):
+        doc = json.loads(path.read_text())
+    except ValueError:
+        return True
+    except OSError:
         return False
+    return isinstance(doc, dict) and doc.get("format") == _FORMAT
 
 
 def encode_times(times: np.ndarray) -> dict[str, Any]:

@@ -109,7 +109,7 @@ def test_bad_input(demo_copy, kwargs, error, match):
 
 def test_missing_directory(tmp_path):
     with pytest.raises(
-        DataNotFoundError, match="does not exist: pass --data DIR, or create demo data"
+        DataNotFoundError, match="does not exist: pass --data with the root of your era5-pds"
     ):
         open_era5(source=tmp_path / "nowhere", start="2000-01", end="2000-01")
     with pytest.raises(DataNotFoundError, match="no 'sea_surface_temperature' files"):
