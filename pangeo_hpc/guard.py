@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -265,9 +265,14 @@ def file_is_ours(path: Path) -> bool:
 
 
 def check_file(
-    target: str | os.PathLike[str], *, inputs: Iterable[object] = (), flag: str = "--out"
+    target: str | os.PathLike[str],
+    *,
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    ours: Callable[[Path], bool] | None = None,
 ) -> Path:
-    """Check that the file ``target`` may be written: new, or one this package wrote.
+    """Check that the file ``target`` may be written: new, or one this package wrote
+    (:func:`file_is_ours`, or the test ``ours`` of a writer that knows its files better).
 
     Raises
     ------
@@ -279,7 +284,7 @@ def check_file(
     check_inputs(path, inputs, flag)
     if path.is_dir():
         raise InputError(f"{flag} {str(path)!r} is a folder: give a file name")
-    if path.exists() and not file_is_ours(path):
+    if path.exists() and not (ours or file_is_ours)(path):
         raise InputError(
             f"{flag} {str(path)!r} exists and was not written by pangeo-hpc: give another "
             "file name, or move that file away yourself (nothing was changed)"

@@ -176,7 +176,7 @@ def atomic_file(
     is removed and ``target`` stays as it was.
     """
     inputs = list(inputs)
-    target = _check_file(target, inputs, flag, ours)
+    target = check_file(target, inputs=inputs, flag=flag, ours=ours)
     target.parent.mkdir(parents=True, exist_ok=True)
     if part is not None:
         tmp = target.with_name(f".{target.name}{part}")
@@ -189,29 +189,13 @@ def atomic_file(
         if part is None:
             tmp.chmod(0o666 & ~_umask() if mode is None else mode)
         yield tmp
-        _check_file(target, inputs, flag, ours)
+        check_file(target, inputs=inputs, flag=flag, ours=ours)
         os.replace(tmp, target)
     except Exception as exc:
         _raise_if_full(exc, target)
         raise
     finally:
         tmp.unlink(missing_ok=True)
-
-
-def _check_file(
-    target: str | Path, inputs: list[object], flag: str, ours: Callable[[Path], bool] | None
-) -> Path:
-    if ours is None:
-        return check_file(target, inputs=inputs, flag=flag)
-    path = Path(target)
-    if path.exists() and not ours(path):
-        from .errors import InputError
-
-        raise InputError(
-            f"{flag} {str(path)!r} exists and was not written by pangeo-hpc: move it away "
-            "or choose another place (nothing was changed)"
-        )
-    return path
 
 
 def write_json(
