@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 
 import matplotlib
@@ -31,12 +32,9 @@ def _map(ax: plt.Axes, da: xr.DataArray, title: str, *, cmap: str, center: bool)
     ax.set_ylabel("latitude (°N)")
     ax.set_title(title)
     ax.set_aspect("equal")
-    plt.colorbar(
-        mesh,
-        ax=ax,
-        label=f"{da.attrs.get('long_name', da.name)} ({da.attrs.get('units', '')})",
-        shrink=0.8,
-    )
+    # long names from the data can be long: wrap them so the units stay on the figure
+    label = f"{da.attrs.get('long_name', da.name)} ({da.attrs.get('units', '')})"
+    plt.colorbar(mesh, ax=ax, label=textwrap.fill(label, 45), shrink=0.8)
 
 
 def _series(ax: plt.Axes, da: xr.DataArray, title: str, *, fit: bool = False) -> None:
