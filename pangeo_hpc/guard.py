@@ -277,8 +277,8 @@ def check_file(
     Raises
     ------
     InputError
-        For a URL, an input, a folder, a missing parent folder, or an existing file without
-        this package's marker; nothing is changed.
+        For a URL, an input, a folder, or an existing file without this package's marker;
+        nothing is changed. (A missing parent folder is created by the writer.)
     """
     path = local_path(target, flag)
     check_inputs(path, inputs, flag)
