@@ -223,20 +223,67 @@ def check_folder(
         return path
     found = folder_kind(path)
     if found is None:
-        raise InputError(
-            f"{flag} {str(path)!r} holds files that pangeo-hpc did not write "
-            f"({_foreign(path)}): give a new or empty folder (nothing was changed)"
-        )
+        raise _foreign_error(path, flag)
     if found != kind:
-        raise InputError(
-            f"{flag} {str(path)!r} holds a {found} output of pangeo-hpc, not a {kind}: "
-            "give another folder (nothing was changed)"
-        )
+        raise _kind_error(path, flag, found, kind)
     if not overwrite:
         raise InputError(
             f"{flag} {str(path)!r} exists: pass overwrite=True (--overwrite) to replace it"
         )
     return path
+
+
+def check_tree(
+    root: str | os.PathLike[str],
+    *,
+    kind: str,
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    ours: Callable[[Path], bool] | None = None,
+) -> tuple[Path, bool]:
+    """Check that ``root`` may be a folder this package fills file by file (``demo-data``,
+    ``stage``, a cache): new, empty, carrying the marker of this ``kind``, or (``ours``) a
+    tree of an earlier version. Never replaced whole, so it may also hold a user's files.
+
+    Returns
+    -------
+    (pathlib.Path, bool)
+        ``root`` as a path, and whether it already carries the marker.
+
+    Raises
+    ------
+    InputError
+        For a URL, an input, a file, or a folder that holds anything else; nothing is
+        changed.
+    """
+    path = local_path(root, flag)
+    check_inputs(path, inputs, flag)
+    if path.exists() and not path.is_dir():
+        raise InputError(f"{flag} {str(path)!r} is a file: give a folder")
+    if not path.is_dir() or not any(path.iterdir()):
+        return path, False
+    doc = read_marker(path)
+    if doc is not None:
+        if doc.get("kind") != kind:
+            raise _kind_error(path, flag, str(doc.get("kind")), kind)
+        return path, True
+    if ours is None or not ours(path):
+        raise _foreign_error(path, flag)
+    return path, False
+
+
+def _foreign_error(path: Path, flag: str) -> InputError:
+    return InputError(
+        f"{flag} {str(path)!r} holds files that pangeo-hpc did not write "
+        f"({_foreign(path)}): give a new or empty folder (nothing was changed)"
+    )
+
+
+def _kind_error(path: Path, flag: str, found: str, kind: str) -> InputError:
+    return InputError(
+        f"{flag} {str(path)!r} holds a {found} output of pangeo-hpc, not a {kind}: "
+        "give another folder (nothing was changed)"
+    )
 
 
 def file_is_ours(path: Path) -> bool:

@@ -32,10 +32,10 @@ from .guard import (
     WRITTEN_BY,
     check_file,
     check_folder,
+    check_tree,
     figure_metadata,
     folder_kind,
     marker_doc,
-    read_marker,
 )
 
 #: a write that failed with less than this left on its file system ran out of space: HDF5
@@ -237,34 +237,15 @@ def claim_tree(
 ) -> Path:
     """Make sure ``root`` is a folder this package fills file by file, and create it.
 
-    ``root`` may be new, empty, or carry the marker of this ``kind`` (or pass ``ours``, for
-    trees of earlier versions); anything else is refused (:class:`InputError`, nothing
-    changed). A new or empty folder gets the marker, so that a later run recognises it; a
-    new one is made with ``mode`` (less the umask; ``0o700`` for private caches).
+    What may be claimed is :func:`pangeo_hpc.guard.check_tree`'s rule (new, empty, marked,
+    or ``ours`` for trees of earlier versions); anything else is refused
+    (:class:`InputError`, nothing changed). A new or empty folder gets the marker, so that
+    a later run recognises it; a new one is made with ``mode`` (less the umask; ``0o700``
+    for private caches).
     """
-    from .errors import InputError
-    from .guard import check_inputs, local_path
-
-    path = local_path(root, flag)
-    check_inputs(path, inputs, flag)
-    if path.exists() and not path.is_dir():
-        raise InputError(f"{flag} {str(path)!r} is a file: give a folder")
-    if path.is_dir() and any(path.iterdir()):
-        doc = read_marker(path)
-        if doc is not None and doc.get("kind") != kind:
-            raise InputError(
-                f"{flag} {str(path)!r} holds a {doc.get('kind')} output of pangeo-hpc, not a "
-                f"{kind}: give another folder (nothing was changed)"
-            )
-        if doc is None and not (ours is not None and ours(path)):
-            names = sorted(p.name for p in path.iterdir())[:3]
-            raise InputError(
-                f"{flag} {str(path)!r} holds files that pangeo-hpc did not write "
-                f"({', '.join(map(repr, names))}): give a new or empty folder "
-                "(nothing was changed)"
-            )
-        if doc is not None:
-            return path
+    path, marked = check_tree(root, kind=kind, inputs=inputs, flag=flag, ours=ours)
+    if marked:
+        return path
     path.mkdir(parents=True, exist_ok=True, mode=mode)
     _write_marker(path, marker_doc(kind))
     return path
