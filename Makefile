@@ -51,7 +51,8 @@ lint: $(VENV)/.installed
 system:
 	bash ci/install-system.sh
 
-## bench: the benchmark suite B1-B5 (not a test); e.g. make bench BENCH_ARGS="--cases B1,B2 --quick"
+## bench: the benchmark suite B1-B5, B4-lz4hc, warm-up (not a test); writes the README table
+## only from a clean tree; e.g. make bench BENCH_ARGS="--cases B1,B2 --quick"
 BENCH_ARGS ?=
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/suite.py $(BENCH_ARGS)

@@ -44,6 +44,7 @@ from common import (
     quarter_degree,
     ratio_row,
     relative_difference,
+    rss_row,
     text_row,
     warm,
     write_result,
@@ -171,6 +172,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             f"analyses to pay it back: {paid}",
         )
     )
+    rows.append(rss_row("B4", t.peak_rss))
     print_rows(rows)
     print(f"conversion {convert_s:.1f} s pays for itself after this many analyses: {break_even}")
     doc = {

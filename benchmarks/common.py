@@ -190,7 +190,7 @@ class Case:
     files: Sequence[str | Path] = ()  # dropped from the page cache before a cold run
     kind: str = "baseline"  # platform | baseline | ceiling
     label: str = ""  # longer description for the report
-    rss: bool = False  # sample the workers' peak RSS during its runs
+    rss: bool | str = False  # sample the workers' peak RSS ("client": this process's)
 
 
 @dataclass
@@ -256,7 +256,8 @@ def measure(
             client.run(gc.collect)
 
     def run(case: Case, what: str) -> tuple[Any, float] | None:
-        sampler = PeakRSS(pids) if case.rss and pids else contextlib.nullcontext()
+        watch = {"client": os.getpid()} if case.rss == "client" else pids if case.rss else {}
+        sampler = PeakRSS(watch) if watch else contextlib.nullcontext()
         try:
             with sampler:
                 s = time.perf_counter()
@@ -375,6 +376,24 @@ def text_row(case: str, what: str, cache: str, text: str, met: bool | None = Non
     }
 
 
+#: the peak resident memory each worker may use (a c5n.18xlarge worker of the FSx study has
+#: 150 GB / 36 = 4.2 GB; the platform is to leave most of it to the user's own steps)
+RSS_GOAL = 2e9
+
+
+def rss_row(case: str, peak_rss: dict[str, dict[str, int]], what: str = "") -> dict:
+    """README row: the largest peak RSS of any process of the platform's runs (``peak_rss``:
+    case -> worker -> bytes, from :class:`PeakRSS`), against :data:`RSS_GOAL`."""
+    peaks = {name: max(w.values()) for name, w in peak_rss.items() if w}
+    label = what or "peak RSS per worker"
+    if not peaks:
+        return text_row(case, label, "all", "not measured")
+    name, worst = max(peaks.items(), key=lambda kv: kv[1])
+    where = f", {name}" if len(peaks) > 1 else ""
+    text = f"{worst / 1e9:.2f} GB (largest worker{where}; goal <= {RSS_GOAL / 1e9:g} GB)"
+    return text_row(case, label, "all", text, bool(worst <= RSS_GOAL))
+
+
 def print_rows(rows: Sequence[dict[str, Any]]) -> None:
     print()
     for r in rows:
@@ -487,18 +506,7 @@ def machine() -> dict[str, Any]:
         out = subprocess.run([cdo, "--version"], capture_output=True, text=True, check=False)
         first = (out.stdout or out.stderr).splitlines()[:1]
         cdo_version = first[0].split("version")[-1].split("(")[0].strip() if first else None
-    commit = subprocess.run(
-        ["git", "-C", str(HERE.parent), "rev-parse", "--short", "HEAD"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    dirty = subprocess.run(
-        ["git", "-C", str(HERE.parent), "status", "--porcelain", "pangeo_hpc"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
+    state = tree_state()
     versions = {
         m: _version(m)
         for m in (
@@ -522,8 +530,36 @@ def machine() -> dict[str, Any]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "versions": {**versions, "cdo": cdo_version},
-        "pangeo_hpc_commit": commit + ("+dirty" if dirty else ""),
+        "pangeo_hpc_commit": state.commit + ("+dirty" if state.dirty else ""),
+        "changed_files": state.dirty,
     }
+
+
+@dataclass(frozen=True)
+class TreeState:
+    """The commit checked out and the paths that differ from it."""
+
+    commit: str
+    dirty: list[str]
+
+
+#: what a benchmark run itself changes: not a reason to call the tree dirty
+_OWN_OUTPUTS = (":(exclude)benchmarks/results", ":(exclude)README.md")
+
+
+def tree_state() -> TreeState:
+    """``git rev-parse --short HEAD`` and ``git status --porcelain`` of the project, but for
+    the results and the README table that the suite writes."""
+
+    def git(*args: str) -> str:
+        out = subprocess.run(
+            ["git", "-C", str(HERE.parent), *args], capture_output=True, text=True, check=False
+        )
+        return out.stdout
+
+    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    status = git("status", "--porcelain", "--", ".", *_OWN_OUTPUTS).splitlines()
+    return TreeState(commit, [line[3:] for line in status if line.strip()])
 
 
 def describe_machine(m: dict[str, Any]) -> str:

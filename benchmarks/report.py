@@ -2,6 +2,8 @@
 
 The table replaces whatever lies between ``<!-- bench:start -->`` and ``<!-- bench:end -->``
 in the README's Performance section; ``benchmarks/suite.py`` calls this after the cases.
+It names the commit the results were measured at, and refuses to write when they come
+from a tree with changes or from different commits (``--print`` still shows them).
 
     python benchmarks/report.py [--print] [--readme README.md]
 """
@@ -17,11 +19,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import RESULTS, describe_machine
+from common import RESULTS, describe_machine, tree_state
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-CASES = ("B1", "B2", "B3", "B4", "B5")
+CASES = ("B1", "B2", "B3", "B4", "B5", "B4-lz4hc", "warmup")
 
 
 def load(results: Path = RESULTS, *, quick: bool = False) -> dict[str, dict[str, Any]]:
@@ -32,6 +34,29 @@ def load(results: Path = RESULTS, *, quick: bool = False) -> dict[str, dict[str,
         if f.is_file():
             out[case] = json.loads(f.read_text())
     return out
+
+
+def commits(results: dict[str, dict[str, Any]]) -> dict[str, str]:
+    """Case -> the commit its result was measured at (``+dirty``: with changes)."""
+    return {
+        k: r.get("machine", {}).get("pangeo_hpc_commit") or "unknown" for k, r in results.items()
+    }
+
+
+def why_not(results: dict[str, dict[str, Any]], head: str | None = None) -> str | None:
+    """Why the README table must not be written from ``results`` (None: it may)."""
+    if not results:
+        return "no results: run `make bench`"
+    by_case = commits(results)
+    dirty = [k for k, c in by_case.items() if c.endswith("+dirty") or c == "unknown"]
+    if dirty:
+        return f"{', '.join(dirty)} measured with uncommitted changes: commit, then re-run them"
+    head = head or tree_state().commit
+    other = {k: c for k, c in by_case.items() if c != head}
+    if other:
+        shown = ", ".join(f"{k} at {c}" for k, c in other.items())
+        return f"{shown}, not at HEAD {head}: re-run them (`make bench BENCH_ARGS=--cases ...`)"
+    return None
 
 
 def _s(x: float | None) -> str:
@@ -65,12 +90,15 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         return "No benchmark results yet: run `make bench`."
     machine = next(iter(results.values()))["machine"]
     dates = sorted({r["date"][:10] for r in results.values()})
+    measured_at = ", ".join(sorted(set(commits(results).values())))
     lines = [
         f"`make bench` (`benchmarks/suite.py`; one file per case in `benchmarks/`, JSON in "
-        f"`benchmarks/results/`) on {describe_machine(machine)}; "
+        f"`benchmarks/results/`) at commit {measured_at} on {describe_machine(machine)}; "
         f"run {' to '.join([dates[0], dates[-1]] if len(dates) > 1 else dates)}. "
         "Medians of interleaved runs; ratio = the other's time / pangeo-hpc's (above 1: "
-        "pangeo-hpc faster); *warm*: files in the page cache, *cold*: dropped from it first.",
+        "pangeo-hpc faster); *warm*: files in the page cache, *cold*: dropped from it "
+        "first (for the warm-up: a fresh mount, cluster and cache per run). Peak RSS: the "
+        "largest resident memory of any worker process during the platform's runs.",
         "",
         "| case | comparison | pangeo-hpc warm / cold | other warm / cold | ratio warm / cold "
         "| goal |",
@@ -83,8 +111,6 @@ def table(results: dict[str, dict[str, Any]]) -> str:
             continue
         groups: dict[str, list[dict[str, Any]]] = {}
         for row in res.get("rows", []):
-            if row.get("goal") is None and row.get("text") is None:
-                continue  # JSON only (e.g. the naive recipe)
             groups.setdefault(row["what"], []).append(row)
         for what, rows in groups.items():
             label, head = head, ""  # the case and its data once, on its first row
@@ -105,12 +131,17 @@ def table(results: dict[str, dict[str, Any]]) -> str:
 
 def update_readme(readme: Path = README, results: dict[str, dict[str, Any]] | None = None) -> bool:
     """Replace the block between the markers; False (and a message) if they are missing."""
+    results = load() if results is None else results
+    refused = why_not(results)
+    if refused:
+        print(f"README table not written: {refused}")
+        return False
     text = readme.read_text()
     pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
     if not pattern.search(text):
         print(f"{readme}: no {START} ... {END} block; the table was not written")
         return False
-    block = f"{START}\n{table(load() if results is None else results)}\n{END}"
+    block = f"{START}\n{table(results)}\n{END}"
     readme.write_text(pattern.sub(lambda _: block, text, count=1))
     print(f"README table updated: {readme}")
     return True
@@ -124,8 +155,8 @@ def main(argv: list[str] | None = None) -> None:
     a = p.parse_args(argv)
     if a.print or a.quick:
         print(table(load(quick=a.quick)))
-    else:
-        update_readme(a.readme)
+    elif not update_readme(a.readme):
+        sys.exit(1)
 
 
 if __name__ == "__main__":

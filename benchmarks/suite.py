@@ -9,6 +9,12 @@ the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
     B3  monthly climatology over 10 years of daily 0.25-degree data: vs xarray +- flox
     B4  convert once to Zarr, then B1 and B3 on it: vs the NetCDF path, conversion cost
     B5  B1 at 1, 2, 4, 8 GB: time per GB (slope) and peak RSS per worker
+    B4-LZ4HC  B4 with ``convert --codec lz4hc`` on 2 years
+    WARMUP    warm-up of an rclone mount of a local S3 server: fresh mount and cluster per run
+
+Every case reports the peak RSS of the platform's worker processes. The README table is
+written only from a clean tree (``git status`` shows nothing but results and README.md),
+and every result in it must come from that commit: the table names it.
 
     make bench                      # all cases, full size (B3's data takes a while once)
     python benchmarks/suite.py --cases B1,B2 --repeat 5
@@ -32,7 +38,11 @@ SCRIPTS = {
     "B3": "b3_climatology.py",
     "B4": "b4_zarr.py",
     "B5": "b5_scaling.py",
+    "B4-LZ4HC": "b4_zarr.py",
+    "WARMUP": "warmup.py",
 }
+#: fixed arguments of a case
+FIXED = {"B4-LZ4HC": ["--codec", "lz4hc", "--years", "2"]}
 #: which size options each case takes
 OPTIONS = {
     "B1": ("gb",),
@@ -40,6 +50,8 @@ OPTIONS = {
     "B3": ("years",),
     "B4": ("gb", "years"),
     "B5": ("sizes",),
+    "B4-LZ4HC": ("gb",),
+    "WARMUP": (),
 }
 
 
@@ -62,13 +74,22 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"--cases {','.join(unknown)}: choose from {','.join(SCRIPTS)}")
 
+    from report import load, table, tree_state, update_readme
+
+    state = tree_state()
+    if state.dirty and not (a.quick or a.no_readme):
+        p.error(
+            f"the tree at {state.commit} has changes ({', '.join(state.dirty[:5])}): commit "
+            "them first, so that the README table names the code it measured (or pass "
+            "--no-readme to measure without writing the table)"
+        )
     failed = []
     for case in cases:
-        args = [sys.executable, str(HERE / SCRIPTS[case])]
+        args = [sys.executable, str(HERE / SCRIPTS[case]), *FIXED.get(case, [])]
         if a.quick:
             args.append("--quick")
         for opt in ("repeat", "cache"):
-            if getattr(a, opt) is not None:
+            if getattr(a, opt) is not None and not (case == "WARMUP" and opt == "cache"):
                 args += [f"--{opt}", str(getattr(a, opt))]
         for opt in OPTIONS[case]:
             if getattr(a, opt) is not None:
@@ -84,12 +105,10 @@ def main(argv: list[str] | None = None) -> int:
         if rc:
             failed.append(case)
 
-    from report import load, table, update_readme
-
     if a.quick:  # --quick results go to <case>-quick.json and never into the README
         print("\n" + table(load(quick=True)))
-    elif not a.no_readme:
-        update_readme()
+    elif not a.no_readme and not update_readme():
+        failed.append("README table")
     if failed:
         print(f"failed: {', '.join(failed)}")
     return 1 if failed else 0

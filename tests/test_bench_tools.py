@@ -1,0 +1,120 @@
+"""The benchmark suite's yardsticks: the bounds compute the right answer, and the README
+table is written only from results measured at the commit checked out, without changes."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+sys.path.insert(0, str(BENCH))
+
+import bounds  # noqa: E402
+import report  # noqa: E402
+from common import RSS_GOAL, rss_row  # noqa: E402
+
+VAR = bounds.VAR
+
+
+def _file(path: Path, data: np.ndarray, chunks: tuple[int, int, int]) -> str:
+    with h5py.File(path, "w") as f:
+        f.create_dataset(VAR, data=data, chunks=chunks, shuffle=True, compression="gzip")
+    return str(path)
+
+
+@pytest.fixture
+def two_files(tmp_path: Path) -> tuple[list[str], list[np.ndarray], np.ndarray]:
+    """Two files of 7 and 5 time steps on a 13 x 17 grid (ragged chunks), land as NaN."""
+    rng = np.random.default_rng(3)
+    land = rng.random((13, 17)) < 0.3
+    data = []
+    for nt in (7, 5):
+        x = (280 + 20 * rng.random((nt, 13, 17))).astype("f4")
+        x[:, land] = np.nan
+        data.append(x)
+    files = [_file(tmp_path / f"f{i}.nc", d, (3, 5, 4)) for i, d in enumerate(data)]
+    weights = 1 + rng.random((13, 17))
+    return files, data, weights
+
+
+def test_fused_bound_answers_the_weighted_series_and_the_time_mean(two_files):
+    files, data, w = two_files
+    fused = bounds.Bound(files, w, procs=2, mode="fused")
+    try:
+        series = fused()
+    finally:
+        fused.close()
+    x = np.concatenate(data).astype("f8")
+    ok = ~np.isnan(x)
+    expected = np.where(ok, x, 0).reshape(len(x), -1) @ w.ravel()
+    expected /= ok.reshape(len(x), -1) @ w.ravel()
+    np.testing.assert_allclose(series, expected, rtol=1e-6)
+    # the unweighted mean differs by far more than the tolerance: the test can fail
+    assert np.abs(np.nanmean(x, axis=(1, 2)) / expected - 1).max() > 1e-4
+    with np.errstate(invalid="ignore"):  # all-land cells: NaN in both
+        time_mean = np.where(ok, x, 0).sum(axis=0) / ok.sum(axis=0)
+    np.testing.assert_allclose(fused.time_mean, time_mean, rtol=1e-6)
+
+
+def test_decode_bound_inflates_every_chunk_whole(two_files):
+    files, data, w = two_files
+    decode = bounds.Bound(files, w, procs=1, mode="decode")
+    try:
+        decoded = decode()
+    finally:
+        decode.close()
+    chunks = sum(-(-d.shape[0] // 3) * -(-13 // 5) * -(-17 // 4) for d in data)
+    assert decoded == chunks * 3 * 5 * 4 * 4  # edge chunks are stored (and inflated) whole
+
+
+def test_bound_refuses_files_it_cannot_decode(tmp_path: Path):
+    with h5py.File(tmp_path / "lz.nc", "w") as f:
+        f.create_dataset(VAR, data=np.zeros((2, 4, 4), "f4"), chunks=(1, 4, 4))
+    with pytest.raises(ValueError, match="not B1's data"):
+        bounds.chunk_index(str(tmp_path / "lz.nc"))
+
+
+def _result(commit: str) -> dict:
+    return {"machine": {"pangeo_hpc_commit": commit}, "date": "2026-11-23 10:00", "rows": []}
+
+
+def test_readme_table_only_from_one_clean_commit():
+    assert report.why_not({"B1": _result("abc1234"), "B2": _result("abc1234")}, "abc1234") is None
+    dirty = report.why_not({"B1": _result("abc1234+dirty")}, "abc1234")
+    assert dirty and "B1" in dirty and "uncommitted" in dirty
+    mixed = report.why_not({"B1": _result("abc1234"), "B2": _result("0cb110a")}, "abc1234")
+    assert mixed and "B2 at 0cb110a" in mixed and "B1" not in mixed
+    assert report.why_not({}, "abc1234")
+    table = report.table({"B1": {**_result("abc1234"), "machine": _machine("abc1234")}})
+    assert "at commit abc1234" in table
+
+
+def _machine(commit: str) -> dict:
+    return {
+        "pangeo_hpc_commit": commit,
+        "cpu": "cpu",
+        "cores": 2,
+        "memory_gib": 23.5,
+        "kernel": "6",
+        "python": "3.11",
+        "versions": {"xarray": "x", "dask": "d", "h5py": "h", "cdo": "c"},
+    }
+
+
+def test_update_readme_refuses_and_leaves_the_readme_alone(tmp_path: Path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"a\n{report.START}\nold\n{report.END}\nb\n")
+    assert not report.update_readme(readme, {"B1": _result("abc1234+dirty")})
+    assert "old" in readme.read_text()
+
+
+def test_rss_row_judges_the_largest_worker():
+    small = rss_row("B3", {"pangeo-hpc": {"w1": 1_000_000_000, "w2": 1_500_000_000}})
+    assert small["met"] is True and "1.50 GB" in small["text"]
+    big = rss_row("B3", {"a": {"w1": 1e9}, "b": {"w1": 1e9, "w2": RSS_GOAL + 1}})
+    assert big["met"] is False and ", b;" in big["text"]
+    assert rss_row("B2", {})["met"] is None
