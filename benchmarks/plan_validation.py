@@ -159,7 +159,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     batch = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "00:30:00",
              "job_extra_directives": ["--oversubscribe"]}  # fmt: skip
     kw = {"data": root, "start": period[0], "end": period[1], "amount": a.amount,
-          "simulate_workers": 0, "repeat": 2, "log": lambda line: print("   ", line)}  # fmt: skip
+          "simulate_workers": 0, "repeat": 3, "log": lambda line: print("   ", line)}  # fmt: skip
     ds = open_era5(spec.variable, *period, source=root)
     size = int(ds[spec.variable].nbytes)
     chunks = len(ds[spec.variable].chunks[0])
