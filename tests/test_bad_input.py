@@ -16,6 +16,7 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
+from conftest import missing
 
 from pangeo_hpc import run
 
@@ -185,7 +186,7 @@ def test_a_file_on_another_grid_is_named(demo_tree, tmp_path, capsys, monkeypatc
 def test_an_unreadable_tree_is_named(demo_tree, tmp_path):
     """Root reads anything: the CLI runs as nobody (setpriv) on a folder it may not enter."""
     if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is missing")
+        missing("setpriv", "apt-get install util-linux")
     tree = tmp_path / "tree"
     shutil.copytree(demo_tree / "2000" / "01", tree / "2000" / "01")
     (tree / "2000").chmod(0o700)

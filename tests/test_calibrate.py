@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
+import yaml
 
-from pangeo_hpc import run
+from pangeo_hpc import run, workflows
 from pangeo_hpc.calibrate import calibrate, load_calibration
 from pangeo_hpc.errors import InputError
 
@@ -66,6 +68,45 @@ def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
     out = capsys.readouterr().out
     assert code == 0 and f"calibration: {path}, measured on" in out
     assert "host CPU" in out or "CPU decode" in out  # a local plan: this host's cores
+
+
+#: CPU seconds each chunk of the known-cost recipe burns, beyond reading it
+BURN = 0.25
+
+
+def _burn_workflow(ds, variable, *, seconds):
+    """A recipe of known cost: every chunk burns ``seconds`` of its thread's CPU time."""
+
+    def burn(block):
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < seconds:
+            pass
+        return block
+
+    return ds[[variable]].map_blocks(burn).sum()
+
+
+@pytest.mark.slow
+def test_calibrate_finds_the_cost_of_a_known_workload(demo_tree, tmp_path, monkeypatch):
+    """A recipe that burns 0.25 s of CPU per chunk of a 2-degree month (2.0 MB): calibrate
+    must find about 2.0 MB / 0.25 s = 8 MB/s per process, and no load slowdown (the CPU
+    time a chunk burns does not grow when every core is busy)."""
+    monkeypatch.setitem(workflows.WORKFLOWS, "burn", _burn_workflow)
+    spec = tmp_path / "burn.yaml"
+    dataset = {"variable": "sea_surface_temperature", "start": "2000-01", "end": "2000-12"}
+    doc = {"name": "burn", "recipe": "burn", "options": {"seconds": BURN}, "dataset": dataset}
+    spec.write_text(yaml.safe_dump(doc))
+    cal = calibrate(
+        str(spec), data=demo_tree, amount="16MB", repeat=1, tasks=50, storage={}, save=False,
+        log=lambda line: None,
+    )  # fmt: skip
+    fit = cal.recipe(str(spec))
+    chunk = 91 * 180 * 4 * 30.44  # bytes of a month at 2 degrees (91 latitudes), on average
+    # a chunk's computing is the burn and its decoding (a few ms, 1-3 %); 20 % holds that,
+    # months of 28 to 31 days and a busy machine's timing noise
+    got = f"{fit.process_rate / 1e6:.2f} MB/s, slowdown {fit.load_slowdown:.2f}"
+    assert fit.process_rate == pytest.approx(chunk / BURN, rel=0.2), got
+    assert fit.load_slowdown == pytest.approx(1.0, abs=0.25), got
 
 
 def test_a_damaged_file_says_what_to_do(tmp_path):

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import dask
 import pytest
-from conftest import ROOT, aws_environment, run_cli
+from conftest import ROOT, aws_environment, missing, run_cli
 from servers import RcloneMount, free_port, publish_tree
 
 from pangeo_hpc.errors import InputError
@@ -53,7 +53,7 @@ def _fincore(path: Path) -> int:
     the file's size (fincore counts whole pages)."""
     tool = shutil.which("fincore")
     if tool is None:
-        pytest.skip("fincore (util-linux) is not installed")
+        missing("fincore", "apt-get install util-linux-extra (ci/install-system.sh as root)")
     out = subprocess.run(
         [tool, "--bytes", "--noheadings", "--raw", "--output", "RES", str(path)],
         capture_output=True,
@@ -216,8 +216,8 @@ def test_an_unreadable_file_is_a_one_line_error(tmp_path):
     cmd = [sys.executable, "-m", "pangeo_hpc.run", "survey", str(tmp_path)]
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("running as root, and setpriv (util-linux) is not there to drop rights")
+        if setpriv is None:  # running as root: without it, nothing drops the rights
+            missing("setpriv", "apt-get install util-linux")
         caps = "-dac_override,-dac_read_search"
         cmd = [setpriv, f"--bounding-set={caps}", f"--inh-caps={caps}", "--", *cmd]
     else:
