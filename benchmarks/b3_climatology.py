@@ -51,14 +51,12 @@ from common import (
     quarter_degree,
     ratio_row,
     relative_difference,
+    rss_row,
     screen,
-    text_row,
     write_result,
 )
 
 METHODS = ("flox map-reduce", "flox cohorts", "no flox")
-#: peak RSS per worker allowed: 150 GB / 36 workers of a c5n.18xlarge node is 4.2 GB
-RSS_GOAL = 2e9
 
 
 def platform_climatology(root: Path, start: str, end: str) -> np.ndarray:
@@ -167,8 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 1.5,
             )
         )
-    peak = fresh.peak_rss["pangeo-hpc"]
-    rows.append(rss_row(peak))
+    rows.append(rss_row("B3", fresh.peak_rss))
     print_rows(rows)
     doc = {
         "title": f"monthly climatology, {years} years of daily 0.25-degree SST",
@@ -187,7 +184,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "labels": {c.name: c.label for c in [*screen_cases, *cases] if c.label},
         "stats": t.stats(),
         "failed": {**screened.failed, **t.failed},
-        "peak_rss_bytes": {"pangeo-hpc": peak},
+        "peak_rss_bytes": fresh.peak_rss,
         "peak_rss_when": "the platform's first run, on workers that had run nothing else",
         "resident_before_cold_run": t.resident_before,
         "max_relative_difference": agree,
@@ -195,19 +192,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     write_result("B3", doc, quick=a.quick)
     return doc
-
-
-def rss_row(peak: dict[str, int]) -> dict[str, Any]:
-    """The README row of the platform's peak RSS per worker (its largest worker) vs
-    :data:`RSS_GOAL`."""
-    worst = max(peak.values())
-    return text_row(
-        "B3",
-        "peak RSS per worker (pangeo-hpc)",
-        "all",
-        f"{worst / 1e9:.2f} GB (goal <= {RSS_GOAL / 1e9:g} GB)",
-        bool(worst <= RSS_GOAL),
-    )
 
 
 if __name__ == "__main__":

@@ -389,8 +389,11 @@ def rss_row(case: str, peak_rss: dict[str, dict[str, int]], what: str = "") -> d
     if not peaks:
         return text_row(case, label, "all", "not measured")
     name, worst = max(peaks.items(), key=lambda kv: kv[1])
-    where = f", {name}" if len(peaks) > 1 else ""
-    text = f"{worst / 1e9:.2f} GB (largest worker{where}; goal <= {RSS_GOAL / 1e9:g} GB)"
+    clients = all(set(w) == {"client"} for w in peak_rss.values() if w)
+    where = ("this process" if clients else "largest worker") + (
+        f", {name}" if len(peaks) > 1 else ""
+    )
+    text = f"{worst / 1e9:.2f} GB ({where}; goal <= {RSS_GOAL / 1e9:g} GB)"
     return text_row(case, label, "all", text, bool(worst <= RSS_GOAL))
 
 
