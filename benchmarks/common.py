@@ -540,7 +540,7 @@ def machine() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class TreeState:
-    """The commit checked out and the paths that differ from it."""
+    """The code's commit (the last one not only of results) and the paths changed since."""
 
     commit: str
     dirty: list[str]
@@ -551,8 +551,8 @@ _OWN_OUTPUTS = (":(exclude)benchmarks/results", ":(exclude)README.md")
 
 
 def tree_state() -> TreeState:
-    """``git rev-parse --short HEAD`` and ``git status --porcelain`` of the project, but for
-    the results and the README table that the suite writes."""
+    """The last commit that changed the project and ``git status --porcelain``, both but
+    for the results and the README table that the suite writes."""
 
     def git(*args: str) -> str:
         out = subprocess.run(
@@ -560,7 +560,9 @@ def tree_state() -> TreeState:
         )
         return out.stdout
 
-    commit = git("rev-parse", "--short", "HEAD").strip() or "unknown"
+    # the last commit that changed more than results and the README table: committing
+    # the results of a run does not make them stale
+    commit = git("log", "-1", "--format=%h", "--", ".", *_OWN_OUTPUTS).strip() or "unknown"
     status = git("status", "--porcelain", "--", ".", *_OWN_OUTPUTS).splitlines()
     return TreeState(commit, [line[3:] for line in status if line.strip()])
 

@@ -8,6 +8,9 @@ set -euo pipefail
 export SGE_ROOT=/var/lib/gridengine SGE_CELL=default
 COMMON=$SGE_ROOT/$SGE_CELL/common
 HOST=$(hostname)
+# the machine's online CPUs, not this process's affinity (`nproc`): a start from a shell
+# pinned to one core (taskset) must not shrink the node for every later job
+CPUS=$(getconf _NPROCESSORS_ONLN)
 QMASTER_PID=/var/spool/gridengine/qmaster/qmaster.pid
 EXECD_PID=/var/run/gridengine/execd.pid
 QMASTER_LOG=/var/spool/gridengine/qmaster/messages
@@ -105,7 +108,7 @@ else
   [ -s "$TMP/q" ] || die "could not get the queue template from qconf -aq"
   op=-Aq; set_attrs "$TMP/q" pe_list NONE || true  # the template's PEs do not exist
 fi
-if set_attrs "$TMP/q" hostlist "$HOST" slots "$(nproc)" load_thresholds NONE || [ $op = -Aq ]; then
+if set_attrs "$TMP/q" hostlist "$HOST" slots "$CPUS" load_thresholds NONE || [ $op = -Aq ]; then
   qc $op "$TMP/q"; changed+=" all.q"
 fi
 

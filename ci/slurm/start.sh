@@ -9,6 +9,9 @@ set -euo pipefail
 
 STATE=${PANGEO_HPC_SLURM_DIR:-/var/lib/pangeo-hpc-slurm}
 HOST=$(hostname -s)
+# the machine's online CPUs, not this process's affinity (`nproc`): a start from a shell
+# pinned to one core (taskset) must not shrink the node for every later job
+CPUS=$(getconf _NPROCESSORS_ONLN)
 CONF=/etc/slurm/slurm.conf
 MARK="# managed by pangeo-hpc ci/slurm/start.sh"
 
@@ -105,7 +108,7 @@ SlurmctldLogFile=$STATE/log/slurmctld.log
 SlurmdLogFile=$STATE/log/slurmd.log
 SlurmctldPidFile=$STATE/run/slurmctld.pid
 SlurmdPidFile=$STATE/run/slurmd.pid
-NodeName=$HOST NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=$(nproc) RealMemory=$MEM_MB State=UNKNOWN
+NodeName=$HOST NodeAddr=127.0.0.1 NodeHostname=$HOST CPUs=$CPUS RealMemory=$MEM_MB State=UNKNOWN
 PartitionName=debug Nodes=$HOST Default=YES MaxTime=INFINITE State=UP OverSubscribe=YES
 EOF
 )
@@ -140,4 +143,4 @@ for _ in $(seq 120); do
   sleep 0.5
 done
 case "$state" in idle|mixed|allocated|completing) ;; *) die "node $HOST not ready after 60 s (state: '${state:-none}')" ;; esac
-echo "slurm up: cluster=pangeo node=$HOST state=$state cpus=$(nproc) mem=${MEM_MB}M ports=$CTLD_PORT/$SLURMD_PORT conf=$CONF state_dir=$STATE"
+echo "slurm up: cluster=pangeo node=$HOST state=$state cpus=$CPUS mem=${MEM_MB}M ports=$CTLD_PORT/$SLURMD_PORT conf=$CONF state_dir=$STATE"
