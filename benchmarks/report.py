@@ -59,6 +59,11 @@ def why_not(results: dict[str, dict[str, Any]], head: str | None = None) -> str 
     return None
 
 
+def _cell(text: str) -> str:
+    """``text`` safe inside a markdown table cell (a ``|`` would end the cell)."""
+    return text.replace("|", "\\|")
+
+
 def _s(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f} s" if x < 100 else f"{x:.0f} s"
 
@@ -113,13 +118,14 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         for row in res.get("rows", []):
             groups.setdefault(row["what"], []).append(row)
         for what, rows in groups.items():
+            what = _cell(what)
             label, head = head, ""  # the case and its data once, on its first row
             rows.sort(key=lambda r: ("warm", "cold", "all").index(r["cache"]))
             if rows[0].get("text") is not None:
-                text = " / ".join(r["text"] for r in rows)
+                text = _cell(" / ".join(r["text"] for r in rows))
                 lines.append(f"| {label} | {what} | {text} | | | {_goal(rows)} |")
                 continue
-            others = sorted({r["other"] for r in rows})
+            others = sorted({_cell(r["other"]) for r in rows})
             lines.append(
                 f"| {label} | {what} ({', '.join(others)}) "
                 f"| {' / '.join(_s(r['platform_s']) for r in rows)} "

@@ -118,3 +118,11 @@ def test_rss_row_judges_the_largest_worker():
     big = rss_row("B3", {"a": {"w1": 1e9}, "b": {"w1": 1e9, "w2": RSS_GOAL + 1}})
     assert big["met"] is False and ", b;" in big["text"]
     assert rss_row("B2", {})["met"] is None
+
+
+def test_a_pipe_in_a_row_stays_inside_its_cell():
+    row = {"what": "warmup vs find | xargs cat", "cache": "cold", "platform_s": 1.0,
+           "other": "find | xargs -P 8 cat", "other_s": 1.0, "ratio": 1.0, "goal": None}  # fmt: skip
+    res = {**_result("abc1234"), "machine": _machine("abc1234"), "rows": [row]}
+    line = report.table({"warmup": res}).splitlines()[-1]
+    assert line.count("|") - line.count("\\|") == 7  # six cells
