@@ -67,6 +67,6 @@ def daily_global_means(files: Iterable[Path], weights=band_weights) -> list[np.n
 def month_files(root: Path, start: str, end: str) -> list[Path]:
     """The month files of an era5-pds tree from ``start`` to ``end`` (``YYYY-MM``)."""
     return [
-        root / f"{m:%Y}" / f"{m:%m}" / "data" / "sea_surface_temperature.nc"
+        root / f"{m.year:04d}" / f"{m.month:02d}" / "data" / "sea_surface_temperature.nc"
         for m in pd.period_range(start, end, freq="M")
     ]
