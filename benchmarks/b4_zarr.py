@@ -159,9 +159,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             saved = nc - zr
             break_even[f"{cache} {part}"] = convert_s / saved if saved > 0 else None
     total = data_size(all_files).bytes_uncompressed
-    paid = (
-        ", ".join(f"{k} {v:.1f}" for k, v in break_even.items() if v is not None)
-        or "never (Zarr not faster)"
+    paid = ", ".join(
+        f"{k} {v:.1f}" if v is not None else f"{k} never (Zarr not faster)"
+        for k, v in break_even.items()
     )
     rows.append(
         text_row(
