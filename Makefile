@@ -47,6 +47,7 @@ test-lowest:
 lint: $(VENV)/.installed
 	$(BIN)/ruff check pangeo_hpc tests benchmarks
 	$(BIN)/ruff format --check pangeo_hpc tests benchmarks
+	$(BIN)/lint-imports
 
 system:
 	bash ci/install-system.sh

@@ -81,7 +81,7 @@ from common import (
 
 def platform_global_mean(root: Path, start: str, end: str) -> np.ndarray:
     """The platform: open through the catalog, area-weighted mean of every day."""
-    from pangeo_hpc.era5 import open_era5
+    from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.recipes import global_mean
 
     sst = open_era5(VAR, start, end, source=root)[VAR]
@@ -92,7 +92,7 @@ def cell_area(files: list[str]) -> Any:
     """The cell areas (m², DataArray on lat/lon) of the files' grid, as the platform uses."""
     import xarray as xr
 
-    from pangeo_hpc.grid import cell_area as area
+    from pangeo_hpc.recipes.grid import cell_area as area
 
     with xr.open_dataset(files[0], engine="h5netcdf") as ds:
         return area(ds["lat"].load(), ds["lon"].load())

@@ -60,7 +60,7 @@ def platform_open(root: Path, start: str, end: str, *, scan_cache: bool) -> tupl
     without it every file's metadata are read, as on the first open."""
     import dask
 
-    from pangeo_hpc.era5 import open_era5
+    from pangeo_hpc.io.era5 import open_era5
 
     with dask.config.set({} if scan_cache else {"pangeo-hpc.catalog.cache": False}):
         return tuple(open_era5(VAR, start, end, source=root)[VAR].shape)
@@ -68,7 +68,7 @@ def platform_open(root: Path, start: str, end: str, *, scan_cache: bool) -> tupl
 
 def scan_cache_file(root: Path) -> Path:
     """The catalog's metadata cache file of ``root`` (it must exist: filled by an open)."""
-    from pangeo_hpc.scan_cache import cache_path
+    from pangeo_hpc.io.scan_cache import cache_path
 
     path = cache_path(root, VAR)
     if path is None or not path.is_file():

@@ -61,7 +61,7 @@ METHODS = ("flox map-reduce", "flox cohorts", "no flox")
 
 def platform_climatology(root: Path, start: str, end: str) -> np.ndarray:
     """The platform: open through the catalog, mean of each calendar month."""
-    from pangeo_hpc.era5 import open_era5
+    from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.recipes import climatology
 
     return climatology(open_era5(VAR, start, end, source=root)[VAR]).compute().values

@@ -1,6 +1,6 @@
 """B4: convert once to an analysis-ready Zarr store, then repeat analyses on it (not a test).
 
-``pangeo_hpc.convert.to_zarr`` writes the 0.25-degree demo SST (the B3 period, which holds
+``pangeo_hpc.batch.convert.to_zarr`` writes the 0.25-degree demo SST (the B3 period, which holds
 the B1 period) to a Zarr store (zstd, whole-field chunks chosen for the recipes); the cost
 is reported (seconds, bytes written, and after how many analyses it has paid for itself).
 Then B1's and B3's platform computations run on both paths:
@@ -53,7 +53,7 @@ from common import (
 
 def _period(store: Path, start: str, end: str) -> Any:
     """The period from the store, as the platform opens it (``open_era5(source=store)``)."""
-    from pangeo_hpc.era5 import open_era5
+    from pangeo_hpc.io.era5 import open_era5
 
     return open_era5(VAR, start, end, source=store)[VAR]
 
@@ -85,9 +85,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     a = finish_args(p.parse_args(argv))
     try:
-        from pangeo_hpc.convert import to_zarr
+        from pangeo_hpc.batch.convert import to_zarr
     except ImportError as exc:
-        msg = f"B4 skipped: pangeo_hpc.convert.to_zarr is not available yet ({exc})"
+        msg = f"B4 skipped: pangeo_hpc.batch.convert.to_zarr is not available yet ({exc})"
         print(msg)
         write_result(
             "B4", {"title": "analysis-ready Zarr", "skipped": msg, "rows": []}, quick=a.quick

@@ -91,7 +91,7 @@ def two_degree(n_files: int, start: str = "1940-01") -> tuple[Path, str, str]:
 
 
 def files_of(root: Path, start: str, end: str) -> list[str]:
-    from pangeo_hpc.layout import find_files
+    from pangeo_hpc.io.layout import find_files
 
     return [str(f) for f in find_files(root, VAR, start, end)]
 
@@ -423,7 +423,7 @@ def local_client(workers: int | None = None, threads: int | None = None) -> Iter
     default) and a client on it, closed on exit."""
     from distributed import Client
 
-    from pangeo_hpc.cluster import get_cluster
+    from pangeo_hpc.clusters.start import get_cluster
 
     with (
         get_cluster("local", workers=workers, threads_per_worker=threads) as cluster,

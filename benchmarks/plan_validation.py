@@ -19,7 +19,7 @@ Then:
    round): the error of a round is measured / predicted - 1, and the verdict comes from
    the largest of them, over every round and setup; the goal is within 25 %. Medians of
    the predictions and of the runs are printed as context only
-   (:mod:`pangeo_hpc.validation`).
+   (:mod:`pangeo_hpc.planning.validation`).
 
 Before round 1, one run per cluster kind warms the page cache, numba's cache and the
 batch system, so that every round's calibration starts from the state the runs of the
@@ -56,13 +56,13 @@ def _runs(
 ) -> dict[str, float]:
     """Compute seconds of one run per setup, in order, each on a new cluster as the
     command line runs it."""
-    from pangeo_hpc.runner import run_recipe
+    from pangeo_hpc.batch.execute import run_recipe
 
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for s in setups:
             r = run_recipe(spec, data=root, start=period[0], end=period[1],
-                           out=Path(tmp) / s["name"], progress=False,
+                           out=Path(tmp) / s["name"], progress=None,
                            log=lambda *_: None, **s["run"])  # fmt: skip
             out[s["name"]] = r.summary["timings_s"]["compute"]
             print(f"  {s['name']:<18} {label:<9} {out[s['name']]:6.2f} s", flush=True)
@@ -79,7 +79,7 @@ def _fit_figures(cal: Any, recipe: str) -> dict[str, Any]:
 
 def _report(comparisons: list[Any], goal: float) -> tuple[float, bool]:
     """Print the paired errors per round and setup, the medians as context, the verdict."""
-    from pangeo_hpc.validation import verdict
+    from pangeo_hpc.planning.validation import verdict
 
     rounds = len(comparisons[0].predicted)
     print("\n3. predicted vs measured compute time, paired by round (error: measured / "
@@ -114,7 +114,7 @@ def _model(
     host_cores: int,
 ) -> Any:
     """The model of one setup: its workers and its scheduler all run on this host."""
-    from pangeo_hpc.plan import Model, Storage
+    from pangeo_hpc.planning.plan import Model, Storage
 
     fit = cal.recipe(recipe)
     return Model(
@@ -130,11 +130,11 @@ def _model(
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     import argparse
 
-    from pangeo_hpc import specs
-    from pangeo_hpc.calibrate import calibrate
-    from pangeo_hpc.cluster import running_cluster, slurm_available
-    from pangeo_hpc.era5 import open_era5
-    from pangeo_hpc.validation import Comparison
+    from pangeo_hpc.batch import recipe_yaml
+    from pangeo_hpc.clusters.start import running_cluster, slurm_available
+    from pangeo_hpc.io.era5 import open_era5
+    from pangeo_hpc.planning.calibrate import calibrate
+    from pangeo_hpc.planning.validation import Comparison
 
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--recipe", default="era5-sst-mean")
@@ -149,7 +149,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     here = Path(__file__).resolve().parent
     root = Path(a.data) if a.data else here / "data" / ("demo-1deg-5y" if a.quick else "demo-1deg")
     root = _demo_data(root, a.quick)
-    spec = specs.load(a.recipe)
+    spec = recipe_yaml.load(a.recipe)
     period = ("2000-01", "2004-12") if a.quick else (spec.start, spec.end)
 
     slurm_jobs = [int(j) for j in a.jobs.split(",")] if not a.no_slurm else []
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def parse(size: str) -> int:
-    from pangeo_hpc.sizes import parse_size
+    from pangeo_hpc.inputs.sizes import parse_size
 
     return parse_size(size)
 

@@ -42,8 +42,8 @@ Case = Callable[[], tuple[int, int]]  # -> (objects, bytes)
 
 
 def ours(url: str, endpoint: str, concurrency: int) -> Case:
+    from pangeo_hpc.s3.options import S3Options
     from pangeo_hpc.storage.inventory import inventory
-    from pangeo_hpc.storage.s3 import S3Options
 
     opts = S3Options.resolve(endpoint_url=endpoint)
 

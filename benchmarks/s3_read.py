@@ -79,11 +79,11 @@ def main() -> None:
     from servers import SeaweedFS, child_env, publish_tree
     from sst_mean import demo_data
 
-    from pangeo_hpc.cluster import get_cluster
-    from pangeo_hpc.era5 import open_era5
-    from pangeo_hpc.layout import find_files
-    from pangeo_hpc.references import ObjectStamp, build_index
-    from pangeo_hpc.storage.s3 import S3Options
+    from pangeo_hpc.clusters.start import get_cluster
+    from pangeo_hpc.io.era5 import open_era5
+    from pangeo_hpc.io.layout import find_files
+    from pangeo_hpc.io.references import ObjectStamp, build_index
+    from pangeo_hpc.s3.options import S3Options
 
     # the s3fs baseline ships its file objects in the graph; that is its cost, not news
     warnings.filterwarnings("ignore", message="Sending large graph")

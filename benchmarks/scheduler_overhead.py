@@ -1,7 +1,7 @@
 """Dask's per-task scheduler overhead against the number of workers (a benchmark, not a test).
 
 Many workers simulated on this one host: for each worker count a local cluster
-(``get_cluster("local")``) is started and :func:`pangeo_hpc.overhead.task_overhead` times
+(``get_cluster("local")``) is started and :func:`pangeo_hpc.planning.overhead.task_overhead` times
 graphs of no-op tasks plus one sum (one untimed warm-up round, then ``--repeat`` rounds;
 median). Up to ``--max-processes`` (8) workers are processes with one thread each; beyond
 that the cluster is ``--max-processes`` processes with several threads each, so "workers"
@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import dask.config
 from common import finish_args, local_client, machine, parser, write_result
 
-from pangeo_hpc.overhead import task_overhead
+from pangeo_hpc.planning.overhead import task_overhead
 
 
 def layout(workers: int, max_processes: int) -> tuple[int, int]:

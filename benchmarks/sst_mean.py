@@ -48,7 +48,7 @@ def naive(files: list[str]) -> float:
 def platform_mean(root: Path, start: str, end: str) -> float:
     import dask
 
-    from pangeo_hpc.era5 import open_era5
+    from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.recipes import global_mean
 
     sst = open_era5("sea_surface_temperature", start, end, source=root).sea_surface_temperature
@@ -65,8 +65,8 @@ def main() -> None:
 
     from distributed import Client
 
-    from pangeo_hpc.cluster import get_cluster
-    from pangeo_hpc.layout import find_files
+    from pangeo_hpc.clusters.start import get_cluster
+    from pangeo_hpc.io.layout import find_files
 
     t = time.perf_counter()
     root, start, end = demo_data(a.gb)

@@ -52,7 +52,7 @@ VARIANTS = ("xargs", "warmup", "recipe cold", "warmup + recipe")
 
 
 def sst_mean(root: Path, start: str, end: str) -> float:
-    from pangeo_hpc.era5 import open_era5
+    from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.recipes import global_mean
 
     sst = open_era5(source=root, start=start, end=end).sea_surface_temperature

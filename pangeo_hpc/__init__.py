@@ -1,10 +1,31 @@
-"""pangeo-hpc: ERA5-scale NetCDF analysis on HPC and cloud clusters with Dask and xarray."""
+"""pangeo-hpc: ERA5-scale NetCDF analysis on HPC and cloud clusters with Dask and xarray.
 
-from . import config, recipes
-from .cluster import get_cluster, start_cluster
-from .demo import DemoSpec, generate
-from .era5 import open_era5
-from .errors import DataNotFoundError, InputError
+The package is layered; each folder imports only from the ones below it (``make lint``
+checks it with import-linter, contract in ``pyproject.toml``)::
+
+    cli        the verbs of ``python -m pangeo_hpc.run``, tables, progress
+    planning   the time/cost model, its calibration, checks against real runs
+    batch      recipes (YAML) and the chains they run, end to end; conversion to Zarr
+    demo       synthetic ERA5 with known answers
+    lab        JupyterLab here or as a job, the ssh line
+    clusters   local, Slurm, PBS and SGE clusters from site profiles
+    io         bytes -> lazy xarray (open_era5): layouts, metadata, sources, decoding
+    storage    file systems: detect, hydration, warm-up, stage, stripe, survey
+    write      atomic, guarded outputs; Zarr stores; figures
+    s3         S3 options, credentials, errors
+    inputs     what users type: months, sizes, walltimes, paths
+
+``recipes`` (pure, lazy recipe functions on xarray objects) imports none of them; ``config``,
+``errors`` and ``jit`` are shared by all.
+"""
+
+from pangeo_hpc import _moved, config, recipes
+from pangeo_hpc.clusters import get_cluster, running_cluster, start_cluster
+from pangeo_hpc.demo import DemoSpec, generate
+from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.io.era5 import open_era5
+
+_moved.install()
 
 __all__ = [
     "DataNotFoundError",
@@ -15,6 +36,7 @@ __all__ = [
     "get_cluster",
     "open_era5",
     "recipes",
+    "running_cluster",
     "start_cluster",
 ]
 __version__ = "0.1.0"

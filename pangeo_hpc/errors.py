@@ -22,3 +22,9 @@ class ClusterError(RuntimeError):
 class StorageError(OSError):
     """Storage failed while data were read (an endpoint went away, throttling outlasted the
     retries); the message says what and where. The CLI prints it on one line, exit code 1."""
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` on one line and at most 60 characters, for an error message."""
+    text = " ".join(repr(value).split())
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -165,7 +165,7 @@ def ensure_bucket(server: SeaweedFS, bucket: str = BUCKET) -> float:
     if todo:
         # the first write to a new bucket makes SeaweedFS grow its volumes: alone
         put(todo[0])
-        # threads, not obstore's asyncio API: see pangeo_hpc.storage.inventory
+        # threads, not obstore's asyncio API: see pangeo_hpc.s3.listing
         with concurrent.futures.ThreadPoolExecutor(PUT_CONCURRENCY) as pool:
             for _ in pool.map(put, todo[1:]):
                 pass

@@ -87,7 +87,7 @@ def require_service(name: str, available, start_script: Path) -> None:
 @pytest.fixture(scope="session")
 def slurm() -> None:
     """A one-node Slurm cluster on this machine (ci/slurm/start.sh)."""
-    from pangeo_hpc.cluster import slurm_available
+    from pangeo_hpc.clusters.start import slurm_available
 
     require_service("Slurm", slurm_available, ROOT / "ci" / "slurm" / "start.sh")
 

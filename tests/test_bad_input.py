@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from conftest import missing
 
-from pangeo_hpc import run
+from pangeo_hpc.cli import main as run
 
 FILE = "2000/01/data/sea_surface_temperature.nc"
 
@@ -220,11 +220,11 @@ def _field():
 def _public_calls(tree: str) -> list[tuple[str, object, str]]:
     """(id, call, text the one-line InputError must contain)."""
     from pangeo_hpc import get_cluster, open_era5, recipes, start_cluster
-    from pangeo_hpc.lab_setup import write_lab_config
+    from pangeo_hpc.lab.setup import write_lab_config
+    from pangeo_hpc.lab.tunnel import tunnel_command
     from pangeo_hpc.storage.hydration import hydration
     from pangeo_hpc.storage.survey import read_speed
     from pangeo_hpc.storage.warmup import warmup
-    from pangeo_hpc.tunnel import tunnel_command
 
     sst = "sea_surface_temperature"
     return [
@@ -299,7 +299,7 @@ def test_a_result_folder_gets_the_usual_mode(tmp_path):
     import os
     import stat
 
-    from pangeo_hpc.outputs import atomic_dir, write_json
+    from pangeo_hpc.write.outputs import atomic_dir, write_json
 
     old = os.umask(0o022)
     try:

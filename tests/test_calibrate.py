@@ -8,9 +8,10 @@ import time
 import pytest
 import yaml
 
-from pangeo_hpc import run, workflows
-from pangeo_hpc.calibrate import calibrate, load_calibration
+from pangeo_hpc import run
+from pangeo_hpc.batch import chains
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.planning.calibrate import calibrate, load_calibration
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +75,7 @@ def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
 BURN = 0.25
 
 
-def _burn_workflow(ds, variable, *, seconds):
+def _burn_chain(ds, variable, *, seconds):
     """A recipe of known cost: every chunk burns ``seconds`` of its thread's CPU time."""
 
     def burn(block):
@@ -91,10 +92,10 @@ def test_calibrate_finds_the_cost_of_a_known_workload(demo_tree, tmp_path, monke
     """A recipe that burns 0.25 s of CPU per chunk of a 2-degree month (2.0 MB): calibrate
     must find about 2.0 MB / 0.25 s = 8 MB/s per process, and no load slowdown (the CPU
     time a chunk burns does not grow when every core is busy)."""
-    monkeypatch.setitem(workflows.WORKFLOWS, "burn", _burn_workflow)
+    monkeypatch.setitem(chains.CHAINS, "burn", _burn_chain)
     spec = tmp_path / "burn.yaml"
     dataset = {"variable": "sea_surface_temperature", "start": "2000-01", "end": "2000-12"}
-    doc = {"name": "burn", "recipe": "burn", "options": {"seconds": BURN}, "dataset": dataset}
+    doc = {"name": "burn", "chain": "burn", "options": {"seconds": BURN}, "dataset": dataset}
     spec.write_text(yaml.safe_dump(doc))
     cal = calibrate(
         str(spec), data=demo_tree, amount="16MB", repeat=1, tasks=50, storage={}, save=False,

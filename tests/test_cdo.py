@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from conftest import require_tool
 
-from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.recipes import global_mean
 
 pytestmark = pytest.mark.cdo

@@ -15,7 +15,7 @@ import xarray as xr
 from cf import cfchecks, unavailable
 from conftest import missing, run_cli
 
-from pangeo_hpc.cf_attrs import per_time_units
+from pangeo_hpc.recipes.cf_attrs import per_time_units
 
 PERIOD = ("--start", "2000-01", "--end", "2001-12")
 

@@ -8,11 +8,11 @@ import h5py
 import numpy as np
 import pytest
 
-from pangeo_hpc import chunk_decoding
-from pangeo_hpc.chunk_decoding import ChunkDecoder
 from pangeo_hpc.errors import StorageError
-from pangeo_hpc.reader import H5Source
-from pangeo_hpc.references import ChunkTable
+from pangeo_hpc.io import chunk_decoding
+from pangeo_hpc.io.chunk_decoding import ChunkDecoder
+from pangeo_hpc.io.reader import H5Source
+from pangeo_hpc.io.references import ChunkTable
 
 KEYS = [
     (slice(None), slice(None), slice(None)),

@@ -134,14 +134,14 @@ def test_internal_failure_exits_1(monkeypatch, capsys, demo_tree, tmp_path):
     def broken(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("pangeo_hpc.runner.run_recipe", broken)
+    monkeypatch.setattr("pangeo_hpc.batch.execute.run_recipe", broken)
     assert cli.main(["era5-sst-mean", "--data", str(demo_tree)]) == 1
     assert "internal error" in capsys.readouterr().err
 
 
 def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree, tmp_path):
-    from pangeo_hpc import runner
-    from pangeo_hpc.specs import load
+    from pangeo_hpc.batch import execute as runner
+    from pangeo_hpc.batch.recipe_yaml import load
 
     out = tmp_path / "out"
     out.mkdir()  # an earlier result of this package (its marked summary)
@@ -161,7 +161,7 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
             end="2000-02",
             workers=1,
             out=out,
-            progress=False,
+            progress=None,
         )
     assert [p.name for p in out.iterdir()] == ["summary.json"]
     assert json.loads((out / "summary.json").read_text()) == previous
@@ -169,18 +169,18 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
 
 
 def test_spec_errors_name_the_file(tmp_path):
-    from pangeo_hpc.specs import load
+    from pangeo_hpc.batch.recipe_yaml import load
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(
-        "name: x\nrecipe: sst-median\ndataset: {variable: v, start: 2000-01, end: 2000-02}\n"
+        "name: x\nchain: sst-median\ndataset: {variable: v, start: 2000-01, end: 2000-02}\n"
     )
     with pytest.raises(
         InputError,
-        match=r"bad.yaml' names recipe 'sst-median': use one of \['sst-mean', 'sst-trend'\]",
+        match=r"bad.yaml' names chain 'sst-median': use one of \['sst-mean', 'sst-trend'\]",
     ):
         load(str(bad))
-    bad.write_text("name: x\nrecipe: sst-mean\n")
+    bad.write_text("name: x\nchain: sst-mean\n")
     with pytest.raises(InputError, match="lacks dataset.variable, dataset.start, dataset.end"):
         load(str(bad))
     bad.write_text("name: [unclosed\n")

@@ -8,13 +8,13 @@ import sys
 import dask
 import pytest
 
-from pangeo_hpc import cluster as cl
-from pangeo_hpc import profiles
-from pangeo_hpc.cluster import get_cluster, resolve_kind
+from pangeo_hpc.clusters import profiles
+from pangeo_hpc.clusters import start as cl
+from pangeo_hpc.clusters.jobqueue import cluster_kwargs
+from pangeo_hpc.clusters.start import get_cluster, resolve_kind
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.jobqueue import cluster_kwargs
-from pangeo_hpc.tunnel import tunnel_command
-from pangeo_hpc.walltime import format_walltime, lifetime, parse_walltime
+from pangeo_hpc.inputs.walltime import format_walltime, lifetime, parse_walltime
+from pangeo_hpc.lab.tunnel import tunnel_command
 
 
 def test_shipped_profiles():
@@ -184,7 +184,7 @@ def test_making_a_batch_cluster_keeps_the_sigint_handler():
         "import signal\n"
         "def mine(signum, frame): raise KeyboardInterrupt\n"
         "signal.signal(signal.SIGINT, mine)\n"
-        "from pangeo_hpc.cluster import get_cluster\n"
+        "from pangeo_hpc.clusters.start import get_cluster\n"
         "get_cluster('slurm', profile='pbs-generic', preview=True).close()\n"
         "assert signal.getsignal(signal.SIGINT) is mine, signal.getsignal(signal.SIGINT)\n"
     )
@@ -193,7 +193,7 @@ def test_making_a_batch_cluster_keeps_the_sigint_handler():
 
 
 def test_lab_job_script_keeps_the_token_out(tmp_path):
-    from pangeo_hpc.lab import lab_job_script
+    from pangeo_hpc.lab.jupyter import lab_job_script
 
     s = lab_job_script(folder=tmp_path, walltime="90m", memory="8G", queue="gpu", ip="0.0.0.0")
     assert "#SBATCH -t 01:30:00" in s and "#SBATCH --mem=8G" in s and "#SBATCH -p gpu" in s
@@ -206,7 +206,7 @@ def test_lab_job_script_keeps_the_token_out(tmp_path):
 def test_local_workers_get_the_environment():
     import os
 
-    from pangeo_hpc.cluster import running_cluster
+    from pangeo_hpc.clusters.start import running_cluster
 
     with running_cluster("local", workers=1) as (_cluster, client):
         (env,) = client.run(
@@ -223,7 +223,7 @@ def test_local_workers_get_the_environment():
 
 
 def test_bad_job_counts():
-    from pangeo_hpc.cluster import running_cluster
+    from pangeo_hpc.clusters.start import running_cluster
 
     with pytest.raises(InputError, match=r"adapt=\(3, 1\) needs 1 <= minimum <= maximum"):
         with running_cluster("slurm", adapt=(3, 1)):

@@ -10,9 +10,10 @@ import pytest
 import xarray as xr
 from conftest import run_cli
 
-from pangeo_hpc.convert import is_zarr_store, to_zarr
-from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.batch.convert import to_zarr
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.io.era5 import open_era5
+from pangeo_hpc.io.zarr_reader import is_zarr_store
 from pangeo_hpc.recipes import climatology, global_mean
 
 VAR = "sea_surface_temperature"
@@ -116,7 +117,7 @@ def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path
     import zarr
 
     from pangeo_hpc.errors import StorageError
-    from pangeo_hpc.zarr_reader import ZarrChunks
+    from pangeo_hpc.io.zarr_reader import ZarrChunks
 
     fast = ZarrChunks.open(store, VAR)
     assert fast is not None  # the layout to_zarr writes
@@ -154,7 +155,7 @@ def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path
 
 @pytest.mark.smoke
 def test_codec_choice(demo_tree, tmp_path):
-    from pangeo_hpc.zarr_reader import ZarrChunks
+    from pangeo_hpc.io.zarr_reader import ZarrChunks
 
     path = tmp_path / "lz4hc.zarr"
     to_zarr(demo_tree, path, VAR, "2000-01", "2000-02", chunk_mb=4, codec="lz4hc")

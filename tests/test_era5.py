@@ -9,8 +9,8 @@ import pytest
 import xarray as xr
 
 from pangeo_hpc.demo import DemoSpec, generate
-from pangeo_hpc.era5 import open_era5
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.io.era5 import open_era5
 
 
 @pytest.mark.smoke

@@ -31,7 +31,7 @@ import pytest
 from conftest import ROOT, aws_environment, missing, run_cli, start_cli
 
 from pangeo_hpc import run
-from pangeo_hpc.storage import s3
+from pangeo_hpc.s3 import options as s3
 
 VAR = "sea_surface_temperature"
 #: the whole ten-year test tree: about 5 s of compute on two workers, time to hit it mid-way
@@ -210,8 +210,8 @@ def test_s3_server_stopped_mid_read(own_s3, tmp_path, access):
     """Reads are retried with backoff (3 times here, pangeo-hpc.s3.max-retries), then one
     line names the endpoint, the object and the fix; exit code 1 (a failure while running,
     as every StorageError); no output folder, no temporary folder beside it."""
-    from pangeo_hpc.catalog import objects_to_index
-    from pangeo_hpc.references import build_index
+    from pangeo_hpc.io.catalog import objects_to_index
+    from pangeo_hpc.io.references import build_index
 
     opts = s3.S3Options.resolve(endpoint_url=own_s3.endpoint_url)
     # both clients get the retries: obstore's stores and botocore under s3fs
@@ -454,7 +454,7 @@ WORKER_RSS_BOUND = 512 << 20
 def test_500_concurrent_small_tasks_complete_in_bounded_memory(demo_tree):
     """500 one-day global means (each opens its month with open_era5 and runs
     recipes.global_mean) submitted at once to two workers: all right, memory bounded."""
-    from pangeo_hpc.cluster import running_cluster
+    from pangeo_hpc.clusters.start import running_cluster
 
     months = sorted(demo_tree.glob(f"*/*/data/{VAR}.nc"))
     files = [months[i % len(months)] for i in range(500)]
@@ -462,7 +462,7 @@ def test_500_concurrent_small_tasks_complete_in_bounded_memory(demo_tree):
     labels = [f"{p.parts[-4]}-{p.parts[-3]}" for p in files]  # YYYY-MM
 
     def day_mean(root: str, month: str, day: int) -> float:
-        from pangeo_hpc.era5 import open_era5
+        from pangeo_hpc.io.era5 import open_era5
         from pangeo_hpc.recipes import global_mean
 
         sst = open_era5(VAR, month, month, source=root)[VAR].isel(time0=day)

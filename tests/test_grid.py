@@ -3,7 +3,7 @@ import pytest
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.grid import EARTH_RADIUS, cell_area, horizontal_names, time_name
+from pangeo_hpc.recipes.grid import EARTH_RADIUS, cell_area, horizontal_names, time_name
 
 SPHERE = 4 * np.pi * EARTH_RADIUS**2
 

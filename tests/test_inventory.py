@@ -27,8 +27,10 @@ from proxy import DelayProxy
 from servers import SeaweedFS, child_env, free_port
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.storage import s3
-from pangeo_hpc.storage.inventory import Inventory, inventory, list_objects
+from pangeo_hpc.inputs.sizes import format_bytes
+from pangeo_hpc.s3 import options as s3
+from pangeo_hpc.s3.listing import list_objects
+from pangeo_hpc.storage.inventory import Inventory, inventory
 
 pytestmark = pytest.mark.s3
 
@@ -185,13 +187,12 @@ def test_table_and_json(opts):
     }
     table = inv.to_table().splitlines()
     assert table[0] == f"s3://{SMALL}"
-    assert table[3].split() == ["(top)", "1", "10", "10", "B"]
+    assert table[3].split() == ["(top)", "1", "10", *format_bytes(10).split()]
     assert next(r for r in table if r.startswith("2001/ ")).split() == [
         "2001/",
         "3",
         "3,038",
-        "3.04",
-        "KB",
+        *format_bytes(3038).split(),  # 2.97 kiB
     ]
     assert table[-2].split()[:3] == ["total", str(len(TREE)), f"{sum(TREE.values()):,}"]
 

@@ -8,7 +8,7 @@ import pytest
 import xarray as xr
 
 from pangeo_hpc import recipes
-from pangeo_hpc.kernels import group_nanmean_blocks, weighted_nanmean_blocks
+from pangeo_hpc.recipes.kernels import group_nanmean_blocks, weighted_nanmean_blocks
 
 
 def _data(shape=(100, 7, 9), seed=0):

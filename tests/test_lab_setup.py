@@ -17,14 +17,14 @@ from distributed.utils import format_dashboard_link
 
 from pangeo_hpc import start_cluster
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.lab_setup import (
+from pangeo_hpc.lab.setup import (
     HUB_LINK,
     PROXY_LINK,
     lab_environment,
     lab_settings,
     write_lab_config,
 )
-from pangeo_hpc.tunnel import cluster_tunnel, dashboard_port
+from pangeo_hpc.lab.tunnel import cluster_tunnel, dashboard_port
 
 
 def test_the_config_file_holds_the_link_the_factory_and_the_data(tmp_path, monkeypatch):

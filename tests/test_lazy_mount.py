@@ -16,7 +16,7 @@ import pytest
 import xarray as xr
 from servers import RcloneMount, publish_tree
 
-from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.recipes import global_mean
 from pangeo_hpc.storage import detect, hydration, warmup
 

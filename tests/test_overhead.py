@@ -1,4 +1,4 @@
-"""pangeo_hpc.overhead: the per-task scheduler overhead, measured on a small local cluster.
+"""pangeo_hpc.planning.overhead: the per-task scheduler overhead, measured on a small local cluster.
 
 No timed assertions: only that the result is consistent with what was asked and measured.
 """
@@ -11,7 +11,7 @@ import pytest
 from distributed import Client, LocalCluster
 
 from pangeo_hpc.errors import ClusterError, InputError
-from pangeo_hpc.overhead import TaskOverhead, task_overhead
+from pangeo_hpc.planning.overhead import TaskOverhead, task_overhead
 
 
 @pytest.fixture(scope="module")

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.periods import Month, months, parse_month
-from pangeo_hpc.sizes import parse_size
-from pangeo_hpc.walltime import format_walltime, lifetime, parse_walltime
+from pangeo_hpc.inputs.periods import Month, months, parse_month
+from pangeo_hpc.inputs.sizes import parse_size
+from pangeo_hpc.inputs.walltime import format_walltime, lifetime, parse_walltime
 
 settings.register_profile(
     "pangeo-hpc", max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow]

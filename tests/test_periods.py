@@ -1,7 +1,7 @@
 import pytest
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.periods import Month, months, parse_month
+from pangeo_hpc.inputs.periods import Month, months, parse_month
 
 
 @pytest.mark.parametrize(

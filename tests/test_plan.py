@@ -7,10 +7,10 @@ import json
 import pytest
 
 from pangeo_hpc import run
-from pangeo_hpc.calibrate import Calibration, RecipeFit, load_calibration
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.plan import Model, Storage, parse_storage, plan
-from pangeo_hpc.sizes import parse_rate
+from pangeo_hpc.inputs.sizes import parse_rate
+from pangeo_hpc.planning.calibration import Calibration, RecipeFit, load_calibration
+from pangeo_hpc.planning.plan import Model, Storage, parse_storage, plan
 
 FSX = Storage("fsx", 2880e6, shared=True, over_network=True)
 #: the study's run, with round figures: 300 GB in 128 MB chunks compressed 3x, 100 MB/s per

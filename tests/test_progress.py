@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from pangeo_hpc.progress import show_progress
+from pangeo_hpc.cli.progress import show_progress
 
 
 def test_progress_returns_when_the_future_is_cancelled(capsys):

@@ -11,7 +11,7 @@ from known import WRONG_BOXES, known_index
 
 from pangeo_hpc import recipes
 from pangeo_hpc.demo import expected
-from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.io.era5 import open_era5
 
 
 def _field(nt=40, dlat=10.0, dlon=15.0, seed=0, nan_fraction=0.3):

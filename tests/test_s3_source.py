@@ -14,11 +14,11 @@ import xarray as xr
 from conftest import aws_environment, run_cli
 from servers import free_port, publish_tree
 
-from pangeo_hpc.era5 import open_era5
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.io.era5 import open_era5
+from pangeo_hpc.io.references import ObjectStamp, build_index, cache_file, load_refs
 from pangeo_hpc.recipes import global_mean
-from pangeo_hpc.references import ObjectStamp, build_index, cache_file, load_refs
-from pangeo_hpc.storage import s3
+from pangeo_hpc.s3 import options as s3
 
 pytestmark = pytest.mark.s3
 
@@ -269,7 +269,7 @@ def test_index_period_without_variable_and_never_into_a_users_folder(
 
 
 def test_chunk_table_reads_edges_and_absent_chunks():
-    from pangeo_hpc.references import ChunkTable
+    from pangeo_hpc.io.references import ChunkTable
 
     data = np.arange(5 * 7, dtype="<f4").reshape(5, 7)
     refs = {
@@ -310,7 +310,7 @@ def test_chunk_table_reads_edges_and_absent_chunks():
 
 
 def test_cache_is_keyed_by_etag_and_size(tmp_path):
-    from pangeo_hpc.references import save_refs
+    from pangeo_hpc.io.references import save_refs
 
     with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path)}):
         stamp = ObjectStamp("s3://b/k.nc", 10, '"e"')

@@ -10,9 +10,9 @@ import dask
 import numpy as np
 import pytest
 
-from pangeo_hpc import catalog as catalog_module
-from pangeo_hpc import scan_cache
-from pangeo_hpc.era5 import open_era5
+from pangeo_hpc.io import catalog as catalog_module
+from pangeo_hpc.io import scan_cache
+from pangeo_hpc.io.era5 import open_era5
 
 VAR = "sea_surface_temperature"
 
@@ -21,7 +21,7 @@ VAR = "sea_surface_temperature"
 def counted_scans(monkeypatch):
     """Counts of full and low-level metadata scans, by file name."""
     seen: list[str] = []
-    scan, scan_like = catalog_module._scan, catalog_module._scan_like
+    scan, scan_like = catalog_module.scan_file, catalog_module.scan_like
 
     def count_scan(path, variable):
         seen.append(path)
@@ -31,8 +31,8 @@ def counted_scans(monkeypatch):
         seen.append(path)
         return scan_like(path, variable, first)
 
-    monkeypatch.setattr(catalog_module, "_scan", count_scan)
-    monkeypatch.setattr(catalog_module, "_scan_like", count_scan_like)
+    monkeypatch.setattr(catalog_module, "scan_file", count_scan)
+    monkeypatch.setattr(catalog_module, "scan_like", count_scan_like)
     return seen
 
 

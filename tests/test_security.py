@@ -15,7 +15,7 @@ import pytest
 from conftest import aws_environment, missing, run_cli
 
 from pangeo_hpc import start_cluster
-from pangeo_hpc.lab import lab_job_script
+from pangeo_hpc.lab.jupyter import lab_job_script
 
 #: an S3 secret key nobody else has: any place it shows up is a leak
 CANARY_SECRET = "canary-" + secrets.token_hex(16)
@@ -141,7 +141,7 @@ def test_the_test_servers_listen_on_loopback_only(canary_server):
 def test_caches_and_job_logs_are_private(tmp_path, monkeypatch):
     """Batch job logs and the catalog cache are the user's alone;
     the lab log and token are checked in test_lab_setup and test_lab."""
-    from pangeo_hpc import scan_cache
+    from pangeo_hpc.io import scan_cache
 
     logs = tmp_path / "logs"
     monkeypatch.setenv("DASK_PANGEO_HPC__CLUSTER__LOG_DIRECTORY", str(logs))

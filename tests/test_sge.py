@@ -9,7 +9,7 @@ import time
 import dask
 import pytest
 
-from pangeo_hpc.cluster import kind_of, running_cluster
+from pangeo_hpc.clusters.start import kind_of, running_cluster
 
 pytestmark = [pytest.mark.sge, pytest.mark.usefixtures("sge")]
 

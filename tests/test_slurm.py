@@ -14,7 +14,7 @@ import dask
 import pytest
 from conftest import queue, start_cli, wait_queue_empty
 
-from pangeo_hpc.cluster import running_cluster
+from pangeo_hpc.clusters.start import running_cluster
 from pangeo_hpc.errors import ClusterError
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm")]
@@ -182,7 +182,7 @@ def test_jupyterlab_as_a_batch_job_with_token_and_dashboard_proxy(tmp_path, monk
 
     from distributed import LocalCluster
 
-    from pangeo_hpc.lab import instructions, submit_lab
+    from pangeo_hpc.lab.jupyter import instructions, submit_lab
 
     monkeypatch.chdir(tmp_path)
     job = submit_lab(walltime="00:10:00", memory="2G", notebook_dir=str(tmp_path), timeout=120)

@@ -25,7 +25,8 @@ from conftest import ROOT, aws_environment, missing, run_cli
 from servers import RcloneMount, free_port, publish_tree
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.storage import detect, pagecache, s3
+from pangeo_hpc.s3 import options as s3
+from pangeo_hpc.storage import detect, pagecache
 from pangeo_hpc.storage.survey import ReadSpeed, plot, read_speed, survey, table
 
 MiB = 1 << 20

@@ -7,7 +7,7 @@ import statistics
 import pytest
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.validation import Comparison, paired_errors, verdict, worst
+from pangeo_hpc.planning.validation import Comparison, paired_errors, verdict, worst
 
 #: benchmarks/results/plan_validation.json of 2026-11-23 16:03: the medians agree within
 #: 2 %, but round 1 ran 37 % (1 worker) and 28 % (2 workers) longer than predicted

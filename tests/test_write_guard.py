@@ -5,7 +5,7 @@ input's parent and at an ``s3://`` URL: each must end with exit code 2 and one l
 the path, and leave every byte (and every mtime) where it was, and nothing new anywhere.
 A verb added to the CLI must be listed here as writing (with its cases) or as not
 writing, so the next verb cannot forget the guard. A static check keeps renames and
-removals inside the guarded helper (``pangeo_hpc/outputs.py``).
+removals inside the guarded helper (``pangeo_hpc/write/outputs.py``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pangeo_hpc import run
+from pangeo_hpc.cli import main as run
 
 FILE = "2000/01/data/sea_surface_temperature.nc"
 ROOT = Path(__file__).resolve().parents[1]
@@ -197,7 +197,7 @@ def test_stage_never_replaces_a_users_file_inside_its_folder(place):
 
 
 def test_legacy_result_folder_is_recognised_and_extra_files_are_not(tmp_path):
-    from pangeo_hpc.guard import check_folder, folder_kind
+    from pangeo_hpc.write.guard import check_folder, folder_kind
 
     old = tmp_path / "old"
     old.mkdir()
@@ -218,7 +218,7 @@ def test_legacy_result_folder_is_recognised_and_extra_files_are_not(tmp_path):
 def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(demo_tree, tmp_path):
     """Real data never gets synthetic months mixed in; the suggestion runs as printed."""
     from pangeo_hpc.errors import DataNotFoundError
-    from pangeo_hpc.layout import find_files
+    from pangeo_hpc.io.layout import find_files
 
     real = tmp_path / "my era5 mirror"  # a space: the printed command must be quoted
     shutil.copytree(demo_tree / "2000" / "01", real / "2000" / "01")
@@ -248,11 +248,11 @@ def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(de
 WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdtemp",
                "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree"}  # fmt: skip
 ALLOWED = {
-    ("outputs.py", "*"): "the guarded helper itself",
-    ("runner.py", "to_netcdf"): "into atomic_dir's temporary folder",
-    ("convert.py", "to_zarr"): "into atomic_dir's temporary folder",
-    ("plotting.py", "savefig"): "into the path runner gives: atomic_dir's temporary folder",
-    ("diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",
+    ("write/outputs.py", "*"): "the guarded helper itself",
+    ("batch/execute.py", "to_netcdf"): "into atomic_dir's temporary folder",
+    ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
+    ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",
+    ("clusters/diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",
     ("recipes/trend.py", "rename"): "DataArray.rename, not a file",
     ("recipes/indices.py", "rename"): "DataArray.rename, not a file",
 }
@@ -272,4 +272,4 @@ def test_only_the_guarded_helper_renames_or_removes_files():
                     continue  # str.replace(old, new), not a file's
                 if name in WRITE_CALLS and (rel, "*") not in ALLOWED and (rel, name) not in ALLOWED:
                     found.append(f"{rel}:{node.lineno} .{name}()")
-    assert not found, "write through pangeo_hpc.outputs instead:\n" + "\n".join(found)
+    assert not found, "write through pangeo_hpc.write.outputs instead:\n" + "\n".join(found)

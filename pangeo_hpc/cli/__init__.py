@@ -1,1 +1,1 @@
-"""The verbs of ``python -m pangeo_hpc.run``, one module per area; run.py dispatches."""
+"""The verbs of ``python -m pangeo_hpc.run``, one module per area; main.py parses and dispatches."""

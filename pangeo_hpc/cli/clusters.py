@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import InputError
-from .common import _batch, _cluster_args, _Parser, _positive_int
+from pangeo_hpc.cli.common import _batch, _cluster_args, _Parser, _positive_int
+from pangeo_hpc.errors import InputError
 
 
 def _profiles(argv: Sequence[str]) -> int:
-    from .. import profiles
+    from pangeo_hpc.clusters import profiles
 
     _Parser(prog="profiles", description="List the site profiles.").parse_args(argv)
     for name in profiles.names():
@@ -18,7 +18,7 @@ def _profiles(argv: Sequence[str]) -> int:
 
 
 def _job_script(argv: Sequence[str]) -> int:
-    from ..cluster import get_cluster, kind_of
+    from pangeo_hpc.clusters.start import get_cluster, kind_of
 
     p = _Parser(prog="job-script", description="Print the batch script workers are started with.")
     _cluster_args(p)
@@ -44,7 +44,7 @@ def _job_script(argv: Sequence[str]) -> int:
 
 
 def _tunnel(argv: Sequence[str]) -> int:
-    from ..tunnel import tunnel_command
+    from pangeo_hpc.lab.tunnel import tunnel_command
 
     p = _Parser(
         prog="tunnel",
@@ -70,7 +70,7 @@ def _tunnel(argv: Sequence[str]) -> int:
 
 
 def _lab(argv: Sequence[str]) -> int:
-    from ..lab import instructions, submit_lab
+    from pangeo_hpc.lab.jupyter import instructions, submit_lab
 
     if "--here" in argv:
         return _lab_here([a for a in argv if a != "--here"])
@@ -110,8 +110,8 @@ def _lab(argv: Sequence[str]) -> int:
 
 
 def _lab_here(argv: Sequence[str]) -> int:
-    from .. import config
-    from ..lab_setup import local_instructions, start_local_lab
+    from pangeo_hpc import config
+    from pangeo_hpc.lab.setup import local_instructions, start_local_lab
 
     p = _Parser(
         prog="lab --here",
@@ -140,7 +140,7 @@ def _lab_here(argv: Sequence[str]) -> int:
 
 
 def _lab_config(argv: Sequence[str]) -> int:
-    from ..lab_setup import HUB_LINK, PROXY_LINK, write_lab_config
+    from pangeo_hpc.lab.setup import HUB_LINK, PROXY_LINK, write_lab_config
 
     p = _Parser(
         prog="lab-config",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import InputError
+from pangeo_hpc.errors import InputError
 
 
 class _Parser(argparse.ArgumentParser):
@@ -75,7 +75,7 @@ def _s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
 
 def _s3_options(a: argparse.Namespace, source: object):
     """The S3 options of the parsed flags; refuses them for a source that is not s3://."""
-    from ..storage.s3 import S3Options, is_s3
+    from pangeo_hpc.s3.options import S3Options, is_s3
 
     given = [f for f in ("endpoint_url", "anon", "index") if getattr(a, f, None)]
     if given and not is_s3(source):
@@ -86,7 +86,7 @@ def _s3_options(a: argparse.Namespace, source: object):
 
 def _running(a: argparse.Namespace):
     """The cluster of the parsed ``_cluster_args`` flags (``running_cluster``'s context)."""
-    from ..cluster import running_cluster
+    from pangeo_hpc.clusters.start import running_cluster
 
     return running_cluster(
         a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from .common import (
+from pangeo_hpc.cli.common import (
     _batch,
     _cluster_args,
     _Parser,
@@ -18,7 +18,7 @@ from .common import (
 
 
 def _demo_data(argv: Sequence[str]) -> int:
-    from ..demo import DemoSpec, generate
+    from pangeo_hpc.demo import DemoSpec, generate
 
     p = _Parser(prog="demo-data", description="Write synthetic SST in the era5-pds layout.")
     p.add_argument("--out", required=True, help="root folder of the tree to write")
@@ -52,7 +52,7 @@ def _demo_data(argv: Sequence[str]) -> int:
 
 
 def _list(argv: Sequence[str]) -> int:
-    from ..specs import available, load
+    from pangeo_hpc.batch.recipe_yaml import available, load
 
     _Parser(prog="list", description="List the recipe specs.").parse_args(argv)
     for name in available():
@@ -63,8 +63,9 @@ def _list(argv: Sequence[str]) -> int:
 
 
 def _recipe(argv: Sequence[str]) -> int:
-    from ..runner import run_recipe
-    from ..specs import load
+    from pangeo_hpc.batch.execute import run_recipe
+    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.cli.progress import show_progress
 
     p = _Parser(prog="RECIPE", description="Run a recipe spec on a Dask cluster.")
     p.add_argument("recipe", help="name (see `list`) or path of a YAML spec")
@@ -101,7 +102,7 @@ def _recipe(argv: Sequence[str]) -> int:
         warm_inputs=a.warmup,
         out=a.out,
         fmt=a.format,
-        progress=not a.no_progress,
+        progress=None if a.no_progress else show_progress,
         s3=s3,
         index=a.index,
     )
@@ -117,9 +118,9 @@ def _recipe(argv: Sequence[str]) -> int:
 
 
 def _convert(argv: Sequence[str]) -> int:
-    from .. import config
-    from ..convert import CODECS, to_zarr
-    from ..guard import check_folder
+    from pangeo_hpc import config
+    from pangeo_hpc.batch.convert import CODECS, to_zarr
+    from pangeo_hpc.write.guard import check_folder
 
     p = _Parser(
         prog="convert",

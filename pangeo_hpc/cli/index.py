@@ -4,12 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .common import _cluster_args, _Parser, _running, _s3_args, _s3_options, _step_progress
+from pangeo_hpc.cli.common import (
+    _cluster_args,
+    _Parser,
+    _running,
+    _s3_args,
+    _s3_options,
+    _step_progress,
+)
 
 
 def _index(argv: Sequence[str]) -> int:
-    from ..catalog import objects_to_index
-    from ..references import build_index, claim_cache
+    from pangeo_hpc.io.catalog import objects_to_index
+    from pangeo_hpc.io.references import build_index, claim_cache
 
     p = _Parser(
         prog="index",

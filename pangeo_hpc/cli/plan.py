@@ -6,15 +6,15 @@ import argparse
 from collections.abc import Sequence
 from pathlib import Path
 
-from .. import config
-from ..errors import InputError
-from .common import _cluster_args, _Parser, _positive_int, _running
+from pangeo_hpc import config
+from pangeo_hpc.cli.common import _cluster_args, _Parser, _positive_int, _running
+from pangeo_hpc.errors import InputError
 
 
 def _plan(argv: Sequence[str]) -> int:
-    from ..guard import check_file
-    from ..outputs import save_figure
-    from ..plan import plan
+    from pangeo_hpc.planning.plan import plan
+    from pangeo_hpc.write.guard import check_file
+    from pangeo_hpc.write.outputs import save_figure
 
     p = _Parser(
         prog="plan",
@@ -79,8 +79,8 @@ def _storage_path(text: str) -> tuple[str, str]:
 
 
 def _calibrate(argv: Sequence[str]) -> int:
-    from ..calibrate import calibrate
-    from ..plan import STORAGE_KINDS
+    from pangeo_hpc.planning.calibrate import calibrate
+    from pangeo_hpc.planning.plan import STORAGE_KINDS
 
     p = _Parser(
         prog="calibrate",
@@ -118,8 +118,8 @@ def _calibrate(argv: Sequence[str]) -> int:
             )
     if a.simulate_workers < 0:
         raise InputError(f"--simulate-workers {a.simulate_workers} must be 0 or more")
-    from ..calibrate import calibration_target
-    from ..specs import load
+    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.planning.calibrate import calibration_target
 
     load(a.recipe)  # before a cluster starts
     calibration_target(a.calibration, a.data)

@@ -8,8 +8,8 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..errors import InputError
-from .common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.errors import InputError
 
 
 def _depth(text: str) -> int:
@@ -46,10 +46,10 @@ def _count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None
 
 
 def _inventory(argv: Sequence[str]) -> int:
-    from ..guard import check_file
-    from ..outputs import write_json
-    from ..storage.inventory import inventory
-    from ..storage.s3 import S3Options
+    from pangeo_hpc.s3.options import S3Options
+    from pangeo_hpc.storage.inventory import inventory
+    from pangeo_hpc.write.guard import check_file
+    from pangeo_hpc.write.outputs import write_json
 
     p = _Parser(
         prog="inventory",

@@ -7,13 +7,13 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..errors import InputError
-from ..progress import byte_progress as _byte_progress
-from .common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.cli.progress import byte_progress as _byte_progress
+from pangeo_hpc.errors import InputError
 
 
 def _hydration(argv: Sequence[str]) -> int:
-    from ..storage import hydration
+    from pangeo_hpc.storage import hydration
 
     p = _Parser(
         prog="hydration",
@@ -36,7 +36,7 @@ def _hydration(argv: Sequence[str]) -> int:
 
 
 def _warmup(argv: Sequence[str]) -> int:
-    from ..storage import warmup
+    from pangeo_hpc.storage import warmup
 
     p = _Parser(
         prog="warmup",
@@ -60,7 +60,7 @@ def _warmup(argv: Sequence[str]) -> int:
 
 
 def _stage(argv: Sequence[str]) -> int:
-    from ..storage.stage import stage
+    from pangeo_hpc.storage.stage import stage
 
     p = _Parser(
         prog="stage",
@@ -88,7 +88,7 @@ def _stage(argv: Sequence[str]) -> int:
 
 
 def _size_arg(text: str) -> str:
-    from ..sizes import parse_size
+    from pangeo_hpc.inputs.sizes import parse_size
 
     try:
         parse_size(text, name="")
@@ -107,7 +107,7 @@ def _labelled(text: str) -> tuple[str, str]:
 
 
 def _output_file(text: str, flag: str, inputs: list[str]) -> Path:
-    from ..guard import check_file
+    from pangeo_hpc.write.guard import check_file
 
     out = check_file(text, flag=flag, inputs=inputs)
     if not out.parent.is_dir():
@@ -122,8 +122,8 @@ def _write_plot(results: list, out: Path) -> None:
     """The bar chart to ``out`` (whole or not at all, marked as ours); no pyplot."""
     from matplotlib.figure import Figure
 
-    from ..outputs import save_figure
-    from ..storage.survey import plot
+    from pangeo_hpc.storage.survey import plot
+    from pangeo_hpc.write.outputs import save_figure
 
     fig = Figure(figsize=(7, 1 + 0.6 * len(results)), layout="constrained")
     plot(results, fig.add_subplot())
@@ -131,9 +131,9 @@ def _write_plot(results: list, out: Path) -> None:
 
 
 def _survey(argv: Sequence[str]) -> int:
-    from ..outputs import write_json
-    from ..storage.s3 import S3Options, is_s3
-    from ..storage.survey import survey, table
+    from pangeo_hpc.s3.options import S3Options, is_s3
+    from pangeo_hpc.storage.survey import survey, table
+    from pangeo_hpc.write.outputs import write_json
 
     p = _Parser(
         prog="survey",

@@ -5,10 +5,10 @@ return Dask-backed results. Every one accepts CF latitude/longitude under any us
 latitude in either order, and longitude in 0..360 or -180..180.
 """
 
-from .indices import nino34
-from .means import global_mean, time_series, zonal_mean
-from .seasonal import anomaly, climatology
-from .trend import linear_trend, trend_global_mean
+from pangeo_hpc.recipes.indices import nino34
+from pangeo_hpc.recipes.means import global_mean, time_series, zonal_mean
+from pangeo_hpc.recipes.seasonal import anomaly, climatology
+from pangeo_hpc.recipes.trend import linear_trend, trend_global_mean
 
 __all__ = [
     "anomaly",

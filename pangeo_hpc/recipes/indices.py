@@ -7,12 +7,12 @@ import re
 import numpy as np
 import xarray as xr
 
-from ..cf_attrs import with_attrs
-from ..checks import check_dataarray
-from ..errors import InputError
-from ..grid import cell_area, horizontal_names, time_name
-from .means import time_series
-from .seasonal import anomaly
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.cf_attrs import with_attrs
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import cell_area, horizontal_names, time_name
+from pangeo_hpc.recipes.means import time_series
+from pangeo_hpc.recipes.seasonal import anomaly
 
 NINO34 = {"lat": (-5.0, 5.0), "lon": (190.0, 240.0)}  # 5S-5N, 170W-120W
 

@@ -6,11 +6,11 @@ from typing import Literal
 
 import xarray as xr
 
-from ..cf_attrs import area_where, cell_methods, with_attrs
-from ..checks import check_dataarray
-from ..errors import InputError
-from ..grid import cell_area, cell_edges, horizontal_names, time_name
-from ..kernels import weighted_nanmean_blocks
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.cf_attrs import area_where, cell_methods, with_attrs
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import cell_area, cell_edges, horizontal_names, time_name
+from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
 
 _FREQ = {"monthly": "MS", "annual": "YS"}
 
@@ -99,7 +99,7 @@ def time_series(
         gm = gm.chunk({t: -1})
     out = gm.resample({t: _FREQ[freq]}).mean()
     # each value stands for its month or year: the file gets time bounds for it
-    # (pangeo_hpc.cf_attrs.prepare_for_file)
+    # (pangeo_hpc.recipes.cf_attrs.prepare_for_file)
     return with_attrs(out, {**gm.attrs, "cell_methods": cell_methods(gm, f"{t}: mean")})
 
 

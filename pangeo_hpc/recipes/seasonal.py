@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from ..cf_attrs import cell_methods, with_attrs
-from ..checks import check_dataarray
-from ..grid import time_name
-from ..kernels import group_nanmean_blocks
+from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.kernels import group_nanmean_blocks
 
 
 def climatology(da: xr.DataArray) -> xr.DataArray:

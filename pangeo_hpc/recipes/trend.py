@@ -7,11 +7,17 @@ from typing import Literal
 import numpy as np
 import xarray as xr
 
-from ..cf_attrs import TIME_PERIOD, area_where, per_time_units, period_coord, with_attrs
-from ..checks import check_dataarray
-from ..errors import InputError
-from ..grid import time_name
-from .means import global_mean
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.cf_attrs import (
+    TIME_PERIOD,
+    area_where,
+    per_time_units,
+    period_coord,
+    with_attrs,
+)
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.means import global_mean
 
 _YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
 _SECONDS_PER_YEAR = 365.2425 * 86400.0

@@ -8,8 +8,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..checks import check_path
-from ..errors import InputError
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.checks import check_path
 
 #: f_type of statfs(2) -> name (linux/magic.h and the file systems' own headers)
 MAGIC = {

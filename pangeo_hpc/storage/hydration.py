@@ -18,9 +18,10 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from ..errors import InputError
-from .detect import detect
-from .rclone import RcloneCache
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.sizes import format_bytes
+from pangeo_hpc.storage.detect import detect
+from pangeo_hpc.storage.rclone import RcloneCache
 
 STATES = ("released", "partial", "loaded", "missing")
 
@@ -63,8 +64,8 @@ class HydrationReport:
         counts = ", ".join(f"{n} {s}" for s, n in self.counts.items() if n)
         return (
             f"{self.root} ({self.filesystem}, by {self.method}): {len(self.files)} files "
-            f"({counts or 'none'}); {_size(self.bytes_loaded)} of {_size(self.bytes_total)} "
-            f"loaded ({pct:.1f} %)"
+            f"({counts or 'none'}); {format_bytes(self.bytes_loaded)} of "
+            f"{format_bytes(self.bytes_total)} loaded ({pct:.1f} %)"
         )
 
     def to_dict(self) -> dict:
@@ -152,14 +153,6 @@ def _lustre(paths: list[Path], batch: int = 1000) -> list[FileState]:
                 )
             )
     return out
-
-
-def _size(n: float) -> str:
-    for unit in ("B", "KB", "MB", "GB", "TB"):
-        if abs(n) < 1000 or unit == "TB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.2f} {unit}"
-        n /= 1000
-    return f"{n:.2f} TB"
 
 
 __all__ = ["FileState", "HydrationReport", "hydration", "list_files"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .detect import FsInfo
+    from pangeo_hpc.storage.detect import FsInfo
 
 
 def _rclone_args(mount_point: str) -> list[str] | None:

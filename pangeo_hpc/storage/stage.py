@@ -23,9 +23,9 @@ from typing import Any
 
 import fsspec
 
-from ..errors import InputError
-from ..outputs import append_line, atomic_file, claim_tree
-from .stripe import stripe_file
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.storage.stripe import stripe_file
+from pangeo_hpc.write.outputs import append_line, atomic_file, claim_tree
 
 RANGE = 64 << 20
 #: what a stage wrote into its folder, a JSON line per file: path, size, source, and the

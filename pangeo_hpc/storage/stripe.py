@@ -7,8 +7,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from .. import config
-from .detect import detect
+from pangeo_hpc import config
+from pangeo_hpc.storage.detect import detect
 
 
 def stripe_count(

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .. import config
-from ..errors import InputError
-from .hydration import HydrationReport, hydration
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.storage.hydration import HydrationReport, hydration
 
 Progress = Callable[[int, int, int, int], None]  # bytes done, bytes total, files done, total
 

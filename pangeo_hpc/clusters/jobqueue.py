@@ -1,0 +1,159 @@
+"""dask-jobqueue clusters (Slurm, PBS, SGE) built from a site profile.
+
+:func:`cluster_kwargs` is pure: it turns a profile into the keyword arguments of
+``SLURMCluster``/``PBSCluster``/``SGECluster``, so the job script can be checked without a
+scheduler (``cluster.job_script()`` prints it in full).
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.sizes import parse_size
+from pangeo_hpc.inputs.walltime import format_walltime, lifetime, parse_walltime
+
+#: profile keys that are ours, not dask-jobqueue's
+OWN_KEYS = ("kind", "data_root", "hdf5_file_locking", "host", "jobs")
+#: options dask-jobqueue passes through for every kind
+_PASS = (
+    "queue",
+    "account",
+    "project",
+    "job_extra_directives",
+    "job_directives_skip",
+    "local_directory",
+    "death_timeout",
+    "shebang",
+    "resource_spec",
+    "job_cpu",
+    "job_mem",
+)
+
+
+def worker_env(*, hdf5_file_locking: bool | None = None) -> dict[str, str]:
+    """Environment every worker process needs.
+
+    One BLAS/OpenMP thread per process (Dask provides the parallelism), and HDF5 file
+    locking off unless asked for: the locks fail or serialise on Lustre, NFS and FUSE.
+    """
+    locking = config.get("cluster.hdf5-file-locking", hdf5_file_locking)
+    return {
+        "HDF5_USE_FILE_LOCKING": "TRUE" if locking else "FALSE",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "OPENBLAS_NUM_THREADS": "1",
+    }
+
+
+def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-worker") -> dict:
+    """Keyword arguments of the dask-jobqueue cluster for ``kind`` from ``profile``."""
+    missing = [k for k in ("cores", "memory") if profile.get(k) in (None, "")]
+    if missing:
+        raise InputError(
+            f"a {kind} cluster needs {' and '.join(missing)} per job: pass "
+            + ", ".join(f"--{k} ..." for k in missing)
+            + " or use a profile that sets them (python -m pangeo_hpc.run profiles)"
+        )
+    cores = _positive(profile["cores"], "cores")
+    # one single-threaded process per core unless told otherwise: HDF5 serialises threads
+    processes = _positive(profile.get("processes") or cores, "processes")
+    if processes > cores:
+        raise InputError(f"processes={processes} exceeds cores={cores}: use processes <= cores")
+    memory = str(profile["memory"])
+    parse_size(memory, name="memory")
+    walltime = profile.get("walltime") or "01:00:00"
+    life, stagger = lifetime(walltime)
+    env = worker_env(hdf5_file_locking=profile.get("hdf5_file_locking"))
+    kwargs: dict[str, Any] = {
+        "cores": cores,
+        "processes": processes,
+        "memory": memory,
+        "walltime": format_walltime(parse_walltime(walltime)),
+        "python": profile.get("python") or sys.executable,
+        "job_name": name,
+        "job_script_prologue": [
+            *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+            *profile.get("job_script_prologue", []),
+        ],
+        "worker_extra_args": [
+            "--lifetime",
+            f"{life}s",
+            "--lifetime-stagger",
+            f"{stagger}s",
+            "--lifetime-restart",
+            *profile.get("worker_extra_args", []),
+        ],
+        "log_directory": os.path.expanduser(
+            config.get("cluster.log-directory", profile.get("log_directory"))
+        ),
+    }
+    kwargs.update({k: profile[k] for k in _PASS if profile.get(k) is not None})
+    if profile.get("interface"):
+        # workers on other nodes reach the scheduler on this interface
+        kwargs["interface"] = profile["interface"]
+        kwargs["scheduler_options"] = {"interface": profile["interface"], "dashboard_address": ":0"}
+    else:
+        host = profile.get("host") or "127.0.0.1"
+        kwargs["scheduler_options"] = {"host": host, "dashboard_address": f"{host}:0"}
+    return kwargs
+
+
+def make_cluster(kind: str, profile: dict[str, Any], *, preview: bool = False) -> Any:
+    """Start the scheduler of a dask-jobqueue cluster (no jobs yet: scale it).
+
+    With ``preview`` the scheduler listens on 127.0.0.1 whatever the profile's interface,
+    so that a site's job script can be printed on any machine.
+    """
+    import psutil
+
+    PBSCluster, SGECluster, SLURMCluster = _import_jobqueue()
+
+    classes = {"slurm": SLURMCluster, "pbs": PBSCluster, "sge": SGECluster}
+    kwargs = cluster_kwargs(kind, profile)
+    interface = kwargs.get("interface")
+    if interface and interface not in psutil.net_if_addrs():
+        if not preview:
+            raise InputError(
+                f"network interface {interface!r} does not exist on this host (it has "
+                f"{sorted(psutil.net_if_addrs())}): pass --interface NAME, the network the "
+                "compute nodes share with this host"
+            )
+        kwargs["scheduler_options"] = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
+        kwargs["worker_extra_args"] = [*kwargs["worker_extra_args"], "--interface", interface]
+        del kwargs["interface"]
+    Path(kwargs["log_directory"]).mkdir(parents=True, exist_ok=True, mode=0o700)
+    return classes[kind](**kwargs)
+
+
+def _import_jobqueue() -> tuple[Any, Any, Any]:
+    """dask-jobqueue's cluster classes, keeping the caller's SIGINT handler.
+
+    Importing ``dask_jobqueue.slurm`` imports ``dask_jobqueue.runner``, which sets SIGINT to
+    ``sys.exit()``: Ctrl-C would then exit silently with code 0 (or kill a Jupyter kernel)
+    instead of raising KeyboardInterrupt and cancelling the jobs.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGINT) if main else None
+    from dask_jobqueue import PBSCluster, SGECluster, SLURMCluster
+
+    if main and previous is not None:
+        signal.signal(signal.SIGINT, previous)
+    return PBSCluster, SGECluster, SLURMCluster
+
+
+def _positive(value: Any, name: str) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        n = 0
+    if n < 1 or str(n) != str(value).strip():
+        raise InputError(f"{name}={value!r} must be a positive whole number, e.g. 4")
+    return n

@@ -1,0 +1,46 @@
+"""Site profiles: named sets of cluster options kept in dask config (``pangeo-hpc.profiles``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import dask.config
+
+from pangeo_hpc.errors import InputError
+
+KINDS = ("local", "slurm", "pbs", "sge")
+
+
+def names() -> list[str]:
+    """The profiles defined in config (shipped ones and the user's)."""
+    return sorted(dask.config.get("pangeo-hpc.profiles", {}) or {})
+
+
+def resolve(name: str, **overrides: Any) -> dict[str, Any]:
+    """The options of profile ``name`` with ``overrides`` on top, keys as Python names.
+
+    ``None`` overrides are ignored, so callers can pass their optional arguments through.
+    """
+    profiles = dask.config.get("pangeo-hpc.profiles", {}) or {}
+    if name not in profiles:
+        raise InputError(
+            f"unknown profile {name!r}: choose one of {names()} "
+            "(python -m pangeo_hpc.run profiles), or define it in "
+            "~/.config/dask/pangeo-hpc.yaml under pangeo-hpc.profiles"
+        )
+    out = {k.replace("-", "_"): v for k, v in (profiles[name] or {}).items()}
+    out.update({k: v for k, v in overrides.items() if v is not None})
+    kind = out.get("kind", "local")
+    if kind not in KINDS:
+        raise InputError(f"profile {name!r} has kind {kind!r}: use one of {KINDS}")
+    return out
+
+
+def describe(name: str) -> str:
+    """One line: kind, and cores/processes/memory/walltime where set."""
+    p = resolve(name)
+    parts = [p.get("kind", "local")]
+    for key in ("queue", "cores", "processes", "memory", "walltime", "interface"):
+        if p.get(key) is not None:
+            parts.append(f"{key}={p[key]}")
+    return " ".join(str(x) for x in parts)

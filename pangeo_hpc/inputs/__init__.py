@@ -1,0 +1,1 @@
+"""What users type, checked: months and periods, sizes and rates, walltimes, paths."""

@@ -1,0 +1,19 @@
+"""Paths users give, checked: a one-line InputError naming the value and the fix, instead of
+an AttributeError from deep inside pathlib."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.errors import InputError, shown
+
+
+def check_path(value: Any, name: str = "path") -> str | Path:
+    """``value`` if it is a path (``str`` or ``os.PathLike``), else an InputError."""
+    if isinstance(value, str | os.PathLike) and str(value):
+        return value
+    raise InputError(
+        f"{name} {shown(value)} is not a path: give a folder or file name, or s3://BUCKET/PREFIX"
+    )

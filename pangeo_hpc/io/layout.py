@@ -1,0 +1,119 @@
+"""The era5-pds key layout: ``{YYYY}/{MM}/data/{variable}.nc``."""
+
+from __future__ import annotations
+
+import re
+import shlex
+import string
+from pathlib import Path
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.inputs.periods import Month, month_ranges, months
+
+#: the file ``demo-data`` writes at the root of a tree it made (and only there)
+MANIFEST = "demo-manifest.json"
+
+
+def is_demo_tree(root: str | Path) -> bool:
+    """Whether ``root`` is a tree that ``demo-data`` made (its manifest is there)."""
+    return (Path(root) / MANIFEST).is_file()
+
+
+def demo_command(root: str | Path, *extra: str) -> str:
+    """The ``demo-data`` command line that adds to the demo tree ``root`` with the settings
+    it was made with (from its manifest), quoted for a POSIX shell."""
+    import json
+
+    args = ["python", "-m", "pangeo_hpc.run", "demo-data", "--out", str(root)]
+    try:
+        settings = json.loads((Path(root) / MANIFEST).read_text()).get("settings", {})
+    except (OSError, ValueError, AttributeError):
+        settings = {}
+    for key in ("resolution", "frequency", "seed", "trend"):
+        if settings.get(key) is not None:
+            args += [f"--{key}", str(settings[key])]
+    return shlex.join([*args, *extra])
+
+
+def month_path(root: str | Path, variable: str, month: Month, *, layout: str | None = None) -> Path:
+    """Path of one month's file under ``root``."""
+    pattern = config.get("data.layout", layout)
+    return Path(root) / pattern.format(year=month.year, month=month.month, variable=variable)
+
+
+def _layout_regex(pattern: str) -> re.Pattern[str]:
+    """A regex of the layout: ``year``, ``month`` and ``variable`` as named groups."""
+    fields = {
+        "year": r"(?P<year>\d{4})",
+        "month": r"(?P<month>\d{2})",
+        "variable": r"(?P<variable>[^/]+)",
+    }
+    parts = []
+    for literal, name, _spec, _conv in string.Formatter().parse(pattern):
+        parts.append(re.escape(literal))
+        if name is not None:
+            if name not in fields:
+                raise InputError(
+                    f"data.layout {pattern!r} names {{{name}}}: use year, month and variable"
+                )
+            parts.append(fields[name] if f"(?P<{name}>" not in "".join(parts) else f"(?P={name})")
+    return re.compile("".join(parts) + "$")
+
+
+def key_month(
+    key: str, variable: str | None = None, *, layout: str | None = None
+) -> tuple[Month, str] | None:
+    """The month and variable of a file's path relative to the tree's root, if it follows
+    the layout (and is of ``variable``, when given); else ``None``."""
+    match = _layout_regex(config.get("data.layout", layout)).match(key)
+    if match is None:
+        return None
+    month = int(match["month"])
+    if not 1 <= month <= 12 or (variable is not None and match["variable"] != variable):
+        return None
+    return Month(int(match["year"]), month), match["variable"]
+
+
+def find_files(
+    root: str | Path, variable: str, start: object, end: object, *, layout: str | None = None
+) -> list[Path]:
+    """The files of ``variable`` for every month from ``start`` to ``end``.
+
+    Raises
+    ------
+    DataNotFoundError
+        When the root does not exist, holds no such variable, or months are missing; the
+        message lists what is there and how to make it.
+    """
+    root = Path(root)
+    wanted = months(start, end)
+    if not root.is_dir():
+        raise DataNotFoundError(
+            f"data directory {str(root)!r} does not exist: pass --data with the root of your "
+            "era5-pds tree (for synthetic demo data: `make demo`, or `python -m "
+            "pangeo_hpc.run demo-data --out DIR`)"
+        )
+    paths = [month_path(root, variable, m, layout=layout) for m in wanted]
+    missing = [m for m, p in zip(wanted, paths, strict=True) if not p.is_file()]
+    if len(missing) == len(wanted):
+        present = sorted({p.stem for p in root.glob("*/*/data/*.nc")})
+        if present and variable not in present:
+            raise DataNotFoundError(
+                f"variable {variable!r} is not in {str(root)!r}: it holds {present}"
+            )
+    if missing:
+        # synthetic months only for a tree of synthetic data, never mixed into real data
+        more = (
+            ", or generate them with `"
+            + demo_command(root, "--start", str(missing[0]), "--end", str(missing[-1]))
+            + "`"
+            if is_demo_tree(root)
+            else ""
+        )
+        raise DataNotFoundError(
+            f"{len(missing)} of {len(wanted)} months of {variable!r} are missing under "
+            f"{str(root)!r} ({month_ranges(missing)}): choose a period that exists with "
+            f"--start/--end{more}"
+        )
+    return paths

@@ -1,0 +1,86 @@
+"""A cache of what the catalog learns from each local file's metadata.
+
+Opening a tree of 1,000 monthly files costs one HDF5 metadata scan per file (time values,
+shape, chunking), serial because HDF5 is, and slow when the metadata are not in the page
+cache (Lustre's metadata server, an NFS home, a cold disk). The scans are kept in one JSON
+file per tree and variable (config ``pangeo-hpc.catalog.cache``; ``false`` turns it off),
+each entry stamped with the file's size, mtime, ctime and inode: a file that changed in any
+of these is scanned again. Writes are atomic; a cache that cannot be read or written is
+ignored (opening never fails because of it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pangeo_hpc import config
+
+_FORMAT = "pangeo-hpc-scan-cache-1"
+
+
+def cache_path(root: Path, variable: str) -> Path | None:
+    """The cache file of ``variable`` under ``root``; ``None`` when caching is off."""
+    folder = config.get("catalog.cache")
+    if folder in (None, False, "", "false", "none"):
+        return None
+    key = hashlib.sha256(f"{root.resolve()}\0{variable}".encode()).hexdigest()[:24]
+    return Path(os.path.expandvars(str(folder))).expanduser() / f"{key}.json"
+
+
+def stamp(st: os.stat_result) -> list[int]:
+    """What must not change for a cached scan to stay valid."""
+    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
+
+
+def load(path: Path | None) -> dict[str, Any]:
+    """The cached entries (file path relative to the tree -> entry), or ``{}``."""
+    if path is None:
+        return {}
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return doc.get("files", {}) if doc.get("format") == _FORMAT else {}
+
+
+def save(path: Path | None, entries: dict[str, Any]) -> None:
+    """Write ``entries`` atomically (user-only permissions); errors are ignored, and so is
+    a file of that name that is not a scan cache (it is left alone)."""
+    from pangeo_hpc.errors import InputError
+    from pangeo_hpc.write.outputs import atomic_file
+
+    if path is None:
+        return
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with atomic_file(path, flag="pangeo-hpc.catalog.cache", mode=0o600, ours=_is_cache) as tmp:
+            tmp.write_text(json.dumps({"format": _FORMAT, "files": entries}, separators=(",", ":")))
+    except (OSError, InputError):
+        pass
+
+
+def _is_cache(path: Path) -> bool:
+    """A scan cache of ours, or a damaged file at its digest-named path (only this module
+    writes such names, so a file there that is not even JSON is a damaged entry of ours);
+    JSON of any other kind is left alone."""
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError:
+        return True
+    except OSError:
+        return False
+    return isinstance(doc, dict) and doc.get("format") == _FORMAT
+
+
+def encode_times(times: np.ndarray) -> dict[str, Any]:
+    return {"dtype": times.dtype.str, "values": times.tolist()}
+
+
+def decode_times(doc: dict[str, Any]) -> np.ndarray:
+    return np.asarray(doc["values"], dtype=np.dtype(doc["dtype"]))

@@ -1,0 +1,195 @@
+"""The calibration file: what :mod:`pangeo_hpc.planning.plan` reads and
+:mod:`pangeo_hpc.planning.calibrate` measures, per host and recipe, in JSON.
+
+The file (config ``plan.calibration``) is JSON; each ``calibrate`` run updates its recipe and
+keeps the others. Figures the file lacks come from the shipped ones (config ``plan.fallback``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError
+
+VERSION = 1
+
+
+@dataclass(frozen=True)
+class RecipeFit:
+    """What one recipe costs per byte and per run, measured.
+
+    Attributes
+    ----------
+    process_rate : float
+        Uncompressed bytes/s one busy worker process decodes and reduces.
+    tasks_per_chunk : float
+        Tasks of the recipe's graph per read chunk.
+    fixed : float
+        Seconds per run beyond the chunks and the scheduler (submission, gathering).
+    task_cost : float
+        Worker CPU seconds per task besides the computing itself (messages, bookkeeping).
+    scheduler_task : float
+        CPU seconds of the scheduler (and client) process per task of the recipe's graph.
+    warmup : float
+        Worker CPU seconds of a fresh worker process before its first chunk (imports, JIT).
+    load_slowdown : float
+        How much longer a chunk computes when every core of the host is busy than when one
+        process is (shared caches, memory bandwidth, SMT siblings, turbo).
+    ratio : float
+        Uncompressed / stored bytes of the files measured.
+    chunk : int
+        Uncompressed bytes per read chunk of the data measured.
+    chunks : int
+        Read chunks of the data measured.
+    walls : list of float
+        Wall times of the measured runs (s).
+    workers : int
+        Worker processes of the measuring cluster.
+    data : str
+        What was read (root and period).
+    """
+
+    process_rate: float
+    tasks_per_chunk: float
+    fixed: float
+    ratio: float
+    task_cost: float = 0.0
+    scheduler_task: float = 0.0
+    warmup: float = 0.0
+    load_slowdown: float = 1.0
+    chunk: int = 0
+    chunks: int = 0
+    walls: list[float] = field(default_factory=list)
+    workers: int = 1
+    data: str = ""
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Measured inputs of the plan: per recipe, the scheduler, the storage paths."""
+
+    host: str
+    cores: int
+    created: str
+    task_overhead: float
+    overhead_per_worker: float = 0.0
+    storage: dict[str, float] = field(default_factory=dict)
+    recipes: dict[str, RecipeFit] = field(default_factory=dict)
+    source: str = ""
+
+    def recipe(self, name: str) -> RecipeFit:
+        """The fit of recipe ``name``, or an error telling how to measure it."""
+        if name not in self.recipes:
+            raise InputError(
+                f"no calibration for recipe {name!r} (calibrated: {sorted(self.recipes)}): "
+                f"run `python -m pangeo_hpc.run calibrate {name}`"
+            )
+        return self.recipes[name]
+
+    def describe(self) -> str:
+        """Where the figures come from, in one line."""
+        return f"{self.source}, measured on {self.host} ({self.cores} cores) {self.created[:10]}"
+
+    def to_json(self) -> dict[str, Any]:
+        """The file's content."""
+        doc = asdict(self)
+        doc.pop("source")
+        return {"version": VERSION, **doc}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], source: str) -> Calibration:
+        """Read the file's content (or config ``plan.fallback``)."""
+        try:
+            recipes = {k: RecipeFit(**v) for k, v in (doc.get("recipes") or {}).items()}
+            return cls(
+                host=str(doc["host"]),
+                cores=int(doc["cores"]),
+                created=str(doc["created"]),
+                task_overhead=float(doc["task_overhead"]),
+                overhead_per_worker=float(doc.get("overhead_per_worker", 0.0)),
+                storage={str(k): float(v) for k, v in (doc.get("storage") or {}).items()},
+                recipes=recipes,
+                source=source,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(
+                f"calibration {source!r} cannot be read ({exc!r}): run "
+                "`python -m pangeo_hpc.run calibrate` again, or delete the file"
+            ) from None
+
+
+def calibration_path(path: str | Path | None = None) -> Path:
+    """The calibration file: ``path``, else config ``plan.calibration``."""
+    return Path(str(config.get("plan.calibration", path))).expanduser()
+
+
+def is_calibration_file(p: Path) -> bool:
+    """Whether ``p`` is a calibration file this package wrote (marked, or of an earlier
+    version: its keys)."""
+    from pangeo_hpc.write.guard import file_is_ours
+
+    if file_is_ours(p):
+        return True
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and {"version", "host", "task_overhead", "recipes"} <= set(doc)
+
+
+def calibration_target(path: str | Path | None = None, data: object = None) -> Path:
+    """The calibration file ``calibrate`` will update, checked before anything runs: new,
+    or a calibration file this package wrote (never a user's file of the same name), and
+    not inside the ``data`` it measures."""
+    from pangeo_hpc.write.guard import check_inputs, local_path
+
+    p = local_path(config.get("plan.calibration", path), "--calibration")
+    check_inputs(p, [data or config.get("data.root")], "--calibration")
+    if p.is_dir() or (p.exists() and not is_calibration_file(p)):
+        raise InputError(
+            f"--calibration {str(p)!r} exists and is not a calibration file pangeo-hpc "
+            "wrote: move it away or pass --calibration NEW.json (nothing was changed)"
+        )
+    return p
+
+
+def read_calibration_file(p: Path) -> Calibration:
+    """The figures of the calibration file ``p`` alone (no shipped ones)."""
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise InputError(
+            f"calibration {str(p)!r} is not readable JSON ({exc}): delete it"
+        ) from None
+    return Calibration.from_json(doc, str(p))
+
+
+def load_calibration(path: str | Path | None = None) -> Calibration:
+    """The calibration file's figures over the shipped ones (config ``plan.fallback``).
+
+    A recipe or storage kind the file lacks comes from the shipped figures; an explicit
+    ``path`` that does not exist is an error.
+    """
+    shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+    p = calibration_path(path)
+    if not p.exists():
+        if path is not None:
+            raise InputError(
+                f"calibration {str(p)!r} does not exist: run `python -m pangeo_hpc.run "
+                f"calibrate --calibration {p}` first, or leave --calibration out"
+            )
+        return shipped
+    own = read_calibration_file(p)
+    return Calibration(
+        **{
+            **asdict(own),
+            "recipes": {**shipped.recipes, **own.recipes},
+            "storage": {**shipped.storage, **own.storage},
+            "source": str(p),
+        }
+    )

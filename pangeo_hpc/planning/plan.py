@@ -1,0 +1,452 @@
+"""Plan before you pay: wall time, efficiency, bottleneck and cost of a recipe per node count.
+
+The model (``docs/scaling.md``) is a bound-and-waves model fed by measurements
+(:mod:`pangeo_hpc.planning.calibrate`):
+
+- the data are ``chunks`` read tasks of ``chunk`` uncompressed bytes (``data.time-chunk-mb``,
+  never across files); the recipe's graph has ``tasks_per_chunk`` tasks per chunk;
+- at most ``min(processes, cores)`` worker processes per node decode at once (HDF5
+  serialises the threads of one process), and at most ``chunks`` in all;
+- the chunks take the longest of three times: the CPU's, ``ceil(chunks / busy processes)``
+  waves of ``chunk / process_rate`` seconds (the last wave may leave processes idle: the
+  long tail); the storage's, stored bytes over its bandwidth (shared by all nodes for a
+  parallel file system, per node for S3 or local disks); the network's, stored bytes over
+  the nodes' links (for storage reached over the network);
+- the scheduler hands out tasks one after the other: ``tasks x task_overhead`` seconds,
+  with ``task_overhead`` growing with the number of workers;
+- wall time = fixed cost + the longer of the waves and the scheduler's time; cost = nodes x
+  (wall time + startup) x price per node-hour.
+
+Examples
+--------
+>>> p = plan("era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s")
+>>> print(p.text())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pangeo_hpc import config
+from pangeo_hpc.clusters import profiles
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.sizes import parse_rate, parse_size
+from pangeo_hpc.planning.calibration import Calibration, load_calibration
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
+
+#: storage kinds: (shared by all nodes, reached over the node's network link)
+STORAGE_KINDS: dict[str, tuple[bool, bool]] = {
+    "fsx": (True, True),  # FSx for Lustre: its rated throughput is shared by every client
+    "lustre": (True, True),
+    "nfs": (True, True),
+    "gpfs": (True, True),
+    "s3": (False, True),  # S3 scales out: the figure is per node
+    "local": (False, False),  # each node's own disk
+    "cache": (False, False),  # files already in the nodes' page cache (a second run)
+}
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where the bytes come from: ``rate`` bytes/s in all (shared) or per node."""
+
+    kind: str
+    rate: float
+    shared: bool
+    over_network: bool
+
+    def describe(self) -> str:
+        """E.g. ``fsx 2,880 MB/s shared``."""
+        return f"{self.kind} {self.rate / 1e6:,.0f} MB/s {'shared' if self.shared else 'per node'}"
+
+
+def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storage:
+    """``fsx:2880MB/s``, ``s3``, ``local``, ``cache:3GB/s``: a kind, and a rate unless measured.
+
+    ``measured`` holds the rates ``calibrate`` found (bytes/s by kind); a rate given in the
+    text wins.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(f"--storage {text!r} is not a storage: use e.g. fsx:2880MB/s, s3, local")
+    kind, _, rate = text.strip().partition(":")
+    kind = kind.lower()
+    if kind not in STORAGE_KINDS:
+        raise InputError(
+            f"--storage {text!r}: unknown kind {kind!r}; use one of {', '.join(STORAGE_KINDS)}, "
+            "with the rate after a colon, e.g. fsx:2880MB/s"
+        )
+    shared, over_network = STORAGE_KINDS[kind]
+    if rate:
+        value = parse_rate(rate, name="--storage")
+    elif measured and kind in measured:
+        value = float(measured[kind])
+    else:
+        hint = " (FSx for Lustre scratch: 200 MB/s per TiB of capacity)" if kind == "fsx" else ""
+        raise InputError(
+            f"--storage {text!r} has no rate and `calibrate` measured none for {kind!r}: "
+            f"give it, e.g. {kind}:2880MB/s{hint}, or run calibrate --storage-path {kind}=PATH"
+        )
+    return Storage(kind, value, shared, over_network)
+
+
+@dataclass(frozen=True)
+class Model:
+    """Every input of the prediction, in bytes, seconds and dollars.
+
+    Attributes
+    ----------
+    size : int
+        Uncompressed bytes the recipe reads (what xarray's ``nbytes`` says).
+    ratio : float
+        Uncompressed / stored bytes (compression ratio of the files).
+    chunk : int
+        Uncompressed bytes per read task.
+    tasks_per_chunk : float
+        Tasks in the recipe's graph per read task (reads, reductions, combines).
+    process_rate : float
+        Uncompressed bytes/s one busy worker process decodes and reduces.
+    task_cost : float
+        Worker seconds per task besides decoding (receiving, bookkeeping, sending).
+    warmup : float
+        Worker CPU seconds of a fresh worker process before its first chunk (imports, JIT
+        compilation, first file opens): every run of the command line starts new workers.
+    load_slowdown : float
+        A chunk's CPU time with every core of a node busy over that with one busy process;
+        in between, it grows linearly with the busy processes.
+    task_overhead : float
+        Scheduler CPU seconds per task (one scheduler process: its tasks run one by one).
+    overhead_per_worker : float
+        Extra scheduler seconds per task for each further worker.
+    fixed : float
+        Seconds per run independent of the size (graph submission, gathering results).
+    processes, cores : int
+        Worker processes and cores per node; at most ``min(processes, cores)`` decode at once.
+    storage : Storage
+        Where the bytes come from.
+    network : float or None
+        Bytes/s of one node's network link; None: not a limit.
+    price : float or None
+        Dollars per node-hour; None: no cost column.
+    startup : float
+        Seconds billed per node besides the run (boot, workers joining).
+    host_cores : int or None
+        The workers and the scheduler all share one host of this many cores (a local
+        cluster, or batch jobs on one node with the scheduler on it); None: the scheduler
+        has its own core and each node its own cores (a real cluster).
+    """
+
+    size: int
+    ratio: float
+    chunk: int
+    tasks_per_chunk: float
+    process_rate: float
+    task_overhead: float
+    fixed: float
+    processes: int
+    cores: int
+    storage: Storage
+    task_cost: float = 0.0
+    warmup: float = 0.0
+    load_slowdown: float = 1.0
+    overhead_per_worker: float = 0.0
+    network: float | None = None
+    price: float | None = None
+    startup: float = 0.0
+    host_cores: int | None = None
+
+    def __post_init__(self) -> None:
+        positive = ("size", "ratio", "chunk", "tasks_per_chunk", "process_rate", "processes")
+        for name in (*positive, "cores"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
+                raise InputError(f"{name}={value!r} must be a number above 0")
+        seconds = ("task_cost", "warmup", "task_overhead", "overhead_per_worker", "fixed")
+        for name in (*seconds, "startup"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value >= 0:
+                raise InputError(f"{name}={value!r} must be a number of seconds, 0 or more")
+
+    def predict(self, nodes: int) -> dict[str, Any]:
+        """One row of the plan: ``nodes`` nodes."""
+        if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+            raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
+        chunks = math.ceil(self.size / self.chunk)
+        tasks = math.ceil(chunks * self.tasks_per_chunk)
+        per_node = min(self.processes, self.cores)
+        slots = nodes * per_node
+        if self.host_cores is not None:
+            slots = min(slots, self.host_cores)
+        active = min(slots, chunks)  # processes decoding at once
+        active_nodes = min(nodes, math.ceil(active / per_node))
+        stored = self.size / self.ratio  # bytes read in all
+        waves = math.ceil(chunks / slots)
+        workers = nodes * self.processes
+        per_task = self.task_overhead + self.overhead_per_worker * (workers - 1)
+        # a chunk's time on its process: decoding plus its tasks' own costs, longer when
+        # the node's other cores are busy too
+        together = min(per_node, active) if self.host_cores is None else active
+        cores = self.cores if self.host_cores is None else self.host_cores
+        load = (together - 1) / (cores - 1) if cores > 1 else 0.0
+        chunk_cpu = (self.chunk / self.process_rate + self.tasks_per_chunk * self.task_cost) * (
+            1 + (self.load_slowdown - 1) * min(1.0, load)
+        )
+        # the CPU works in waves (the last may leave processes idle: the long tail); the
+        # storage and the network links share their bandwidth among the chunks in flight,
+        # so a short last wave goes faster there: bytes over bandwidth; the scheduler
+        # handles one task at a time
+        limits = {"CPU decode": self.warmup + waves * chunk_cpu}
+        storage_rate = self.storage.rate * (1 if self.storage.shared else active_nodes)
+        limits["storage"] = stored / storage_rate
+        if self.network is not None and self.storage.over_network:
+            limits["network"] = stored / (self.network * active_nodes)
+        limits["scheduler"] = tasks * per_task
+        if self.host_cores is not None:  # workers and scheduler take turns on the cores
+            cpu = workers * self.warmup + chunks * chunk_cpu + tasks * per_task
+            limits["host CPU"] = cpu / self.host_cores
+        bound = max(limits, key=lambda k: limits[k])
+        compute_s = limits[bound]
+        wall = self.fixed + compute_s
+        busy = self.size / self.process_rate  # process-seconds of decoding, all chunks
+        row: dict[str, Any] = {
+            "nodes": nodes,
+            "workers": workers,
+            "tasks": tasks,
+            "chunks_per_process": chunks / slots,
+            "chunk_s": compute_s / waves,
+            "wall_s": wall,
+            "efficiency": busy / (slots * wall),
+            "tail_efficiency": chunks / (waves * slots),
+            "bottleneck": bound,
+            "read_MB_s": self.size / self.ratio / wall / 1e6,
+            "node_hours": nodes * (wall + self.startup) / 3600,
+        }
+        row["cost"] = None if self.price is None else row["node_hours"] * self.price
+        return row
+
+
+@dataclass
+class Plan:
+    """Predicted rows per node count, with what they were predicted from."""
+
+    recipe: str
+    model: Model
+    rows: list[dict[str, Any]]
+    sources: dict[str, str] = field(default_factory=dict)
+
+    def table(self) -> pd.DataFrame:
+        """The rows as a DataFrame indexed by nodes."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows).set_index("nodes")
+
+    def best(self, within: float = 0.1) -> dict[str, Any]:
+        """The fewest nodes whose wall time is within ``within`` of the fastest."""
+        fastest = min(r["wall_s"] for r in self.rows)
+        return min(
+            (r for r in self.rows if r["wall_s"] <= fastest * (1 + within)),
+            key=lambda r: r["nodes"],
+        )
+
+    def text(self) -> str:
+        """The plan as a table a terminal shows, with its inputs and a recommendation."""
+        m = self.model
+        lines = [
+            f"plan for {self.recipe}: {m.size / 1e9:,.1f} GB uncompressed "
+            f"({m.size / m.ratio / 1e9:,.1f} GB stored, ratio {m.ratio:.2f}), "
+            f"{math.ceil(m.size / m.chunk):,} chunks of {m.chunk / 1e6:,.0f} MB",
+            f"nodes: {m.processes} processes, {m.cores} cores"
+            + (f", network {m.network / 1e6:,.0f} MB/s" if m.network else "")
+            + (f", ${m.price:g}/node-hour" if m.price is not None else "")
+            + f"; storage {m.storage.describe()}",
+            f"measured: {m.process_rate / 1e6:,.0f} MB/s per process; per task "
+            f"{m.task_cost * 1e3:.2f} ms on its worker, {m.task_overhead * 1e3:.2f} ms on the "
+            f"scheduler (+{m.overhead_per_worker * 1e6:.2f} us per worker); "
+            f"{m.warmup:.2f} s warm-up per worker; {m.fixed:.2f} s per run",
+        ]
+        lines += [f"  {k}: {v}" for k, v in self.sources.items()]
+        head = (
+            f"{'nodes':>6} {'workers':>8} {'tasks':>8} {'chunks/proc':>11} {'chunk s':>8} "
+            f"{'wall':>10} {'effic.':>7} {'tail':>5}  {'bottleneck':<11} {'read MB/s':>10}"
+            + (f" {'cost $':>9}" if m.price is not None else "")
+        )
+        lines += ["", head]
+        for r in self.rows:
+            line = (
+                f"{r['nodes']:>6} {r['workers']:>8,} {r['tasks']:>8,} "
+                f"{r['chunks_per_process']:>11.2f} {r['chunk_s']:>8.3f} "
+                f"{_duration(r['wall_s']):>10} {r['efficiency']:>7.0%} "
+                f"{r['tail_efficiency']:>5.0%}  {r['bottleneck']:<11} {r['read_MB_s']:>10,.0f}"
+            )
+            if r["cost"] is not None:
+                line += f" {r['cost']:>9.4f}"
+            lines.append(line)
+        b = self.best()
+        lines.append(
+            f"\nfewest nodes within 10 % of the fastest: {b['nodes']} "
+            f"({_duration(b['wall_s'])}, {b['bottleneck']}-bound"
+            + (f", ${b['cost']:.4f}" if b["cost"] is not None else "")
+            + ")"
+        )
+        return "\n".join(lines)
+
+    def plot(self, ax: Axes | None = None) -> Axes:
+        """Wall time (log) and cost per node count, bottlenecks marked."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
+        nodes = [r["nodes"] for r in self.rows]
+        ax.plot(nodes, [r["wall_s"] for r in self.rows], "o-", color="C0", label="wall time")
+        for r in self.rows:
+            ax.annotate(r["bottleneck"], (r["nodes"], r["wall_s"]), fontsize=7,
+                        textcoords="offset points", xytext=(3, 5))  # fmt: skip
+        ax.set(xscale="log", yscale="log", xlabel="nodes", ylabel="predicted wall time (s)")
+        ax.set_xticks(nodes, [str(n) for n in nodes])
+        ax.set_title(f"{self.recipe}: {self.model.size / 1e9:,.0f} GB, {self.model.storage.kind}")
+        if self.model.price is not None:
+            cost = ax.twinx()
+            cost.plot(nodes, [r["cost"] for r in self.rows], "s--", color="C1", label="cost")
+            cost.set_ylabel("cost ($)", color="C1")
+        ax.grid(True, which="both", alpha=0.3)
+        return ax
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _price(value: object) -> float:
+    """``3.888``, ``3.888/h``, ``$3.888/h``: dollars per node-hour."""
+    text = str(value).strip().lstrip("$").removesuffix("/h").removesuffix("/hour")
+    try:
+        price = float(text)
+    except ValueError:
+        price = -1.0
+    if not math.isfinite(price) or price < 0 or isinstance(value, bool):
+        raise InputError(f"--price {value!r} is not a price per node-hour: write it like 3.888/h")
+    return price
+
+
+def _nodes(value: Iterable[int] | str | None) -> list[int]:
+    if value is None:
+        value = config.get("plan.nodes")
+    if isinstance(value, str):
+        parts = [p.strip() for p in value.split(",")]
+        if not all(p.isdigit() for p in parts):
+            raise InputError(f"--nodes {value!r} is not node counts: write them like 1,2,4,8")
+        value = [int(p) for p in parts]
+    out = sorted(set(value))
+    if not out or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in out):
+        raise InputError(f"nodes {value!r} must be whole numbers, 1 or more, e.g. 1,2,4,8")
+    return out
+
+
+def plan(
+    recipe: str,
+    size: int | str,
+    *,
+    profile: str = "local",
+    storage: str | None = None,
+    price: float | str | None = None,
+    nodes: Sequence[int] | str | None = None,
+    chunk: int | str | None = None,
+    ratio: float | None = None,
+    startup: float | None = None,
+    calibration: Calibration | str | Path | None = None,
+    host_cores: int | None = None,
+) -> Plan:
+    """Predict the wall time, efficiency, bottleneck and cost of ``recipe`` per node count.
+
+    Parameters
+    ----------
+    recipe : str
+        A recipe spec name (``era5-sst-mean``); its calibration is used.
+    size : int or str
+        Uncompressed size of the data it reads, e.g. ``"300GB"`` (xarray's ``nbytes``).
+    profile : str
+        Site profile for processes, cores, network and price per node (``profiles``).
+    storage : str, optional
+        ``KIND[:RATE]``: ``fsx:2880MB/s`` (shared by all nodes), ``s3`` or ``local`` (per
+        node), ``cache`` (already in memory). Without a rate, the calibration's. Default:
+        the profile's ``storage``, else ``local``.
+    price : float or str, optional
+        Dollars per node-hour (``3.888/h``). Default: the profile's ``price``.
+    nodes : sequence of int or str, optional
+        Node counts; default config ``plan.nodes``.
+    chunk : int or str, optional
+        Uncompressed bytes per read task; default config ``data.time-chunk-mb``.
+    ratio : float, optional
+        Compression ratio of the files; default the calibration's.
+    startup : float, optional
+        Seconds billed per node besides the run; default config ``plan.startup``.
+    calibration : Calibration or path, optional
+        Default: the file ``calibrate`` wrote (config ``plan.calibration``), else the
+        figures shipped in config ``plan.fallback``.
+    host_cores : int, optional
+        Workers and scheduler share one host of this many cores (see :class:`Model`).
+
+    Returns
+    -------
+    Plan
+
+    Raises
+    ------
+    InputError
+        An unknown profile or recipe, a size, rate, price or node count that cannot be read.
+    """
+    if not isinstance(calibration, Calibration):
+        calibration = load_calibration(calibration)
+    fit = calibration.recipe(recipe)
+    site = profiles.resolve(profile)
+    if site.get("kind", "local") == "local":
+        # a local cluster: this host's cores, shared by the workers and the scheduler
+        site = {"cores": calibration.cores, "processes": calibration.cores, **site}
+        host_cores = host_cores or site["cores"]
+        nodes = nodes or [1]
+    for key in ("cores", "processes"):
+        if not isinstance(site.get(key), int) or site[key] < 1:
+            raise InputError(f"profile {profile!r} needs {key} (a whole number) for a plan")
+    default_chunk = f"{config.get('data.time-chunk-mb')}MB"
+    chunk_bytes = parse_size(chunk if chunk is not None else default_chunk, name="--chunk")
+    model = Model(
+        size=parse_size(size, name="--size"),
+        ratio=float(ratio if ratio is not None else fit.ratio),
+        chunk=chunk_bytes,
+        tasks_per_chunk=fit.tasks_per_chunk,
+        process_rate=fit.process_rate,
+        task_overhead=fit.scheduler_task or calibration.task_overhead,
+        overhead_per_worker=calibration.overhead_per_worker,
+        fixed=fit.fixed,
+        processes=site["processes"],
+        cores=site["cores"],
+        storage=parse_storage(storage or site.get("storage") or "local", calibration.storage),
+        network=parse_rate(site["network"], name="network") if site.get("network") else None,
+        price=_price(price if price is not None else site["price"])
+        if price is not None or site.get("price") is not None
+        else None,
+        startup=float(startup if startup is not None else config.get("plan.startup")),
+        task_cost=fit.task_cost,
+        warmup=fit.warmup,
+        load_slowdown=fit.load_slowdown,
+        host_cores=host_cores,
+    )
+    rows = [model.predict(n) for n in _nodes(nodes)]
+    sources = {"calibration": calibration.describe()}
+    return Plan(recipe=recipe, model=model, rows=rows, sources=sources)
+
+
+def with_model(p: Plan, **changes: Any) -> Plan:
+    """The same plan with some model inputs changed (``storage=...``, ``ratio=...``)."""
+    model = replace(p.model, **changes)
+    return Plan(p.recipe, model, [model.predict(r["nodes"]) for r in p.rows], dict(p.sources))

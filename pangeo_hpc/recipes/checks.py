@@ -1,0 +1,24 @@
+"""What recipe functions are given, checked: a one-line InputError naming the value, the
+function and the fix, instead of an AttributeError from deep inside xarray."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import xarray as xr
+
+from pangeo_hpc.errors import InputError, shown
+
+
+def check_dataarray(value: Any, recipe: str) -> xr.DataArray:
+    """``value`` if it is an xarray DataArray, else an InputError naming the recipe."""
+    if isinstance(value, xr.DataArray):
+        return value
+    hint = (
+        "pick one variable, e.g. ds.sea_surface_temperature"
+        if isinstance(value, xr.Dataset)
+        else "open data with open_era5() or xarray and pass one variable"
+    )
+    raise InputError(
+        f"{recipe}() needs an xarray DataArray, not {type(value).__name__} {shown(value)}: {hint}"
+    )

@@ -1,0 +1,288 @@
+"""How pangeo-hpc talks to S3 and S3-compatible stores: one set of options, two clients.
+
+:class:`S3Options` holds what a user sets (endpoint, anonymous access, region, AWS profile),
+from arguments, CLI flags (``--endpoint-url``, ``--anon``, spelled as the AWS CLI does) or
+dask config ``pangeo-hpc.s3.*``. It hands out an s3fs file system (random access for h5py,
+kerchunk) and obstore stores (many concurrent byte ranges and listings, in Rust). Both take
+credentials from the usual AWS chain (environment, ``~/.aws/credentials`` and
+``~/.aws/config`` profiles, SSO, instance or container roles) unless ``anon``.
+"""
+
+from __future__ import annotations
+
+import errno
+import functools
+import os
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError
+
+if TYPE_CHECKING:
+    import s3fs
+    from obstore.store import S3Credential, S3Store
+
+_SCHEME = "s3://"
+
+
+def is_s3(path: object) -> bool:
+    """Whether ``path`` is an ``s3://`` URL."""
+    return isinstance(path, str) and path.startswith(_SCHEME)
+
+
+def split_url(url: str) -> tuple[str, str]:
+    """``s3://bucket/some/prefix/`` as ``("bucket", "some/prefix")``.
+
+    Raises
+    ------
+    InputError
+        If ``url`` is not ``s3://BUCKET[/PREFIX]`` with a valid bucket name.
+    """
+    if not is_s3(url):
+        raise InputError(f"{url!r} is not an S3 URL: write s3://BUCKET[/PREFIX]")
+    bucket, _, key = url[len(_SCHEME) :].partition("/")
+    if not (3 <= len(bucket) <= 63) or not all(c.isalnum() or c in ".-_" for c in bucket):
+        raise InputError(
+            f"{bucket!r} in {url!r} is not a bucket name (3-63 letters, digits, '.', '-'): "
+            "write s3://BUCKET[/PREFIX], e.g. s3://era5-pds"
+        )
+    return bucket, key.strip("/")
+
+
+@dataclass(frozen=True, slots=True)
+class S3Options:
+    """Where and how to reach S3.
+
+    Parameters
+    ----------
+    endpoint_url : str, optional
+        An S3-compatible endpoint, e.g. ``http://127.0.0.1:8333`` (SeaweedFS, MinIO, Ceph).
+        Default: ``AWS_ENDPOINT_URL_S3`` or ``AWS_ENDPOINT_URL`` if set, else AWS.
+    anon : bool
+        Unsigned requests, for public buckets such as ``era5-pds``; no credentials needed.
+    region : str, optional
+        Default: from the AWS chain (``AWS_REGION``, the profile), else ``us-east-1``.
+    profile : str, optional
+        A named profile of ``~/.aws/config``; default ``AWS_PROFILE`` or ``default``.
+    """
+
+    endpoint_url: str | None = None
+    anon: bool = False
+    region: str | None = None
+    profile: str | None = None
+
+    @classmethod
+    def resolve(
+        cls,
+        endpoint_url: str | None = None,
+        anon: bool | None = None,
+        region: str | None = None,
+        profile: str | None = None,
+    ) -> S3Options:
+        """Options from the arguments given, the rest from dask config ``pangeo-hpc.s3``."""
+        endpoint = (
+            config.get("s3.endpoint-url", endpoint_url)
+            or os.environ.get("AWS_ENDPOINT_URL_S3")
+            or os.environ.get("AWS_ENDPOINT_URL")
+        )
+        if endpoint is not None and not str(endpoint).startswith(("http://", "https://")):
+            raise InputError(
+                f"endpoint URL {endpoint!r} needs a scheme: write e.g. http://127.0.0.1:8333"
+            )
+        return cls(
+            endpoint_url=endpoint,
+            anon=bool(config.get("s3.anon", anon)),
+            region=config.get("s3.region", region) or None,
+            profile=config.get("s3.profile", profile) or None,
+        )
+
+    def storage_options(self) -> dict[str, Any]:
+        """Keyword arguments for ``s3fs.S3FileSystem`` (fsspec's ``storage_options``).
+
+        botocore retries failed connections, 5xx answers and throttling with exponential
+        backoff (its "standard" mode), up to ``pangeo-hpc.s3.max-retries`` times, as the
+        obstore stores of :meth:`store` do.
+        """
+        retries = {"max_attempts": int(config.get("s3.max-retries")), "mode": "standard"}
+        opts: dict[str, Any] = {"anon": self.anon, "config_kwargs": {"retries": retries}}
+        client: dict[str, Any] = {}
+        if self.endpoint_url:
+            client["endpoint_url"] = self.endpoint_url
+        if self.region:
+            client["region_name"] = self.region
+        if client:
+            opts["client_kwargs"] = client
+        if self.profile and not self.anon:
+            opts["profile"] = self.profile
+        return opts
+
+    def filesystem(self) -> s3fs.S3FileSystem:
+        """An s3fs file system with these options (cached by s3fs per process)."""
+        import s3fs
+
+        return s3fs.S3FileSystem(**self.storage_options())
+
+    def store(self, bucket: str) -> S3Store:
+        """An obstore ``S3Store`` for ``bucket``, cached per process.
+
+        Retries 5xx answers and throttling (503 SlowDown, 429) with exponential backoff,
+        up to ``pangeo-hpc.s3.max-retries`` times.
+        """
+        return _store(self, bucket, int(config.get("s3.max-retries")))
+
+    def resolved_region(self) -> str:
+        """The region requests are signed for."""
+        if self.region:
+            return self.region
+        return _botocore_session(self.profile).get_config_variable("region") or "us-east-1"
+
+
+@functools.cache
+def _botocore_session(profile: str | None) -> Any:
+    import botocore.session
+
+    return botocore.session.Session(profile=profile)
+
+
+class _BotocoreCredentials:
+    """obstore credential provider backed by botocore's chain (refreshed as it expires)."""
+
+    def __init__(self, profile: str | None) -> None:
+        self.profile = profile
+        creds = _botocore_session(profile).get_credentials()
+        if creds is None:
+            raise InputError(
+                "no AWS credentials found (environment, ~/.aws/credentials, profile, instance "
+                "role): pass --anon for a public bucket, or set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, or run `aws configure`"
+            )
+        self._creds = creds
+
+    def __call__(self) -> S3Credential:
+        frozen = self._creds.get_frozen_credentials()
+        out: S3Credential = {
+            "access_key_id": frozen.access_key,
+            "secret_access_key": frozen.secret_key,
+            "token": frozen.token,
+            "expires_at": None,
+        }
+        expiry = getattr(self._creds, "_expiry_time", None)
+        if expiry is not None:
+            out["expires_at"] = expiry - timedelta(minutes=5)
+        return out
+
+    def __repr__(self) -> str:  # never show the keys
+        return f"_BotocoreCredentials(profile={self.profile!r})"
+
+
+@functools.lru_cache(maxsize=64)
+def _store(opts: S3Options, bucket: str, max_retries: int) -> S3Store:
+    from obstore.store import S3Store
+
+    kwargs: dict[str, Any] = {
+        "region": opts.resolved_region(),
+        "retry_config": {
+            "max_retries": max_retries,
+            "backoff": {
+                "init_backoff": timedelta(milliseconds=100),
+                "max_backoff": timedelta(seconds=15),
+                "base": 2,
+            },
+            "retry_timeout": timedelta(minutes=3),
+        },
+        "client_options": {
+            "timeout": timedelta(minutes=2),
+            "connect_timeout": timedelta(seconds=10),
+        },
+    }
+    if opts.endpoint_url:
+        kwargs["endpoint"] = opts.endpoint_url
+        kwargs["virtual_hosted_style_request"] = False
+        if opts.endpoint_url.startswith("http://"):
+            kwargs["client_options"]["allow_http"] = True
+    if opts.anon:
+        kwargs["skip_signature"] = True
+    else:
+        kwargs["credential_provider"] = _BotocoreCredentials(opts.profile)
+    return S3Store(bucket, **kwargs)
+
+
+_CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
+#: obstore's "Server returned non-2xx status code: 500 Internal Server Error"
+_SERVER_STATUS = re.compile(r"status code: (5\d\d [A-Za-z ]*[A-Za-z])")
+#: obstore's "Error performing GET ... after 3 retries, max_retries: 3, ..."
+_RETRIES = re.compile(r"after (\d+) retries")
+
+
+def _retries(exc: BaseException) -> int:
+    """How often the failed request was retried: as obstore or botocore (its response's
+    ``RetryAttempts``, behind s3fs's error) report it, else as configured."""
+    found = _RETRIES.search(str(exc))
+    if found:
+        return int(found.group(1))
+    link: BaseException | None = exc
+    while link is not None:
+        response = getattr(link, "response", None)  # botocore's ClientError
+        meta = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+        if "RetryAttempts" in meta:
+            return int(meta["RetryAttempts"])
+        link = link.__cause__
+    return int(config.get("s3.max-retries"))
+
+
+def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
+    """A one-line :class:`InputError` for an S3 failure a user can fix, else ``None``.
+
+    Covers a missing bucket or key, refused credentials, an endpoint that does not answer,
+    and throttling or server errors (5xx) that outlasted the retries. Works on obstore,
+    s3fs and botocore errors.
+    """
+    text = str(exc)
+    code = next(iter(_CODE.findall(text)), "")
+    where = opts.endpoint_url or "AWS S3"
+    if code == "NoSuchBucket" or (code == "" and "NoSuchBucket" in text):
+        return InputError(f"bucket of {url!r} does not exist on {where}: check the name")
+    if code in ("NoSuchKey",) or type(exc).__name__ in ("NotFoundError", "FileNotFoundError"):
+        return InputError(f"{url!r} does not exist on {where}: check the prefix with `inventory`")
+    if code in (
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AllAccessDisabled",
+    ) or type(exc).__name__ in ("PermissionDeniedError", "UnauthenticatedError", "PermissionError"):
+        fix = (
+            "the bucket is not public; drop --anon and use credentials"
+            if opts.anon
+            else "check AWS_PROFILE / AWS_ACCESS_KEY_ID, or pass --anon for a public bucket"
+        )
+        return InputError(f"access to {url!r} denied ({code or 'forbidden'}): {fix}")
+    if (
+        code in ("SlowDown", "Throttling", "TooManyRequests", "RequestLimitExceeded")
+        or " 503 " in text
+    ):
+        return InputError(
+            f"{where} kept throttling requests for {url!r} (503 SlowDown) after "
+            f"{config.get('s3.max-retries')} retries with backoff: lower the concurrency "
+            "(pangeo-hpc.s3.list-concurrency) or try again later"
+        )
+    status = _SERVER_STATUS.search(text)
+    if status or (isinstance(exc, OSError) and exc.errno == errno.EREMOTEIO):  # s3fs: 500
+        what = status.group(1) if status else getattr(exc, "strerror", None) or "a server error"
+        return InputError(
+            f"S3 endpoint {where} answered {what!r} for {url!r} after {_retries(exc)} "
+            "retries with backoff: the server is failing or shutting down; check that it "
+            "runs (and --endpoint-url), then run again"
+        )
+    if (
+        "error sending request" in text
+        or "Connect" in type(exc).__name__
+        or "connect" in text.lower()
+    ):
+        return InputError(
+            f"S3 endpoint {where} does not answer (for {url!r}): check --endpoint-url and "
+            f"that the server runs (no answer after {_retries(exc)} retries with backoff)"
+        )
+    return None

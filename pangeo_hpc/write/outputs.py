@@ -1,0 +1,262 @@
+"""Every write of the package goes through here: checked first, whole or not at all.
+
+A verb's output is checked by :mod:`pangeo_hpc.write.guard` (never a URL, never an input, never
+over anything this package did not write), written to a hidden temporary name beside the
+target, and renamed into place at the end. A failure at any point leaves no partial
+output: the target holds the complete previous output or the complete new one. A file
+system that fills up on the way is reported as such, in one line
+(:class:`~pangeo_hpc.errors.StorageError`).
+
+* :func:`atomic_dir`: a folder output (a recipe's results, a Zarr store), replaced whole;
+* :func:`atomic_file`: one file (a plot, a JSON report, a cache entry);
+* :func:`write_json` and :func:`save_figure`: the same, with the package's marker inside;
+* :func:`claim_tree` and :func:`append_line`: a folder that a verb fills file by file
+  (``demo-data``, ``stage``), recognised as this package's by its marker file.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.errors import StorageError
+from pangeo_hpc.write.guard import (
+    MARKER,
+    WRITTEN_BY,
+    check_file,
+    check_folder,
+    check_tree,
+    figure_metadata,
+    folder_kind,
+    marker_doc,
+)
+
+#: a write that failed with less than this left on its file system ran out of space: HDF5
+#: and netCDF4 report ENOSPC as a bare "NetCDF: HDF error", without the errno
+FULL_BELOW = 1 << 20
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+@contextmanager
+def atomic_dir(
+    target: str | Path,
+    *,
+    kind: str = "result",
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    overwrite: bool = True,
+) -> Iterator[Path]:
+    """Yield a temporary folder beside ``target``; on success it replaces ``target``.
+
+    Parameters
+    ----------
+    target : path
+        The folder to write. Its parent is created if missing. An existing ``target`` is
+        replaced only if it is empty or an output of this ``kind`` that this package wrote
+        (see :func:`pangeo_hpc.write.guard.check_folder`), checked on entry and again just
+        before the rename.
+    kind : str
+        What the folder holds: ``"result"`` (marked by its ``summary.json``, written with
+        :func:`write_json`) or ``"zarr"`` (marked by its attributes); checked at the end.
+    inputs : iterable of paths
+        What was read: the output must not be, contain or lie inside any of them.
+    flag : str
+        The option that named ``target``, for messages.
+    overwrite : bool
+        If false, an existing output of this package is an error too.
+
+    Yields
+    ------
+    pathlib.Path
+        The hidden temporary folder (``.NAME.tmp-*``) to write into; it is removed if the
+        block fails, so ``target`` keeps what it held.
+
+    Raises
+    ------
+    InputError
+        If ``target`` may not be written (nothing is changed).
+    StorageError
+        If the file system ran out of space (``ENOSPC``, ``EDQUOT``, or a failed write with
+        less than :data:`FULL_BELOW` bytes left), naming ``target`` and the fix.
+    """
+    inputs = list(inputs)
+    target = check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
+    tmp: Path | None = None
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        yield tmp
+        if folder_kind(tmp) != kind:  # what is written here must be recognised later
+            raise RuntimeError(f"{tmp} lacks the marker of a {kind} output (a bug)")
+        # again: a user may have put something there while the outputs were computed
+        check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
+        mode = 0o777 & ~_umask()  # mkdtemp makes it 0700: give it a folder's usual mode
+        old = None
+        if target.exists():
+            mode = target.stat().st_mode & 0o7777  # an empty folder made for us keeps its mode
+            old = target.with_name(f".{target.name}.old-{os.getpid()}")
+            os.replace(target, old)
+        tmp.chmod(mode)
+        os.replace(tmp, target)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    except Exception as exc:
+        _raise_if_full(exc, target)
+        raise
+    finally:
+        if tmp is not None and tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _write_marker(folder: Path, doc: dict[str, Any]) -> None:
+    path = folder / MARKER
+    part = path.with_name(f"{MARKER}.tmp")
+    part.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(part, path)
+
+
+def _raise_if_full(exc: BaseException, target: Path) -> None:
+    if _out_of_space(exc, target.parent):
+        kept = "its previous contents are unchanged" if target.exists() else "nothing written"
+        raise StorageError(
+            f"no space left on device writing {str(target)!r} ({kept}): free space on "
+            "its file system or write the outputs elsewhere (--out)"
+        ) from exc
+
+
+def _out_of_space(exc: BaseException, folder: Path) -> bool:
+    """Whether ``exc`` (or an error it chains) is ENOSPC/EDQUOT, or a failed write (an
+    ``OSError`` or the ``RuntimeError`` of netCDF4) while ``folder``'s file system is all
+    but full, as it is before the temporary folder is removed."""
+    chain: list[BaseException] = []
+    link: BaseException | None = exc
+    while link is not None and link not in chain:
+        chain.append(link)
+        link = link.__cause__ or link.__context__
+    if any(isinstance(e, OSError) and e.errno in (errno.ENOSPC, errno.EDQUOT) for e in chain):
+        return True
+    if not isinstance(exc, OSError | RuntimeError):
+        return False
+    try:
+        return shutil.disk_usage(folder).free < FULL_BELOW
+    except OSError:
+        return False
+
+
+@contextmanager
+def atomic_file(
+    target: str | Path,
+    *,
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    mode: int | None = None,
+    ours: Callable[[Path], bool] | None = None,
+    part: str | None = None,
+) -> Iterator[Path]:
+    """Yield a temporary name next to ``target``; rename it to ``target`` on success.
+
+    ``target`` may be new or a file this package wrote (:func:`pangeo_hpc.write.guard.file_is_ours`,
+    or the ``ours`` test given), checked on entry and before the rename; its parent folder
+    is created. The temporary file is created empty with ``mode`` (default from the
+    umask; e.g. ``0o600`` for caches); with ``part`` (a suffix such as ``".part"``) it is
+    named ``.NAME{part}`` and not created, for writers that create it themselves (Lustre's
+    ``lfs setstripe`` makes a new file with its layout). On an exception the temporary file
+    is removed and ``target`` stays as it was.
+    """
+    inputs = list(inputs)
+    target = check_file(target, inputs=inputs, flag=flag, ours=ours)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if part is not None:
+        tmp = target.with_name(f".{target.name}{part}")
+        tmp.unlink(missing_ok=True)  # left by a writer that was killed
+    else:
+        fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
+        tmp = Path(name)
+    try:
+        if part is None:
+            tmp.chmod(0o666 & ~_umask() if mode is None else mode)
+        yield tmp
+        check_file(target, inputs=inputs, flag=flag, ours=ours)
+        os.replace(tmp, target)
+    except Exception as exc:
+        _raise_if_full(exc, target)
+        raise
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def write_json(
+    path: str | Path,
+    doc: dict[str, Any],
+    *,
+    flag: str = "--json",
+    mode: int | None = None,
+    ours: Callable[[Path], bool] | None = None,
+) -> Path:
+    """Write ``doc`` as indented JSON to ``path``, marked as this package's
+    (``"written_by": "pangeo-hpc X.Y"`` first), whole or not at all; ``mode`` and ``ours``
+    as for :func:`atomic_file`."""
+    from importlib.metadata import version
+
+    marked = {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", **doc}
+    with atomic_file(path, flag=flag, mode=mode, ours=ours) as tmp:
+        tmp.write_text(json.dumps(marked, indent=2, default=str) + "\n")
+    return Path(path)
+
+
+def save_figure(fig: Any, path: str | Path, *, flag: str = "--plot", dpi: int = 120) -> Path:
+    """Save a matplotlib figure to ``path`` (format from its suffix), marked as this
+    package's in the file's metadata, whole or not at all."""
+    fmt = Path(path).suffix[1:].lower() or "png"
+    with atomic_file(path, flag=flag) as tmp:
+        fig.savefig(tmp, format=fmt, dpi=dpi, metadata=figure_metadata(fmt))
+    return Path(path)
+
+
+def claim_tree(
+    root: str | Path,
+    *,
+    kind: str,
+    inputs: Iterable[object] = (),
+    flag: str = "--out",
+    ours: Callable[[Path], bool] | None = None,
+    mode: int = 0o777,
+) -> Path:
+    """Make sure ``root`` is a folder this package fills file by file, and create it.
+
+    What may be claimed is :func:`pangeo_hpc.write.guard.check_tree`'s rule (new, empty, marked,
+    or ``ours`` for trees of earlier versions); anything else is refused
+    (:class:`InputError`, nothing changed). A new or empty folder gets the marker, so that
+    a later run recognises it; a new one is made with ``mode`` (less the umask; ``0o700``
+    for private caches).
+    """
+    path, marked = check_tree(root, kind=kind, inputs=inputs, flag=flag, ours=ours)
+    if marked:
+        return path
+    path.mkdir(parents=True, exist_ok=True, mode=mode)
+    _write_marker(path, marker_doc(kind))
+    return path
+
+
+def append_line(path: Path, doc: dict[str, Any]) -> None:
+    """Append ``doc`` as one JSON line to ``path`` (a tree's log of what it wrote); one
+    ``write`` of a short line with ``O_APPEND`` is not interleaved with other writers."""
+    line = (json.dumps(doc, separators=(",", ":")) + "\n").encode()
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line)
+    finally:
+        os.close(fd)
