@@ -168,6 +168,17 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folders left
 
 
+def test_a_recipe_with_the_old_key_still_loads_and_says_so(tmp_path):
+    from pangeo_hpc.batch.recipe_yaml import load
+
+    old = tmp_path / "old.yaml"
+    old.write_text(
+        "name: x\nrecipe: sst-mean\ndataset: {variable: v, start: 2000-01, end: 2000-02}\n"
+    )
+    with pytest.warns(FutureWarning, match="the key 'recipe: sst-mean' is now called 'chain"):
+        assert load(str(old)).chain == "sst-mean"
+
+
 def test_spec_errors_name_the_file(tmp_path):
     from pangeo_hpc.batch.recipe_yaml import load
 
