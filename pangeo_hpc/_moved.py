@@ -16,10 +16,10 @@ from typing import Any
 
 #: old module -> where it lives now
 MOVED = {
+    "pangeo_hpc.checks": "pangeo_hpc.inputs.checks",
     "pangeo_hpc.periods": "pangeo_hpc.inputs.periods",
     "pangeo_hpc.sizes": "pangeo_hpc.inputs.sizes",
     "pangeo_hpc.walltime": "pangeo_hpc.inputs.walltime",
-    "pangeo_hpc.checks": "pangeo_hpc.inputs.checks",
     "pangeo_hpc.storage.s3": "pangeo_hpc.s3.options",
     "pangeo_hpc.era5": "pangeo_hpc.io.era5",
     "pangeo_hpc.layout": "pangeo_hpc.io.layout",
@@ -52,6 +52,13 @@ MOVED = {
     "pangeo_hpc.overhead": "pangeo_hpc.planning.overhead",
 }
 
+#: old modules whose parts went to more than one place: the others, searched in order
+ALSO = {
+    "pangeo_hpc.checks": ("pangeo_hpc.recipes.checks",),
+    "pangeo_hpc.catalog": ("pangeo_hpc.io.hdf5_meta",),
+    "pangeo_hpc.convert": ("pangeo_hpc.io.zarr_reader", "pangeo_hpc.write.zarr"),
+}
+
 
 class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the old names only; every other import goes on to the normal finders."""
@@ -72,10 +79,17 @@ class _Finder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             FutureWarning,
             stacklevel=2,
         )
-        target = importlib.import_module(new)
-        module.__doc__ = target.__doc__
-        module.__getattr__ = lambda name: getattr(target, name)  # type: ignore[method-assign]
-        module.__dir__ = lambda: dir(target)  # type: ignore[method-assign]
+        targets = [importlib.import_module(m) for m in (new, *ALSO.get(module.__name__, ()))]
+        module.__doc__ = targets[0].__doc__
+
+        def attribute(name: str) -> Any:
+            for target in targets:
+                if hasattr(target, name):
+                    return getattr(target, name)
+            raise AttributeError(f"module {module.__name__!r} (now {new!r}) has no {name!r}")
+
+        module.__getattr__ = attribute  # type: ignore[method-assign]
+        module.__dir__ = lambda: sorted({n for t in targets for n in dir(t)})  # type: ignore[method-assign]
 
 
 def install() -> None:

@@ -231,3 +231,18 @@ def test_bad_job_counts():
     with pytest.raises(InputError, match="jobs=0 must be a positive"):
         with running_cluster("slurm", jobs=0):
             pass
+
+
+def test_slurm_without_a_profile_says_why_when_sinfo_fails(tmp_path, monkeypatch):
+    """sinfo failing (the controller down, say) is a ClusterError naming it, not a traceback."""
+    from pangeo_hpc.clusters.start import slurm_node_profile
+    from pangeo_hpc.errors import ClusterError
+
+    sinfo = tmp_path / "sinfo"
+    sinfo.write_text(
+        "#!/bin/sh\necho 'slurm_load_partitions: Unable to contact slurm controller' >&2\nexit 1\n"
+    )
+    sinfo.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    with pytest.raises(ClusterError, match=r"which failed \(slurm_load_partitions: Unable to"):
+        slurm_node_profile()

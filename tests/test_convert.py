@@ -50,7 +50,7 @@ def test_store_errors_and_overwrite(store, demo_tree, tmp_path):
         open_era5("t2m", source=store)
     with pytest.raises(InputError, match="exists: pass overwrite=True"):
         to_zarr(demo_tree, store, VAR, "2000-01", "2000-01")
-    with pytest.raises(InputError, match=r"clevel=12 in 1..9"):
+    with pytest.raises(InputError, match=r"clevel=12 must be in 1..9"):
         to_zarr(demo_tree, tmp_path / "x.zarr", VAR, "2000-01", "2000-01", clevel=12)
     assert list(tmp_path.iterdir()) == []
 

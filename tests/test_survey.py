@@ -292,7 +292,7 @@ def test_cli_table_json_and_plot(tmp_path):
 def test_cli_bad_input_exits_2_with_one_line(tmp_path, capsys, monkeypatch, args, message):
     """The CLI's main() in this process (two seconds of start-up saved per case), without
     its signal handlers, which would stay installed in pytest's process."""
-    from pangeo_hpc import run
+    from pangeo_hpc.cli import main as run
 
     monkeypatch.setattr(run, "_interruptible", lambda: None)
     (tmp_path / "a.nc").write_bytes(b"x")

@@ -22,7 +22,7 @@ from pangeo_hpc import config
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.diagnostics import preflight, wait_for_workers
 from pangeo_hpc.clusters.jobqueue import make_cluster, worker_env
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import ClusterError, InputError
 
 Kind = Literal["auto", "local", "slurm", "pbs", "sge"]
 KINDS = ("auto", "local", "slurm", "pbs", "sge")
@@ -43,10 +43,19 @@ def slurm_available(timeout: float = 10) -> bool:
 
 def slurm_node_profile() -> dict[str, Any]:
     """Cores and memory of the default partition's nodes, for Slurm without a site profile."""
-    out = subprocess.run(
-        ["sinfo", "-h", "-o", "%c %m %P"], capture_output=True, text=True, timeout=30, check=True
-    ).stdout.split("\n")
-    rows = [line.split() for line in out if line.strip()]
+    command = ["sinfo", "-h", "-o", "%c %m %P"]
+    try:
+        r = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        r = subprocess.CompletedProcess(command, 1, "", str(exc))
+    rows = [line.split() for line in r.stdout.split("\n") if line.strip()]
+    if r.returncode != 0 or not rows:
+        why = " ".join((r.stderr or "no partitions listed").split())
+        raise ClusterError(
+            f"a Slurm cluster without a profile takes the default partition's cores and memory "
+            f"from `{' '.join(command)}`, which failed ({why}): check that Slurm is up "
+            "(scontrol ping), or give a profile with cores and memory"
+        )
     default = next((r for r in rows if r[2].endswith("*")), rows[0])
     cores, mem_mb = int(default[0].rstrip("+")), int(default[1].rstrip("+"))
     return {"kind": "slurm", "cores": cores, "memory": f"{int(mem_mb * 0.9)}MB"}

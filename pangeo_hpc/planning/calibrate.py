@@ -34,9 +34,25 @@ from pangeo_hpc.planning.calibration import (
     calibration_path,
     calibration_target,
     is_calibration_file,
+    load_calibration,
     read_calibration_file,
 )
 from pangeo_hpc.planning.plan import Model, Storage
+
+# the calibration file's API comes with the verb that writes it
+__all__ = [
+    "Calibration",
+    "RecipeFit",
+    "calibrate",
+    "calibration_path",
+    "calibration_target",
+    "fit_recipe",
+    "load_calibration",
+    "load_slowdown",
+    "noop_cpu",
+    "simulated_growth",
+    "storage_rates",
+]
 
 
 def _months_for(ds: Any, variable: str, min_bytes: int, min_chunks: int) -> tuple[str, str]:

@@ -13,10 +13,11 @@ from typing import Any
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import format_bytes
-from pangeo_hpc.s3.listing import Lister, Progress, listing, scan
+from pangeo_hpc.s3.listing import Lister, ObjectInfo, Progress, list_objects, listing, scan
 from pangeo_hpc.s3.options import S3Options
 
-__all__ = ["Inventory", "PrefixTotals", "inventory"]
+# the listing it builds on comes with it (they lived here before pangeo_hpc.s3.listing)
+__all__ = ["Inventory", "ObjectInfo", "PrefixTotals", "inventory", "list_objects"]
 
 #: the label of objects that sit directly at the prefix given (not below a sub-prefix)
 TOP = "(top)"
