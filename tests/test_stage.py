@@ -125,22 +125,18 @@ def test_bytes_changed_on_the_way_are_caught_by_the_etag(fs, opts, tmp_path, mon
     assert report.files == 2 and report.checks == {MD5: 2}
 
 
-def _flip_writes_to(name: str, monkeypatch) -> list[int]:
-    """Make ``os.pwrite`` flip one bit of the first range it writes into a temporary copy
-    of ``name`` after the first range (a faulty write path); the offsets flipped."""
+def _flip_writes_to(name: str, offset: int, monkeypatch) -> list[int]:
+    """Make ``os.pwrite`` flip one bit of the range at ``offset`` that it writes into the
+    temporary copy of ``name`` (a faulty write path); the offsets flipped."""
     real = os.pwrite
     flipped: list[int] = []
 
-    def pwrite(fd, data, offset):
-        if (
-            not flipped
-            and offset > 0
-            and os.readlink(f"/proc/self/fd/{fd}").endswith(f".{name}.part")
-        ):
+    def pwrite(fd, data, at):
+        if at == offset and os.readlink(f"/proc/self/fd/{fd}").endswith(f".{name}.part"):
             data = bytearray(data)
             data[3] ^= 0x10
-            flipped.append(offset)
-        return real(fd, data, offset)
+            flipped.append(at)
+        return real(fd, data, at)
 
     monkeypatch.setattr(os, "pwrite", pwrite)
     return flipped
@@ -150,7 +146,7 @@ def _flip_writes_to(name: str, monkeypatch) -> list[int]:
 def test_a_faulty_write_is_caught_by_the_etag_and_located(fs, opts, tmp_path, monkeypatch):
     url = _publish(fs, "faulty-write", _tree(3))
     with monkeypatch.context() as m:
-        flipped = _flip_writes_to("a.nc", m)
+        flipped = _flip_writes_to("a.nc", RANGE, m)
         report = stage(url, tmp_path / "dst", s3=opts, range_size=RANGE)
     assert flipped == [RANGE]
     [(name, reason)] = report.failed
@@ -175,7 +171,7 @@ def test_a_multipart_object_is_checked_by_rereading_and_said_so(fs, opts, tmp_pa
     assert f"{MD5} for 1 file, {MULTIPART} for 1 file" in report.summary()
     # a faulty write into it is caught by the re-read, and located
     with monkeypatch.context() as m:
-        flipped = _flip_writes_to("m.nc", m)
+        flipped = _flip_writes_to("m.nc", 1 << 20, m)
         bad = stage(url, tmp_path / "bad", s3=opts, range_size=1 << 20)
     assert flipped == [1 << 20]
     assert bad.failed == [
