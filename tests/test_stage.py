@@ -10,6 +10,7 @@ import hashlib
 import itertools
 import os
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -315,6 +316,7 @@ def test_counts_and_progress_from_many_threads(tmp_path, monkeypatch):
     seen: list[tuple[int, int, int, int]] = []
 
     def progress(*args: int) -> None:
+        time.sleep(0)  # let another thread run between the counts given and their record
         seen.append(args)
 
     old = sys.getswitchinterval()
