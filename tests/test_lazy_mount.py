@@ -127,16 +127,23 @@ def test_warmup_spread_over_dask_workers(lazy):
     assert hydration(lazy.mountpoint).counts["loaded"] == 24
 
 
-def test_stage_from_s3_verifies_and_resumes(seaweedfs, era5_bucket, demo_tree, tmp_path):
+def test_stage_from_s3_verifies_and_resumes(
+    seaweedfs, era5_bucket, demo_tree, tmp_path, monkeypatch
+):
+    from conftest import aws_environment
+
+    from pangeo_hpc.s3 import options as s3
     from pangeo_hpc.storage.stage import stage
 
-    opts = seaweedfs.storage_options()
-    report = stage(
-        f"s3://{BUCKET}/2001", tmp_path / "fsx", storage_options=opts, range_size=1 << 20
-    )
+    aws_environment(monkeypatch, seaweedfs, tmp_path)
+    s3._store.cache_clear()
+    s3._botocore_session.cache_clear()
+    opts = s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
+    report = stage(f"s3://{BUCKET}/2001", tmp_path / "fsx", s3=opts, range_size=1 << 20)
     assert report.files == 12 and not report.failed
+    assert report.checks == {"size and MD5 = ETag": 12}
     for src in (demo_tree / "2001").rglob("*.nc"):
         assert (
             tmp_path / "fsx" / src.relative_to(demo_tree / "2001")
         ).read_bytes() == src.read_bytes()
-    assert stage(f"s3://{BUCKET}/2001", tmp_path / "fsx", storage_options=opts).skipped == 12
+    assert stage(f"s3://{BUCKET}/2001", tmp_path / "fsx", s3=opts).skipped == 12

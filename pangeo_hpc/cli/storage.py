@@ -7,7 +7,7 @@ import json
 from collections.abc import Sequence
 from pathlib import Path
 
-from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args, _s3_options
 from pangeo_hpc.cli.progress import byte_progress as _byte_progress
 from pangeo_hpc.errors import InputError
 
@@ -60,28 +60,28 @@ def _warmup(argv: Sequence[str]) -> int:
 
 
 def _stage(argv: Sequence[str]) -> int:
+    from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.storage.stage import stage
 
     p = _Parser(
         prog="stage",
-        description="Copy an S3 prefix or a folder to a Lustre or "
-        "local folder in parallel: byte ranges, checksums, striping, resumable.",
+        description="Copy an S3 prefix or a folder to a Lustre or local folder in parallel "
+        "(byte ranges, striping, resumable); each file is checked against its source before "
+        "it is put in place (its MD5 against the S3 ETag, or checksums re-read from disk), "
+        "and the summary says which check each file passed.",
     )
     p.add_argument("src", help="s3://bucket/prefix or a folder")
     p.add_argument("dst", help="destination folder")
     p.add_argument("--threads", type=_positive_int, default=8)
-    p.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:8333")
-    p.add_argument("--anon", action="store_true", help="no credentials (public buckets)")
+    _s3_args(p)
     a = p.parse_args(argv)
-    opts: dict = {}
-    if a.src.startswith("s3://"):
-        opts = {"anon": a.anon}
-        if a.endpoint_url:
-            opts["client_kwargs"] = {"endpoint_url": a.endpoint_url}
-    elif a.anon or a.endpoint_url:
-        raise InputError("--anon and --endpoint-url apply to s3:// sources only")
+    opts = _s3_options(a, a.src)  # refuses --endpoint-url/--anon for a folder
     report = stage(
-        a.src, a.dst, storage_options=opts, threads=a.threads, progress=_byte_progress("stage")
+        a.src,
+        a.dst,
+        s3=opts if is_s3(a.src) else None,
+        threads=a.threads,
+        progress=_byte_progress("stage"),
     )
     print(report.summary())
     return 0 if not report.failed else 1

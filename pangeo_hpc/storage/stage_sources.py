@@ -1,0 +1,193 @@
+"""Where :func:`pangeo_hpc.storage.stage.stage` copies from: an S3 prefix or a local folder.
+
+Each source lists its files (:class:`Entry`: size, and the ETag of an object) and reads
+byte ranges of them. S3 goes through obstore with :class:`~pangeo_hpc.s3.options.S3Options`
+(endpoint, credentials and profile, retries with backoff), as ``inventory``, ``survey`` and
+``open_era5`` do; each ranged GET carries the listed ETag as ``If-Match``, so ranges of an
+object replaced while it is staged are refused by S3 instead of mixed into one file.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple, Protocol
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.s3.options import S3Options, explain, is_s3, split_url
+
+if TYPE_CHECKING:
+    from obstore.store import S3Store
+
+
+class Entry(NamedTuple):
+    """A file to stage.
+
+    Attributes
+    ----------
+    name : str
+        The source as the report and the stage's log name it: ``s3://bucket/key`` or a path.
+    rel : str
+        Its path below the destination folder.
+    size : int
+        Bytes, as listed.
+    etag : str or None
+        The object's ETag as listed (quoted); ``None`` for a file of a folder.
+    """
+
+    name: str
+    rel: str
+    size: int
+    etag: str | None
+
+
+class SourceError(Exception):
+    """A failure of the source a user must fix (credentials, endpoint, throttling), which
+    would fail every file alike: it stops the stage. ``error`` is the explained one."""
+
+    def __init__(self, error: InputError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+class Source(Protocol):
+    """What :func:`~pangeo_hpc.storage.stage.stage` needs of a source."""
+
+    #: a local folder (no ETags)
+    folder: bool
+
+    def entries(self) -> list[Entry]: ...
+
+    def read(self, entry: Entry, start: int, end: int) -> bytes | memoryview: ...
+
+
+def _missing(src: str) -> InputError:
+    return InputError(f"source {src!r} does not exist: check the bucket and prefix")
+
+
+class Folder:
+    """The files below a local folder (or one file)."""
+
+    folder = True
+
+    def __init__(self, src: str) -> None:
+        self.src = src
+        self.root = Path(src)
+        if not self.root.exists():
+            raise _missing(src)
+
+    def entries(self) -> list[Entry]:
+        if self.root.is_file():
+            return [Entry(str(self.root), self.root.name, self.root.stat().st_size, None)]
+        found = []
+        for folder, _dirs, files in os.walk(self.root):
+            for f in files:
+                path = Path(folder, f)
+                rel = path.relative_to(self.root).as_posix()
+                found.append(Entry(str(path), rel, path.stat().st_size, None))
+        return sorted(found)
+
+    def read(self, entry: Entry, start: int, end: int) -> bytes:
+        parts = []
+        fd = os.open(entry.name, os.O_RDONLY)
+        try:
+            while start < end:
+                chunk = os.pread(fd, end - start, start)
+                if not chunk:  # shorter than listed: the caller says so
+                    break
+                parts.append(chunk)
+                start += len(chunk)
+        finally:
+            os.close(fd)
+        return parts[0] if len(parts) == 1 else b"".join(parts)
+
+
+class Bucket:
+    """The objects below ``s3://bucket/prefix`` (or one object)."""
+
+    folder = False
+
+    def __init__(self, src: str, opts: S3Options) -> None:
+        self.src = src
+        self.opts = opts
+        self.bucket, self.prefix = split_url(src)
+
+    @property
+    def store(self) -> S3Store:
+        return self.opts.store(self.bucket)
+
+    def entries(self) -> list[Entry]:
+        import obstore
+        from obstore.exceptions import NotFoundError
+
+        from pangeo_hpc.s3.listing import list_objects
+
+        objects = list_objects(self.src, self.opts)  # explained errors: bucket, endpoint, ...
+        keys = {o.key for o in objects}
+        # a "folder" placeholder (key ending in /, listed without it) above other keys
+        parents = {k[:i] for k in keys for i, c in enumerate(k) if c == "/"}
+        base = self.prefix + "/" if self.prefix else ""
+        found = [
+            Entry(f"s3://{self.bucket}/{o.key}", o.key.removeprefix(base), o.size, o.etag)
+            for o in objects
+            if not (o.size == 0 and o.key in parents)
+        ]
+        if found or not self.prefix:
+            return found
+        try:  # not a prefix: one object?
+            meta = obstore.head(self.store, self.prefix)
+        except (FileNotFoundError, NotFoundError):
+            raise _missing(self.src) from None
+        except Exception as exc:
+            err = explain(exc, self.src, self.opts)
+            if err is None:
+                raise
+            raise err from exc
+        name = self.prefix.rsplit("/", 1)[-1]
+        url = f"s3://{self.bucket}/{self.prefix}"
+        return [Entry(url, name, int(meta["size"]), meta["e_tag"])]
+
+    def read(self, entry: Entry, start: int, end: int) -> memoryview:
+        import obstore
+        from obstore.exceptions import BaseError, NotFoundError, PreconditionError
+
+        key = entry.name.removeprefix(f"s3://{self.bucket}/")
+        options: dict = {"range": (start, end)}
+        if entry.etag:
+            options["if_match"] = entry.etag
+        try:
+            return memoryview(obstore.get(self.store, key, options=options).bytes())
+        except PreconditionError:
+            raise OSError(
+                f"changed while it was staged (its ETag is no longer {entry.etag}): stage again"
+            ) from None
+        except (FileNotFoundError, NotFoundError):
+            raise OSError("vanished while it was staged") from None
+        except BaseError as exc:
+            err = explain(exc, entry.name, self.opts)
+            if err is not None:  # refused credentials, no endpoint, throttling: stop
+                raise SourceError(err) from exc
+            raise OSError(f"{type(exc).__name__}: {exc}") from exc
+
+
+def source(src: str, s3: S3Options | None) -> Source:
+    """The source of ``src``: :class:`Bucket` for ``s3://``, else :class:`Folder`.
+
+    Raises
+    ------
+    InputError
+        For another URL scheme, S3 options with a folder, or a source that does not exist.
+    """
+    if is_s3(src):
+        return Bucket(src, s3 if s3 is not None else S3Options.resolve())
+    if "://" in src:
+        raise InputError(
+            f"source {src!r} is not s3://BUCKET[/PREFIX] or a local folder: "
+            "stage copies from one of these"
+        )
+    if s3 is not None:
+        raise InputError(f"s3={s3!r} is for s3:// sources, and {src!r} is a folder: leave it out")
+    return Folder(src)
+
+
+__all__ = ["Bucket", "Entry", "Folder", "Source", "SourceError", "source"]
