@@ -10,7 +10,7 @@ import pytest
 
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters import start as cl
-from pangeo_hpc.clusters.jobqueue import cluster_kwargs
+from pangeo_hpc.clusters.jobqueue import cluster_kwargs, log_directory, processes_per_job
 from pangeo_hpc.clusters.start import get_cluster, resolve_kind
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.walltime import format_walltime, lifetime, parse_walltime
@@ -75,6 +75,29 @@ def test_pbs_and_sge_job_scripts_as_text():
     sge = _script("sge", "sge-generic")
     assert "#$ -q all.q" in sge and "#$ -l h_rt=01:00:00" in sge
     assert "--nworkers 4" in sge and "export OPENBLAS_NUM_THREADS=1" in sge
+
+
+@pytest.mark.parametrize(
+    ("kind", "profile", "overrides", "processes"),
+    [
+        ("slurm", "aws-c5n.18xlarge", {}, 36),
+        ("sge", "sge-generic", {}, 4),
+        ("pbs", "pbs-generic", {"processes": 1}, 1),
+    ],
+)
+def test_workers_per_job_and_log_folder_from_the_job_script(
+    kind, profile, overrides, processes, tmp_path
+):
+    logs = tmp_path / "job logs"
+    with dask.config.set({"pangeo-hpc.cluster.log-directory": str(logs)}):
+        c = get_cluster(kind, profile=profile, preview=True, **overrides)
+    try:
+        assert processes_per_job(c) == processes
+        assert cl.worker_count(c, 3) == 3 * processes
+        assert log_directory(c) == str(logs)
+    finally:
+        c.close()
+    assert processes_per_job(object()) == 1 and log_directory(object()) is None
 
 
 def test_hdf5_locking_can_be_kept_on():

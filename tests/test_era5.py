@@ -133,3 +133,15 @@ def test_a_truncated_file_is_an_error_naming_it(demo_copy):
         InputError, match=r"2000/02/data/sea_surface_temperature.nc.*not a readable NetCDF4"
     ):
         open_era5(source=demo_copy, start="2000-01", end="2000-03")
+
+
+def test_times_without_date_units_are_named(demo_copy):
+    import h5py
+
+    first = demo_copy / "2000" / "01" / "data" / "sea_surface_temperature.nc"
+    with h5py.File(first, "r+") as f:
+        f["time0"].attrs["units"] = "hours"
+    with pytest.raises(
+        InputError, match=r"time variable 'time0' of .*2000/01/data.* has units 'hours', not dates"
+    ):
+        open_era5(source=demo_copy, start="2000-01", end="2000-02")

@@ -1,3 +1,7 @@
+from concurrent.futures import ThreadPoolExecutor
+
+import cf_xarray
+import dask
 import numpy as np
 import pytest
 import xarray as xr
@@ -85,3 +89,113 @@ def test_time_name_finds_era5_time0():
     assert time_name(da) == "time0"
     with pytest.raises(InputError, match="no time dimension"):
         time_name(da.isel(time0=0, drop=True).expand_dims(member=2))
+
+
+def test_time_name_is_not_a_dimension_of_string_labels():
+    # ensemble members labelled with strings come first; only "time" holds dates. Strings
+    # read from NetCDF files (variable-length) have dtype object, like cftime dates
+    members = np.array(["r1i1p1", "r2i1p1"], dtype=object)
+    t = xr.date_range("2000-01-01", periods=3, freq="D")
+    da = xr.DataArray(
+        np.zeros((2, 3, 2, 2)),
+        dims=("member", "time", "lat", "lon"),
+        coords={"member": members, "time": t, "lat": [0, 1], "lon": [0, 1]},
+    )
+    assert da["member"].dtype == object
+    assert time_name(da) == "time"
+    assert time_name(da.to_dataset(name="tas")) == "time"
+    assert time_name(da.assign_coords(member=members.astype("U6"))) == "time"  # fixed width
+
+
+def test_time_name_finds_cftime_dates_and_cf_attributes():
+    t = xr.date_range("2000-01-01", periods=3, freq="D", calendar="noleap", use_cftime=True)
+    members = np.array(["a", "b"], dtype=object)
+    cftime = xr.DataArray(
+        np.zeros((2, 3)), dims=("member", "t"), coords={"member": members, "t": t}
+    )
+    assert time_name(cftime) == "t"
+    # undecoded hours marked as time by CF attributes, after a dimension of dates
+    marked = xr.DataArray(
+        np.zeros((2, 3)),
+        dims=("valid", "step"),
+        coords={"valid": t[:2], "step": ("step", [0.0, 6, 12], {"axis": "T"})},
+    )
+    assert time_name(marked) == "step"
+
+
+def test_latitude_units_in_any_case():
+    da = xr.DataArray(
+        np.zeros((3, 4)), dims=("j", "i"), coords={"j": [0.0, 1, 2], "i": [0, 1, 2, 3]}
+    )
+    da["j"].attrs["units"] = "Degrees_North"
+    da["i"].attrs["units"] = "DEGREE_E"
+    assert horizontal_names(da) == ("j", "i")
+
+
+def test_cf_attributes_win_over_names():
+    # "lat" is an index on the model grid; the geographic latitude is named by its attributes
+    da = xr.DataArray(
+        np.zeros((3, 4)),
+        dims=("lat", "lon"),
+        coords={
+            "lat": [0, 1, 2],
+            "lon": [0, 1, 2, 3],
+            "gphit": ("lat", [10.0, 20, 30], {"standard_name": "latitude"}),
+            "glamt": ("lon", [1.0, 2, 3, 4], {"units": "degrees_east"}),
+        },
+    )
+    assert horizontal_names(da) == ("gphit", "glamt")
+
+
+def test_detection_reads_no_values_and_survives_odd_attributes():
+    def no_compute(*args, **kwargs):
+        raise AssertionError("a coordinate was computed")
+
+    lat = xr.DataArray(np.zeros((2, 3)), dims=("y", "x")).chunk()
+    ds = xr.Dataset(
+        {
+            "sst": (("time", "y", "x"), np.zeros((1, 2, 3)), {"grid_mapping": "nowhere"}),
+            "mask": (("y", "x"), np.ones((2, 3)), {"units": np.int32(1), "axis": 5}),
+        },
+        coords={
+            "time": ("time", [0.0], {"standard_name": "time", "units": "days since 2000-01-01"}),
+            "nav_lat": lat,
+            "nav_lon": lat.copy(),
+        },
+    )
+    with dask.config.set(scheduler=no_compute):
+        assert horizontal_names(ds) == ("nav_lat", "nav_lon")
+        assert horizontal_names(ds["sst"]) == ("nav_lat", "nav_lon")
+        assert time_name(ds) == "time"
+
+
+def test_custom_criteria_are_not_left_behind():
+    da = xr.DataArray(
+        np.zeros((3, 4)), dims=("lat", "lon"), coords={"lat": [0, 1, 2], "lon": [0, 1, 2, 3]}
+    )
+    assert horizontal_names(da) == ("lat", "lon")
+    assert "latitude" not in da.cf.coordinates  # no CF attributes, and no name criteria now
+    mine = {"latitude": {"name": "^lat$"}}
+    with cf_xarray.set_options(custom_criteria=mine):
+        horizontal_names(da)
+        assert da.cf.coordinates["latitude"] == ["lat"]  # the user's own criteria are back
+
+
+def test_detection_is_safe_from_several_threads():
+    named = xr.DataArray(
+        np.zeros((2, 3)),
+        dims=("y", "x"),
+        coords={"nav_lat": ("y", [0.0, 1]), "nav_lon": ("x", [0.0, 1, 2])},
+    )
+    by_units = xr.DataArray(
+        np.zeros((2, 3)),
+        dims=("p", "q"),
+        coords={
+            "p": ("p", [0.0, 1], {"units": "degrees_north"}),
+            "q": ("q", [0.0, 1, 2], {"units": "degrees_east"}),
+        },
+    )
+    cases = [(named, ("nav_lat", "nav_lon")), (by_units, ("p", "q"))] * 200
+    with ThreadPoolExecutor(8) as pool:
+        got = list(pool.map(lambda case: horizontal_names(case[0]), cases))
+    assert got == [want for _, want in cases]

@@ -170,6 +170,31 @@ def test_credentials_from_a_named_profile(s3_tree, aws, seaweedfs, monkeypatch, 
     assert seaweedfs.secret not in repr(opts.store(PRIVATE))
 
 
+def test_obstore_asks_again_before_refreshing_keys_expire():
+    from datetime import UTC, datetime, timedelta
+
+    from botocore.credentials import Credentials, RefreshableCredentials
+
+    def refresh():
+        later = datetime.now(UTC) + timedelta(hours=1)
+        return {"access_key": "new", "secret_key": "s2", "token": "t2", "expiry_time": str(later)}
+
+    start = datetime.now(UTC)
+    # 8 minutes left: inside botocore's mandatory refresh window, so it refreshes first
+    creds = RefreshableCredentials("old", "s1", "t1", start + timedelta(minutes=8), refresh, "x")
+    got = s3.obstore_credential(creds)
+    assert (got["access_key_id"], got["secret_access_key"], got["token"]) == ("new", "s2", "t2")
+    # obstore must ask again while botocore's keys still have minutes left
+    assert start < got["expires_at"] <= datetime.now(UTC) + timedelta(minutes=10)
+    fixed = s3.obstore_credential(Credentials("key", "secret"))
+    assert fixed == {
+        "access_key_id": "key",
+        "secret_access_key": "secret",
+        "token": None,
+        "expires_at": None,
+    }
+
+
 def test_errors_name_the_value_and_the_fix(s3_tree, aws, seaweedfs, monkeypatch):
     with pytest.raises(InputError, match=r"bucket of 's3://no-such-bucket/x' does not exist"):
         open_era5(VAR, START, END, source="s3://no-such-bucket/x", s3=aws)

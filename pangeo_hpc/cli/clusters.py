@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from pangeo_hpc.cli.common import _batch, _cluster_args, _Parser, _positive_int
+from pangeo_hpc.cli.common import Parser, add_cluster_args, batch_options_from, positive_int
 from pangeo_hpc.errors import InputError
 
 
 def _profiles(argv: Sequence[str]) -> int:
     from pangeo_hpc.clusters import profiles
 
-    _Parser(prog="profiles", description="List the site profiles.").parse_args(argv)
+    Parser(prog="profiles", description="List the site profiles.").parse_args(argv)
     for name in profiles.names():
         print(f"{name:20s} {profiles.describe(name)}")
     return 0
@@ -20,11 +20,11 @@ def _profiles(argv: Sequence[str]) -> int:
 def _job_script(argv: Sequence[str]) -> int:
     from pangeo_hpc.clusters.start import get_cluster, kind_of
 
-    p = _Parser(prog="job-script", description="Print the batch script workers are started with.")
-    _cluster_args(p)
+    p = Parser(prog="job-script", description="Print the batch script workers are started with.")
+    add_cluster_args(p)
     a = p.parse_args(argv)
     kind = a.cluster if a.cluster != "local" else "auto"
-    cluster = get_cluster(kind, profile=a.profile, preview=True, **_batch(a))
+    cluster = get_cluster(kind, profile=a.profile, preview=True, **batch_options_from(a))
     try:
         if kind_of(cluster) == "local":
             raise InputError(
@@ -46,7 +46,7 @@ def _job_script(argv: Sequence[str]) -> int:
 def _tunnel(argv: Sequence[str]) -> int:
     from pangeo_hpc.lab.tunnel import tunnel_command
 
-    p = _Parser(
+    p = Parser(
         prog="tunnel",
         description="Print the ssh line that forwards the dashboard "
         "and JupyterLab from a compute node to your laptop.",
@@ -54,9 +54,9 @@ def _tunnel(argv: Sequence[str]) -> int:
     p.add_argument("--login", required=True, help="login host you ssh to, e.g. hpc.example.org")
     p.add_argument("--user", help="your user name there")
     p.add_argument("--node", help="host running the services (default: this one)")
-    p.add_argument("--dashboard-port", type=_positive_int, default=8787)
-    p.add_argument("--lab-port", type=_positive_int, help="JupyterLab's port, if running")
-    p.add_argument("--local-port", type=_positive_int, help="port on your laptop (default same)")
+    p.add_argument("--dashboard-port", type=positive_int, default=8787)
+    p.add_argument("--lab-port", type=positive_int, help="JupyterLab's port, if running")
+    p.add_argument("--local-port", type=positive_int, help="port on your laptop (default same)")
     a = p.parse_args(argv)
     ports = {"dashboard": a.dashboard_port}
     if a.lab_port:
@@ -74,7 +74,7 @@ def _lab(argv: Sequence[str]) -> int:
 
     if "--here" in argv:
         return _lab_here([a for a in argv if a != "--here"])
-    p = _Parser(
+    p = Parser(
         prog="lab",
         description="Start JupyterLab as a Slurm job on a compute node "
         "and print the ssh tunnel line and the URL (with its token). "
@@ -84,7 +84,7 @@ def _lab(argv: Sequence[str]) -> int:
     p.add_argument("--login", help="login host you ssh to (for the tunnel line)")
     p.add_argument("--user", help="your user name there")
     p.add_argument("--walltime", default="02:00:00")
-    p.add_argument("--cores", type=_positive_int, default=1)
+    p.add_argument("--cores", type=positive_int, default=1)
     p.add_argument("--memory", default="4G", help="e.g. 4G")
     p.add_argument("--queue", help="partition")
     p.add_argument(
@@ -113,14 +113,14 @@ def _lab_here(argv: Sequence[str]) -> int:
     from pangeo_hpc import config
     from pangeo_hpc.lab.setup import local_instructions, start_local_lab
 
-    p = _Parser(
+    p = Parser(
         prog="lab --here",
         description="Start JupyterLab on 127.0.0.1 with the Dask dashboard inside it "
         "(/proxy/PORT/status) and the data the notebooks open; print the URL.",
     )
     p.add_argument("--notebook-dir", default="notebooks", help="folder JupyterLab shows")
     p.add_argument("--data", help="data folder the notebooks open (default config data.root)")
-    p.add_argument("--port", type=_positive_int, help="default: a free port")
+    p.add_argument("--port", type=positive_int, help="default: a free port")
     p.add_argument("--timeout", type=float, default=60, help="seconds to wait for JupyterLab")
     a = p.parse_args(argv)
     lab = start_local_lab(
@@ -142,7 +142,7 @@ def _lab_here(argv: Sequence[str]) -> int:
 def _lab_config(argv: Sequence[str]) -> int:
     from pangeo_hpc.lab.setup import HUB_LINK, PROXY_LINK, write_lab_config
 
-    p = _Parser(
+    p = Parser(
         prog="lab-config",
         description="Write the Dask config JupyterLab sessions need: the dashboard link "
         "through jupyter-server-proxy, dask-labextension's cluster factory, the data folder.",
@@ -158,3 +158,13 @@ def _lab_config(argv: Sequence[str]) -> int:
     path = write_lab_config(a.out, data_root=a.data, link=a.link)
     print(f"wrote {path}")
     return 0
+
+
+#: the verbs of this module: name -> function of the verb's arguments returning the exit code
+VERBS: dict[str, Callable[[Sequence[str]], int]] = {
+    "profiles": _profiles,
+    "job-script": _job_script,
+    "tunnel": _tunnel,
+    "lab": _lab,
+    "lab-config": _lab_config,
+}

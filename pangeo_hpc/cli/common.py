@@ -1,21 +1,39 @@
-"""Argument parsing shared by the verbs: one-line errors, numbers, cluster options."""
+"""Argument parsing shared by the verbs: one-line errors, numbers, cluster and S3 options.
+
+The verb modules of :mod:`pangeo_hpc.cli` build their parsers from these: :class:`Parser`,
+the argument types (:func:`positive_int`), the option groups (:func:`add_cluster_args`,
+:func:`add_s3_args`) and what the parsed options give (:func:`batch_options_from`,
+:func:`running_cluster_from`, :func:`s3_options_from`), and :func:`step_progress`.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc.errors import InputError
 
+if TYPE_CHECKING:
+    from distributed import Client
 
-class _Parser(argparse.ArgumentParser):
+    from pangeo_hpc.s3.options import S3Options
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one-line :class:`~pangeo_hpc.errors.InputError`
+    naming the verb's ``--help`` (the CLI exits with code 2), instead of a usage dump."""
+
     def error(self, message: str) -> None:  # type: ignore[override]
         raise InputError(
             f"{message} (see `python -m pangeo_hpc.run {self.prog.split()[-1]} --help`)"
         )
 
 
-def _positive_int(text: str) -> int:
+def positive_int(text: str) -> int:
+    """``type=`` of an option that takes a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -32,7 +50,9 @@ def _job_range(text: str) -> tuple[int, int]:
     raise argparse.ArgumentTypeError(f"{text!r} is not MIN:MAX jobs with 1 <= MIN <= MAX, e.g. 1:8")
 
 
-def _cluster_args(p: argparse.ArgumentParser) -> None:
+def add_cluster_args(p: argparse.ArgumentParser) -> None:
+    """Add the "cluster" option group: ``--cluster``, ``--profile``, ``--workers``,
+    ``--jobs``, ``--adapt`` and the batch jobs' resources (``--queue`` ... ``--processes``)."""
     g = p.add_argument_group("cluster")
     g.add_argument(
         "--cluster",
@@ -41,8 +61,8 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
         help="where the workers run (default local; auto: Slurm if it answers)",
     )
     g.add_argument("--profile", help="site profile (see `profiles`)")
-    g.add_argument("--workers", type=_positive_int, help="local worker processes")
-    g.add_argument("--jobs", type=_positive_int, help="batch jobs to submit (default 1)")
+    g.add_argument("--workers", type=positive_int, help="local worker processes")
+    g.add_argument("--jobs", type=positive_int, help="batch jobs to submit (default 1)")
     g.add_argument(
         "--adapt",
         type=_job_range,
@@ -51,17 +71,20 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
     )
     for opt in ("queue", "account", "walltime", "memory", "interface"):
         g.add_argument(f"--{opt}", help=f"batch jobs' {opt} (overrides the profile)")
-    g.add_argument("--cores", type=_positive_int, help="cores per batch job")
-    g.add_argument("--processes", type=_positive_int, help="worker processes per batch job")
+    g.add_argument("--cores", type=positive_int, help="cores per batch job")
+    g.add_argument("--processes", type=positive_int, help="worker processes per batch job")
 
 
-def _batch(a: argparse.Namespace) -> dict:
+def batch_options_from(a: argparse.Namespace) -> dict[str, Any]:
+    """The batch-job overrides given among :func:`add_cluster_args`' options, as keyword
+    arguments of :func:`~pangeo_hpc.clusters.start.get_cluster`."""
     keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
     return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
 
 
-def _s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
-    """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``."""
+def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
+    """Add the S3 option group: ``--endpoint-url``, ``--anon`` (as the AWS CLI spells them),
+    and with ``index`` also ``--index``."""
     g = p.add_argument_group("S3 (for s3:// sources; credentials from the usual AWS chain)")
     g.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:8333")
     g.add_argument("--anon", action="store_true", help="no credentials (public buckets)")
@@ -73,7 +96,7 @@ def _s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
         )
 
 
-def _s3_options(a: argparse.Namespace, source: object):
+def s3_options_from(a: argparse.Namespace, source: object) -> S3Options:
     """The S3 options of the parsed flags; refuses them for a source that is not s3://."""
     from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -84,16 +107,22 @@ def _s3_options(a: argparse.Namespace, source: object):
     return S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
 
 
-def _running(a: argparse.Namespace):
-    """The cluster of the parsed ``_cluster_args`` flags (``running_cluster``'s context)."""
+def running_cluster_from(a: argparse.Namespace) -> AbstractContextManager[tuple[Any, Client]]:
+    """The cluster of the parsed :func:`add_cluster_args` options, as
+    :func:`~pangeo_hpc.clusters.start.running_cluster`'s context ``(cluster, client)``."""
     from pangeo_hpc.clusters.start import running_cluster
 
     return running_cluster(
-        a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
+        a.cluster,
+        profile=a.profile,
+        workers=a.workers,
+        jobs=a.jobs,
+        adapt=a.adapt,
+        **batch_options_from(a),
     )
 
 
-def _step_progress(what: str, unit: str):
+def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
     """A ``(done, total)`` callback: a rewritten line on a terminal, about ten lines in logs."""
     tty = sys.stdout.isatty()
 

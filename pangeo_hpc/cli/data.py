@@ -3,24 +3,24 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pangeo_hpc.cli.common import (
-    _batch,
-    _cluster_args,
-    _Parser,
-    _positive_int,
-    _running,
-    _s3_args,
-    _s3_options,
-    _step_progress,
+    Parser,
+    add_cluster_args,
+    add_s3_args,
+    batch_options_from,
+    positive_int,
+    running_cluster_from,
+    s3_options_from,
+    step_progress,
 )
 
 
 def _demo_data(argv: Sequence[str]) -> int:
     from pangeo_hpc.demo import DemoSpec, generate
 
-    p = _Parser(prog="demo-data", description="Write synthetic SST in the era5-pds layout.")
+    p = Parser(prog="demo-data", description="Write synthetic SST in the era5-pds layout.")
     p.add_argument("--out", required=True, help="root folder of the tree to write")
     p.add_argument("--start", help="first month, YYYY-MM (default config demo.start)")
     p.add_argument("--end", help="last month, YYYY-MM (default config demo.end)")
@@ -28,7 +28,7 @@ def _demo_data(argv: Sequence[str]) -> int:
     p.add_argument("--frequency", choices=("daily", "hourly"))
     p.add_argument("--seed", type=int)
     p.add_argument("--trend", type=float, help="warming in K per decade")
-    p.add_argument("--workers", type=_positive_int, help="processes (default: one per core)")
+    p.add_argument("--workers", type=positive_int, help="processes (default: one per core)")
     p.add_argument("--overwrite", action="store_true", help="rewrite existing months")
     a = p.parse_args(argv)
     spec = DemoSpec(
@@ -45,7 +45,7 @@ def _demo_data(argv: Sequence[str]) -> int:
         spec,
         workers=a.workers,
         overwrite=a.overwrite,
-        progress=_step_progress("demo-data", "months written"),
+        progress=step_progress("demo-data", "months written"),
     )
     print(f"demo-data: {len(files)} monthly files in {a.out}")
     return 0
@@ -54,7 +54,7 @@ def _demo_data(argv: Sequence[str]) -> int:
 def _list(argv: Sequence[str]) -> int:
     from pangeo_hpc.batch.recipe_yaml import available, load
 
-    _Parser(prog="list", description="List the recipe specs.").parse_args(argv)
+    Parser(prog="list", description="List the recipe specs.").parse_args(argv)
     for name in available():
         spec = load(name)
         first = spec.description.splitlines()[0] if spec.description else ""
@@ -62,12 +62,13 @@ def _list(argv: Sequence[str]) -> int:
     return 0
 
 
-def _recipe(argv: Sequence[str]) -> int:
+def recipe_verb(argv: Sequence[str]) -> int:
+    """Run the recipe named (or the YAML file given) by ``argv[0]``: ``RECIPE [options]``."""
     from pangeo_hpc.batch.execute import run_recipe
     from pangeo_hpc.batch.recipe_yaml import load
     from pangeo_hpc.cli.progress import show_progress
 
-    p = _Parser(prog="RECIPE", description="Run a recipe spec on a Dask cluster.")
+    p = Parser(prog="RECIPE", description="Run a recipe spec on a Dask cluster.")
     p.add_argument("recipe", help="name (see `list`) or path of a YAML spec")
     p.add_argument(
         "--data",
@@ -75,7 +76,7 @@ def _recipe(argv: Sequence[str]) -> int:
     )
     p.add_argument("--start", help="first month, YYYY-MM (default: the spec's)")
     p.add_argument("--end", help="last month, YYYY-MM (default: the spec's)")
-    _cluster_args(p)
+    add_cluster_args(p)
     p.add_argument("--out", help="output folder (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
@@ -84,10 +85,10 @@ def _recipe(argv: Sequence[str]) -> int:
         action="store_true",
         help="read the input files through on the workers first (FSx, rclone)",
     )
-    _s3_args(p, index=True)
+    add_s3_args(p, index=True)
     a = p.parse_args(argv)
     spec = load(a.recipe)
-    s3 = _s3_options(a, a.data)
+    s3 = s3_options_from(a, a.data)
     run = run_recipe(
         spec,
         data=a.data,
@@ -98,7 +99,7 @@ def _recipe(argv: Sequence[str]) -> int:
         workers=a.workers,
         jobs=a.jobs,
         adapt=a.adapt,
-        batch=_batch(a),
+        batch=batch_options_from(a),
         warm_inputs=a.warmup,
         out=a.out,
         fmt=a.format,
@@ -122,7 +123,7 @@ def _convert(argv: Sequence[str]) -> int:
     from pangeo_hpc.batch.convert import CODECS, to_zarr
     from pangeo_hpc.write.guard import check_folder
 
-    p = _Parser(
+    p = Parser(
         prog="convert",
         description="Convert an era5-pds tree once into an analysis-ready Zarr store "
         "(Blosc-zstd by default, whole-field chunks); recipes then read it with --data STORE.",
@@ -140,15 +141,15 @@ def _convert(argv: Sequence[str]) -> int:
         help="Blosc compressor (default zstd; lz4hc: ~6 %% larger, decodes ~2.5x faster)",
     )
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
-    _cluster_args(p)
-    _s3_args(p, index=True)
+    add_cluster_args(p)
+    add_s3_args(p, index=True)
     a = p.parse_args(argv)
-    s3 = _s3_options(a, a.data)
+    s3 = s3_options_from(a, a.data)
     # before a cluster starts: replace only a store of ours, never the data
     check_folder(
         a.out, kind="zarr", inputs=[a.data or config.get("data.root")], overwrite=a.overwrite
     )
-    with _running(a):
+    with running_cluster_from(a):
         report = to_zarr(
             a.data,
             a.out,
@@ -164,3 +165,11 @@ def _convert(argv: Sequence[str]) -> int:
         )
     print(report.summary())
     return 0
+
+
+#: the verbs of this module: name -> function of the verb's arguments returning the exit code
+VERBS: dict[str, Callable[[Sequence[str]], int]] = {
+    "demo-data": _demo_data,
+    "list": _list,
+    "convert": _convert,
+}

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pangeo_hpc.cli.common import (
-    _cluster_args,
-    _Parser,
-    _running,
-    _s3_args,
-    _s3_options,
-    _step_progress,
+    Parser,
+    add_cluster_args,
+    add_s3_args,
+    running_cluster_from,
+    s3_options_from,
+    step_progress,
 )
 
 
@@ -18,7 +18,7 @@ def _index(argv: Sequence[str]) -> int:
     from pangeo_hpc.io.catalog import objects_to_index
     from pangeo_hpc.io.references import build_index, claim_cache
 
-    p = _Parser(
+    p = Parser(
         prog="index",
         description="Index where every compressed chunk lies in the NetCDF4/HDF5 objects "
         "under an S3 prefix (kerchunk), in parallel on Dask workers. Recipes and open_era5 "
@@ -32,15 +32,21 @@ def _index(argv: Sequence[str]) -> int:
     )
     p.add_argument("--end", help="last month, YYYY-MM (default: the last there is)")
     p.add_argument("--rebuild", action="store_true", help="index again even if up to date")
-    _s3_args(p)
-    _cluster_args(p)
+    add_s3_args(p)
+    add_cluster_args(p)
     a = p.parse_args(argv)
-    opts = _s3_options(a, a.url)
+    opts = s3_options_from(a, a.url)
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
     claim_cache()  # before a cluster starts
     print(f"index: {len(stamps)} objects under {a.url}")
-    with _running(a) as (_cluster, client):
-        progress = _step_progress("index", "objects")
+    with running_cluster_from(a) as (_cluster, client):
+        progress = step_progress("index", "objects")
         report = build_index(stamps, opts, rebuild=a.rebuild, client=client, progress=progress)
     print(report.summary())
     return 0 if not report.failed else 1
+
+
+#: the verbs of this module: name -> function of the verb's arguments returning the exit code
+VERBS: dict[str, Callable[[Sequence[str]], int]] = {
+    "index": _index,
+}

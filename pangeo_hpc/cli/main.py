@@ -21,12 +21,7 @@ from collections.abc import Sequence
 
 from distributed import KilledWorker
 
-from pangeo_hpc.cli.clusters import _job_script, _lab, _lab_config, _profiles, _tunnel
-from pangeo_hpc.cli.data import _convert, _demo_data, _list, _recipe
-from pangeo_hpc.cli.index import _index
-from pangeo_hpc.cli.plan import _calibrate, _plan
-from pangeo_hpc.cli.s3 import _inventory
-from pangeo_hpc.cli.storage import _hydration, _stage, _survey, _warmup
+from pangeo_hpc.cli import clusters, data, index, plan, s3, storage
 from pangeo_hpc.clusters.diagnostics import lost_task
 from pangeo_hpc.errors import ClusterError, InputError, StorageError
 
@@ -47,22 +42,12 @@ def _interruptible() -> None:
 
 
 _VERBS = {
-    "demo-data": _demo_data,
-    "list": _list,
-    "convert": _convert,
-    "profiles": _profiles,
-    "job-script": _job_script,
-    "tunnel": _tunnel,
-    "lab": _lab,
-    "lab-config": _lab_config,
-    "hydration": _hydration,
-    "warmup": _warmup,
-    "stage": _stage,
-    "survey": _survey,
-    "index": _index,
-    "inventory": _inventory,
-    "plan": _plan,
-    "calibrate": _calibrate,
+    **data.VERBS,
+    **clusters.VERBS,
+    **storage.VERBS,
+    **index.VERBS,
+    **s3.VERBS,
+    **plan.VERBS,
 }
 
 
@@ -79,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args[0] in _VERBS:
             return _VERBS[args[0]](args[1:])
-        return _recipe(args)
+        return data.recipe_verb(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

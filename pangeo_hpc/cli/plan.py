@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pangeo_hpc import config
-from pangeo_hpc.cli.common import _cluster_args, _Parser, _positive_int, _running
+from pangeo_hpc.cli.common import Parser, add_cluster_args, positive_int, running_cluster_from
 from pangeo_hpc.errors import InputError
 
 
@@ -16,7 +16,7 @@ def _plan(argv: Sequence[str]) -> int:
     from pangeo_hpc.write.guard import check_file
     from pangeo_hpc.write.outputs import save_figure
 
-    p = _Parser(
+    p = Parser(
         prog="plan",
         description="Predict wall time, efficiency, bottleneck and cost of a recipe per node "
         "count, from the calibration (`calibrate`) and a site profile.",
@@ -82,7 +82,7 @@ def _calibrate(argv: Sequence[str]) -> int:
     from pangeo_hpc.planning.calibrate import calibrate
     from pangeo_hpc.planning.plan import STORAGE_KINDS
 
-    p = _Parser(
+    p = Parser(
         prog="calibrate",
         description="Measure what `plan` needs (per-process throughput of the recipe, "
         "scheduler overhead per task, storage bandwidth) and store it.",
@@ -92,8 +92,8 @@ def _calibrate(argv: Sequence[str]) -> int:
     p.add_argument("--start", help="first month, YYYY-MM (default the spec's)")
     p.add_argument("--end", help="last month, YYYY-MM (default the spec's)")
     p.add_argument("--amount", default="256MB", help="uncompressed bytes to run on (256MB)")
-    p.add_argument("--repeat", type=_positive_int, default=3, help="measured runs (3)")
-    p.add_argument("--tasks", type=_positive_int, default=2000, help="no-op tasks (2000)")
+    p.add_argument("--repeat", type=positive_int, default=3, help="measured runs (3)")
+    p.add_argument("--tasks", type=positive_int, default=2000, help="no-op tasks (2000)")
     p.add_argument(
         "--simulate-workers",
         type=int,
@@ -109,7 +109,7 @@ def _calibrate(argv: Sequence[str]) -> int:
         help="read bandwidth to measure, e.g. fsx=/fsx/era5-pds (default: the data)",
     )
     p.add_argument("--calibration", help="file to update (default config plan.calibration)")
-    _cluster_args(p)
+    add_cluster_args(p)
     a = p.parse_args(argv)
     for kind, _ in a.storage_path or []:
         if kind not in STORAGE_KINDS:
@@ -125,7 +125,7 @@ def _calibrate(argv: Sequence[str]) -> int:
     calibration_target(a.calibration, a.data)
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies
-    with _running(a) as (_, client):
+    with running_cluster_from(a) as (_, client):
         calibrate(
             a.recipe,
             client=client,
@@ -140,3 +140,10 @@ def _calibrate(argv: Sequence[str]) -> int:
             path=a.calibration,
         )
     return 0
+
+
+#: the verbs of this module: name -> function of the verb's arguments returning the exit code
+VERBS: dict[str, Callable[[Sequence[str]], int]] = {
+    "plan": _plan,
+    "calibrate": _calibrate,
+}

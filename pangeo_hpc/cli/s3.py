@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.cli.common import Parser, add_s3_args, positive_int
 from pangeo_hpc.errors import InputError
 
 
@@ -51,7 +51,7 @@ def _inventory(argv: Sequence[str]) -> int:
     from pangeo_hpc.write.guard import check_file
     from pangeo_hpc.write.outputs import write_json
 
-    p = _Parser(
+    p = Parser(
         prog="inventory",
         description="Count the objects and bytes below s3://BUCKET[/PREFIX], in total and per "
         "prefix, with many LIST requests in parallel over disjoint prefixes.",
@@ -66,7 +66,7 @@ def _inventory(argv: Sequence[str]) -> int:
     )
     p.add_argument(
         "--concurrency",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="LIST requests in flight (default: pangeo-hpc.s3.list-concurrency, 64)",
     )
@@ -76,7 +76,7 @@ def _inventory(argv: Sequence[str]) -> int:
         help="write the inventory as JSON to FILE (whole or not at all), or to stdout with -; "
         "the table then goes to stderr",
     )
-    _s3_args(p)
+    add_s3_args(p)
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     a = p.parse_args(argv)
 
@@ -115,3 +115,9 @@ def _inventory(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+#: the verbs of this module: name -> function of the verb's arguments returning the exit code
+VERBS: dict[str, Callable[[Sequence[str]], int]] = {
+    "inventory": _inventory,
+}

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args, _s3_options
+from pangeo_hpc.cli.common import Parser, add_s3_args, positive_int, s3_options_from
 from pangeo_hpc.cli.progress import byte_progress as _byte_progress
 from pangeo_hpc.errors import InputError
 
@@ -15,7 +15,7 @@ from pangeo_hpc.errors import InputError
 def _hydration(argv: Sequence[str]) -> int:
     from pangeo_hpc.storage import hydration
 
-    p = _Parser(
+    p = Parser(
         prog="hydration",
         description="How much of a tree is loaded on a lazily "
         "loading file system (FSx for Lustre, rclone mount, any cache).",
@@ -38,7 +38,7 @@ def _hydration(argv: Sequence[str]) -> int:
 def _warmup(argv: Sequence[str]) -> int:
     from pangeo_hpc.storage import warmup
 
-    p = _Parser(
+    p = Parser(
         prog="warmup",
         description="Load the bytes of lazily loaded files before a "
         "job reads them (read-through, or lfs hsm_restore on Lustre as root). Files that "
@@ -46,7 +46,7 @@ def _warmup(argv: Sequence[str]) -> int:
         "warmed; the exit code is then 1.",
     )
     p.add_argument("path")
-    p.add_argument("--workers", type=_positive_int, help="parallel reads (default 8)")
+    p.add_argument("--workers", type=positive_int, help="parallel reads (default 8)")
     p.add_argument(
         "--hsm",
         action=argparse.BooleanOptionalAction,
@@ -63,7 +63,7 @@ def _stage(argv: Sequence[str]) -> int:
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.storage.stage import stage
 
-    p = _Parser(
+    p = Parser(
         prog="stage",
         description="Copy an S3 prefix or a folder to a Lustre or local folder in parallel "
         "(byte ranges, striping, resumable); each file is checked against its source before "
@@ -72,10 +72,10 @@ def _stage(argv: Sequence[str]) -> int:
     )
     p.add_argument("src", help="s3://bucket/prefix or a folder")
     p.add_argument("dst", help="destination folder")
-    p.add_argument("--threads", type=_positive_int, default=8)
-    _s3_args(p)
+    p.add_argument("--threads", type=positive_int, default=8)
+    add_s3_args(p)
     a = p.parse_args(argv)
-    opts = _s3_options(a, a.src)  # refuses --endpoint-url/--anon for a folder
+    opts = s3_options_from(a, a.src)  # refuses --endpoint-url/--anon for a folder
     report = stage(
         a.src,
         a.dst,
@@ -135,7 +135,7 @@ def _survey(argv: Sequence[str]) -> int:
     from pangeo_hpc.storage.survey import survey, table
     from pangeo_hpc.write.outputs import write_json
 
-    p = _Parser(
+    p = Parser(
         prog="survey",
         description="How fast each storage path reads (local disk, NFS, Lustre, a FUSE mount, "
         "S3): whole files in parallel threads, in large reads, with the page cache dropped "
@@ -157,7 +157,7 @@ def _survey(argv: Sequence[str]) -> int:
     )
     p.add_argument(
         "--threads",
-        type=_positive_int,
+        type=positive_int,
         metavar="N",
         help="reads in flight (default: pangeo-hpc.storage.survey-threads, 8)",
     )
@@ -174,7 +174,7 @@ def _survey(argv: Sequence[str]) -> int:
     )
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
     p.add_argument("--plot", metavar="FILE", help="write a bar chart of MB/s, e.g. survey.png")
-    _s3_args(p)
+    add_s3_args(p)
     a = p.parse_args(argv)
 
     paths: dict[str, str] = {}
@@ -217,3 +217,12 @@ def _survey(argv: Sequence[str]) -> int:
         _write_plot(results, plot_out)
         print(f"written {plot_out}")
     return 0
+
+
+#: the verbs of this module: name -> function of the verb's arguments returning the exit code
+VERBS: dict[str, Callable[[Sequence[str]], int]] = {
+    "hydration": _hydration,
+    "warmup": _warmup,
+    "stage": _stage,
+    "survey": _survey,
+}

@@ -13,6 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from pangeo_hpc.clusters.jobqueue import log_directory
 from pangeo_hpc.errors import ClusterError
 
 CAUSES = {
@@ -91,7 +92,7 @@ def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
     lines += [f"  job {jid}: {state}" for jid, state in states.items()] or [
         "  no job in the queue: submission failed"
     ]
-    for name, tail in log_tails(_log_dir(cluster), ids).items():
+    for name, tail in log_tails(log_directory(cluster), ids).items():
         lines.append(f"  --- tail of {name} ---")
         lines += ["    " + t for t in tail.splitlines()]
     lines.append("usual causes:")
@@ -155,11 +156,6 @@ def preflight(cluster: Any, kind: str) -> None:
             f"{kind} refuses the worker job ({refusal}): lower memory=, cores= or walltime= "
             f"to what the partition offers (sinfo -o '%P %c %m %l'), or pick another queue="
         )
-
-
-def _log_dir(cluster: Any) -> str | None:
-    """Where dask-jobqueue writes the jobs' output (its own private attribute)."""
-    return (getattr(cluster, "_job_kwargs", None) or {}).get("log_directory")
 
 
 def wait_for_workers(client: Any, cluster: Any, kind: str, n: int, timeout: float) -> None:

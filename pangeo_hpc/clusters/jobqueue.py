@@ -2,12 +2,15 @@
 
 :func:`cluster_kwargs` is pure: it turns a profile into the keyword arguments of
 ``SLURMCluster``/``PBSCluster``/``SGECluster``, so the job script can be checked without a
-scheduler (``cluster.job_script()`` prints it in full).
+scheduler (``cluster.job_script()`` prints it in full). What a running cluster's jobs do is
+read back from that same public script (:func:`processes_per_job`, :func:`log_directory`),
+not from dask-jobqueue's private attributes.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import sys
@@ -104,6 +107,53 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
         host = profile.get("host") or "127.0.0.1"
         kwargs["scheduler_options"] = {"host": host, "dashboard_address": f"{host}:0"}
     return kwargs
+
+
+def processes_per_job(cluster: Any) -> int:
+    """Dask worker processes that one batch job of ``cluster`` starts.
+
+    Parameters
+    ----------
+    cluster : dask_jobqueue.JobQueueCluster or other
+        A cluster from :func:`make_cluster`, or any other Dask cluster.
+
+    Returns
+    -------
+    int
+        The ``--nworkers N`` of the worker command in ``cluster.job_script()`` (written by
+        dask-jobqueue when a job starts more than one process), else 1; 1 for a cluster
+        without a job script (a ``LocalCluster``).
+    """
+    job_script = getattr(cluster, "job_script", None)
+    if job_script is None:
+        return 1
+    counts = re.findall(r"--nworkers (\d+)\b", job_script())
+    return int(counts[-1]) if counts else 1
+
+
+#: the job header's error/output file lines: ``#SBATCH -e DIR/NAME-%J.err``, ``#PBS -e DIR/``,
+#: ``#$ -e DIR/``
+_LOG_LINE = re.compile(r"^#(?:SBATCH|PBS|\$) -[eo] (.+?)\s*$", re.MULTILINE)
+
+
+def log_directory(cluster: Any) -> str | None:
+    """The folder the batch jobs of ``cluster`` write their output to.
+
+    Parameters
+    ----------
+    cluster : dask_jobqueue.JobQueueCluster or other
+        A cluster from :func:`make_cluster`, or any other Dask cluster.
+
+    Returns
+    -------
+    str or None
+        The folder of the first ``-e``/``-o`` line of ``cluster.job_header`` (dask-jobqueue
+        writes them when it has a ``log_directory``); None without one, or for a cluster
+        without a job header (a ``LocalCluster``).
+    """
+    header = getattr(cluster, "job_header", None)
+    found = _LOG_LINE.search(header) if isinstance(header, str) else None
+    return os.path.dirname(found.group(1)) if found else None
 
 
 def make_cluster(kind: str, profile: dict[str, Any], *, preview: bool = False) -> Any:

@@ -21,7 +21,7 @@ from distributed import Client, LocalCluster
 from pangeo_hpc import config
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.diagnostics import preflight, wait_for_workers
-from pangeo_hpc.clusters.jobqueue import make_cluster, worker_env
+from pangeo_hpc.clusters.jobqueue import make_cluster, processes_per_job, worker_env
 from pangeo_hpc.errors import ClusterError, InputError
 
 Kind = Literal["auto", "local", "slurm", "pbs", "sge"]
@@ -147,8 +147,7 @@ def local_cluster(
 
 def worker_count(cluster: Any, jobs: int) -> int:
     """Dask workers that ``jobs`` batch jobs of ``cluster`` start."""
-    processes = (getattr(cluster, "_job_kwargs", None) or {}).get("processes") or 1
-    return jobs * int(processes)
+    return jobs * processes_per_job(cluster)
 
 
 def kind_of(cluster: Any) -> str:

@@ -111,11 +111,8 @@ def open_era5(
     lengths = [info.length for info in cat.infos]
 
     time_attrs = head.time_attrs
-    times = xr.coding.times.decode_cf_datetime(
-        np.concatenate([info.times for info in cat.infos]),
-        time_attrs.get("units"),
-        time_attrs.get("calendar"),
-    )
+    raw_times = np.concatenate([info.times for info in cat.infos])
+    times = _decode_times(time_dim, raw_times, time_attrs, cat.files[0])
     dtype = (
         np.dtype("f4") if ref.dtype.kind in "fiu" and ref.dtype.itemsize <= 4 else np.dtype("f8")
     )
@@ -147,6 +144,18 @@ def open_era5(
     ds.encoding["source_bytes"] = int(sum(cat.sizes))
     ds.encoding["source_access"] = cat.access
     return ds
+
+
+def _decode_times(name: str, values: np.ndarray, attrs: dict, path: object) -> np.ndarray:
+    """The stored time values as dates, decoded by xarray's public CF coder as
+    ``xr.open_dataset`` decodes them (``units`` and ``calendar`` of the first file)."""
+    if "since" not in str(attrs.get("units", "")):
+        raise InputError(
+            f"time variable {name!r} of {str(path)!r} has units {attrs.get('units')!r}, not "
+            "dates: give it CF units such as 'hours since 1900-01-01 00:00:00'"
+        )
+    raw = xr.Variable((name,), values, {k: attrs[k] for k in ("units", "calendar") if k in attrs})
+    return np.asarray(xr.coders.CFDatetimeCoder().decode(raw, name=name).values)
 
 
 def _no_hdf5_locks_on(root: str | Path) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from pangeo_hpc.errors import StorageError
 from pangeo_hpc.io.chunk_decoding import CorruptChunkError
+from pangeo_hpc.io.indexing import bounding_box, full_key
 from pangeo_hpc.io.references import ChunkTable
 from pangeo_hpc.s3.options import S3Options, explain, split_url
 
@@ -90,14 +91,14 @@ class H5Source:
                 dset = f[self.variable]
                 table = ChunkTable.from_h5(dset)
                 if table is None:  # h5py takes no negative steps: read the box
-                    box, post = _box(key, dset.shape)
+                    box, post = bounding_box(key, dset.shape)
                     return dset[tuple(slice(lo, hi) for lo, hi in box)][post]
         except OSError as exc:
             raise StorageError(
                 f"reading {self.path!r} failed ({str(exc).splitlines()[0]}): the file may be "
                 "truncated or still being copied; restore it"
             ) from exc
-        box, post = _box(key, table.shape)
+        box, post = bounding_box(key, table.shape)
         plan = table.plan(box)
         fd = os.open(self.path, os.O_RDONLY)
         try:
@@ -173,7 +174,7 @@ class RefSource:
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
         import obstore
 
-        box, post = _box(key, self.table.shape)
+        box, post = bounding_box(key, self.table.shape)
         plan = self.table.plan(box)
         ranged = [(off, off + n) for _, off, n in plan if off >= 0]
         fetched: list[Any] = []
@@ -209,30 +210,6 @@ def _storage_error(exc: BaseException, url: str, opts: S3Options) -> StorageErro
     return StorageError((str(known) if known else f"reading {url!r} failed: {exc}").splitlines()[0])
 
 
-def _box(key: tuple, shape: tuple[int, ...]) -> tuple[list[tuple[int, int]], tuple]:
-    """The bounding box ``[(lo, hi), ...]`` of ``key`` and the index that takes the key's
-    elements out of that box (steps, integer axes)."""
-    box: list[tuple[int, int]] = []
-    post: list[slice | int] = []
-    for k, n in zip(key, shape, strict=True):
-        if isinstance(k, slice):
-            idx = range(*k.indices(n))
-            if len(idx) == 0:
-                box.append((0, 0))
-                post.append(slice(None))
-                continue
-            lo, hi = min(idx[0], idx[-1]), max(idx[0], idx[-1]) + 1
-            box.append((lo, hi))
-            post.append(
-                slice(None, None, idx.step) if idx.step > 0 else slice(hi - 1 - lo, None, idx.step)
-            )
-        else:
-            i = int(k) + n if int(k) < 0 else int(k)
-            box.append((i, i + 1))
-            post.append(0)
-    return box, tuple(post)
-
-
 class MultiFileArray:
     """Array-like view ``(time, *field_shape)`` over one variable in consecutive files.
 
@@ -260,7 +237,7 @@ class MultiFileArray:
         self.decoding = decoding
 
     def __getitem__(self, key: object) -> np.ndarray:
-        key = _expand(key, self.ndim)
+        key = full_key(key, self.ndim)
         rows = np.arange(self.shape[0])[key[0]]
         scalar = np.ndim(rows) == 0
         rows = np.atleast_1d(rows)
@@ -295,14 +272,3 @@ class MultiFileArray:
 
     def _read(self, i: int, key: tuple[slice, ...]) -> np.ndarray:
         return self.decoding.apply(self.sources[i].read(key), self.dtype)
-
-
-def _expand(key: object, ndim: int) -> tuple:
-    """``key`` as a tuple of ``ndim`` entries (Ellipsis expanded, missing axes filled)."""
-    key = key if isinstance(key, tuple) else (key,)
-    if any(k is None for k in key):
-        raise TypeError("MultiFileArray does not add axes (None in the index)")
-    if Ellipsis in key:
-        i = key.index(Ellipsis)
-        key = key[:i] + (slice(None),) * (ndim - len(key) + 1) + key[i + 1 :]
-    return key + (slice(None),) * (ndim - len(key))

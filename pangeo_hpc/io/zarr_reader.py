@@ -26,7 +26,7 @@ from dask.base import tokenize
 from pangeo_hpc.errors import DataNotFoundError, StorageError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.io.chunk_decoding import chunks_in, overlap
-from pangeo_hpc.io.reader import _box, _expand
+from pangeo_hpc.io.indexing import bounding_box, full_key
 
 _DTYPES = {
     "bool": "?",
@@ -101,10 +101,10 @@ class ZarrChunks:
             return None
 
     def __getitem__(self, key: object) -> np.ndarray:
-        full = _expand(key, self.ndim)
+        full = full_key(key, self.ndim)
         if not all(isinstance(k, slice | int | np.integer) for k in full):
             return self[(slice(None),) * self.ndim][full]  # index arrays: after reading
-        box, post = _box(full, self.shape)
+        box, post = bounding_box(full, self.shape)
         out = np.empty([hi - lo for lo, hi in box], dtype=self.dtype)
         for idx in chunks_in(box, self.chunks):
             src, dst = overlap(box, idx, self.chunks)

@@ -1,9 +1,28 @@
-"""Find the horizontal and time coordinates of any CF dataset and compute true cell areas."""
+"""Find the horizontal and time coordinates of any CF dataset and compute true cell areas.
+
+Coordinates are found with cf-xarray's criteria (https://cf-xarray.readthedocs.io), in
+this order:
+
+1. CF attributes: ``standard_name``, ``units`` (``degrees_north``, ``degrees_east`` and
+   the other spellings CF lists, in any case), ``axis`` and the others cf-xarray knows;
+2. for files without them, the names models use (``lat``, ``latitude``, ``nav_lat``, ...,
+   in any case) or an ``axis`` attribute of ``Y``/``X``;
+3. time only: a dimension whose coordinate holds dates (``datetime64`` or cftime dates).
+
+Steps 1 and 2 add *custom criteria* to cf-xarray's own. cf-xarray reads those from a
+process-wide option: they are set for one lookup at a time, under a lock, and restored
+after it, so that neither other threads nor the user's own cf-xarray settings see them.
+"""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Iterable, Mapping
+
+import cf_xarray
 import numpy as np
 import xarray as xr
+from cf_xarray.criteria import coordinate_criteria
 
 from pangeo_hpc.errors import InputError
 
@@ -13,54 +32,115 @@ _NAMES = {
     "latitude": ("lat", "latitude", "nav_lat", "lats", "rlat", "y_lat"),
     "longitude": ("lon", "longitude", "nav_lon", "lons", "rlon", "x_lon"),
 }
-_UNITS = {
-    "latitude": ("degrees_north", "degree_north", "degree_n", "degrees_n", "degreen", "degreesn"),
-    "longitude": ("degrees_east", "degree_east", "degree_e", "degrees_e", "degreee", "degreese"),
+#: step 1, beyond cf-xarray's own criteria: the units in any case (cf-xarray's list is
+#: case-sensitive), e.g. ``degrees_North``, ``degreeN``, ``degree_n``
+_BY_ATTRIBUTES: Mapping[str, Mapping[str, str]] = {
+    "latitude": {"units": r"(?i)^degrees?_?n(orth)?$"},
+    "longitude": {"units": r"(?i)^degrees?_?e(ast)?$"},
 }
-_AXIS = {"latitude": "Y", "longitude": "X"}
+#: step 2: the usual names, or the axis attribute alone
+_BY_NAME: Mapping[str, Mapping[str, str]] = {
+    what: {"name": "(?i)^(" + "|".join(names) + ")$", "axis": f"^{axis}$"}
+    for (what, names), axis in zip(_NAMES.items(), ("Y", "X"), strict=True)
+}
+#: the attributes the criteria read (standard_name, units, axis, _CoordinateAxisType, ...)
+_CRITERIA_ATTRS = frozenset(a for c in coordinate_criteria.values() for a in c)
+_LOCK = threading.Lock()
+
+
+def _probe(obj: xr.DataArray | xr.Dataset, names: Iterable[str]) -> xr.Dataset:
+    """The variables ``names`` of ``obj`` as coordinates of a Dataset without data.
+
+    cf-xarray then reads only their names and the text attributes its criteria use: no
+    value is loaded (lazy coordinates stay lazy), a ``coordinates`` attribute of ``obj``
+    does not narrow the search, and an attribute that is not text (``units=1``) or points
+    elsewhere (``grid_mapping``, ``cell_measures``) cannot break the matching.
+    """
+    coords = {}
+    for name in names:
+        var = obj[name].variable
+        attrs = {k: v for k, v in var.attrs.items() if k in _CRITERIA_ATTRS and isinstance(v, str)}
+        coords[name] = xr.Variable(var.dims, np.broadcast_to(np.int8(0), var.shape), attrs)
+    return xr.Dataset(coords=coords)
+
+
+def _matching(probe: xr.Dataset, key: str, criteria: Mapping[str, Mapping[str, str]]) -> set:
+    """Names cf-xarray gives for ``key`` with ``criteria`` added to its own."""
+    with _LOCK, cf_xarray.set_options(custom_criteria=dict(criteria)):
+        return set(probe.cf.coordinates.get(key, []))
 
 
 def _find(obj: xr.DataArray | xr.Dataset, what: str) -> str:
     names = [*map(str, obj.coords)]
     if isinstance(obj, xr.Dataset):
         names += [*map(str, obj.data_vars)]
-    by_attrs, by_name = [], []
-    for name in names:
-        attrs = obj[name].attrs
-        if (
-            attrs.get("standard_name") == what
-            or str(attrs.get("units", "")).lower() in _UNITS[what]
-        ):
-            by_attrs.append(name)
-        elif attrs.get("axis") == _AXIS[what] or name.lower() in _NAMES[what]:
-            by_name.append(name)
-    found = by_attrs + by_name
-    if not found:
-        raise InputError(
-            f"no {what} coordinate among {sorted(names)}: name it "
-            f"{_NAMES[what][0]!r} or give it the attribute standard_name={what!r}"
-        )
-    return found[0]
+    probe = _probe(obj, names)
+    for criteria in (_BY_ATTRIBUTES, _BY_NAME):
+        found = _matching(probe, what, criteria)
+        if found:  # the first in the object's order, coordinates before data variables
+            return next(name for name in names if name in found)
+    raise InputError(
+        f"no {what} coordinate among {sorted(names)}: name it "
+        f"{_NAMES[what][0]!r} or give it the attribute standard_name={what!r}"
+    )
 
 
 def horizontal_names(obj: xr.DataArray | xr.Dataset) -> tuple[str, str]:
-    """Return the names of the latitude and longitude coordinates, by CF attributes or name."""
+    """Return the names of the latitude and longitude coordinates.
+
+    Parameters
+    ----------
+    obj : DataArray or Dataset
+        Data on a latitude/longitude grid (regular or curvilinear); a Dataset's data
+        variables count too.
+
+    Returns
+    -------
+    tuple of str
+        ``(latitude, longitude)``: by CF attributes (``standard_name``, ``units``) first,
+        else by the usual names (``lat``, ``latitude``, ``nav_lat``, ...) or ``axis``.
+
+    Raises
+    ------
+    InputError
+        When one of them is not found; the message lists the names there are.
+    """
     return _find(obj, "latitude"), _find(obj, "longitude")
 
 
+def _holds_dates(obj: xr.DataArray | xr.Dataset, name: str) -> bool:
+    """``datetime64`` values, or cftime dates (xarray indexes those with a CFTimeIndex)."""
+    return np.issubdtype(obj[name].dtype, np.datetime64) or isinstance(
+        obj.indexes.get(name), xr.CFTimeIndex
+    )
+
+
 def time_name(obj: xr.DataArray | xr.Dataset) -> str:
-    """Return the name of the time dimension (ERA5 calls it ``time0``)."""
-    for name in map(str, obj.dims):
-        if name not in obj.coords:
-            continue
-        coord = obj[name]
-        if (
-            coord.attrs.get("standard_name") == "time"
-            or coord.attrs.get("axis") == "T"
-            or np.issubdtype(coord.dtype, np.datetime64)
-            or coord.dtype == object
-        ):
-            return name
+    """Return the name of the time dimension (ERA5 calls it ``time0``).
+
+    Parameters
+    ----------
+    obj : DataArray or Dataset
+        Data with a time dimension that has a coordinate.
+
+    Returns
+    -------
+    str
+        The first dimension whose coordinate CF marks as time (``standard_name``, ``axis``
+        and the other attributes cf-xarray knows), else the first whose coordinate holds
+        dates (``datetime64`` or cftime). Other dimensions, such as ensemble members
+        labelled with strings, never count.
+
+    Raises
+    ------
+    InputError
+        When there is no such dimension.
+    """
+    dims = [str(d) for d in obj.dims if d in obj.coords]
+    marked = set(_probe(obj, dims).cf.axes.get("T", []))
+    found = [d for d in dims if d in marked] or [d for d in dims if _holds_dates(obj, d)]
+    if found:
+        return found[0]
     raise InputError(
         f"no time dimension among {list(map(str, obj.dims))}: this recipe needs one with "
         "datetime values (name it 'time' or give it standard_name='time')"

@@ -15,13 +15,14 @@ import functools
 import os
 import re
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 
 if TYPE_CHECKING:
+    import botocore.credentials
     import s3fs
     from obstore.store import S3Credential, S3Store
 
@@ -147,6 +148,41 @@ def _botocore_session(profile: str | None) -> Any:
     return botocore.session.Session(profile=profile)
 
 
+#: how long obstore may sign with one set of keys before it asks botocore again. botocore's
+#: ``get_frozen_credentials()`` refreshes expiring keys first and never returns keys with
+#: less than 10 minutes left (its mandatory refresh, 15 minutes ahead when it can), so keys
+#: are given up at least 5 minutes before they expire.
+CREDENTIAL_RECHECK = timedelta(minutes=5)
+
+
+def obstore_credential(creds: botocore.credentials.Credentials) -> S3Credential:
+    """botocore credentials as an obstore ``S3Credential``, through botocore's public API.
+
+    Parameters
+    ----------
+    creds : botocore.credentials.Credentials
+        From ``botocore.session.Session.get_credentials()``.
+
+    Returns
+    -------
+    S3Credential
+        The current keys (refreshed by botocore when they are about to expire). Keys that
+        refresh (``RefreshableCredentials``: roles, SSO, ``credential_process``) expire for
+        obstore :data:`CREDENTIAL_RECHECK` from now, so that it asks again in time; fixed
+        keys never expire.
+    """
+    from botocore.credentials import RefreshableCredentials
+
+    frozen = creds.get_frozen_credentials()
+    refreshes = isinstance(creds, RefreshableCredentials)
+    return {
+        "access_key_id": frozen.access_key,
+        "secret_access_key": frozen.secret_key,
+        "token": frozen.token,
+        "expires_at": datetime.now(UTC) + CREDENTIAL_RECHECK if refreshes else None,
+    }
+
+
 class _BotocoreCredentials:
     """obstore credential provider backed by botocore's chain (refreshed as it expires)."""
 
@@ -162,17 +198,7 @@ class _BotocoreCredentials:
         self._creds = creds
 
     def __call__(self) -> S3Credential:
-        frozen = self._creds.get_frozen_credentials()
-        out: S3Credential = {
-            "access_key_id": frozen.access_key,
-            "secret_access_key": frozen.secret_key,
-            "token": frozen.token,
-            "expires_at": None,
-        }
-        expiry = getattr(self._creds, "_expiry_time", None)
-        if expiry is not None:
-            out["expires_at"] = expiry - timedelta(minutes=5)
-        return out
+        return obstore_credential(self._creds)
 
     def __repr__(self) -> str:  # never show the keys
         return f"_BotocoreCredentials(profile={self.profile!r})"
