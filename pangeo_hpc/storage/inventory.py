@@ -15,6 +15,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import format_bytes
 from pangeo_hpc.s3.listing import Lister, Progress, listing, scan
 from pangeo_hpc.s3.options import S3Options
+from pangeo_hpc.tables import RULE, text_table
 
 __all__ = ["Inventory", "PrefixTotals", "inventory"]
 
@@ -116,16 +117,8 @@ class Inventory:
         ]
         total = ("total", f"{self.objects:,}", f"{self.bytes:,}", format_bytes(self.bytes))
         head = ("prefix", "objects", "bytes", "size")
-        widths = [max(len(r[i]) for r in [head, total, *rows]) for i in range(4)]
-
-        def line(r: tuple[str, str, str, str]) -> str:
-            return (
-                f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  "
-                f"{r[3]:>{widths[3]}}"
-            )
-
-        rule = "  ".join("-" * w for w in widths)
-        out = [f"{self.url}", line(head), rule, *map(line, rows), rule, line(total)]
+        table = text_table([head, RULE, *rows, RULE, total], right=(False, True, True, True))
+        out = [f"{self.url}", *table]
         out.append(
             f"listed in {self.seconds:.2f} s: {self.requests:,} LIST requests, "
             f"{self.tasks:,} prefixes in parallel (concurrency {self.concurrency})"
