@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from pangeo_hpc.errors import InputError
 
@@ -91,17 +90,3 @@ def _running(a: argparse.Namespace):
     return running_cluster(
         a.cluster, profile=a.profile, workers=a.workers, jobs=a.jobs, adapt=a.adapt, **_batch(a)
     )
-
-
-def _step_progress(what: str, unit: str):
-    """A ``(done, total)`` callback: a rewritten line on a terminal, about ten lines in logs."""
-    tty = sys.stdout.isatty()
-
-    def show(done: int, total: int) -> None:
-        line = f"{what}: {done}/{total} {unit}"
-        if tty:
-            print("\r" + line, end="" if done < total else "\n", flush=True)
-        elif done == total or done % max(1, total // 10) == 0:
-            print(line, flush=True)
-
-    return show

@@ -13,8 +13,8 @@ from pangeo_hpc.cli.common import (
     _running,
     _s3_args,
     _s3_options,
-    _step_progress,
 )
+from pangeo_hpc.cli.progress import step_progress
 
 
 def _demo_data(argv: Sequence[str]) -> int:
@@ -45,7 +45,7 @@ def _demo_data(argv: Sequence[str]) -> int:
         spec,
         workers=a.workers,
         overwrite=a.overwrite,
-        progress=_step_progress("demo-data", "months written"),
+        progress=step_progress("demo-data", "months written"),
     )
     print(f"demo-data: {len(files)} monthly files in {a.out}")
     return 0

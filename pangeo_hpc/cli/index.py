@@ -10,8 +10,8 @@ from pangeo_hpc.cli.common import (
     _running,
     _s3_args,
     _s3_options,
-    _step_progress,
 )
+from pangeo_hpc.cli.progress import step_progress
 
 
 def _index(argv: Sequence[str]) -> int:
@@ -40,7 +40,7 @@ def _index(argv: Sequence[str]) -> int:
     claim_cache()  # before a cluster starts
     print(f"index: {len(stamps)} objects under {a.url}")
     with _running(a) as (_cluster, client):
-        progress = _step_progress("index", "objects")
+        progress = step_progress("index", "objects")
         report = build_index(stamps, opts, rebuild=a.rebuild, client=client, progress=progress)
     print(report.summary())
     return 0 if not report.failed else 1
