@@ -34,8 +34,9 @@ def test_progress_returns_when_the_future_is_cancelled(capsys):
 
 
 def test_progress_counts_the_tasks_and_prints_a_line_per_ten_percent(capsys, monkeypatch):
-    """30 tasks of 0.1 s and their sum, on one thread, asked about every 0.1 s: one line
-    per tenth passed (not one per answer), the last at 100 % with every task counted; and
+    """30 naps of 0.1 s, each passed on to a task of its own, and their count, on one
+    thread, asked about every 0.1 s: one line per tenth passed (not one per answer), the
+    last at 100 % with every task counted (also the naps done and forgotten by then); and
     no CancelledError logged when the cluster closes right after."""
     import dask
     from distributed import Client, LocalCluster
@@ -52,13 +53,16 @@ def test_progress_counts_the_tasks_and_prints_a_line_per_ten_percent(capsys, mon
             Client(cluster) as client,
         ):
             naps = [dask.delayed(time.sleep)(0.1, dask_key_name=f"nap-{i}") for i in range(30)]
-            future = client.compute(dask.delayed(len)(naps, dask_key_name="count"))
+            passed = [
+                dask.delayed(str)(nap, dask_key_name=f"pass-{i}") for i, nap in enumerate(naps)
+            ]
+            future = client.compute(dask.delayed(len)(passed, dask_key_name="count"))
             show_progress(future)
             assert future.result() == 30
     finally:
         scheduler_log.removeHandler(logged)
     lines = capsys.readouterr().out.splitlines()
-    percents = [int(re.fullmatch(r"progress: +(\d+)% of 31 tasks, .+", x)[1]) for x in lines]
+    percents = [int(re.fullmatch(r"progress: +(\d+)% of 61 tasks, .+", x)[1]) for x in lines]
     assert percents[-1] == 100 and len(percents) >= 4, lines
     tenths = [p // 10 for p in percents]
     assert tenths == sorted(set(tenths)), lines
