@@ -38,7 +38,7 @@ def decimal_years(times: Any, since: Any = None, *, unit: str = "s") -> np.ndarr
 
     Examples
     --------
-    >>> t = np.array(["2000-01-01", "2000-07-02T12", "2001-01-01"], dtype="datetime64[h]")
+    >>> t = np.array(["2000-01-01", "2000-07-01T15", "2001-01-01"], dtype="datetime64[h]")
     >>> decimal_years(t).round(4).tolist()
     [0.0, 0.5, 1.0021]
     """
