@@ -55,16 +55,12 @@ def months_for_gb(gb: float) -> int:
 
 
 def _generate(root: Path, resolution: float, start: str, end: str) -> None:
+    from pangeo_hpc.cli.progress import step_progress
     from pangeo_hpc.demo import DemoSpec, generate
 
     t = time.perf_counter()
     spec = DemoSpec(resolution=resolution, frequency="daily", start=start, end=end)
-
-    def progress(done: int, total: int) -> None:
-        if total and (done == total or done % 10 == 0):
-            print(f"  demo data {root.name}: {done}/{total} months", flush=True)
-
-    made = generate(root, spec, progress=progress)
+    made = generate(root, spec, progress=step_progress(f"  demo data {root.name}", "months"))
     dt = time.perf_counter() - t
     if dt > 2:
         print(f"  demo data {root.name} {start}..{end} ({len(made)} months) ready in {dt:.0f} s")
@@ -136,45 +132,42 @@ def _paths(paths: Sequence[str | Path]) -> Iterator[Path]:
 def cold(paths: Sequence[str | Path]) -> None:
     """Drop ``paths`` (files or folders) from the page cache: the next read hits the disk.
 
-    ``os.sync()`` first (dirty pages are not dropped), then ``POSIX_FADV_DONTNEED`` on each
-    file; no root needed, nothing else on the machine is evicted.
+    The package's :func:`pangeo_hpc.storage.pagecache.drop_file` on each file (written back
+    first, then ``POSIX_FADV_DONTNEED``): no root needed, nothing else on the machine is
+    evicted.
     """
-    os.sync()
+    from pangeo_hpc.storage.pagecache import drop_file
+
     for p in _paths(paths):
-        fd = os.open(p, os.O_RDONLY)
-        try:
-            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-        finally:
-            os.close(fd)
+        drop_file(p)
 
 
 def warm(paths: Sequence[str | Path]) -> None:
-    """Read ``paths`` (files or folders) through once so that they sit in the page cache."""
-    buf = bytearray(16 << 20)
+    """Read ``paths`` (files or folders) through once so that they sit in the page cache
+    (:func:`pangeo_hpc.storage.pagecache.read_through`, as the warm-up reads)."""
+    from pangeo_hpc.storage.pagecache import read_through
+
     for p in _paths(paths):
-        with open(p, "rb", buffering=0) as f:
-            while f.readinto(buf):
-                pass
+        read_through(p)
 
 
 def resident_fraction(paths: Sequence[str | Path]) -> float | None:
-    """Share of the bytes of ``paths`` in the page cache (util-linux ``fincore``), or None."""
-    exe = shutil.which("fincore")
-    files = [str(p) for p in _paths(paths)]
-    if not exe or not files:
-        return None
+    """Share of the bytes of ``paths`` in the page cache
+    (:func:`pangeo_hpc.storage.pagecache.resident_bytes`, what ``fincore`` prints), or None
+    where it cannot be told."""
+    from pangeo_hpc.storage.pagecache import resident_bytes
+
     cached = total = 0
-    for i in range(0, len(files), 200):
-        out = subprocess.run(
-            [exe, "--bytes", "--noheadings", "--raw", "--output", "RES,SIZE", *files[i : i + 200]],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout
-        for line in out.split("\n"):
-            if line.strip():
-                res, size = line.split()
-                cached, total = cached + int(res), total + int(size)
+    for p in _paths(paths):
+        fd = os.open(p, os.O_RDONLY)
+        try:
+            resident = resident_bytes(fd)
+            size = os.fstat(fd).st_size
+        finally:
+            os.close(fd)
+        if resident is None:
+            return None
+        cached, total = cached + resident, total + size
     return cached / total if total else None
 
 

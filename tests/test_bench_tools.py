@@ -15,7 +15,7 @@ sys.path.insert(0, str(BENCH))
 
 import bounds  # noqa: E402
 import report  # noqa: E402
-from common import RSS_GOAL, rss_row  # noqa: E402
+from common import RSS_GOAL, cold, resident_fraction, rss_row, warm  # noqa: E402
 
 VAR = bounds.VAR
 
@@ -126,3 +126,17 @@ def test_a_pipe_in_a_row_stays_inside_its_cell():
     res = {**_result("abc1234"), "machine": _machine("abc1234"), "rows": [row]}
     line = report.table({"warmup": res}).splitlines()[-1]
     assert line.count("|") - line.count("\\|") == 7  # six cells
+
+
+def test_cold_and_warm_use_the_page_cache_of_the_package(tmp_path):
+    """A folder (a Zarr store) dropped: nothing of it resident; read through: all of it."""
+    store = tmp_path / "store.zarr"
+    (store / "t").mkdir(parents=True)
+    for i, size in enumerate((1 << 20, 3, 70_000)):
+        (store / "t" / str(i)).write_bytes(np.random.default_rng(i).bytes(size))
+    cold([store])
+    assert resident_fraction([store]) == 0.0
+    warm([store])
+    assert resident_fraction([store]) == 1.0
+    cold([store / "t" / "0"])
+    assert resident_fraction([store]) == pytest.approx(70_003 / ((1 << 20) + 70_003))

@@ -101,6 +101,24 @@ def test_page_cache_residency_and_drop_agree_with_fincore(tmp_path):
         os.close(fd)
 
 
+def test_read_through_and_drop_file(tmp_path):
+    """The helpers the warm-up, the survey, the calibration and the benchmarks share: a file
+    just written (dirty pages) is dropped all the same; reading it through brings it all."""
+    path = tmp_path / "f.nc"
+    size = 3 * MiB + 5
+    path.write_bytes(os.urandom(size))
+    pagecache.drop_file(path)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        assert _resident(fd, path) == 0
+        assert pagecache.read_through(path, block_size=MiB) == size
+        assert _resident(fd, path) == size
+        pagecache.drop_file(str(path))
+        assert _resident(fd, path) == 0
+    finally:
+        os.close(fd)
+
+
 # ----- local files
 
 

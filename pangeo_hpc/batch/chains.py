@@ -23,6 +23,7 @@ from pangeo_hpc.recipes import (
 )
 from pangeo_hpc.recipes.cf_attrs import TIME_PERIOD, cell_methods, period_coord, with_attrs
 from pangeo_hpc.recipes.grid import horizontal_names, time_name
+from pangeo_hpc.recipes.years import decimal_years
 
 
 def sst_mean(ds: xr.Dataset, variable: str, *, frequency: str = "monthly") -> xr.Dataset:
@@ -111,9 +112,7 @@ def answer(chain: str, result: xr.Dataset) -> dict[str, Any]:
         }
     if chain == "sst-trend":
         anom = result["global_mean_anomaly"]
-        t = time_name(anom)
-        years = (anom[t].values - anom[t].values[0]).astype("timedelta64[s]").astype("f8")
-        years /= 365.2425 * 86400
+        years = decimal_years(anom[time_name(anom)])
         ok = np.isfinite(anom.values)
         slope = np.polyfit(years[ok], anom.values[ok], 1)[0] * 10 if ok.sum() > 2 else np.nan
         return {

@@ -3,14 +3,12 @@
 The verb modules of :mod:`pangeo_hpc.cli` build their parsers from these: :class:`Parser`,
 the argument types (:func:`positive_int`), the option groups (:func:`add_cluster_args`,
 :func:`add_s3_args`) and what the parsed options give (:func:`batch_options_from`,
-:func:`running_cluster_from`, :func:`s3_options_from`), and :func:`step_progress`.
+:func:`running_cluster_from`, :func:`s3_options_from`).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
-from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -120,17 +118,3 @@ def running_cluster_from(a: argparse.Namespace) -> AbstractContextManager[tuple[
         adapt=a.adapt,
         **batch_options_from(a),
     )
-
-
-def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
-    """A ``(done, total)`` callback: a rewritten line on a terminal, about ten lines in logs."""
-    tty = sys.stdout.isatty()
-
-    def show(done: int, total: int) -> None:
-        line = f"{what}: {done}/{total} {unit}"
-        if tty:
-            print("\r" + line, end="" if done < total else "\n", flush=True)
-        elif done == total or done % max(1, total // 10) == 0:
-            print(line, flush=True)
-
-    return show

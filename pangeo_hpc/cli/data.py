@@ -13,8 +13,8 @@ from pangeo_hpc.cli.common import (
     positive_int,
     running_cluster_from,
     s3_options_from,
-    step_progress,
 )
+from pangeo_hpc.cli.progress import step_progress
 
 
 def _demo_data(argv: Sequence[str]) -> int:

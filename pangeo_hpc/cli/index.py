@@ -10,8 +10,8 @@ from pangeo_hpc.cli.common import (
     add_s3_args,
     running_cluster_from,
     s3_options_from,
-    step_progress,
 )
+from pangeo_hpc.cli.progress import step_progress
 
 
 def _index(argv: Sequence[str]) -> int:

@@ -59,14 +59,11 @@ def _plan(argv: Sequence[str]) -> int:
     )
     print(result.text())
     if out is not None:
-        import matplotlib
+        from matplotlib.figure import Figure  # not pyplot: no backend, no display
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-
-        ax = result.plot()
-        save_figure(ax.figure, out, flag="--plot")
-        plt.close(ax.figure)
+        fig = Figure(figsize=(7, 4), layout="constrained")
+        result.plot(fig.add_subplot())
+        save_figure(fig, out, flag="--plot")
         print(f"plot: {out}")
     return 0
 

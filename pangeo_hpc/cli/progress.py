@@ -1,102 +1,201 @@
-"""Progress of a Dask computation or of a copy: a bar on a terminal, a few plain lines in batch
-logs and notebooks."""
+"""Progress of a Dask computation, a copy, a list of steps or a count: one line, drawn by
+:class:`ProgressLine` for all of them.
+
+On a terminal the line is redrawn in place; in batch logs and notebooks (not a terminal) a
+plain line is printed at every ``step`` percent and at the end, or every ``every`` seconds
+when there is no total (an object count).
+
+A computation's progress uses public API only: the future's done callback ends the wait
+(also when the scheduler cancels it), and :meth:`distributed.Client.run_on_scheduler` asks
+the scheduler how many of the future's tasks are left, from the task states its docs
+describe (``Scheduler.tasks``, ``TaskState.state``, ``.dependencies``, ``.group``). Unlike
+distributed's progress bar it keeps no feed open on the scheduler, so nothing is left to
+cancel (and to log a ``CancelledError`` traceback) when the cluster closes right after.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
+import contextlib
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TextIO
 
 from dask.utils import format_time
-from distributed.diagnostics.progressbar import TextProgressBar
+
+#: seconds between two redraws on a terminal
+REDRAW = 0.1
+#: least seconds between two questions to the scheduler
+POLL = 0.5
 
 
-class LogProgress(TextProgressBar):
-    """One line per ``step`` percent, for job logs where a redrawn bar is unreadable."""
+class ProgressLine:
+    """One progress line on ``stream`` (default stdout).
 
-    def __init__(self, keys: Any, *, step: int = 10, **kwargs: Any) -> None:
-        self._step = step
+    Parameters
+    ----------
+    stream : file, optional
+        Where the line goes; redrawn in place when it is a terminal.
+    step : int
+        Not a terminal: a line each time the fraction done passes a multiple of ``step``
+        percent, and the last one.
+    every : float, optional
+        Without a fraction: seconds between lines (default 0.1 on a terminal, else 10).
+    """
+
+    def __init__(
+        self, stream: TextIO | None = None, *, step: int = 10, every: float | None = None
+    ) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.tty = self.stream.isatty()
+        self.step = step
+        self.every = every if every is not None else (REDRAW if self.tty else 10.0)
+        self.t0 = self._drawn = time.perf_counter()
         self._next = step
-        super().__init__(keys, **kwargs)
+        self._open = False  # a redrawn line waits for its end
 
-    def _draw_bar(self, remaining: int, all: int, **kwargs: Any) -> None:
-        percent = int(100 * (1 - remaining / all)) if all else 100
-        if percent >= self._next:
-            print(
-                f"progress: {percent:3d}% of {all} tasks, {format_time(self.elapsed)}", flush=True
-            )
-            self._next = (percent // self._step + 1) * self._step
+    @property
+    def elapsed(self) -> float:
+        """Seconds since the line was made."""
+        return time.perf_counter() - self.t0
 
-    def _draw_stop(self, **kwargs: Any) -> None:
-        pass
+    def update(self, text: str, fraction: float | None = None, *, last: bool = False) -> None:
+        """Show ``text``, ``fraction`` of the way (None: no total), or as the ``last`` line."""
+        now = time.perf_counter()
+        if self.tty:
+            if last or now - self._drawn >= REDRAW:
+                self._write("\r" + text + "\033[K" + ("\n" if last else ""))
+                self._open, self._drawn = not last, now
+            return
+        if fraction is None:
+            due = last or now - self._drawn >= self.every
+        else:
+            percent = 100 * fraction
+            due = last or percent >= self._next
+            if due:
+                self._next = (int(percent) // self.step + 1) * self.step
+        if due:
+            self._write(text + "\n")
+            self._drawn = now
+
+    def end(self, *, clear: bool = False) -> None:
+        """End a redrawn line: keep it (a newline), or ``clear`` it for what follows."""
+        if self._open:
+            self._write("\r\033[K" if clear else "\n")
+            self._open = False
+
+    def _write(self, text: str) -> None:
+        self.stream.write(text)
+        self.stream.flush()
 
 
 def show_progress(future: Any) -> None:
-    """Block until ``future`` is done (finished, failed or cancelled), showing its progress
-    on stdout. The bar runs beside the wait: it alone would wait forever for a future the
-    scheduler cancelled (e.g. "lost dependencies")."""
-    from distributed import wait
+    """Block until ``future`` is done (finished, failed or cancelled), showing on stdout how
+    many of its tasks are done: ``progress:  40% of 1234 tasks, 12.3s``. A cancelled
+    future (e.g. "lost dependencies") ends the wait; ``future.result()`` tells the caller
+    why."""
+    done = threading.Event()
+    future.add_done_callback(lambda _: done.set())
+    count = _task_counter()  # one function, so that it is sent to the scheduler once
+    line = ProgressLine()
+    total = 0
 
-    bar = threading.Thread(target=_draw, args=(future,), daemon=True, name="progress")
-    bar.start()
-    try:
-        wait(future)
-    except Exception:  # cancelled: future.result() tells the caller why
-        pass
-    bar.join(timeout=1)  # its last line, if it has one to draw
+    def text(left: int) -> str:
+        percent = int(100 * (1 - left / total)) if total else 100
+        tasks = f"{total} tasks" if total else "the tasks"
+        return f"progress: {percent:3d}% of {tasks}, {format_time(line.elapsed)}"
+
+    while not done.is_set():
+        asked = time.perf_counter()
+        try:
+            counts = future.client.run_on_scheduler(count, future.key)
+        except Exception:  # the scheduler closing with the future, or a distributed
+            done.wait()  # without these task states: no counts, the done callback ends this
+            break
+        if counts is None:  # the scheduler has not got the graph yet: ask again soon
+            done.wait(0.05)
+            continue
+        total = max(total, counts[1])
+        if counts[0]:
+            line.update(text(counts[0]), 1 - counts[0] / total)
+        done.wait(max(POLL, 20 * (time.perf_counter() - asked)))  # a light load on it
+    if future.status != "finished":
+        line.end()
+        return
+    if not total:  # done before the first answer: the future's own task (group) is left
+        with contextlib.suppress(Exception):
+            total = future.client.run_on_scheduler(count, future.key)[1]
+    line.update(text(0), 1.0, last=True)
 
 
-def _draw(future: Any) -> None:
-    if sys.stdout.isatty():
-        from distributed import progress
+def _task_counter() -> Callable[..., tuple[int, int] | None]:
+    """A function for :meth:`~distributed.Client.run_on_scheduler` that returns how many
+    tasks of the future with key ``key`` are not done yet, and its tasks in all (the sizes
+    of the task groups still in reach); None while the scheduler does not know the key.
+    Defined inside a function, so that it is sent by value: the scheduler need not import
+    pangeo_hpc."""
 
-        progress(future)
-        print()
-    else:
-        LogProgress([future])
+    def count(key: Any, dask_scheduler: Any = None) -> tuple[int, int] | None:
+        # walk from the future's task through the dependencies of the tasks not done yet
+        first = dask_scheduler.tasks.get(key)
+        if first is None:
+            return None
+        seen, todo, groups, left = {first}, [first], {}, 0
+        while todo:
+            ts = todo.pop()
+            groups[ts.group.name] = len(ts.group)
+            if ts.state in ("memory", "erred"):
+                continue
+            left += 1
+            for dep in ts.dependencies:
+                if dep not in seen:
+                    seen.add(dep)
+                    todo.append(dep)
+        return left, sum(groups.values())
 
-
-class _FeedCancelled(logging.Filter):
-    """Drop the scheduler's log of its progress feed being cancelled at shutdown.
-
-    The feed sleeps between updates; when the cluster closes right after a computation,
-    the sleep is cancelled and ``distributed`` logs a CancelledError traceback that means
-    nothing to the user.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        exc = record.exc_info[0] if record.exc_info else None
-        return not (exc is asyncio.CancelledError and record.name == "distributed.scheduler")
-
-
-_FILTER = _FeedCancelled()
-logging.getLogger("distributed.scheduler").addFilter(_FILTER)
+    return count
 
 
 def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
-    """A ``progress(bytes_done, bytes_total, files_done, files_total)`` callback that prints.
+    """A ``progress(bytes_done, bytes_total, files_done, files_total)`` callback that prints
+    ``what: 3/10 files, 1.20/4.00 GB, 310 MB/s``.
 
-    On a terminal one line is redrawn; elsewhere (batch logs, notebooks) a line is printed
-    every 10 % and at the end. For :func:`pangeo_hpc.storage.warmup.warmup` and ``stage``.
+    For :func:`pangeo_hpc.storage.warmup.warmup` and ``stage``; the last line is the one
+    with every file done.
     """
-    tty = sys.stdout.isatty()
-    state = {"next": 10, "t0": time.perf_counter()}
+    line = ProgressLine()
 
     def show(done: int, total: int, files: int, nfiles: int) -> None:
-        pct = 100 * done / total if total else 100.0
-        rate = done / 1e6 / max(time.perf_counter() - state["t0"], 1e-9)
-        line = (
+        rate = done / 1e6 / max(line.elapsed, 1e-9)
+        text = (
             f"{what}: {files}/{nfiles} files, {done / 1e9:.2f}/{total / 1e9:.2f} GB, "
             f"{rate:.0f} MB/s"
         )
-        if tty:
-            print("\r" + line, end="" if files < nfiles else "\n", flush=True)
-        elif pct >= state["next"] or files == nfiles:
-            print(line, flush=True)
-            state["next"] = (int(pct) // 10 + 1) * 10
+        line.update(text, done / total if total else 1.0, last=files == nfiles)
 
     return show
+
+
+def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
+    """A ``progress(done, total)`` callback that prints ``what: done/total unit``."""
+    line = ProgressLine()
+
+    def show(done: int, total: int) -> None:
+        line.update(f"{what}: {done}/{total} {unit}", done / total if total else 1.0,
+                    last=done == total)  # fmt: skip
+
+    return show
+
+
+def count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None]]:
+    """A ``progress(objects_so_far)`` callback that prints ``what: 1,234 objects, 567/s`` on
+    stderr (redrawn ten times a second on a terminal, else a line every ten seconds), and
+    a function that clears a redrawn line for what follows."""
+    line = ProgressLine(sys.stderr)
+
+    def show(objects: int) -> None:
+        rate = objects / max(line.elapsed, 1e-9)
+        line.update(f"{what}: {objects:,} objects, {rate:,.0f}/s")
+
+    return show, lambda: line.end(clear=True)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pangeo_hpc.cli.common import Parser, add_s3_args, positive_int
+from pangeo_hpc.cli.progress import count_progress
 from pangeo_hpc.errors import InputError
 
 
@@ -16,33 +16,6 @@ def _depth(text: str) -> int:
     if not text.isdigit():
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 0, e.g. 1")
     return int(text)
-
-
-def _count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None]]:
-    """A progress callback (objects so far) on stderr, and a function that ends its line.
-
-    On a terminal the line is rewritten at most ten times a second; otherwise (a log file)
-    a line is written every ten seconds.
-    """
-    tty = sys.stderr.isatty()
-    every = 0.1 if tty else 10.0
-    state = {"t0": time.perf_counter(), "last": time.perf_counter(), "shown": False}
-
-    def show(objects: int) -> None:
-        now = time.perf_counter()
-        if now - state["last"] < every:
-            return
-        state["last"] = now
-        rate = objects / max(now - state["t0"], 1e-9)
-        line = f"{what}: {objects:,} objects, {rate:,.0f}/s"
-        print("\r" + line if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
-        state["shown"] = True
-
-    def end() -> None:
-        if tty and state["shown"]:
-            print("\r\033[K", end="", file=sys.stderr, flush=True)
-
-    return show, end
 
 
 def _inventory(argv: Sequence[str]) -> int:
@@ -89,7 +62,7 @@ def _inventory(argv: Sequence[str]) -> int:
                 "or write to an existing folder (or - for stdout)"
             )
     opts = S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
-    show, end = _count_progress(f"listing {a.url}")
+    show, end = count_progress(f"listing {a.url}")
     try:
         inv = inventory(
             a.url,

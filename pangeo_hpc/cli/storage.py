@@ -29,8 +29,13 @@ def _hydration(argv: Sequence[str]) -> int:
         print(json.dumps(report.to_dict(), indent=2))
         return 0
     if a.files:
-        for f in report.files:
-            print(f"{f.state:9s} {f.loaded:>14d} / {f.size:<14d} {f.path}")
+        from pangeo_hpc.tables import text_table
+
+        rows = [(f.state, str(f.loaded), str(f.size), str(f.path)) for f in report.files]
+        for line in text_table(
+            rows, right=(False, True, False, False), widths=(9, 14, 14), sep=(" ", " / ", " ")
+        ):
+            print(line)
     print(report.summary())
     return 0
 

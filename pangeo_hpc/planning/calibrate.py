@@ -38,6 +38,7 @@ from pangeo_hpc.planning.calibration import (
     read_calibration_file,
 )
 from pangeo_hpc.planning.plan import Model, Storage
+from pangeo_hpc.storage.pagecache import read_through
 
 # the calibration file's API comes with the verb that writes it
 __all__ = [
@@ -117,9 +118,7 @@ def _read_through(files: list[str]) -> None:
     """Read local ``files`` once, so that the runs find them in the page cache."""
     for f in files:
         if "://" not in str(f):
-            with open(f, "rb") as fh:
-                while fh.read(1 << 24):
-                    pass
+            read_through(f)
 
 
 def _median(runs: list[_Run]) -> _Run:

@@ -36,6 +36,7 @@ from pangeo_hpc.clusters import profiles
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import parse_rate, parse_size
 from pangeo_hpc.planning.calibration import Calibration, load_calibration
+from pangeo_hpc.tables import text_table
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -271,22 +272,20 @@ class Plan:
             f"{m.warmup:.2f} s warm-up per worker; {m.fixed:.2f} s per run",
         ]
         lines += [f"  {k}: {v}" for k, v in self.sources.items()]
-        head = (
-            f"{'nodes':>6} {'workers':>8} {'tasks':>8} {'chunks/proc':>11} {'chunk s':>8} "
-            f"{'wall':>10} {'effic.':>7} {'tail':>5}  {'bottleneck':<11} {'read MB/s':>10}"
-            + (f" {'cost $':>9}" if m.price is not None else "")
+        head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s", "wall", "effic.", "tail"]
+        head += ["bottleneck", "read MB/s"] + (["cost $"] if m.price is not None else [])
+        rows = [[f"{r['nodes']}", f"{r['workers']:,}", f"{r['tasks']:,}",
+                 f"{r['chunks_per_process']:.2f}", f"{r['chunk_s']:.3f}", _duration(r["wall_s"]),
+                 f"{r['efficiency']:.0%}", f"{r['tail_efficiency']:.0%}", r["bottleneck"],
+                 f"{r['read_MB_s']:,.0f}", *([f"{r['cost']:.4f}"] if m.price is not None else [])]
+                for r in self.rows]  # fmt: skip
+        table = text_table(
+            [head, *rows],
+            right=[h != "bottleneck" for h in head],
+            widths=[6, 8, 8, 11, 8, 10, 7, 5, 11, 10, 9][: len(head)],
+            sep=[" "] * 7 + ["  "] + [" "] * (len(head) - 9),  # two spaces before bottleneck
         )
-        lines += ["", head]
-        for r in self.rows:
-            line = (
-                f"{r['nodes']:>6} {r['workers']:>8,} {r['tasks']:>8,} "
-                f"{r['chunks_per_process']:>11.2f} {r['chunk_s']:>8.3f} "
-                f"{_duration(r['wall_s']):>10} {r['efficiency']:>7.0%} "
-                f"{r['tail_efficiency']:>5.0%}  {r['bottleneck']:<11} {r['read_MB_s']:>10,.0f}"
-            )
-            if r["cost"] is not None:
-                line += f" {r['cost']:>9.4f}"
-            lines.append(line)
+        lines += ["", *table]
         b = self.best()
         lines.append(
             f"\nfewest nodes within 10 % of the fastest: {b['nodes']} "
@@ -297,10 +296,11 @@ class Plan:
         return "\n".join(lines)
 
     def plot(self, ax: Axes | None = None) -> Axes:
-        """Wall time (log) and cost per node count, bottlenecks marked."""
-        import matplotlib.pyplot as plt
-
+        """Wall time (log) and cost per node count, bottlenecks marked, on ``ax`` (for a file:
+        ``Figure().add_subplot()``, no pyplot); default a new pyplot figure, as a notebook shows."""
         if ax is None:
+            import matplotlib.pyplot as plt
+
             _, ax = plt.subplots(figsize=(7, 4), layout="constrained")
         nodes = [r["nodes"] for r in self.rows]
         ax.plot(nodes, [r["wall_s"] for r in self.rows], "o-", color="C0", label="wall time")

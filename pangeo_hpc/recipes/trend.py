@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
@@ -18,18 +17,9 @@ from pangeo_hpc.recipes.cf_attrs import (
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.recipes.means import global_mean
+from pangeo_hpc.recipes.years import decimal_years
 
 _YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
-_SECONDS_PER_YEAR = 365.2425 * 86400.0
-
-
-def _decimal_years(time: xr.DataArray) -> np.ndarray:
-    values = np.asarray(time.values)
-    if np.issubdtype(values.dtype, np.datetime64):
-        seconds = (values - values[0]).astype("timedelta64[s]").astype("f8")
-    else:  # cftime objects
-        seconds = np.array([(v - values[0]).total_seconds() for v in values])
-    return seconds / _SECONDS_PER_YEAR
 
 
 def linear_trend(
@@ -55,7 +45,7 @@ def linear_trend(
     if per not in _YEARS:
         raise InputError(f"per={per!r} is not one of {sorted(_YEARS)}")
     t = time_name(da)
-    years = _decimal_years(da[t])
+    years = decimal_years(da[t])
     tc = xr.DataArray((years - years.mean()) / _YEARS[per], dims=(t,))
     valid = da.notnull()
     x = da.astype("f8").fillna(0.0)

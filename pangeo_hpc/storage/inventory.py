@@ -15,6 +15,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import format_bytes
 from pangeo_hpc.s3.listing import Lister, ObjectInfo, Progress, list_objects, listing, scan
 from pangeo_hpc.s3.options import S3Options
+from pangeo_hpc.tables import RULE, text_table
 
 # the listing it builds on comes with it (they lived here before pangeo_hpc.s3.listing)
 __all__ = ["Inventory", "ObjectInfo", "PrefixTotals", "inventory", "list_objects"]
@@ -117,16 +118,8 @@ class Inventory:
         ]
         total = ("total", f"{self.objects:,}", f"{self.bytes:,}", format_bytes(self.bytes))
         head = ("prefix", "objects", "bytes", "size")
-        widths = [max(len(r[i]) for r in [head, total, *rows]) for i in range(4)]
-
-        def line(r: tuple[str, str, str, str]) -> str:
-            return (
-                f"{r[0]:<{widths[0]}}  {r[1]:>{widths[1]}}  {r[2]:>{widths[2]}}  "
-                f"{r[3]:>{widths[3]}}"
-            )
-
-        rule = "  ".join("-" * w for w in widths)
-        out = [f"{self.url}", line(head), rule, *map(line, rows), rule, line(total)]
+        table = text_table([head, RULE, *rows, RULE, total], right=(False, True, True, True))
+        out = [f"{self.url}", *table]
         out.append(
             f"listed in {self.seconds:.2f} s: {self.requests:,} LIST requests, "
             f"{self.tasks:,} prefixes in parallel (concurrency {self.concurrency})"

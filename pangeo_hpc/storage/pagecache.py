@@ -1,9 +1,11 @@
-"""A file's pages in the kernel page cache: how many bytes are resident, and dropping them.
+"""A file's pages in the kernel page cache: how many bytes are resident, dropping them, and
+reading a file through (which loads a lazily loaded file, and leaves it in the cache).
 
 ``posix_fadvise(POSIX_FADV_DONTNEED)`` asks the kernel to drop one file's clean pages;
 unlike ``echo 3 > /proc/sys/vm/drop_caches`` it needs no root and leaves other files alone.
 ``mincore(2)`` on a read-only mapping of the file tells which pages are resident without
-reading any (what util-linux's ``fincore`` prints).
+reading any (what util-linux's ``fincore`` prints). The warm-up, the storage survey, the
+calibration and the benchmarks all drop and read files with these functions.
 """
 
 from __future__ import annotations
@@ -85,4 +87,28 @@ def drop(fd: int) -> None:
     os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
 
 
-__all__ = ["drop", "resident_bytes"]
+def drop_file(path: str | os.PathLike[str]) -> None:
+    """:func:`drop` the pages of the file at ``path``: its next read comes from the disk
+    (or the network), not from memory."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        drop(fd)
+    finally:
+        os.close(fd)
+
+
+def read_through(path: str | os.PathLike[str], block_size: int = 16 << 20) -> int:
+    """Read a whole file sequentially in large blocks, unbuffered; returns the bytes read.
+
+    On a lazily loaded file system (FSx for Lustre, an rclone mount) this loads the file;
+    everywhere it leaves the file's pages in the page cache.
+    """
+    view = memoryview(bytearray(block_size))
+    total = 0
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(view):
+            total += n
+    return total
+
+
+__all__ = ["drop", "drop_file", "read_through", "resident_bytes"]

@@ -1,7 +1,7 @@
 """Timed reads behind :func:`pangeo_hpc.storage.survey.read_speed`: the first bytes of whole
 files under a folder, or of the objects under an ``s3://`` prefix, in parallel threads.
 
-Files are read as a warm-up reads them (:func:`~pangeo_hpc.storage.warmup.read_through`:
+Files are read as a warm-up reads them (:func:`~pangeo_hpc.storage.pagecache.read_through`:
 sequential reads of ``block_size`` bytes, one file per thread), after dropping them from the
 page cache for a cold read; objects are fetched with GET requests of at most ``block_size``
 bytes (ranged GETs for larger objects), ``threads`` in flight, through obstore with the
@@ -22,7 +22,6 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.s3.options import S3Options, explain, split_url
 from pangeo_hpc.storage import pagecache
 from pangeo_hpc.storage.detect import detect
-from pangeo_hpc.storage.warmup import read_through
 
 __all__ = ["MISSING", "ReadSpeed", "read_files", "read_s3"]
 
@@ -148,7 +147,7 @@ def _prepare(path: Path, cold: bool) -> tuple[int | None, str | None]:
 
 def _read_one(path: Path, block_size: int) -> tuple[int, str | None]:
     try:
-        return read_through(str(path), block_size), None
+        return pagecache.read_through(path, block_size), None
     except FileNotFoundError:
         return 0, "vanished during the survey"
     except OSError as exc:

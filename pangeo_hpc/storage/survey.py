@@ -5,7 +5,7 @@ NFS, Lustre, a FUSE mount such as rclone) or an ``s3://bucket/prefix`` and times
 alone; :func:`survey` does it for several paths, one after the other, and :func:`table`
 and :func:`plot` show the results side by side, as in an EC2 storage comparison.
 
-Files are read as a warm-up reads them (:func:`~pangeo_hpc.storage.warmup.read_through`:
+Files are read as a warm-up reads them (:func:`~pangeo_hpc.storage.pagecache.read_through`:
 sequential reads of ``block_size`` bytes, one file per thread); objects are fetched with
 GET requests of at most ``block_size`` bytes (ranged GETs for larger objects), ``threads``
 in flight, through obstore with the options of :class:`~pangeo_hpc.s3.options.S3Options`.
@@ -24,6 +24,7 @@ from pangeo_hpc.inputs.checks import check_path
 from pangeo_hpc.inputs.sizes import parse_size
 from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 from pangeo_hpc.storage.readspeed import MISSING, ReadSpeed, read_files, read_s3
+from pangeo_hpc.tables import RULE, text_table
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -204,16 +205,8 @@ def table(results: Sequence[ReadSpeed]) -> str:
         )
         for r in results
     ]
-    widths = [max(len(row[i]) for row in [head, *rows]) for i in range(len(head))]
     right = (False, False, True, True, True, True, False)
-
-    def line(row: tuple[str, ...]) -> str:
-        cells = [
-            f"{c:>{w}}" if r else f"{c:<{w}}" for c, w, r in zip(row, widths, right, strict=True)
-        ]
-        return "  ".join(cells).rstrip()
-
-    out = [line(head), "  ".join("-" * w for w in widths), *map(line, rows)]
+    out = text_table([head, RULE, *rows], right=right)
     for r in results:
         out += [f"{r.label}: {p}: {e}" for p, e in r.failed]
     return "\n".join(out) + "\n"

@@ -23,6 +23,7 @@ from typing import Any
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.storage.hydration import HydrationReport, hydration
+from pangeo_hpc.storage.pagecache import read_through
 
 Progress = Callable[[int, int, int, int], None]  # bytes done, bytes total, files done, total
 
@@ -55,17 +56,6 @@ class WarmupReport:
                 f"  {p}: {e}" for p, e in self.failed
             )
         return line
-
-
-def read_through(path: str, block_size: int = 16 << 20) -> int:
-    """Read a whole file sequentially in large blocks; returns the bytes read."""
-    buf = bytearray(block_size)
-    view = memoryview(buf)
-    total = 0
-    with open(path, "rb", buffering=0) as f:
-        while n := f.readinto(view):
-            total += n
-    return total
 
 
 def warmup(
