@@ -1,18 +1,152 @@
-"""Argument parsing shared by the verbs: one-line errors, numbers, cluster options."""
+"""Argument parsing shared by the verbs: the verb type, one-line errors that name flags,
+numbers, cluster and S3 options."""
 
 from __future__ import annotations
 
 import argparse
+import re
+import shlex
 import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 from pangeo_hpc.errors import InputError
+
+#: how the command line spells the library's parameters: errors of the library name them
+#: as ``price='abc'`` (:class:`pangeo_hpc.errors.InputError` ``param``), the CLI shows the flag
+FLAGS: dict[str, str] = {
+    # data and period
+    "data": "--data",
+    "source": "--data",  # open_era5(source=...) is the run's --data
+    "data_root": "--data",  # lab --here
+    "start": "--start",
+    "end": "--end",
+    "variable": "--variable",
+    # outputs
+    "out": "--out",
+    "store": "--out",  # convert
+    "overwrite": "--overwrite",
+    "chunk_mb": "--chunk-mb",
+    "clevel": "--clevel",
+    "codec": "--codec",
+    "warm_inputs": "--warmup",
+    # plan and calibrate
+    "size": "--size",
+    "price": "--price",
+    "nodes": "--nodes",
+    "chunk": "--chunk",
+    "storage": "--storage",
+    "ratio": "--ratio",
+    "startup": "--startup",
+    "calibration": "--calibration",
+    "amount": "--amount",
+    "repeat": "--repeat",
+    "simulate_workers": "--simulate-workers",
+    # clusters and JupyterLab
+    "kind": "--cluster",
+    "profile": "--profile",
+    "workers": "--workers",
+    "jobs": "--jobs",
+    "adapt": "--adapt",
+    "cores": "--cores",
+    "processes": "--processes",
+    "memory": "--memory",
+    "walltime": "--walltime",
+    "queue": "--queue",
+    "interface": "--interface",
+    "ip": "--ip",
+    # S3
+    "anon": "--anon",
+    "endpoint_url": "--endpoint-url",
+    "index": "--index",
+}
+#: where a verb spells a parameter otherwise (``calibrate(path=...)`` is ``--calibration``)
+VERB_FLAGS: dict[str, dict[str, str]] = {
+    "calibrate": {"path": "--calibration"},
+    "lab-config": {"path": "--out"},
+}
+#: what may follow ``name=`` in a message as its value (then a space goes between flag and it)
+_VALUE = re.compile(r"[\w'\"\[{(<-]")
+
+
+def program_name(argv0: str | None = None) -> str:
+    """How the user called the CLI, for usage lines and hints.
+
+    Parameters
+    ----------
+    argv0 : str, optional
+        The path the process was started as; default ``sys.argv[0]``.
+
+    Returns
+    -------
+    str
+        ``pangeo-hpc`` for the console script, else ``python -m pangeo_hpc.run`` (or
+        ``python -m pangeo_hpc.cli.main``, run as that module).
+    """
+    path = Path(sys.argv[0] if argv0 is None else argv0)
+    if path.name.startswith("pangeo-hpc"):
+        return "pangeo-hpc"
+    if path.name == "main.py" and path.parent.name == "cli":
+        return "python -m pangeo_hpc.cli.main"
+    return "python -m pangeo_hpc.run"
+
+
+def for_cli(exc: BaseException, prog: str, verb: str | None = None) -> str:
+    """The message of ``exc`` as the command line says it.
+
+    The calls it suggests become commands (``calibrate('x')``: ``python -m pangeo_hpc.run
+    calibrate x``), the parameters it names become flags through :data:`FLAGS` and the
+    verb's :data:`VERB_FLAGS` (``price='abc'``: ``--price 'abc'``, ``anon=True``:
+    ``--anon``, ``start=/end=``: ``--start/--end``). Only what the error declares is
+    rewritten (:class:`pangeo_hpc.errors.Hinted`'s ``param`` and ``commands``).
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error; one without ``param`` and ``commands`` keeps its message.
+    prog : str
+        How the CLI was called (:func:`program_name`).
+    verb : str, optional
+        The verb that ran, for its own spellings.
+
+    Returns
+    -------
+    str
+        One line for ``error: ...`` on stderr.
+    """
+    text = str(exc)
+    for call, words in getattr(exc, "commands", {}).items():
+        text = text.replace(call, f"`{prog} {shlex.join(words)}`")
+    flags = {**FLAGS, **VERB_FLAGS.get(verb or "", {})}
+    for name in getattr(exc, "param", ()):
+        flag = flags.get(name)
+        if flag is None:
+            continue
+
+        def spelled(m: re.Match[str], flag: str = flag) -> str:
+            if m.group(1):  # name=True: a switch
+                return flag
+            return flag + (" " if _VALUE.match(m.string, m.end()) else "")
+
+        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=(True(?!\w))?", spelled, text)
+    return text
+
+
+class Verb(NamedTuple):
+    """A verb of the command line: its name, one line for the list of verbs, the text of
+    its ``--help``, a function that adds its arguments and one that runs it."""
+
+    name: str
+    help: str
+    description: str
+    args: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(
-            f"{message} (see `python -m pangeo_hpc.run {self.prog.split()[-1]} --help`)"
-        )
+        raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def _positive_int(text: str) -> int:
@@ -40,7 +174,7 @@ def _cluster_args(p: argparse.ArgumentParser) -> None:
         choices=("auto", "local", "slurm", "pbs", "sge"),
         help="where the workers run (default local; auto: Slurm if it answers)",
     )
-    g.add_argument("--profile", help="site profile (see `profiles`)")
+    g.add_argument("--profile", help="site profile (the profiles verb lists them)")
     g.add_argument("--workers", type=_positive_int, help="local worker processes")
     g.add_argument("--jobs", type=_positive_int, help="batch jobs to submit (default 1)")
     g.add_argument(

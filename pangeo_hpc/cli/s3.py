@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
-from pangeo_hpc.cli.common import _Parser, _positive_int, _s3_args
+from pangeo_hpc.cli.common import Verb, _positive_int, _s3_args
 from pangeo_hpc.errors import InputError
 
 
@@ -45,17 +45,7 @@ def _count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None
     return show, end
 
 
-def _inventory(argv: Sequence[str]) -> int:
-    from pangeo_hpc.s3.options import S3Options
-    from pangeo_hpc.storage.inventory import inventory
-    from pangeo_hpc.write.guard import check_file
-    from pangeo_hpc.write.outputs import write_json
-
-    p = _Parser(
-        prog="inventory",
-        description="Count the objects and bytes below s3://BUCKET[/PREFIX], in total and per "
-        "prefix, with many LIST requests in parallel over disjoint prefixes.",
-    )
+def _inventory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", help="s3://BUCKET or s3://BUCKET/PREFIX")
     p.add_argument(
         "--depth",
@@ -78,7 +68,13 @@ def _inventory(argv: Sequence[str]) -> int:
     )
     _s3_args(p)
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    a = p.parse_args(argv)
+
+
+def _inventory(a: argparse.Namespace) -> int:
+    from pangeo_hpc.s3.options import S3Options
+    from pangeo_hpc.storage.inventory import inventory
+    from pangeo_hpc.write.guard import check_file
+    from pangeo_hpc.write.outputs import write_json
 
     out: Path | None = None
     if a.json not in (None, "-"):
@@ -115,3 +111,15 @@ def _inventory(argv: Sequence[str]) -> int:
             file=sys.stderr,
         )
     return 0
+
+
+VERBS = [
+    Verb(
+        "inventory",
+        "count the objects and bytes under an S3 prefix",
+        "Count the objects and bytes below s3://BUCKET[/PREFIX], in total and per prefix, "
+        "with many LIST requests in parallel over disjoint prefixes.",
+        _inventory_args,
+        _inventory,
+    ),
+]

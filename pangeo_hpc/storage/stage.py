@@ -88,7 +88,8 @@ def _source(src: str, storage_options: dict[str, Any] | None) -> tuple[Any, str]
     except PermissionError as exc:
         raise InputError(
             f"source {src!r} is not readable: {exc}; check the credentials "
-            "(or --anon for a public bucket)"
+            "(for a public bucket: anon=True)",
+            param="anon",
         ) from exc
     return fs, root
 
