@@ -2,24 +2,66 @@
 
 The CLI turns them into one line on stderr and exit code 2; anything else is an internal
 failure (exit code 1).
+
+Messages speak Python: a bad argument is named as the caller wrote it (``price='abc'``,
+``pass overwrite=True``) and a fix is a function to call (``calibrate('era5-sst-mean')``).
+An error says which parameters its message names (``param``) and which calls it suggests
+(``commands``, each with the CLI words that do the same), so that the command line can
+show its flags and verbs instead (:func:`pangeo_hpc.cli.common.for_cli`).
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping, Sequence
 
-class InputError(ValueError):
+
+class Hinted(Exception):
+    """An error whose message names parameters (``name=...``) and calls a user may fix it with.
+
+    Parameters
+    ----------
+    message : str
+        One line naming the value and the fix.
+    param : str or sequence of str, optional
+        The parameters the message names as ``name=`` (``"price"``, or ``("start", "end")``).
+    commands : mapping of str to sequence of str, optional
+        Calls the message suggests, exactly as written in it (``"calibrate('x')"``), each
+        with the words of the CLI command that does the same (``["calibrate", "x"]``).
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        param: str | Sequence[str] | None = None,
+        commands: Mapping[str, Sequence[str]] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.param: tuple[str, ...] = (param,) if isinstance(param, str) else tuple(param or ())
+        self.commands: dict[str, tuple[str, ...]] = {
+            call: tuple(words) for call, words in (commands or {}).items()
+        }
+
+
+class InputError(Hinted, ValueError):
     """A bad value given by the user; the message names the value and the fix."""
 
 
 class DataNotFoundError(InputError, FileNotFoundError):
     """Requested data (files, months, variables) are not where they were looked for."""
 
+    def __new__(cls, *args: object, **kwargs: object) -> DataNotFoundError:
+        # an OSError underneath: ValueError.__new__, first in the MRO, refuses to make one
+        # (tblib's unpickling, as distributed sends errors from workers, calls __new__)
+        return FileNotFoundError.__new__(cls, *args)
 
-class ClusterError(RuntimeError):
+
+class ClusterError(Hinted, RuntimeError):
     """The cluster could not be started or its workers did not come; the message says why."""
 
 
-class StorageError(OSError):
+class StorageError(Hinted, OSError):
     """Storage failed while data were read (an endpoint went away, throttling outlasted the
     retries); the message says what and where. The CLI prints it on one line, exit code 1."""
 
@@ -28,3 +70,10 @@ def shown(value: object) -> str:
     """``repr(value)`` on one line and at most 60 characters, for an error message."""
     text = " ".join(repr(value).split())
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def named(name: str, value: object) -> str:
+    """``value`` as the user gave it, for a message: ``out='/x'`` for a parameter (a Python
+    name), ``--out '/x'`` for a flag or ``pangeo-hpc.s3.index-cache '/x'`` for a setting."""
+    text = repr(str(value)) if isinstance(value, str | os.PathLike) else repr(value)
+    return f"{name}={text}" if name.isidentifier() else f"{name} {text}"

@@ -11,7 +11,8 @@ import yaml
 from pangeo_hpc import run
 from pangeo_hpc.batch import chains
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.planning.calibrate import calibrate, load_calibration
+from pangeo_hpc.planning.calibrate import calibrate
+from pangeo_hpc.planning.calibration import load_calibration
 
 
 @pytest.fixture(scope="module")

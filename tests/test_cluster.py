@@ -114,7 +114,7 @@ def test_hdf5_locking_can_be_kept_on():
         ({"cores": 2}, "needs memory per job"),
         ({"cores": 2, "processes": 4, "memory": "4GB"}, "processes=4 exceeds cores=2"),
         ({"cores": "two", "memory": "4GB"}, "cores='two' must be a positive whole number"),
-        ({"cores": 2, "memory": "lots"}, "memory 'lots' is not a size: write it like 150GB"),
+        ({"cores": 2, "memory": "lots"}, "memory='lots' is not a size: write it like 150GB"),
         (
             {"cores": 2, "memory": "4GB", "walltime": "forever"},
             "walltime 'forever' is not a duration",
@@ -128,7 +128,7 @@ def test_bad_batch_options(profile, match):
 
 def test_a_missing_interface_is_named_with_the_ones_there():
     with pytest.raises(
-        InputError, match=r"interface 'ib0' does not exist on this host \(it has \[.*'lo'"
+        InputError, match=r"interface='ib0' does not exist on this host \(it has \[.*'lo'"
     ):
         get_cluster("slurm", profile="sdsc-comet")
 

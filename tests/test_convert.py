@@ -87,7 +87,7 @@ def test_cli_convert_then_recipe_on_the_store(demo_tree, tmp_path):
     assert r.returncode == 0, r.stderr
     assert re.search(r"convert: 366 time steps .* \d+\.\d\d GB uncompressed", r.stdout)
     again = run_cli("convert", "--data", str(demo_tree), "--out", str(store), cwd=tmp_path)
-    assert again.returncode == 2 and "exists: pass overwrite=True (--overwrite)" in again.stderr
+    assert again.returncode == 2 and "exists: pass --overwrite to replace it" in again.stderr
     runs = {}
     for name, data in (("nc", demo_tree), ("zarr", store)):
         out = tmp_path / name

@@ -75,7 +75,7 @@ def test_resume_skips_existing_months_and_refuses_other_settings(tmp_path):
     assert first[0].stat().st_mtime_ns == mtime
     manifest = json.loads((tmp_path / "demo-manifest.json").read_text())
     assert manifest["periods"] == [["2001-01", "2001-02"], ["2001-01", "2001-03"]]
-    with pytest.raises(InputError, match="other settings.*another --out, or pass --overwrite"):
+    with pytest.raises(InputError, match="other settings.*another out=, or pass overwrite=True"):
         generate(tmp_path, DemoSpec(resolution=5.0, start="2001-01", end="2001-01"), workers=1)
     assert not list(tmp_path.rglob(".*tmp*"))
 

@@ -69,7 +69,9 @@ def test_missing_months_are_listed_with_the_fix(demo_copy):
     shutil.rmtree(demo_copy / "2001" / "03")
     shutil.rmtree(demo_copy / "2001" / "04")
     with pytest.raises(
-        DataNotFoundError, match=r"2 of 24 months .* missing .*\(2001-03\.\.2001-04\).*demo-data"
+        DataNotFoundError,
+        match=r"2 of 24 months .* missing .*\(2001-03\.\.2001-04\): .* start=/end=, or generate "
+        r"them with pangeo_hpc\.demo\.generate\(.*DemoSpec\(start='2001-03', end='2001-04', ",
     ):
         open_era5(source=demo_copy, start="2000-01", end="2001-12")
 
@@ -109,7 +111,7 @@ def test_bad_input(demo_copy, kwargs, error, match):
 
 def test_missing_directory(tmp_path):
     with pytest.raises(
-        DataNotFoundError, match="does not exist: pass --data with the root of your era5-pds"
+        DataNotFoundError, match="does not exist: pass source= with the root of your era5-pds"
     ):
         open_era5(source=tmp_path / "nowhere", start="2000-01", end="2000-01")
     with pytest.raises(DataNotFoundError, match="no 'sea_surface_temperature' files"):

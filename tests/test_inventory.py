@@ -223,7 +223,7 @@ def test_error_anonymous_access_to_a_private_bucket(small, creds):
     creds(small)
     opts = s3.S3Options.resolve(endpoint_url=small.endpoint_url, anon=True)
     with pytest.raises(
-        InputError, match=r"denied \(AccessDenied\): the bucket is not public; drop --anon"
+        InputError, match=r"denied \(AccessDenied\): the bucket is not public; drop anon=True"
     ):
         inventory(f"s3://{SMALL}", opts)
 
@@ -233,7 +233,7 @@ def test_error_endpoint_down(small, creds):
     opts = s3.S3Options.resolve(endpoint_url=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(
         InputError,
-        match=r"S3 endpoint http://127\.0\.0\.1:\d+ does not answer \(for 's3://inventory-small'\): check --endpoint-url",
+        match=r"S3 endpoint http://127\.0\.0\.1:\d+ does not answer \(for 's3://inventory-small'\): check endpoint_url=",
     ):
         inventory(f"s3://{SMALL}", opts)
 
@@ -367,7 +367,7 @@ def test_cli_uses_endpoint_from_config(small):
         ),
         (
             "no-scheme",
-            r"error: endpoint URL '127\.0\.0\.1:\d+' needs a scheme: write e\.g\. http://127\.0\.0\.1:8333",
+            r"error: --endpoint-url '127\.0\.0\.1:\d+' needs a scheme: write e\.g\. http://127\.0\.0\.1:8333",
         ),
         ("bad-url", r"error: 's3:/inventory-small' is not an S3 URL: write s3://BUCKET\[/PREFIX\]"),
         (

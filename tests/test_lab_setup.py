@@ -56,7 +56,7 @@ def test_the_cli_writes_it_and_refuses_a_link_without_port(tmp_path, capsys):
     assert run.main(["lab-config", "--out", str(out), "--link", "/dashboard/status"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "'/dashboard/status' has no {port}" in err
-    with pytest.raises(InputError, match="pass --out with a writable file"):
+    with pytest.raises(InputError, match="pass path= with a writable file"):
         write_lab_config(tmp_path / "lab.yaml" / "x.yaml")  # a file where a folder should be
 
 

@@ -163,6 +163,6 @@ def test_any_text_is_a_size_or_a_one_line_error_naming_it(value):
         n = parse_size(value, name="memory")
     except InputError as exc:
         one_line_naming(exc, value)
-        assert str(exc).startswith("memory ")
+        assert str(exc).startswith("memory=")  # the parameter, as Python spells it
     else:
         assert isinstance(n, int) and n >= 1

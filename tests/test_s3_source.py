@@ -145,10 +145,10 @@ def test_public_bucket_anonymously(s3_tree, demo_tree, aws, seaweedfs, monkeypat
     local = open_era5(VAR, "2001-01", "2001-02", source=demo_tree)
     np.testing.assert_array_equal(ds[VAR].values, local[VAR].values)
     with pytest.raises(
-        InputError, match=r"access to .*era5-mirror.* denied .*not public; drop --anon"
+        InputError, match=r"access to .*era5-mirror.* denied .*not public; drop anon=True"
     ):
         open_era5(VAR, "2001-01", "2001-01", source=s3_tree, s3=anon)
-    with pytest.raises(InputError, match="no AWS credentials found .* pass --anon"):
+    with pytest.raises(InputError, match="no AWS credentials found .* pass anon=True"):
         s3.S3Options(endpoint_url=seaweedfs.endpoint_url).store(PRIVATE)
 
 

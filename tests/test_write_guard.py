@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 # verb -> argv with {out} where the output goes; "folder" outputs are replaced whole or
 # filled, "file" outputs are single files. Inputs are {data} (a demo tree of 2 months).
 WRITERS: dict[str, tuple[str, list[str]]] = {
-    "RECIPE": (
+    "run": (  # a recipe by its name alone: run RECIPE
         "folder",
         ["era5-sst-mean", "--data", "{data}", "--end", "2000-01", "--out", "{out}"],
     ),
@@ -67,7 +67,7 @@ READERS = {"list", "profiles", "job-script", "tunnel", "hydration", "warmup", "l
 
 
 def test_every_verb_is_listed_as_writing_or_not():
-    verbs = {*run._VERBS, "RECIPE"}
+    verbs = {verb.name for verb in run.VERBS}
     writers = {name.split()[0] for name in WRITERS}
     assert verbs == writers | READERS, (
         f"list {sorted(verbs - writers - READERS)} in WRITERS (with cases) or READERS"
@@ -215,16 +215,20 @@ def test_legacy_result_folder_is_recognised_and_extra_files_are_not(tmp_path):
         check_folder(link, kind="result")
 
 
-def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(demo_tree, tmp_path):
-    """Real data never gets synthetic months mixed in; the suggestion runs as printed."""
+def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(
+    demo_tree, tmp_path, capsys, monkeypatch
+):
+    """Real data never gets synthetic months mixed in; the suggestion runs as printed: the
+    library's as Python (a call of generate), the command line's in a shell."""
     from pangeo_hpc.errors import DataNotFoundError
     from pangeo_hpc.io.layout import find_files
 
+    monkeypatch.setattr(run, "_interruptible", lambda: None)
     real = tmp_path / "my era5 mirror"  # a space: the printed command must be quoted
     shutil.copytree(demo_tree / "2000" / "01", real / "2000" / "01")
     with pytest.raises(DataNotFoundError) as info:
         find_files(real, "sea_surface_temperature", "2000-01", "2000-02")
-    assert "demo-data" not in str(info.value) and "2000-02" in str(info.value)
+    assert "generate" not in str(info.value) and "2000-02" in str(info.value)
 
     demo = tmp_path / "my demo"
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
@@ -236,9 +240,24 @@ def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(de
     assert r.returncode == 0, r.stderr
     with pytest.raises(DataNotFoundError) as info:
         find_files(demo, "sea_surface_temperature", "2000-01", "2000-02")
-    command = str(info.value).split("`")[1]
-    assert f"--out '{demo}'" in command, command
+    message = str(info.value)
+    assert "demo-data" not in message and "python -m" not in message, message
+    call = message[message.index("pangeo_hpc.demo.generate(") :]
+    assert call.startswith(f"pangeo_hpc.demo.generate({str(demo)!r}, "), call
+    argv = ["era5-sst-mean", "--data", str(demo), "--start", "2000-01", "--end", "2000-02"]
+    assert run.main([*argv, "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    command = err.split("`")[1]
+    assert command.startswith("python -m pangeo_hpc.run demo-data"), err
+    assert f"--out '{demo}'" in command and "--start 2000-02 --end 2000-02" in command, command
     r = subprocess.run(["bash", "-c", command], capture_output=True, text=True, cwd=ROOT, env=env)
+    assert r.returncode == 0, r.stderr
+    assert find_files(demo, "sea_surface_temperature", "2000-01", "2000-02")
+    shutil.rmtree(demo / "2000" / "02")  # and the library's call, run in Python, does the same
+    r = subprocess.run(
+        [sys.executable, "-c", f"import pangeo_hpc.demo; {call}"],
+        capture_output=True, text=True, cwd=ROOT, env={**env, "PYTHONPATH": str(ROOT)},
+    )  # fmt: skip
     assert r.returncode == 0, r.stderr
     assert find_files(demo, "sea_surface_temperature", "2000-01", "2000-02")
 

@@ -72,7 +72,7 @@ def to_zarr(
     start_s = time.perf_counter()
     root = source if source is not None else config.get("data.root")
     # check the destination before reading anything: never the data, never a foreign folder
-    check_folder(store, kind="zarr", inputs=[root], overwrite=overwrite)
+    check_folder(store, kind="zarr", inputs=[root], flag="store", overwrite=overwrite)
     ds = open_era5(variable, start, end, source=source, **open_kwargs)
     t0 = time.perf_counter()
     report = write_store(

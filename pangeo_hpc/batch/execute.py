@@ -83,8 +83,9 @@ def run_recipe(
     )
     if warm_inputs and is_s3(str(root)):
         raise InputError(
-            f"--warmup reads files of a lazily loaded file system; {root!r} is read from S3 "
-            "directly: drop --warmup"
+            f"warm_inputs=True reads files of a lazily loaded file system; {root!r} is read "
+            "from S3 directly: drop warm_inputs=True",
+            param="warm_inputs",
         )
     # with index="build", check the inputs now and build the indexes on the workers later
     build_first = is_s3(str(root)) and config.get("s3.index", index) == "build"

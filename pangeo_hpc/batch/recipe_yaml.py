@@ -58,8 +58,8 @@ def load(name_or_path: str) -> Recipe:
         known = available()
         if name_or_path not in known:
             raise InputError(
-                f"unknown recipe {name_or_path!r}: choose one of {sorted(known)} "
-                "(python -m pangeo_hpc.run list), or give the path of a recipe's YAML file"
+                f"unknown recipe {name_or_path!r}: choose one of {sorted(known)}, or give "
+                "the path of a recipe's YAML file"
             )
         path = known[name_or_path]
     try:

@@ -1,28 +1,24 @@
-"""Verbs for clusters: profiles, job-script, tunnel, lab, lab-config."""
+"""Verbs for clusters: profiles, job-script, tunnel, lab (and lab --here), lab-config."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import argparse
 
-from pangeo_hpc.cli.common import Parser, add_cluster_args, batch_options_from, positive_int
+from pangeo_hpc.cli.common import Verb, add_cluster_args, batch_options_from, positive_int
 from pangeo_hpc.errors import InputError
 
 
-def _profiles(argv: Sequence[str]) -> int:
+def _profiles(a: argparse.Namespace) -> int:
     from pangeo_hpc.clusters import profiles
 
-    Parser(prog="profiles", description="List the site profiles.").parse_args(argv)
     for name in profiles.names():
         print(f"{name:20s} {profiles.describe(name)}")
     return 0
 
 
-def _job_script(argv: Sequence[str]) -> int:
+def _job_script(a: argparse.Namespace) -> int:
     from pangeo_hpc.clusters.start import get_cluster, kind_of
 
-    p = Parser(prog="job-script", description="Print the batch script workers are started with.")
-    add_cluster_args(p)
-    a = p.parse_args(argv)
     kind = a.cluster if a.cluster != "local" else "auto"
     cluster = get_cluster(kind, profile=a.profile, preview=True, **batch_options_from(a))
     try:
@@ -43,21 +39,18 @@ def _job_script(argv: Sequence[str]) -> int:
     return 0
 
 
-def _tunnel(argv: Sequence[str]) -> int:
-    from pangeo_hpc.lab.tunnel import tunnel_command
-
-    p = Parser(
-        prog="tunnel",
-        description="Print the ssh line that forwards the dashboard "
-        "and JupyterLab from a compute node to your laptop.",
-    )
+def _tunnel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--login", required=True, help="login host you ssh to, e.g. hpc.example.org")
     p.add_argument("--user", help="your user name there")
     p.add_argument("--node", help="host running the services (default: this one)")
     p.add_argument("--dashboard-port", type=positive_int, default=8787)
     p.add_argument("--lab-port", type=positive_int, help="JupyterLab's port, if running")
     p.add_argument("--local-port", type=positive_int, help="port on your laptop (default same)")
-    a = p.parse_args(argv)
+
+
+def _tunnel(a: argparse.Namespace) -> int:
+    from pangeo_hpc.lab.tunnel import tunnel_command
+
     ports = {"dashboard": a.dashboard_port}
     if a.lab_port:
         ports["jupyterlab"] = a.lab_port
@@ -69,18 +62,12 @@ def _tunnel(argv: Sequence[str]) -> int:
     return 0
 
 
-def _lab(argv: Sequence[str]) -> int:
-    from pangeo_hpc.lab.jupyter import instructions, submit_lab
-
-    if "--here" in argv:
-        return _lab_here([a for a in argv if a != "--here"])
-    p = Parser(
-        prog="lab",
-        description="Start JupyterLab as a Slurm job on a compute node "
-        "and print the ssh tunnel line and the URL (with its token). "
-        "With --here: on this machine (see lab --here --help).",
+def _lab_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--here",
+        action="store_true",
+        help="run JupyterLab on this machine instead (its options: lab --here --help)",
     )
-    p.add_argument("--here", action="store_true", help="run JupyterLab on this machine")
     p.add_argument("--login", help="login host you ssh to (for the tunnel line)")
     p.add_argument("--user", help="your user name there")
     p.add_argument("--walltime", default="02:00:00")
@@ -95,7 +82,11 @@ def _lab(argv: Sequence[str]) -> int:
     )
     p.add_argument("--notebook-dir", help="folder JupyterLab opens (default: here)")
     p.add_argument("--timeout", type=float, default=300, help="seconds to wait for the job")
-    a = p.parse_args(argv)
+
+
+def _lab(a: argparse.Namespace) -> int:
+    from pangeo_hpc.lab.jupyter import instructions, submit_lab
+
     job = submit_lab(
         walltime=a.walltime,
         cores=a.cores,
@@ -109,20 +100,18 @@ def _lab(argv: Sequence[str]) -> int:
     return 0
 
 
-def _lab_here(argv: Sequence[str]) -> int:
-    from pangeo_hpc import config
-    from pangeo_hpc.lab.setup import local_instructions, start_local_lab
-
-    p = Parser(
-        prog="lab --here",
-        description="Start JupyterLab on 127.0.0.1 with the Dask dashboard inside it "
-        "(/proxy/PORT/status) and the data the notebooks open; print the URL.",
-    )
+def _lab_here_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--here", action="store_true", help="run JupyterLab on this machine")
     p.add_argument("--notebook-dir", default="notebooks", help="folder JupyterLab shows")
     p.add_argument("--data", help="data folder the notebooks open (default config data.root)")
     p.add_argument("--port", type=positive_int, help="default: a free port")
     p.add_argument("--timeout", type=float, default=60, help="seconds to wait for JupyterLab")
-    a = p.parse_args(argv)
+
+
+def _lab_here(a: argparse.Namespace) -> int:
+    from pangeo_hpc import config
+    from pangeo_hpc.lab.setup import local_instructions, start_local_lab
+
     lab = start_local_lab(
         notebook_dir=a.notebook_dir,
         data_root=a.data or config.get("data.root"),
@@ -139,14 +128,9 @@ def _lab_here(argv: Sequence[str]) -> int:
     return code
 
 
-def _lab_config(argv: Sequence[str]) -> int:
-    from pangeo_hpc.lab.setup import HUB_LINK, PROXY_LINK, write_lab_config
+def _lab_config_args(p: argparse.ArgumentParser) -> None:
+    from pangeo_hpc.lab.setup import HUB_LINK, PROXY_LINK
 
-    p = Parser(
-        prog="lab-config",
-        description="Write the Dask config JupyterLab sessions need: the dashboard link "
-        "through jupyter-server-proxy, dask-labextension's cluster factory, the data folder.",
-    )
     p.add_argument("--data", help="data folder the notebooks open")
     p.add_argument(
         "--link",
@@ -154,17 +138,64 @@ def _lab_config(argv: Sequence[str]) -> int:
         help=f"dashboard link template (default {PROXY_LINK}; JupyterHub, binder: {HUB_LINK})",
     )
     p.add_argument("--out", help="file to write (default ~/.config/dask/pangeo-hpc-lab.yaml)")
-    a = p.parse_args(argv)
+
+
+def _lab_config(a: argparse.Namespace) -> int:
+    from pangeo_hpc.lab.setup import write_lab_config
+
     path = write_lab_config(a.out, data_root=a.data, link=a.link)
     print(f"wrote {path}")
     return 0
 
 
-#: the verbs of this module: name -> function of the verb's arguments returning the exit code
-VERBS: dict[str, Callable[[Sequence[str]], int]] = {
-    "profiles": _profiles,
-    "job-script": _job_script,
-    "tunnel": _tunnel,
-    "lab": _lab,
-    "lab-config": _lab_config,
-}
+VERBS = [
+    Verb(
+        "profiles",
+        "list the site profiles (cores, memory, price per node)",
+        "List the site profiles: the shipped ones and those of your Dask config "
+        "(~/.config/dask/pangeo-hpc.yaml, under pangeo-hpc.profiles).",
+        lambda p: None,
+        _profiles,
+    ),
+    Verb(
+        "job-script",
+        "print the batch script Dask workers are started with",
+        "Print the batch script (Slurm, PBS or Grid Engine) that Dask workers are started "
+        "with, from a site profile and the options given; nothing is submitted.",
+        add_cluster_args,
+        _job_script,
+    ),
+    Verb(
+        "lab",
+        "start JupyterLab as a Slurm job (--here: on this machine)",
+        "Start JupyterLab as a Slurm job on a compute node and print the ssh tunnel line and "
+        "the URL (with its token). With --here: on this machine (see lab --here --help).",
+        _lab_args,
+        _lab,
+    ),
+    Verb(
+        "lab-config",
+        "write the Dask settings JupyterLab sessions need",
+        "Write the Dask config JupyterLab sessions need: the dashboard link through "
+        "jupyter-server-proxy, dask-labextension's cluster factory, the data folder.",
+        _lab_config_args,
+        _lab_config,
+    ),
+    Verb(
+        "tunnel",
+        "print the ssh line for the dashboard and JupyterLab",
+        "Print the ssh line that forwards the Dask dashboard and JupyterLab from a compute "
+        "node to your laptop.",
+        _tunnel_args,
+        _tunnel,
+    ),
+]
+#: ``lab --here``: JupyterLab on this machine, with options of its own
+LAB_HERE = Verb(
+    "lab --here",
+    "start JupyterLab on this machine",
+    "Start JupyterLab on 127.0.0.1 with the Dask dashboard inside it (/proxy/PORT/status) "
+    "and the data the notebooks open; print the URL.",
+    _lab_here_args,
+    _lab_here,
+)

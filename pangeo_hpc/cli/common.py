@@ -1,37 +1,155 @@
-"""Argument parsing shared by the verbs: one-line errors, numbers, cluster and S3 options.
-
-The verb modules of :mod:`pangeo_hpc.cli` build their parsers from these: :class:`Parser`,
-the argument types (:func:`positive_int`), the option groups (:func:`add_cluster_args`,
-:func:`add_s3_args`) and what the parsed options give (:func:`batch_options_from`,
-:func:`running_cluster_from`, :func:`s3_options_from`).
-"""
+"""Argument parsing shared by the verbs: the verb type, one-line errors that name flags,
+numbers, cluster and S3 options."""
 
 from __future__ import annotations
 
 import argparse
-from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any
+import re
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import NamedTuple
 
 from pangeo_hpc.errors import InputError
 
-if TYPE_CHECKING:
-    from distributed import Client
+#: how the command line spells the library's parameters: errors of the library name them
+#: as ``price='abc'`` (:class:`pangeo_hpc.errors.InputError` ``param``), the CLI shows the flag
+FLAGS: dict[str, str] = {
+    # data and period
+    "data": "--data",
+    "source": "--data",  # open_era5(source=...) is the run's --data
+    "data_root": "--data",  # lab --here
+    "start": "--start",
+    "end": "--end",
+    "variable": "--variable",
+    # outputs
+    "out": "--out",
+    "store": "--out",  # convert
+    "overwrite": "--overwrite",
+    "chunk_mb": "--chunk-mb",
+    "clevel": "--clevel",
+    "codec": "--codec",
+    "warm_inputs": "--warmup",
+    # plan and calibrate
+    "size": "--size",
+    "price": "--price",
+    "nodes": "--nodes",
+    "chunk": "--chunk",
+    "storage": "--storage",
+    "ratio": "--ratio",
+    "startup": "--startup",
+    "calibration": "--calibration",
+    "amount": "--amount",
+    "repeat": "--repeat",
+    "simulate_workers": "--simulate-workers",
+    # clusters and JupyterLab
+    "kind": "--cluster",
+    "profile": "--profile",
+    "workers": "--workers",
+    "jobs": "--jobs",
+    "adapt": "--adapt",
+    "cores": "--cores",
+    "processes": "--processes",
+    "memory": "--memory",
+    "walltime": "--walltime",
+    "queue": "--queue",
+    "interface": "--interface",
+    "ip": "--ip",
+    # S3
+    "anon": "--anon",
+    "endpoint_url": "--endpoint-url",
+    "index": "--index",
+}
+#: where a verb spells a parameter otherwise (``calibrate(path=...)`` is ``--calibration``)
+VERB_FLAGS: dict[str, dict[str, str]] = {
+    "calibrate": {"path": "--calibration"},
+    "lab-config": {"path": "--out"},
+}
+#: what may follow ``name=`` in a message as its value (then a space goes between flag and it)
+_VALUE = re.compile(r"[\w'\"\[{(<-]")
 
-    from pangeo_hpc.s3.options import S3Options
+
+def program_name(argv0: str | None = None) -> str:
+    """How the user called the CLI, for usage lines and hints.
+
+    Parameters
+    ----------
+    argv0 : str, optional
+        The path the process was started as; default ``sys.argv[0]``.
+
+    Returns
+    -------
+    str
+        ``pangeo-hpc`` for the console script, else ``python -m pangeo_hpc.run`` (or
+        ``python -m pangeo_hpc.cli.main``, run as that module).
+    """
+    path = Path(sys.argv[0] if argv0 is None else argv0)
+    if path.name.startswith("pangeo-hpc"):
+        return "pangeo-hpc"
+    if path.name == "main.py" and path.parent.name == "cli":
+        return "python -m pangeo_hpc.cli.main"
+    return "python -m pangeo_hpc.run"
+
+
+def for_cli(exc: BaseException, prog: str, verb: str | None = None) -> str:
+    """The message of ``exc`` as the command line says it.
+
+    The calls it suggests become commands (``calibrate('x')``: ``python -m pangeo_hpc.run
+    calibrate x``), the parameters it names become flags through :data:`FLAGS` and the
+    verb's :data:`VERB_FLAGS` (``price='abc'``: ``--price 'abc'``, ``anon=True``:
+    ``--anon``, ``start=/end=``: ``--start/--end``). Only what the error declares is
+    rewritten (:class:`pangeo_hpc.errors.Hinted`'s ``param`` and ``commands``).
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error; one without ``param`` and ``commands`` keeps its message.
+    prog : str
+        How the CLI was called (:func:`program_name`).
+    verb : str, optional
+        The verb that ran, for its own spellings.
+
+    Returns
+    -------
+    str
+        One line for ``error: ...`` on stderr.
+    """
+    text = str(exc)
+    for call, words in getattr(exc, "commands", {}).items():
+        text = text.replace(call, f"`{prog} {shlex.join(words)}`")
+    flags = {**FLAGS, **VERB_FLAGS.get(verb or "", {})}
+    for name in getattr(exc, "param", ()):
+        flag = flags.get(name)
+        if flag is None:
+            continue
+
+        def spelled(m: re.Match[str], flag: str = flag) -> str:
+            if m.group(1):  # name=True: a switch
+                return flag
+            return flag + (" " if _VALUE.match(m.string, m.end()) else "")
+
+        text = re.sub(rf"(?<![\w.-]){re.escape(name)}=(True(?!\w))?", spelled, text)
+    return text
+
+
+class Verb(NamedTuple):
+    """A verb of the command line: its name, one line for the list of verbs, the text of
+    its ``--help``, a function that adds its arguments and one that runs it."""
+
+    name: str
+    help: str
+    description: str
+    args: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int]
 
 
 class Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one-line :class:`~pangeo_hpc.errors.InputError`
-    naming the verb's ``--help`` (the CLI exits with code 2), instead of a usage dump."""
-
     def error(self, message: str) -> None:  # type: ignore[override]
-        raise InputError(
-            f"{message} (see `python -m pangeo_hpc.run {self.prog.split()[-1]} --help`)"
-        )
+        raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def positive_int(text: str) -> int:
-    """``type=`` of an option that takes a whole number of at least 1."""
     try:
         value = int(text)
     except ValueError:
@@ -49,8 +167,6 @@ def _job_range(text: str) -> tuple[int, int]:
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
-    """Add the "cluster" option group: ``--cluster``, ``--profile``, ``--workers``,
-    ``--jobs``, ``--adapt`` and the batch jobs' resources (``--queue`` ... ``--processes``)."""
     g = p.add_argument_group("cluster")
     g.add_argument(
         "--cluster",
@@ -58,7 +174,7 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
         choices=("auto", "local", "slurm", "pbs", "sge"),
         help="where the workers run (default local; auto: Slurm if it answers)",
     )
-    g.add_argument("--profile", help="site profile (see `profiles`)")
+    g.add_argument("--profile", help="site profile (the profiles verb lists them)")
     g.add_argument("--workers", type=positive_int, help="local worker processes")
     g.add_argument("--jobs", type=positive_int, help="batch jobs to submit (default 1)")
     g.add_argument(
@@ -73,16 +189,13 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument("--processes", type=positive_int, help="worker processes per batch job")
 
 
-def batch_options_from(a: argparse.Namespace) -> dict[str, Any]:
-    """The batch-job overrides given among :func:`add_cluster_args`' options, as keyword
-    arguments of :func:`~pangeo_hpc.clusters.start.get_cluster`."""
+def batch_options_from(a: argparse.Namespace) -> dict:
     keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
     return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
 
 
 def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
-    """Add the S3 option group: ``--endpoint-url``, ``--anon`` (as the AWS CLI spells them),
-    and with ``index`` also ``--index``."""
+    """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``."""
     g = p.add_argument_group("S3 (for s3:// sources; credentials from the usual AWS chain)")
     g.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:8333")
     g.add_argument("--anon", action="store_true", help="no credentials (public buckets)")
@@ -94,7 +207,7 @@ def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
         )
 
 
-def s3_options_from(a: argparse.Namespace, source: object) -> S3Options:
+def s3_options_from(a: argparse.Namespace, source: object):
     """The S3 options of the parsed flags; refuses them for a source that is not s3://."""
     from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -105,9 +218,8 @@ def s3_options_from(a: argparse.Namespace, source: object) -> S3Options:
     return S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
 
 
-def running_cluster_from(a: argparse.Namespace) -> AbstractContextManager[tuple[Any, Client]]:
-    """The cluster of the parsed :func:`add_cluster_args` options, as
-    :func:`~pangeo_hpc.clusters.start.running_cluster`'s context ``(cluster, client)``."""
+def running_cluster_from(a: argparse.Namespace):
+    """The cluster of the parsed ``add_cluster_args`` flags (``running_cluster``'s context)."""
     from pangeo_hpc.clusters.start import running_cluster
 
     return running_cluster(

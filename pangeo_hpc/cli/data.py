@@ -1,12 +1,12 @@
-"""Verbs for data and recipes: demo-data, list, RECIPE, convert."""
+"""Verbs for data and recipes: run (or just RECIPE), list, demo-data, convert."""
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Callable, Sequence
 
 from pangeo_hpc.cli.common import (
-    Parser,
+    Verb,
     add_cluster_args,
     add_s3_args,
     batch_options_from,
@@ -17,10 +17,7 @@ from pangeo_hpc.cli.common import (
 from pangeo_hpc.cli.progress import step_progress
 
 
-def _demo_data(argv: Sequence[str]) -> int:
-    from pangeo_hpc.demo import DemoSpec, generate
-
-    p = Parser(prog="demo-data", description="Write synthetic SST in the era5-pds layout.")
+def _demo_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", required=True, help="root folder of the tree to write")
     p.add_argument("--start", help="first month, YYYY-MM (default config demo.start)")
     p.add_argument("--end", help="last month, YYYY-MM (default config demo.end)")
@@ -30,7 +27,11 @@ def _demo_data(argv: Sequence[str]) -> int:
     p.add_argument("--trend", type=float, help="warming in K per decade")
     p.add_argument("--workers", type=positive_int, help="processes (default: one per core)")
     p.add_argument("--overwrite", action="store_true", help="rewrite existing months")
-    a = p.parse_args(argv)
+
+
+def _demo_data(a: argparse.Namespace) -> int:
+    from pangeo_hpc.demo import DemoSpec, generate
+
     spec = DemoSpec(
         resolution=a.resolution,
         frequency=a.frequency,
@@ -51,10 +52,9 @@ def _demo_data(argv: Sequence[str]) -> int:
     return 0
 
 
-def _list(argv: Sequence[str]) -> int:
+def _list(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.recipe_yaml import available, load
 
-    Parser(prog="list", description="List the recipe specs.").parse_args(argv)
     for name in available():
         spec = load(name)
         first = spec.description.splitlines()[0] if spec.description else ""
@@ -62,14 +62,8 @@ def _list(argv: Sequence[str]) -> int:
     return 0
 
 
-def recipe_verb(argv: Sequence[str]) -> int:
-    """Run the recipe named (or the YAML file given) by ``argv[0]``: ``RECIPE [options]``."""
-    from pangeo_hpc.batch.execute import run_recipe
-    from pangeo_hpc.batch.recipe_yaml import load
-    from pangeo_hpc.cli.progress import show_progress
-
-    p = Parser(prog="RECIPE", description="Run a recipe spec on a Dask cluster.")
-    p.add_argument("recipe", help="name (see `list`) or path of a YAML spec")
+def _run_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("recipe", help="the recipe's name (the list verb shows them) or YAML file")
     p.add_argument(
         "--data",
         help="root of the era5-pds tree: folder or s3://bucket/prefix (default config data.root)",
@@ -86,7 +80,13 @@ def recipe_verb(argv: Sequence[str]) -> int:
         help="read the input files through on the workers first (FSx, rclone)",
     )
     add_s3_args(p, index=True)
-    a = p.parse_args(argv)
+
+
+def _run(a: argparse.Namespace) -> int:
+    from pangeo_hpc.batch.execute import run_recipe
+    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.cli.progress import show_progress
+
     spec = load(a.recipe)
     s3 = s3_options_from(a, a.data)
     run = run_recipe(
@@ -118,16 +118,9 @@ def recipe_verb(argv: Sequence[str]) -> int:
     return 0
 
 
-def _convert(argv: Sequence[str]) -> int:
-    from pangeo_hpc import config
-    from pangeo_hpc.batch.convert import CODECS, to_zarr
-    from pangeo_hpc.write.guard import check_folder
+def _convert_args(p: argparse.ArgumentParser) -> None:
+    from pangeo_hpc.write.zarr import CODECS
 
-    p = Parser(
-        prog="convert",
-        description="Convert an era5-pds tree once into an analysis-ready Zarr store "
-        "(Blosc-zstd by default, whole-field chunks); recipes then read it with --data STORE.",
-    )
     p.add_argument("--data", help="the tree: folder or s3://bucket/prefix (default data.root)")
     p.add_argument("--out", required=True, help="the Zarr store (folder) to write")
     p.add_argument("--variable", default="sea_surface_temperature")
@@ -143,7 +136,13 @@ def _convert(argv: Sequence[str]) -> int:
     p.add_argument("--overwrite", action="store_true", help="replace an existing store")
     add_cluster_args(p)
     add_s3_args(p, index=True)
-    a = p.parse_args(argv)
+
+
+def _convert(a: argparse.Namespace) -> int:
+    from pangeo_hpc import config
+    from pangeo_hpc.batch.convert import to_zarr
+    from pangeo_hpc.write.guard import check_folder
+
     s3 = s3_options_from(a, a.data)
     # before a cluster starts: replace only a store of ours, never the data
     check_folder(
@@ -167,9 +166,38 @@ def _convert(argv: Sequence[str]) -> int:
     return 0
 
 
-#: the verbs of this module: name -> function of the verb's arguments returning the exit code
-VERBS: dict[str, Callable[[Sequence[str]], int]] = {
-    "demo-data": _demo_data,
-    "list": _list,
-    "convert": _convert,
-}
+VERBS = [
+    Verb(
+        "run",
+        "run a recipe on a Dask cluster (or give just RECIPE)",
+        "Run a recipe (a name the list verb shows, or a YAML file) on a Dask cluster and "
+        "write its result, plot and summary.json into the output folder, all at once. "
+        "PROG RECIPE ... does the same; run RECIPE also reaches a recipe named like a verb.",
+        _run_args,
+        _run,
+    ),
+    Verb(
+        "list",
+        "list the recipes",
+        "List the recipes that run by name: name, period and what each computes.",
+        lambda p: None,
+        _list,
+    ),
+    Verb(
+        "demo-data",
+        "write synthetic ERA5 SST with known answers",
+        "Write synthetic sea surface temperature in the layout of the era5-pds bucket "
+        "(YYYY/MM/data/sea_surface_temperature.nc), with a known trend, ENSO and coastlines, "
+        "for demos and tests. Months already there are kept.",
+        _demo_data_args,
+        _demo_data,
+    ),
+    Verb(
+        "convert",
+        "convert an era5-pds tree once into a Zarr store",
+        "Convert an era5-pds tree once into an analysis-ready Zarr store (Blosc-zstd by "
+        "default, whole-field chunks); recipes then read it with --data STORE.",
+        _convert_args,
+        _convert,
+    ),
+]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import argparse
 
 from pangeo_hpc.cli.common import (
-    Parser,
+    Verb,
     add_cluster_args,
     add_s3_args,
     running_cluster_from,
@@ -14,17 +14,7 @@ from pangeo_hpc.cli.common import (
 from pangeo_hpc.cli.progress import step_progress
 
 
-def _index(argv: Sequence[str]) -> int:
-    from pangeo_hpc.io.catalog import objects_to_index
-    from pangeo_hpc.io.references import build_index, claim_cache
-
-    p = Parser(
-        prog="index",
-        description="Index where every compressed chunk lies in the NetCDF4/HDF5 objects "
-        "under an S3 prefix (kerchunk), in parallel on Dask workers. Recipes and open_era5 "
-        "reading s3:// use the indexes automatically; an index is rebuilt only when its "
-        "object changes (ETag, size).",
-    )
+def _index_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", help="s3://bucket[/prefix] of a tree in the era5-pds layout")
     p.add_argument("--variable", help="only this variable's monthly files (default: all .nc)")
     p.add_argument(
@@ -34,7 +24,12 @@ def _index(argv: Sequence[str]) -> int:
     p.add_argument("--rebuild", action="store_true", help="index again even if up to date")
     add_s3_args(p)
     add_cluster_args(p)
-    a = p.parse_args(argv)
+
+
+def _index(a: argparse.Namespace) -> int:
+    from pangeo_hpc.io.catalog import objects_to_index
+    from pangeo_hpc.io.references import build_index, claim_cache
+
     opts = s3_options_from(a, a.url)
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
     claim_cache()  # before a cluster starts
@@ -46,7 +41,15 @@ def _index(argv: Sequence[str]) -> int:
     return 0 if not report.failed else 1
 
 
-#: the verbs of this module: name -> function of the verb's arguments returning the exit code
-VERBS: dict[str, Callable[[Sequence[str]], int]] = {
-    "index": _index,
-}
+VERBS = [
+    Verb(
+        "index",
+        "build byte-range indexes of NetCDF4 objects on S3",
+        "Index where every compressed chunk lies in the NetCDF4/HDF5 objects under an S3 "
+        "prefix (kerchunk), in parallel on Dask workers. Recipes and open_era5 reading s3:// "
+        "use the indexes automatically; an index is rebuilt only when its object changes "
+        "(ETag, size).",
+        _index_args,
+        _index,
+    ),
+]

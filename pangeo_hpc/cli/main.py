@@ -1,18 +1,18 @@
-"""Command line: ``python -m pangeo_hpc.run VERB ...``; the verbs live in ``pangeo_hpc.cli``.
+"""The command line: ``pangeo-hpc VERB ...`` or ``python -m pangeo_hpc.run VERB ...``.
 
-Verbs: demo-data, list, RECIPE, convert (data.py);
-profiles, job-script, tunnel, lab, lab-config (clusters.py);
-hydration, warmup, stage, survey (storage.py);
-index (index.py); inventory (s3.py); plan, calibrate (plan.py).
+One argparse subparser per verb; the verbs live by area in ``pangeo_hpc.cli`` (each module's
+``VERBS``). A first word that is not a verb is a recipe: ``RECIPE ...`` is ``run RECIPE ...``.
 
-Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix),
-1 a failure while running (one line: storage, the cluster, a task whose workers died, no
-space left for the outputs; or a traceback for an internal error), 130 interrupted.
-warmup, stage and index go on past files that fail, list them at the end and exit with 1.
+Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix, in
+flags: :func:`pangeo_hpc.cli.common.for_cli`), 1 a failure while running (one line: storage,
+the cluster, a task whose workers died, no space left for the outputs; or a traceback for an
+internal error), 130 interrupted. warmup, stage and index go on past files that fail, list
+them at the end and exit with 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 import threading
@@ -22,8 +22,31 @@ from collections.abc import Sequence
 from distributed import KilledWorker
 
 from pangeo_hpc.cli import clusters, data, index, plan, s3, storage
+from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
 from pangeo_hpc.clusters.diagnostics import lost_task
 from pangeo_hpc.errors import ClusterError, InputError, StorageError
+
+#: every verb, in the order ``--help`` lists them
+VERBS: list[Verb] = [
+    *data.VERBS,
+    *plan.VERBS,
+    *clusters.VERBS,
+    *storage.VERBS,
+    *s3.VERBS,
+    *index.VERBS,
+]
+
+_DESCRIPTION = """\
+ERA5-scale NetCDF analysis with Dask on HPC and cloud clusters: run recipes,
+plan and calibrate their cost, look after clusters, JupyterLab and storage."""
+_EPILOG = """\
+A recipe runs by its name alone, or after run (for one named like a verb):
+  PROG era5-sst-mean --data DIR
+  PROG run era5-sst-mean --data DIR
+Each verb has --help.
+
+exit codes: 0 success, 2 bad input (one line naming the value and the fix),
+1 a failure while running, 130 interrupted."""
 
 
 def _interruptible() -> None:
@@ -41,38 +64,104 @@ def _interruptible() -> None:
         signal.signal(signal.SIGTERM, terminate)
 
 
-_VERBS = {
-    **data.VERBS,
-    **clusters.VERBS,
-    **storage.VERBS,
-    **index.VERBS,
-    **s3.VERBS,
-    **plan.VERBS,
-}
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """The verbs in one column: argparse indents them deeper than it measures them."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=18)
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):
+            self._action_max_length += 2
+
+
+def _add(parent: argparse._SubParsersAction, verb: Verb, prog: str) -> Parser:
+    p = parent.add_parser(
+        verb.name,
+        prog=f"{prog} {verb.name}",
+        help=verb.help.replace("PROG", prog),
+        description=verb.description.replace("PROG", prog),
+    )
+    verb.args(p)
+    p.set_defaults(run=verb.run)
+    return p
+
+
+def build_parser(prog: str | None = None) -> tuple[Parser, dict[str, Parser]]:
+    """The parser of the command line, and each verb's parser by name.
+
+    Parameters
+    ----------
+    prog : str, optional
+        How the user called it (usage lines and hints); default from ``sys.argv[0]``
+        (:func:`pangeo_hpc.cli.common.program_name`).
+
+    Returns
+    -------
+    (parser, dict)
+        The top-level parser (``--help`` lists the verbs) and the verbs' parsers.
+    """
+    prog = prog or program_name()
+    parser = Parser(
+        prog=prog,
+        description=_DESCRIPTION,
+        epilog=_EPILOG.replace("PROG", prog),
+        formatter_class=_Help,
+    )
+    sub = parser.add_subparsers(title="verbs", dest="verb", metavar="VERB", required=True)
+    parsers = {verb.name: _add(sub, verb, prog) for verb in VERBS}
+    return parser, parsers
+
+
+def _lab_here_parser(prog: str) -> Parser:
+    verb = clusters.LAB_HERE
+    p = Parser(prog=f"{prog} {verb.name}", description=verb.description)
+    verb.args(p)
+    p.set_defaults(run=verb.run, verb=verb.name)
+    return p
+
+
+def _parse(args: list[str], prog: str) -> argparse.Namespace | int:
+    """The parsed arguments, or the exit code of ``--help`` (argparse exits after it)."""
+    parser, parsers = build_parser(prog)
+    if args and args[0] not in parsers and args[0] not in ("-h", "--help"):
+        args = ["run", *args]  # a recipe by name, as the README shows
+    if args[:1] == ["lab"] and "--here" in args[1:]:
+        parser = _lab_here_parser(prog)
+        args = args[1:]
+    try:
+        a, extra = parser.parse_known_args(args)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else 0
+    if extra:  # named by the verb's parser, whose --help lists what it takes
+        parsers.get(a.verb, parser).error(f"unrecognized arguments: {' '.join(extra)}")
+    return a
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point; returns the exit code."""
     _interruptible()
     args = list(sys.argv[1:] if argv is None else argv)
-    if not args or args[0] in ("-h", "--help"):
-        print(__doc__.strip())
-        print(
-            f"\nverbs: {', '.join(_VERBS)}, or the name of a recipe (see `list`); each has --help"
-        )
-        return 0 if args else 2
+    prog = program_name()
+    if not args:
+        build_parser(prog)[0].print_help()
+        return 2
+    verb = None
     try:
-        if args[0] in _VERBS:
-            return _VERBS[args[0]](args[1:])
-        return data.recipe_verb(args)
+        a = _parse(args, prog)
+        if isinstance(a, int):
+            return a
+        verb = a.verb
+        return a.run(a)
     except InputError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {for_cli(exc, prog, verb)}", file=sys.stderr)
         return 2
     except (ClusterError, StorageError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"error: {for_cli(exc, prog, verb)}", file=sys.stderr)
         return 1
     except KilledWorker as exc:  # workers died running one task too often
-        print(f"error: {lost_task(exc)}", file=sys.stderr)
+        print(f"error: {for_cli(lost_task(exc), prog, verb)}", file=sys.stderr)
         return 1
     except PermissionError as exc:  # a path the user may not read or write: their input
         where = exc.filename if exc.filename is not None else "a path"

@@ -3,24 +3,14 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pangeo_hpc import config
-from pangeo_hpc.cli.common import Parser, add_cluster_args, positive_int, running_cluster_from
+from pangeo_hpc.cli.common import Verb, add_cluster_args, positive_int, running_cluster_from
 from pangeo_hpc.errors import InputError
 
 
-def _plan(argv: Sequence[str]) -> int:
-    from pangeo_hpc.planning.plan import plan
-    from pangeo_hpc.write.guard import check_file
-    from pangeo_hpc.write.outputs import save_figure
-
-    p = Parser(
-        prog="plan",
-        description="Predict wall time, efficiency, bottleneck and cost of a recipe per node "
-        "count, from the calibration (`calibrate`) and a site profile.",
-    )
+def _plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="recipe spec name, e.g. era5-sst-mean")
     p.add_argument("--size", required=True, help="uncompressed size of the data, e.g. 300GB")
     p.add_argument("--profile", default="local", help="site profile (default local)")
@@ -36,7 +26,13 @@ def _plan(argv: Sequence[str]) -> int:
     p.add_argument("--calibration", help="calibration file (default config plan.calibration)")
     p.add_argument("--plot", help="PNG to write (default <output.root>/plan-RECIPE.png)")
     p.add_argument("--no-plot", action="store_true", help="print the table only")
-    a = p.parse_args(argv)
+
+
+def _plan(a: argparse.Namespace) -> int:
+    from pangeo_hpc.planning.plan import plan
+    from pangeo_hpc.write.guard import check_file
+    from pangeo_hpc.write.outputs import save_figure
+
     if a.ratio is not None and not a.ratio > 0:
         raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
     out = None
@@ -75,15 +71,7 @@ def _storage_path(text: str) -> tuple[str, str]:
     return kind.lower(), path
 
 
-def _calibrate(argv: Sequence[str]) -> int:
-    from pangeo_hpc.planning.calibrate import calibrate
-    from pangeo_hpc.planning.plan import STORAGE_KINDS
-
-    p = Parser(
-        prog="calibrate",
-        description="Measure what `plan` needs (per-process throughput of the recipe, "
-        "scheduler overhead per task, storage bandwidth) and store it.",
-    )
+def _calibrate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", nargs="?", default="era5-sst-mean", help="recipe spec name")
     p.add_argument("--data", help="data root (default config data.root)")
     p.add_argument("--start", help="first month, YYYY-MM (default the spec's)")
@@ -96,7 +84,8 @@ def _calibrate(argv: Sequence[str]) -> int:
         type=int,
         default=0,
         help="also fit the scheduler's growth per worker from this many idle workers on "
-        "this host (default 0: skip; see docs/scaling.md)",
+        "this host (default 0: skip; measure it only where each of them has a core of its "
+        "own, or the growth comes out too high and plans overestimate large clusters)",
     )
     p.add_argument(
         "--storage-path",
@@ -107,7 +96,12 @@ def _calibrate(argv: Sequence[str]) -> int:
     )
     p.add_argument("--calibration", help="file to update (default config plan.calibration)")
     add_cluster_args(p)
-    a = p.parse_args(argv)
+
+
+def _calibrate(a: argparse.Namespace) -> int:
+    from pangeo_hpc.planning.calibrate import calibrate
+    from pangeo_hpc.planning.plan import STORAGE_KINDS
+
     for kind, _ in a.storage_path or []:
         if kind not in STORAGE_KINDS:
             raise InputError(
@@ -119,7 +113,7 @@ def _calibrate(argv: Sequence[str]) -> int:
     from pangeo_hpc.planning.calibrate import calibration_target
 
     load(a.recipe)  # before a cluster starts
-    calibration_target(a.calibration, a.data)
+    calibration_target(a.calibration, a.data, flag="--calibration")
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies
     with running_cluster_from(a) as (_, client):
@@ -139,8 +133,23 @@ def _calibrate(argv: Sequence[str]) -> int:
     return 0
 
 
-#: the verbs of this module: name -> function of the verb's arguments returning the exit code
-VERBS: dict[str, Callable[[Sequence[str]], int]] = {
-    "plan": _plan,
-    "calibrate": _calibrate,
-}
+VERBS = [
+    Verb(
+        "plan",
+        "predict wall time and cost of a recipe per node count",
+        "Predict wall time, efficiency, bottleneck and cost of a recipe per node count, from "
+        "the calibration (the calibrate verb measures it) and a site profile.",
+        _plan_args,
+        _plan,
+    ),
+    Verb(
+        "calibrate",
+        "measure what plan needs, on this machine or on batch jobs",
+        "Measure what plan needs (per-process throughput of the recipe, scheduler overhead "
+        "per task, storage bandwidth) and store it in the calibration file. The model and "
+        "its check against real runs are described in the README, section 'Plan before you "
+        "pay'.",
+        _calibrate_args,
+        _calibrate,
+    ),
+]

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pangeo_hpc.cli.common import Parser, add_s3_args, positive_int
+from pangeo_hpc.cli.common import Verb, add_s3_args, positive_int
 from pangeo_hpc.cli.progress import count_progress
 from pangeo_hpc.errors import InputError
 
@@ -18,17 +17,7 @@ def _depth(text: str) -> int:
     return int(text)
 
 
-def _inventory(argv: Sequence[str]) -> int:
-    from pangeo_hpc.s3.options import S3Options
-    from pangeo_hpc.storage.inventory import inventory
-    from pangeo_hpc.write.guard import check_file
-    from pangeo_hpc.write.outputs import write_json
-
-    p = Parser(
-        prog="inventory",
-        description="Count the objects and bytes below s3://BUCKET[/PREFIX], in total and per "
-        "prefix, with many LIST requests in parallel over disjoint prefixes.",
-    )
+def _inventory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("url", help="s3://BUCKET or s3://BUCKET/PREFIX")
     p.add_argument(
         "--depth",
@@ -51,7 +40,13 @@ def _inventory(argv: Sequence[str]) -> int:
     )
     add_s3_args(p)
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
-    a = p.parse_args(argv)
+
+
+def _inventory(a: argparse.Namespace) -> int:
+    from pangeo_hpc.s3.options import S3Options
+    from pangeo_hpc.storage.inventory import inventory
+    from pangeo_hpc.write.guard import check_file
+    from pangeo_hpc.write.outputs import write_json
 
     out: Path | None = None
     if a.json not in (None, "-"):
@@ -90,7 +85,13 @@ def _inventory(argv: Sequence[str]) -> int:
     return 0
 
 
-#: the verbs of this module: name -> function of the verb's arguments returning the exit code
-VERBS: dict[str, Callable[[Sequence[str]], int]] = {
-    "inventory": _inventory,
-}
+VERBS = [
+    Verb(
+        "inventory",
+        "count the objects and bytes under an S3 prefix",
+        "Count the objects and bytes below s3://BUCKET[/PREFIX], in total and per prefix, "
+        "with many LIST requests in parallel over disjoint prefixes.",
+        _inventory_args,
+        _inventory,
+    ),
+]

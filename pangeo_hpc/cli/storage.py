@@ -4,52 +4,34 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pangeo_hpc.cli.common import Parser, add_s3_args, positive_int, s3_options_from
+from pangeo_hpc.cli.common import Verb, add_s3_args, positive_int, s3_options_from
 from pangeo_hpc.cli.progress import byte_progress as _byte_progress
 from pangeo_hpc.errors import InputError
 
 
-def _hydration(argv: Sequence[str]) -> int:
-    from pangeo_hpc.storage import hydration
-
-    p = Parser(
-        prog="hydration",
-        description="How much of a tree is loaded on a lazily "
-        "loading file system (FSx for Lustre, rclone mount, any cache).",
-    )
+def _hydration_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path")
     p.add_argument("--json", action="store_true", help="the full per-file report as JSON")
     p.add_argument("--files", action="store_true", help="one line per file")
-    a = p.parse_args(argv)
+
+
+def _hydration(a: argparse.Namespace) -> int:
+    from pangeo_hpc.storage import hydration
+
     report = hydration(a.path)
     if a.json:
         print(json.dumps(report.to_dict(), indent=2))
         return 0
     if a.files:
-        from pangeo_hpc.tables import text_table
-
-        rows = [(f.state, str(f.loaded), str(f.size), str(f.path)) for f in report.files]
-        for line in text_table(
-            rows, right=(False, True, False, False), widths=(9, 14, 14), sep=(" ", " / ", " ")
-        ):
-            print(line)
+        for f in report.files:
+            print(f"{f.state:9s} {f.loaded:>14d} / {f.size:<14d} {f.path}")
     print(report.summary())
     return 0
 
 
-def _warmup(argv: Sequence[str]) -> int:
-    from pangeo_hpc.storage import warmup
-
-    p = Parser(
-        prog="warmup",
-        description="Load the bytes of lazily loaded files before a "
-        "job reads them (read-through, or lfs hsm_restore on Lustre as root). Files that "
-        "vanish or cannot be read are listed at the end with the reason, the others are "
-        "warmed; the exit code is then 1.",
-    )
+def _warmup_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("path")
     p.add_argument("--workers", type=positive_int, help="parallel reads (default 8)")
     p.add_argument(
@@ -58,28 +40,27 @@ def _warmup(argv: Sequence[str]) -> int:
         default=None,
         help="use lfs hsm_restore (default: on Lustre as root)",
     )
-    a = p.parse_args(argv)
+
+
+def _warmup(a: argparse.Namespace) -> int:
+    from pangeo_hpc.storage import warmup
+
     report = warmup(a.path, workers=a.workers, hsm=a.hsm, progress=_byte_progress("warmup"))
     print(report.summary())
     return 0 if not report.failed else 1
 
 
-def _stage(argv: Sequence[str]) -> int:
-    from pangeo_hpc.s3.options import is_s3
-    from pangeo_hpc.storage.stage import stage
-
-    p = Parser(
-        prog="stage",
-        description="Copy an S3 prefix or a folder to a Lustre or local folder in parallel "
-        "(byte ranges, striping, resumable); each file is checked against its source before "
-        "it is put in place (its MD5 against the S3 ETag, or checksums re-read from disk), "
-        "and the summary says which check each file passed.",
-    )
+def _stage_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("src", help="s3://bucket/prefix or a folder")
     p.add_argument("dst", help="destination folder")
     p.add_argument("--threads", type=positive_int, default=8)
     add_s3_args(p)
-    a = p.parse_args(argv)
+
+
+def _stage(a: argparse.Namespace) -> int:
+    from pangeo_hpc.s3.options import is_s3
+    from pangeo_hpc.storage.stage import stage
+
     opts = s3_options_from(a, a.src)  # refuses --endpoint-url/--anon for a folder
     report = stage(
         a.src,
@@ -135,17 +116,7 @@ def _write_plot(results: list, out: Path) -> None:
     save_figure(fig, out, flag="--plot", dpi=150)
 
 
-def _survey(argv: Sequence[str]) -> int:
-    from pangeo_hpc.s3.options import S3Options, is_s3
-    from pangeo_hpc.storage.survey import survey, table
-    from pangeo_hpc.write.outputs import write_json
-
-    p = Parser(
-        prog="survey",
-        description="How fast each storage path reads (local disk, NFS, Lustre, a FUSE mount, "
-        "S3): whole files in parallel threads, in large reads, with the page cache dropped "
-        "first; a table of MB/s, and optionally JSON and a bar chart.",
-    )
+def _survey_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "paths",
         nargs="+",
@@ -180,7 +151,12 @@ def _survey(argv: Sequence[str]) -> int:
     p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
     p.add_argument("--plot", metavar="FILE", help="write a bar chart of MB/s, e.g. survey.png")
     add_s3_args(p)
-    a = p.parse_args(argv)
+
+
+def _survey(a: argparse.Namespace) -> int:
+    from pangeo_hpc.s3.options import S3Options, is_s3
+    from pangeo_hpc.storage.survey import survey, table
+    from pangeo_hpc.write.outputs import write_json
 
     paths: dict[str, str] = {}
     for text in a.paths:
@@ -224,10 +200,41 @@ def _survey(argv: Sequence[str]) -> int:
     return 0
 
 
-#: the verbs of this module: name -> function of the verb's arguments returning the exit code
-VERBS: dict[str, Callable[[Sequence[str]], int]] = {
-    "hydration": _hydration,
-    "warmup": _warmup,
-    "stage": _stage,
-    "survey": _survey,
-}
+VERBS = [
+    Verb(
+        "hydration",
+        "how much of a tree is loaded on a lazily loading file system",
+        "How much of a tree is loaded on a lazily loading file system (FSx for Lustre, "
+        "rclone mount, any cache).",
+        _hydration_args,
+        _hydration,
+    ),
+    Verb(
+        "warmup",
+        "load lazily loaded files before a job reads them",
+        "Load the bytes of lazily loaded files before a job reads them (read-through, or "
+        "lfs hsm_restore on Lustre as root). Files that vanish or cannot be read are listed "
+        "at the end with the reason, the others are warmed; the exit code is then 1.",
+        _warmup_args,
+        _warmup,
+    ),
+    Verb(
+        "stage",
+        "copy an S3 prefix or a folder onto Lustre or local disk",
+        "Copy an S3 prefix or a folder to a Lustre or local folder in parallel (byte ranges, "
+        "striping, resumable). Each file is checked against its source before it is put in "
+        "place (its MD5 against the S3 ETag, or checksums re-read from disk), and the summary "
+        "says which check each file passed.",
+        _stage_args,
+        _stage,
+    ),
+    Verb(
+        "survey",
+        "measure how fast storage paths read (MB/s)",
+        "How fast each storage path reads (local disk, NFS, Lustre, a FUSE mount, S3): whole "
+        "files in parallel threads, in large reads, with the page cache dropped first; a "
+        "table of MB/s, and optionally JSON and a bar chart.",
+        _survey_args,
+        _survey,
+    ),
+]

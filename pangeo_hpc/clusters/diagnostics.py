@@ -97,11 +97,16 @@ def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
         lines += ["    " + t for t in tail.splitlines()]
     lines.append("usual causes:")
     lines += [f"  - {c}" for c in CAUSES.get(kind, []) + CAUSES["any"]]
-    lines.append(
-        "the jobs were cancelled; print the job script with `python -m pangeo_hpc.run "
-        "job-script --cluster " + kind + "`"
-    )
+    lines.append(f"the jobs were cancelled; print the job script with {_script_call(kind)}")
     return "\n".join(lines)
+
+
+def _script_call(kind: str) -> str:
+    return f"get_cluster({kind!r}, preview=True).job_script()"
+
+
+#: the parameters the messages of a failed start name (``memory=``, ``interface=``, ...)
+_PARAMS = ("memory", "cores", "walltime", "queue", "interface")
 
 
 def lost_task(exc: Any) -> ClusterError:
@@ -125,9 +130,10 @@ def lost_task(exc: Any) -> ClusterError:
     return ClusterError(
         f"task {exc.task!r} failed: {deaths} worker{'s' if deaths > 1 else ''} died while "
         f"running it (the last {exc.last_worker.address}; killed, or out of memory: see the "
-        "worker log lines above): give workers more memory (--memory, "
+        "worker log lines above): give workers more memory (memory=, "
         "pangeo-hpc.cluster.memory-limit) or allow more attempts "
-        "(distributed.scheduler.allowed-failures), then run again"
+        "(distributed.scheduler.allowed-failures), then run again",
+        param="memory",
     )
 
 
@@ -154,7 +160,8 @@ def preflight(cluster: Any, kind: str) -> None:
     if refusal:
         raise ClusterError(
             f"{kind} refuses the worker job ({refusal}): lower memory=, cores= or walltime= "
-            f"to what the partition offers (sinfo -o '%P %c %m %l'), or pick another queue="
+            f"to what the partition offers (sinfo -o '%P %c %m %l'), or pick another queue=",
+            param=_PARAMS,
         )
 
 
@@ -165,4 +172,5 @@ def wait_for_workers(client: Any, cluster: Any, kind: str, n: int, timeout: floa
     except TimeoutError as exc:
         message = explain(cluster, kind, n, timeout)
         cluster.close()
-        raise ClusterError(message) from exc
+        commands = {_script_call(kind): ["job-script", "--cluster", kind]}
+        raise ClusterError(message, param=_PARAMS, commands=commands) from exc

@@ -62,14 +62,18 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
     if missing:
         raise InputError(
             f"a {kind} cluster needs {' and '.join(missing)} per job: pass "
-            + ", ".join(f"--{k} ..." for k in missing)
-            + " or use a profile that sets them (python -m pangeo_hpc.run profiles)"
+            + ", ".join(f"{k}=..." for k in missing)
+            + " or use a profile that sets them (profile=NAME)",
+            param=(*missing, "profile"),
         )
     cores = _positive(profile["cores"], "cores")
     # one single-threaded process per core unless told otherwise: HDF5 serialises threads
     processes = _positive(profile.get("processes") or cores, "processes")
     if processes > cores:
-        raise InputError(f"processes={processes} exceeds cores={cores}: use processes <= cores")
+        raise InputError(
+            f"processes={processes} exceeds cores={cores}: use processes <= cores",
+            param=("processes", "cores"),
+        )
     memory = str(profile["memory"])
     parse_size(memory, name="memory")
     walltime = profile.get("walltime") or "01:00:00"
@@ -172,9 +176,10 @@ def make_cluster(kind: str, profile: dict[str, Any], *, preview: bool = False) -
     if interface and interface not in psutil.net_if_addrs():
         if not preview:
             raise InputError(
-                f"network interface {interface!r} does not exist on this host (it has "
-                f"{sorted(psutil.net_if_addrs())}): pass --interface NAME, the network the "
-                "compute nodes share with this host"
+                f"network interface={interface!r} does not exist on this host (it has "
+                f"{sorted(psutil.net_if_addrs())}): pass interface=NAME, the network the "
+                "compute nodes share with this host",
+                param="interface",
             )
         kwargs["scheduler_options"] = {"host": "127.0.0.1", "dashboard_address": "127.0.0.1:0"}
         kwargs["worker_extra_args"] = [*kwargs["worker_extra_args"], "--interface", interface]
@@ -205,5 +210,5 @@ def _positive(value: Any, name: str) -> int:
     except (TypeError, ValueError):
         n = 0
     if n < 1 or str(n) != str(value).strip():
-        raise InputError(f"{name}={value!r} must be a positive whole number, e.g. 4")
+        raise InputError(f"{name}={value!r} must be a positive whole number, e.g. 4", param=name)
     return n

@@ -24,8 +24,7 @@ def resolve(name: str, **overrides: Any) -> dict[str, Any]:
     profiles = dask.config.get("pangeo-hpc.profiles", {}) or {}
     if name not in profiles:
         raise InputError(
-            f"unknown profile {name!r}: choose one of {names()} "
-            "(python -m pangeo_hpc.run profiles), or define it in "
+            f"unknown profile {name!r}: choose one of {names()}, or define it in "
             "~/.config/dask/pangeo-hpc.yaml under pangeo-hpc.profiles"
         )
     out = {k.replace("-", "_"): v for k, v in (profiles[name] or {}).items()}

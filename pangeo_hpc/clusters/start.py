@@ -71,8 +71,9 @@ def resolve_kind(kind: str, profile: str | None) -> tuple[str, dict[str, Any]]:
             return "slurm", slurm_node_profile()
         if kind in ("pbs", "sge"):
             raise InputError(
-                f"--cluster {kind} needs a profile with cores and memory: "
-                f"pass --profile (see `python -m pangeo_hpc.run profiles`)"
+                f"kind={kind!r} needs a profile with cores and memory: pass profile=NAME, "
+                f"one of {profiles.names()}",
+                param=("kind", "profile"),
             )
         return "local", {"kind": "local"}
     opts = profiles.resolve(name)
@@ -127,7 +128,7 @@ def local_cluster(
     # container or a binder pod os.cpu_count() is the whole node's
     n = config.get("cluster.workers", workers) or CPU_COUNT
     if not isinstance(n, int) or n < 1:
-        raise InputError(f"workers={n!r} must be a positive whole number, e.g. 2")
+        raise InputError(f"workers={n!r} must be a positive whole number, e.g. 2", param="workers")
     threads = int(config.get("cluster.threads-per-worker", threads_per_worker))
     os.environ.setdefault("HDF5_USE_FILE_LOCKING", worker_env()["HDF5_USE_FILE_LOCKING"])
     # distributed sets MALLOC_TRIM_THRESHOLD_=65536 in workers, which pins glibc's mmap
@@ -189,9 +190,11 @@ def start_cluster(
         ``(cluster, client)``.
     """
     if adapt is not None and not (1 <= adapt[0] <= adapt[1]):
-        raise InputError(f"adapt={adapt!r} needs 1 <= minimum <= maximum jobs, e.g. (1, 8)")
+        raise InputError(
+            f"adapt={adapt!r} needs 1 <= minimum <= maximum jobs, e.g. (1, 8)", param="adapt"
+        )
     if jobs is not None and jobs < 1:
-        raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2")
+        raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2", param="jobs")
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
         client = Client(cluster)

@@ -354,7 +354,8 @@ def generate(
         if old.get("settings") != settings:
             raise InputError(
                 f"{str(root)!r} holds demo data made with other settings "
-                f"({old.get('settings')}): write to another --out, or pass --overwrite"
+                f"({old.get('settings')}): write to another out=, or pass overwrite=True",
+                param=("out", "overwrite"),
             )
     todo = [
         m
@@ -385,4 +386,4 @@ def _write_manifest(path: Path, spec: DemoSpec, settings: dict[str, Any]) -> Non
     old = json.loads(path.read_text()) if path.exists() else {}
     spans = sorted({*map(tuple, old.get("periods", [])), (spec.start, spec.end)})
     doc = {"variable": VARIABLE, "settings": settings, "periods": [list(p) for p in spans]}
-    write_json(path, doc, flag="--out", ours=_is_manifest)
+    write_json(path, doc, flag="out", ours=_is_manifest)

@@ -8,11 +8,18 @@ import re
 
 from dask.utils import byte_sizes, format_bytes
 
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, named
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
 
 __all__ = ["format_bytes", "parse_size"]
+
+
+def _bad(name: str, value: object, problem: str, fix: str) -> InputError:
+    """``size='lots' is not a size: FIX`` for a parameter, ``memory 'lots' ...`` for a
+    setting, ``'lots' ...`` without a name (the caller names it)."""
+    what = named(name, value) if name else repr(value)
+    return InputError(f"{what} {problem}: {fix}", param=name if name.isidentifier() else None)
 
 
 def parse_size(value: object, *, name: str = "size") -> int:
@@ -27,7 +34,9 @@ def parse_size(value: object, *, name: str = "size") -> int:
     value : str or int or float
         The size.
     name : str
-        What it is, for the error (e.g. ``"memory"``); empty where the caller names it.
+        What it is, for the error: the parameter that took ``value`` (``"memory"``, shown
+        as ``memory='lots'``), a setting (``"pangeo-hpc.storage.block-size"``), or empty
+        where the caller names it.
 
     Returns
     -------
@@ -45,24 +54,23 @@ def parse_size(value: object, *, name: str = "size") -> int:
     (150000000000, 536870912, 4096)
     """
     fix = "write it like 150GB or 512MiB"
-    name = f"{name} " if name else ""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InputError(f"{name}{value!r} is not a size: {fix}")
+        raise _bad(name, value, "is not a size", fix)
     if isinstance(value, str):
         m = _SIZE.match(value)
         unit = byte_sizes.get(m.group(2).lower()) if m else None
         if m is None or unit is None:
-            raise InputError(f"{name}{value!r} is not a size: {fix}")
+            raise _bad(name, value, "is not a size", fix)
         try:
             n = int(decimal.Decimal(m.group(1)) * unit)
         except (decimal.InvalidOperation, OverflowError):
-            raise InputError(f"{name}{value!r} is not a size: {fix}") from None
+            raise _bad(name, value, "is not a size", fix) from None
     elif isinstance(value, float) and not math.isfinite(value):
-        raise InputError(f"{name}{value!r} is not a size: {fix}")
+        raise _bad(name, value, "is not a size", fix)
     else:
         n = int(value)
     if n < 1:
-        raise InputError(f"{name}{value!r} must be at least one byte: {fix}")
+        raise _bad(name, value, "must be at least one byte", fix)
     return n
 
 
@@ -82,7 +90,7 @@ def parse_rate(value: object, *, name: str = "rate") -> float:
     value : str or int or float
         The rate.
     name : str
-        What it is, for the error (e.g. ``"--storage"``).
+        What it is, for the error, as for :func:`parse_size` (e.g. ``"network"``).
 
     Returns
     -------
@@ -100,16 +108,15 @@ def parse_rate(value: object, *, name: str = "rate") -> float:
     (2880000000.0, 12500000000.0, 3125000000.0)
     """
     fix = "write it like 2880MB/s or 100Gbit/s"
-    shown = f"{name} " if name else ""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
-        raise InputError(f"{shown}{value!r} is not a rate: {fix}")
+        raise _bad(name, value, "is not a rate", fix)
     if not isinstance(value, str):
         if not math.isfinite(value) or value <= 0:
-            raise InputError(f"{shown}{value!r} is not a rate above 0: {fix}")
+            raise _bad(name, value, "is not a rate above 0", fix)
         return float(value)
     m = _RATE.match(value)
     if m is None:
-        raise InputError(f"{shown}{value!r} is not a rate (per second): {fix}")
+        raise _bad(name, value, "is not a rate (per second)", fix)
     bits = _BITS.match(m.group(1))
     if bits:
         scale = {"": 1, "k": 1e3, "m": 1e6, "g": 1e9, "t": 1e12}[bits.group(2).lower()]
@@ -117,4 +124,4 @@ def parse_rate(value: object, *, name: str = "rate") -> float:
     try:
         return float(parse_size(m.group(1), name=""))
     except InputError:
-        raise InputError(f"{shown}{value!r} is not a rate: {fix}") from None
+        raise _bad(name, value, "is not a rate", fix) from None

@@ -195,8 +195,8 @@ def _s3_catalog(
     if 0 < indexed < len(urls) or (indexed == 0 and mode == "auto" and len(urls) > 1):
         warnings.warn(
             f"{len(urls) - indexed} of {len(urls)} files under {root!r} have no byte-range "
-            f"index and are read through HDF5, which is several times slower over S3: run "
-            f"`python -m pangeo_hpc.run index {root} --variable {variable}` once",
+            "index and are read through HDF5, which is several times slower over S3: open "
+            "them once with index='build' to build the indexes",
             stacklevel=4,
         )
     return Catalog(
@@ -242,11 +242,13 @@ def objects_to_index(
         missing = [m for m, h in zip(wanted, heads, strict=True) if h is None]
         if missing:
             _check_bucket(url, opts)
+            call = _inventory_call(url)
             raise DataNotFoundError(
                 f"{len(missing)} of {len(wanted)} months of {variable!r} are missing under "
                 f"{url!r} ({month_ranges(missing)}): choose a period that exists with "
-                "--start/--end "
-                f"(`python -m pangeo_hpc.run inventory {url}` lists what is there)"
+                f"start=/end= ({call} lists what is there)",
+                param=("start", "end"),
+                commands={call: ["inventory", url]},
             )
         return [h for h in heads if h is not None]
     from pangeo_hpc.s3.listing import list_objects
@@ -258,9 +260,11 @@ def objects_to_index(
         if o.key.endswith(tuple(suffixes))
     ]
     if not found:
+        call = _inventory_call(url)
         raise DataNotFoundError(
             f"no NetCDF4/HDF5 objects ({', '.join(suffixes)}) under {url!r}: check the prefix "
-            f"(`python -m pangeo_hpc.run inventory {url}`)"
+            f"({call})",
+            commands={call: ["inventory", url]},
         )
     if start is None and end is None:
         return found
@@ -274,18 +278,26 @@ def objects_to_index(
     if not dated:
         raise DataNotFoundError(
             f"no objects under {url!r} are in the layout {config.get('data.layout')!r}, so "
-            "--start/--end select nothing: drop them to index every NetCDF4 object"
+            "start=/end= select nothing: drop them to index every NetCDF4 object",
+            param=("start", "end"),
         )
     first = parse_month(start, name="start") if start else min(m for m, _ in dated)
     last = parse_month(end, name="end", end=True) if end else max(m for m, _ in dated)
     months(str(first), str(last))  # the end must not come before the start
     chosen = [s for m, s in dated if first <= m <= last]
     if not chosen:
+        call = _inventory_call(url)
         raise DataNotFoundError(
             f"no objects under {url!r} between {first} and {last}: choose a period that "
-            f"exists (`python -m pangeo_hpc.run inventory {url}` lists what is there)"
+            f"exists ({call} lists what is there)",
+            commands={call: ["inventory", url]},
         )
     return chosen
+
+
+def _inventory_call(url: str) -> str:
+    """The call that lists what is under ``url``, for messages (the CLI's ``inventory``)."""
+    return f"pangeo_hpc.storage.inventory.inventory({url!r})"
 
 
 def _check_bucket(url: str, opts: S3Options) -> None:
@@ -327,9 +339,11 @@ def _s3_span(root: str, variable: str, opts: S3Options) -> tuple[str, str]:
         if hit is not None:
             found.append(hit[0])
     if not found:
+        call = _inventory_call(root)
         raise DataNotFoundError(
             f"no {variable!r} files under {root!r} in the layout {pattern!r}: check the "
-            f"bucket and prefix (`python -m pangeo_hpc.run inventory {root}`)"
+            f"bucket and prefix ({call})",
+            commands={call: ["inventory", root]},
         )
     found.sort()
     return str(found[0]), str(found[-1])
@@ -357,8 +371,9 @@ def _available_span(root: Path, variable: str) -> tuple[str, str]:
     found = sorted(root.glob(f"[0-9][0-9][0-9][0-9]/[0-9][0-9]/data/{variable}.nc"))
     if not found:
         raise DataNotFoundError(
-            f"no {variable!r} files under {str(root)!r}: pass --data with the root of a tree "
-            "in the era5-pds layout ({YYYY}/{MM}/data/VARIABLE.nc)"
+            f"no {variable!r} files under {str(root)!r}: pass source= with the root of a tree "
+            "in the era5-pds layout ({YYYY}/{MM}/data/VARIABLE.nc)",
+            param="source",
         )
     ms = [Month(int(p.parts[-4]), int(p.parts[-3])) for p in found]
     return str(ms[0]), str(ms[-1])

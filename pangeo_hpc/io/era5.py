@@ -67,7 +67,8 @@ def open_era5(
         For ``s3://`` sources: read each object through its byte-range index when one is
         cached (``auto``), build missing indexes first (``build``, on the current Dask
         client if there is one), or always through HDF5 (``never``). Default: config
-        ``pangeo-hpc.s3.index``. Make indexes with ``python -m pangeo_hpc.run index``.
+        ``pangeo-hpc.s3.index``. Indexes are made by ``index="build"`` or
+        :func:`pangeo_hpc.io.references.build_index` (the CLI's ``index`` verb).
 
     Returns
     -------

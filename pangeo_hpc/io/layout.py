@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import shlex
 import string
 from pathlib import Path
 
@@ -20,20 +19,25 @@ def is_demo_tree(root: str | Path) -> bool:
     return (Path(root) / MANIFEST).is_file()
 
 
-def demo_command(root: str | Path, *extra: str) -> str:
-    """The ``demo-data`` command line that adds to the demo tree ``root`` with the settings
-    it was made with (from its manifest), quoted for a POSIX shell."""
+def demo_call(root: str | Path, start: Month, end: Month) -> tuple[str, list[str]]:
+    """The call of :func:`pangeo_hpc.demo.generate` that adds ``start`` to ``end`` to the
+    demo tree ``root`` with the settings it was made with (from its manifest), and the
+    words of the ``demo-data`` command that does the same."""
     import json
 
-    args = ["python", "-m", "pangeo_hpc.run", "demo-data", "--out", str(root)]
     try:
         settings = json.loads((Path(root) / MANIFEST).read_text()).get("settings", {})
     except (OSError, ValueError, AttributeError):
         settings = {}
+    given = {"start": str(start), "end": str(end)}
+    words = ["demo-data", "--out", str(root)]
     for key in ("resolution", "frequency", "seed", "trend"):
         if settings.get(key) is not None:
-            args += [f"--{key}", str(settings[key])]
-    return shlex.join([*args, *extra])
+            given[key] = settings[key]
+            words += [f"--{key}", str(settings[key])]
+    words += ["--start", str(start), "--end", str(end)]
+    spec = ", ".join(f"{k}={v!r}" for k, v in given.items())
+    return f"pangeo_hpc.demo.generate({str(root)!r}, pangeo_hpc.demo.DemoSpec({spec}))", words
 
 
 def month_path(root: str | Path, variable: str, month: Month, *, layout: str | None = None) -> Path:
@@ -89,10 +93,12 @@ def find_files(
     root = Path(root)
     wanted = months(start, end)
     if not root.is_dir():
+        call = "pangeo_hpc.demo.generate(DIR)"
         raise DataNotFoundError(
-            f"data directory {str(root)!r} does not exist: pass --data with the root of your "
-            "era5-pds tree (for synthetic demo data: `make demo`, or `python -m "
-            "pangeo_hpc.run demo-data --out DIR`)"
+            f"data directory {str(root)!r} does not exist: pass source= with the root of your "
+            f"era5-pds tree (for synthetic demo data: `make demo`, or {call})",
+            param="source",
+            commands={call: ["demo-data", "--out", "DIR"]},
         )
     paths = [month_path(root, variable, m, layout=layout) for m in wanted]
     missing = [m for m, p in zip(wanted, paths, strict=True) if not p.is_file()]
@@ -104,16 +110,13 @@ def find_files(
             )
     if missing:
         # synthetic months only for a tree of synthetic data, never mixed into real data
-        more = (
-            ", or generate them with `"
-            + demo_command(root, "--start", str(missing[0]), "--end", str(missing[-1]))
-            + "`"
-            if is_demo_tree(root)
-            else ""
-        )
+        commands = dict([demo_call(root, missing[0], missing[-1])] if is_demo_tree(root) else [])
+        more = "".join(f", or generate them with {call}" for call in commands)
         raise DataNotFoundError(
             f"{len(missing)} of {len(wanted)} months of {variable!r} are missing under "
             f"{str(root)!r} ({month_ranges(missing)}): choose a period that exists with "
-            f"--start/--end{more}"
+            f"start=/end={more}",
+            param=("start", "end"),
+            commands=commands,
         )
     return paths

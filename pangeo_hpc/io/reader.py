@@ -200,14 +200,17 @@ def _assemble(table: ChunkTable, box: list, plan: list, payloads: list, name: st
     except CorruptChunkError as exc:
         raise StorageError(
             f"{name!r} is damaged: {exc}; restore it from its source (an index made before "
-            "the file changed is rebuilt with `index --rebuild`)"
+            "the file changed is rebuilt by build_index(..., rebuild=True))",
+            commands={"build_index(..., rebuild=True)": ["index", "URL", "--rebuild"]},
         ) from exc
 
 
 def _storage_error(exc: BaseException, url: str, opts: S3Options) -> StorageError:
     """One line: the known cause and its fix (naming ``url``), else what the client said."""
     known = explain(exc, url, opts)
-    return StorageError((str(known) if known else f"reading {url!r} failed: {exc}").splitlines()[0])
+    if known is None:
+        return StorageError(f"reading {url!r} failed: {exc}".splitlines()[0])
+    return StorageError(str(known).splitlines()[0], param=known.param, commands=known.commands)
 
 
 class MultiFileArray:

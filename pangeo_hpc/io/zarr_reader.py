@@ -173,7 +173,8 @@ def open_store(
     if str(lo) < first or str(hi) > last:
         raise DataNotFoundError(
             f"the Zarr store {str(store)!r} holds {first}..{last}, not {lo}..{hi}: choose a "
-            f"period inside it with --start/--end, or convert more months"
+            "period inside it with start=/end=, or convert more months",
+            param=("start", "end"),
         )
     fast = ZarrChunks.open(store, variable)
     if fast is not None:  # chunk files decoded in place, not through zarr-python's pipeline

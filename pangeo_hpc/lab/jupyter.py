@@ -195,5 +195,5 @@ def ip_is_loopback(ip: str) -> bool:
     if ip in ("localhost", "::1") or ip.startswith("127."):
         return True
     if not ip:
-        raise InputError("--ip must be an address, e.g. 127.0.0.1 or 0.0.0.0")
+        raise InputError(f"ip={ip!r} must be an address, e.g. '127.0.0.1' or '0.0.0.0'", param="ip")
     return False

@@ -120,12 +120,13 @@ def write_lab_config(
         + yaml.safe_dump(_nested(lab_settings(data_root, link)), sort_keys=False)
     )
     try:  # a Dask config of the user's own (not written here) is never replaced
-        with atomic_file(target) as tmp:
+        with atomic_file(target, flag="path") as tmp:
             tmp.write_text(text)
     except OSError as exc:
         raise InputError(
             f"cannot write the Dask config {str(target)!r}: {exc.strerror}; "
-            "pass --out with a writable file"
+            "pass path= with a writable file",
+            param="path",
         ) from exc
     return Path(target).expanduser()
 
@@ -204,9 +205,12 @@ def start_local_lab(
     if not root.is_dir():
         raise InputError(f"notebook folder {str(notebook_dir)!r} does not exist: pass a folder")
     if data_root is not None and not Path(data_root).is_dir():
+        call = "pangeo_hpc.demo.generate(DIR)"
         raise InputError(
-            f"data folder {str(data_root)!r} does not exist: make demo-data writes one "
-            "(python -m pangeo_hpc.run demo-data --out DIR), or pass your tree"
+            f"data folder data_root={str(data_root)!r} does not exist: make demo-data "
+            f"writes one ({call}), or pass your tree",
+            param="data_root",
+            commands={call: ["demo-data", "--out", "DIR"]},
         )
     port = port or _free_port()
     token = token or os.environ.get("JUPYTER_TOKEN") or secrets.token_urlsafe(32)

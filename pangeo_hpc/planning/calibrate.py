@@ -154,7 +154,7 @@ def fit_recipe(
     from pangeo_hpc.io.era5 import open_era5
 
     if not isinstance(repeat, int) or repeat < 1:
-        raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more")
+        raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more", param="repeat")
     spec = recipe_yaml.load(recipe)
     ds = open_era5(spec.variable, start or spec.start, end, source=data)  # to the last month
     ratio = ds[spec.variable].nbytes / ds.encoding["source_bytes"]
@@ -173,7 +173,8 @@ def fit_recipe(
         raise InputError(
             f"calibrating {recipe} needs more data than {p_large[0]}..{p_large[1]} "
             f"({large.chunks} chunks): "
-            "give a larger --amount or a longer period"
+            "give a larger amount= or a longer period (start=, end=)",
+            param=("amount", "start", "end"),
         )
     workers = len(client.scheduler_info()["workers"])
     log(
@@ -344,7 +345,10 @@ def calibrate(
 
     recipe_yaml.load(recipe)  # an unknown recipe is an error before any cluster starts
     if not isinstance(simulate_workers, int) or simulate_workers < 0:
-        raise InputError(f"simulate_workers={simulate_workers!r} must be 0 or a whole number")
+        raise InputError(
+            f"simulate_workers={simulate_workers!r} must be 0 or a whole number",
+            param="simulate_workers",
+        )
     root = str(data or config.get("data.root"))
     p = calibration_target(path, data) if save else calibration_path(path)
     if client is None:
@@ -383,7 +387,7 @@ def calibrate(
     if save:
         from pangeo_hpc.write.outputs import write_json
 
-        write_json(p, cal.to_json(), flag="--calibration", ours=is_calibration_file)
+        write_json(p, cal.to_json(), flag="path", ours=is_calibration_file)
         log(f"calibration written: {p}")
     return cal
 

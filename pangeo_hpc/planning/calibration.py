@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pangeo_hpc import config
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, named
 
 VERSION = 1
 
@@ -85,9 +85,11 @@ class Calibration:
     def recipe(self, name: str) -> RecipeFit:
         """The fit of recipe ``name``, or an error telling how to measure it."""
         if name not in self.recipes:
+            call = f"calibrate({name!r})"
             raise InputError(
                 f"no calibration for recipe {name!r} (calibrated: {sorted(self.recipes)}): "
-                f"run `python -m pangeo_hpc.run calibrate {name}`"
+                f"measure it with {call}",
+                commands={call: ["calibrate", name]},
             )
         return self.recipes[name]
 
@@ -117,9 +119,11 @@ class Calibration:
                 source=source,
             )
         except (KeyError, TypeError, ValueError) as exc:
+            call = f"calibrate(path={source!r})"
             raise InputError(
-                f"calibration {source!r} cannot be read ({exc!r}): run "
-                "`python -m pangeo_hpc.run calibrate` again, or delete the file"
+                f"calibration {source!r} cannot be read ({exc!r}): measure again with "
+                f"{call}, or delete the file",
+                commands={call: ["calibrate", "--calibration", source]},
             ) from None
 
 
@@ -142,18 +146,22 @@ def is_calibration_file(p: Path) -> bool:
     return isinstance(doc, dict) and {"version", "host", "task_overhead", "recipes"} <= set(doc)
 
 
-def calibration_target(path: str | Path | None = None, data: object = None) -> Path:
+def calibration_target(
+    path: str | Path | None = None, data: object = None, *, flag: str = "path"
+) -> Path:
     """The calibration file ``calibrate`` will update, checked before anything runs: new,
     or a calibration file this package wrote (never a user's file of the same name), and
-    not inside the ``data`` it measures."""
+    not inside the ``data`` it measures. ``flag`` names ``path`` in messages (a parameter,
+    or the CLI's flag)."""
     from pangeo_hpc.write.guard import check_inputs, local_path
 
-    p = local_path(config.get("plan.calibration", path), "--calibration")
-    check_inputs(p, [data or config.get("data.root")], "--calibration")
+    p = local_path(config.get("plan.calibration", path), flag)
+    check_inputs(p, [data or config.get("data.root")], flag)
     if p.is_dir() or (p.exists() and not is_calibration_file(p)):
         raise InputError(
-            f"--calibration {str(p)!r} exists and is not a calibration file pangeo-hpc "
-            "wrote: move it away or pass --calibration NEW.json (nothing was changed)"
+            f"{named(flag, p)} exists and is not a calibration file pangeo-hpc "
+            f"wrote: move it away or pass {named(flag, 'NEW.json')} (nothing was changed)",
+            param=flag if flag.isidentifier() else None,
         )
     return p
 
@@ -179,9 +187,11 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     p = calibration_path(path)
     if not p.exists():
         if path is not None:
+            call = f"calibrate(path={str(p)!r})"
             raise InputError(
-                f"calibration {str(p)!r} does not exist: run `python -m pangeo_hpc.run "
-                f"calibrate --calibration {p}` first, or leave --calibration out"
+                f"calibration {str(p)!r} does not exist: measure it with {call} first, or "
+                "give no calibration file (the shipped figures serve)",
+                commands={call: ["calibrate", "--calibration", str(p)]},
             )
         return shipped
     own = read_calibration_file(p)

@@ -75,24 +75,34 @@ def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storag
     text wins.
     """
     if not isinstance(text, str) or not text.strip():
-        raise InputError(f"--storage {text!r} is not a storage: use e.g. fsx:2880MB/s, s3, local")
+        raise InputError(
+            f"storage={text!r} is not a storage: use e.g. 'fsx:2880MB/s', 's3', 'local'",
+            param="storage",
+        )
     kind, _, rate = text.strip().partition(":")
     kind = kind.lower()
     if kind not in STORAGE_KINDS:
         raise InputError(
-            f"--storage {text!r}: unknown kind {kind!r}; use one of {', '.join(STORAGE_KINDS)}, "
-            "with the rate after a colon, e.g. fsx:2880MB/s"
+            f"storage={text!r}: unknown kind {kind!r}; use one of {', '.join(STORAGE_KINDS)}, "
+            "with the rate after a colon, e.g. fsx:2880MB/s",
+            param="storage",
         )
     shared, over_network = STORAGE_KINDS[kind]
     if rate:
-        value = parse_rate(rate, name="--storage")
+        try:
+            value = parse_rate(rate, name="")
+        except InputError as exc:
+            raise InputError(f"storage={text!r}: {exc}", param="storage") from None
     elif measured and kind in measured:
         value = float(measured[kind])
     else:
         hint = " (FSx for Lustre scratch: 200 MB/s per TiB of capacity)" if kind == "fsx" else ""
+        call = f"calibrate(storage={{{kind!r}: PATH}})"
         raise InputError(
-            f"--storage {text!r} has no rate and `calibrate` measured none for {kind!r}: "
-            f"give it, e.g. {kind}:2880MB/s{hint}, or run calibrate --storage-path {kind}=PATH"
+            f"storage={text!r} has no rate and calibrate measured none for {kind!r}: "
+            f"give it, e.g. {kind}:2880MB/s{hint}, or measure it with {call}",
+            param="storage",
+            commands={call: ["calibrate", "--storage-path", f"{kind}=PATH"]},
         )
     return Storage(kind, value, shared, over_network)
 
@@ -167,12 +177,14 @@ class Model:
         for name in (*positive, "cores"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
-                raise InputError(f"{name}={value!r} must be a number above 0")
+                raise InputError(f"{name}={value!r} must be a number above 0", param=name)
         seconds = ("task_cost", "warmup", "task_overhead", "overhead_per_worker", "fixed")
         for name in (*seconds, "startup"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not value >= 0:
-                raise InputError(f"{name}={value!r} must be a number of seconds, 0 or more")
+                raise InputError(
+                    f"{name}={value!r} must be a number of seconds, 0 or more", param=name
+                )
 
     def predict(self, nodes: int) -> dict[str, Any]:
         """One row of the plan: ``nodes`` nodes."""
@@ -334,7 +346,10 @@ def _price(value: object) -> float:
     except ValueError:
         price = -1.0
     if not math.isfinite(price) or price < 0 or isinstance(value, bool):
-        raise InputError(f"--price {value!r} is not a price per node-hour: write it like 3.888/h")
+        raise InputError(
+            f"price={value!r} is not a price per node-hour: write it like '3.888/h'",
+            param="price",
+        )
     return price
 
 
@@ -344,11 +359,15 @@ def _nodes(value: Iterable[int] | str | None) -> list[int]:
     if isinstance(value, str):
         parts = [p.strip() for p in value.split(",")]
         if not all(p.isdigit() for p in parts):
-            raise InputError(f"--nodes {value!r} is not node counts: write them like 1,2,4,8")
+            raise InputError(
+                f"nodes={value!r} is not node counts: write them like '1,2,4,8'", param="nodes"
+            )
         value = [int(p) for p in parts]
     out = sorted(set(value))
     if not out or any(not isinstance(n, int) or isinstance(n, bool) or n < 1 for n in out):
-        raise InputError(f"nodes {value!r} must be whole numbers, 1 or more, e.g. 1,2,4,8")
+        raise InputError(
+            f"nodes={value!r} must be whole numbers, 1 or more, e.g. [1, 2, 4, 8]", param="nodes"
+        )
     return out
 
 
@@ -418,9 +437,9 @@ def plan(
         if not isinstance(site.get(key), int) or site[key] < 1:
             raise InputError(f"profile {profile!r} needs {key} (a whole number) for a plan")
     default_chunk = f"{config.get('data.time-chunk-mb')}MB"
-    chunk_bytes = parse_size(chunk if chunk is not None else default_chunk, name="--chunk")
+    chunk_bytes = parse_size(chunk if chunk is not None else default_chunk, name="chunk")
     model = Model(
-        size=parse_size(size, name="--size"),
+        size=parse_size(size, name="size"),
         ratio=float(ratio if ratio is not None else fit.ratio),
         chunk=chunk_bytes,
         tasks_per_chunk=fit.tasks_per_chunk,

@@ -221,7 +221,8 @@ def _check_endpoint(url: str, opts: S3Options) -> None:
             explain(exc, url, opts)
             or InputError(
                 f"S3 endpoint {opts.endpoint_url} does not answer (for {url!r}: {exc}): check "
-                "--endpoint-url and that the server runs"
+                "endpoint_url= and that the server runs",
+                param="endpoint_url",
             )
         ) from exc
 

@@ -91,7 +91,8 @@ class S3Options:
         )
         if endpoint is not None and not str(endpoint).startswith(("http://", "https://")):
             raise InputError(
-                f"endpoint URL {endpoint!r} needs a scheme: write e.g. http://127.0.0.1:8333"
+                f"endpoint_url={endpoint!r} needs a scheme: write e.g. http://127.0.0.1:8333",
+                param="endpoint_url",
             )
         return cls(
             endpoint_url=endpoint,
@@ -192,8 +193,9 @@ class _BotocoreCredentials:
         if creds is None:
             raise InputError(
                 "no AWS credentials found (environment, ~/.aws/credentials, profile, instance "
-                "role): pass --anon for a public bucket, or set AWS_ACCESS_KEY_ID and "
-                "AWS_SECRET_ACCESS_KEY, or run `aws configure`"
+                "role): pass anon=True for a public bucket, or set AWS_ACCESS_KEY_ID and "
+                "AWS_SECRET_ACCESS_KEY, or run `aws configure`",
+                param="anon",
             )
         self._creds = creds
 
@@ -272,7 +274,11 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     if code == "NoSuchBucket" or (code == "" and "NoSuchBucket" in text):
         return InputError(f"bucket of {url!r} does not exist on {where}: check the name")
     if code in ("NoSuchKey",) or type(exc).__name__ in ("NotFoundError", "FileNotFoundError"):
-        return InputError(f"{url!r} does not exist on {where}: check the prefix with `inventory`")
+        call = f"pangeo_hpc.storage.inventory.inventory({url!r})"
+        return InputError(
+            f"{url!r} does not exist on {where}: check the prefix with {call}",
+            commands={call: ["inventory", url]},
+        )
     if code in (
         "AccessDenied",
         "InvalidAccessKeyId",
@@ -280,11 +286,11 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
         "AllAccessDisabled",
     ) or type(exc).__name__ in ("PermissionDeniedError", "UnauthenticatedError", "PermissionError"):
         fix = (
-            "the bucket is not public; drop --anon and use credentials"
+            "the bucket is not public; drop anon=True and use credentials"
             if opts.anon
-            else "check AWS_PROFILE / AWS_ACCESS_KEY_ID, or pass --anon for a public bucket"
+            else "check AWS_PROFILE / AWS_ACCESS_KEY_ID, or pass anon=True for a public bucket"
         )
-        return InputError(f"access to {url!r} denied ({code or 'forbidden'}): {fix}")
+        return InputError(f"access to {url!r} denied ({code or 'forbidden'}): {fix}", param="anon")
     if (
         code in ("SlowDown", "Throttling", "TooManyRequests", "RequestLimitExceeded")
         or " 503 " in text
@@ -300,7 +306,8 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
         return InputError(
             f"S3 endpoint {where} answered {what!r} for {url!r} after {_retries(exc)} "
             "retries with backoff: the server is failing or shutting down; check that it "
-            "runs (and --endpoint-url), then run again"
+            "runs (and endpoint_url=), then run again",
+            param="endpoint_url",
         )
     if (
         "error sending request" in text
@@ -308,7 +315,8 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
         or "connect" in text.lower()
     ):
         return InputError(
-            f"S3 endpoint {where} does not answer (for {url!r}): check --endpoint-url and "
-            f"that the server runs (no answer after {_retries(exc)} retries with backoff)"
+            f"S3 endpoint {where} does not answer (for {url!r}): check endpoint_url= and "
+            f"that the server runs (no answer after {_retries(exc)} retries with backoff)",
+            param="endpoint_url",
         )
     return None

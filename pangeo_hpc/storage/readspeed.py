@@ -221,9 +221,10 @@ def read_s3(url: str, budget: int, n: int, bs: int, opts: S3Options) -> ReadSpee
 
     objects = list_objects(url, opts)  # explained InputError: bucket, credentials, endpoint
     if not objects:
+        call = f"pangeo_hpc.storage.inventory.inventory({url!r})"
         raise InputError(
-            f"no objects below {url!r}: check the prefix with `python -m pangeo_hpc.run "
-            f"inventory {url}`"
+            f"no objects below {url!r}: check the prefix with {call}",
+            commands={call: ["inventory", url]},
         )
     chosen, total = [], 0
     for o in objects:

@@ -5,8 +5,8 @@ before it is renamed into place (a long run gives a user time to put a file ther
 
 * a **URL** (``s3://bucket/x``, any ``scheme://``) is refused: outputs go to a local or
   mounted folder (``Path("s3://b/x")`` would silently be a local folder named ``s3:``);
-* an output that **is, contains or lies inside an input** is refused (``--out`` the data
-  tree, its parent, or a folder within it);
+* an output that **is, contains or lies inside an input** is refused (the data tree, its
+  parent, or a folder within it);
 * an existing **folder** is replaced only when it is empty or is an output of this
   package that holds nothing else (:func:`folder_kind`: a result folder's marked
   ``summary.json`` lists its files; a Zarr store carries :data:`STORE_ATTR`); a tree
@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, named
 
 #: the marker file of a tree this package fills file by file (demo data, stage, caches)
 MARKER = ".pangeo-hpc.json"
@@ -48,17 +48,24 @@ def is_url(target: object) -> bool:
     return isinstance(target, str) and _URL.match(target) is not None
 
 
+def _refused(flag: str, message: str, *more: str) -> InputError:
+    """An InputError whose message names the output as :func:`~pangeo_hpc.errors.named`
+    does: ``flag`` is a parameter (``out``) or, from the CLI, a flag (``--json``)."""
+    return InputError(message, param=(*([flag] if flag.isidentifier() else []), *more))
+
+
 def local_path(target: str | os.PathLike[str], flag: str) -> Path:
     """``target`` as a local path; a URL is refused (exit 2) instead of becoming a folder
-    named ``s3:``."""
+    named ``s3:``. ``flag`` names it in messages: a parameter (``out``) or a flag."""
     if is_url(target):
-        raise InputError(
-            f"{flag} {str(target)!r} is a URL, and outputs are written to a local or mounted "
-            f"folder: write them to a folder (e.g. {flag} results/out), then copy them "
-            f"(aws s3 cp --recursive results/out {target})"
+        raise _refused(
+            flag,
+            f"{named(flag, target)} is a URL, and outputs are written to a local or mounted "
+            f"folder: write them to a folder (e.g. {named(flag, 'results/out')}), then copy "
+            f"them (aws s3 cp --recursive results/out {target})",
         )
     if not isinstance(target, str | os.PathLike):
-        raise InputError(f"{flag} {target!r} is not a path: give a folder or file name")
+        raise _refused(flag, f"{named(flag, target)} is not a path: give a folder or file name")
     return Path(target).expanduser()
 
 
@@ -82,9 +89,10 @@ def check_inputs(target: Path, inputs: Iterable[object], flag: str) -> None:
             how = "lies inside"
         else:
             continue
-        raise InputError(
-            f"{flag} {str(target)!r} {how} the input {str(given)!r}: write the outputs "
-            "outside the input data (nothing was changed)"
+        raise _refused(
+            flag,
+            f"{named(flag, target)} {how} the input {str(given)!r}: write the outputs "
+            "outside the input data (nothing was changed)",
         )
 
 
@@ -179,7 +187,7 @@ def check_folder(
     *,
     kind: str,
     inputs: Iterable[object] = (),
-    flag: str = "--out",
+    flag: str = "out",
     overwrite: bool = True,
 ) -> Path:
     """Check that the folder ``target`` may be written (created, or replaced as a whole).
@@ -194,10 +202,11 @@ def check_folder(
     inputs : iterable of paths
         What the verb reads: the output must not be, contain or lie inside any of them.
     flag : str
-        How the user named the output, for the messages (``--out``).
+        How the user named the output, for the messages: the parameter (``out``, shown as
+        ``out='...'``), or the flag when the CLI checks it itself (``--json``).
     overwrite : bool
         Whether an existing output of this package may be replaced; if not, it is an
-        error that says to pass ``--overwrite``.
+        error that says to pass ``overwrite=True``.
 
     Returns
     -------
@@ -215,9 +224,10 @@ def check_folder(
     if not path.exists() and not path.is_symlink():
         return path
     if path.is_symlink() or not path.is_dir():
-        raise InputError(
-            f"{flag} {str(path)!r} is a file (or a link), not a folder pangeo-hpc wrote: "
-            "give a new folder name"
+        raise _refused(
+            flag,
+            f"{named(flag, path)} is a file (or a link), not a folder pangeo-hpc wrote: "
+            "give a new folder name",
         )
     if not any(path.iterdir()):
         return path
@@ -227,8 +237,8 @@ def check_folder(
     if found != kind:
         raise _kind_error(path, flag, found, kind)
     if not overwrite:
-        raise InputError(
-            f"{flag} {str(path)!r} exists: pass overwrite=True (--overwrite) to replace it"
+        raise _refused(
+            flag, f"{named(flag, path)} exists: pass overwrite=True to replace it", "overwrite"
         )
     return path
 
@@ -238,7 +248,7 @@ def check_tree(
     *,
     kind: str,
     inputs: Iterable[object] = (),
-    flag: str = "--out",
+    flag: str = "out",
     ours: Callable[[Path], bool] | None = None,
 ) -> tuple[Path, bool]:
     """Check that ``root`` may be a folder this package fills file by file (``demo-data``,
@@ -259,7 +269,7 @@ def check_tree(
     path = local_path(root, flag)
     check_inputs(path, inputs, flag)
     if path.exists() and not path.is_dir():
-        raise InputError(f"{flag} {str(path)!r} is a file: give a folder")
+        raise _refused(flag, f"{named(flag, path)} is a file: give a folder")
     if not path.is_dir() or not any(path.iterdir()):
         return path, False
     doc = read_marker(path)
@@ -273,16 +283,18 @@ def check_tree(
 
 
 def _foreign_error(path: Path, flag: str) -> InputError:
-    return InputError(
-        f"{flag} {str(path)!r} holds files that pangeo-hpc did not write "
-        f"({_foreign(path)}): give a new or empty folder (nothing was changed)"
+    return _refused(
+        flag,
+        f"{named(flag, path)} holds files that pangeo-hpc did not write "
+        f"({_foreign(path)}): give a new or empty folder (nothing was changed)",
     )
 
 
 def _kind_error(path: Path, flag: str, found: str, kind: str) -> InputError:
-    return InputError(
-        f"{flag} {str(path)!r} holds a {found} output of pangeo-hpc, not a {kind}: "
-        "give another folder (nothing was changed)"
+    return _refused(
+        flag,
+        f"{named(flag, path)} holds a {found} output of pangeo-hpc, not a {kind}: "
+        "give another folder (nothing was changed)",
     )
 
 
@@ -315,7 +327,7 @@ def check_file(
     target: str | os.PathLike[str],
     *,
     inputs: Iterable[object] = (),
-    flag: str = "--out",
+    flag: str = "out",
     ours: Callable[[Path], bool] | None = None,
 ) -> Path:
     """Check that the file ``target`` may be written: new, or one this package wrote
@@ -330,11 +342,12 @@ def check_file(
     path = local_path(target, flag)
     check_inputs(path, inputs, flag)
     if path.is_dir():
-        raise InputError(f"{flag} {str(path)!r} is a folder: give a file name")
+        raise _refused(flag, f"{named(flag, path)} is a folder: give a file name")
     if path.exists() and not (ours or file_is_ours)(path):
-        raise InputError(
-            f"{flag} {str(path)!r} exists and was not written by pangeo-hpc: give another "
-            "file name, or move that file away yourself (nothing was changed)"
+        raise _refused(
+            flag,
+            f"{named(flag, path)} exists and was not written by pangeo-hpc: give another "
+            "file name, or move that file away yourself (nothing was changed)",
         )
     return path
 

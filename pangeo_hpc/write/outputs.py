@@ -55,7 +55,7 @@ def atomic_dir(
     *,
     kind: str = "result",
     inputs: Iterable[object] = (),
-    flag: str = "--out",
+    flag: str = "out",
     overwrite: bool = True,
 ) -> Iterator[Path]:
     """Yield a temporary folder beside ``target``; on success it replaces ``target``.
@@ -73,7 +73,8 @@ def atomic_dir(
     inputs : iterable of paths
         What was read: the output must not be, contain or lie inside any of them.
     flag : str
-        The option that named ``target``, for messages.
+        How the user named ``target``, for messages: a parameter (``out``) or a flag
+        (:func:`pangeo_hpc.write.guard.check_folder`).
     overwrite : bool
         If false, an existing output of this package is an error too.
 
@@ -160,7 +161,7 @@ def atomic_file(
     target: str | Path,
     *,
     inputs: Iterable[object] = (),
-    flag: str = "--out",
+    flag: str = "out",
     mode: int | None = None,
     ours: Callable[[Path], bool] | None = None,
     part: str | None = None,
@@ -202,7 +203,7 @@ def write_json(
     path: str | Path,
     doc: dict[str, Any],
     *,
-    flag: str = "--json",
+    flag: str = "path",
     mode: int | None = None,
     ours: Callable[[Path], bool] | None = None,
 ) -> Path:
@@ -217,7 +218,7 @@ def write_json(
     return Path(path)
 
 
-def save_figure(fig: Any, path: str | Path, *, flag: str = "--plot", dpi: int = 120) -> Path:
+def save_figure(fig: Any, path: str | Path, *, flag: str = "path", dpi: int = 120) -> Path:
     """Save a matplotlib figure to ``path`` (format from its suffix), marked as this
     package's in the file's metadata, whole or not at all."""
     fmt = Path(path).suffix[1:].lower() or "png"
@@ -231,7 +232,7 @@ def claim_tree(
     *,
     kind: str,
     inputs: Iterable[object] = (),
-    flag: str = "--out",
+    flag: str = "out",
     ours: Callable[[Path], bool] | None = None,
     mode: int = 0o777,
 ) -> Path:

@@ -90,16 +90,19 @@ def write_store(
     """
     from zarr.codecs import BloscCodec
 
-    store = check_folder(store, kind="zarr", inputs=inputs, overwrite=overwrite)
+    store = check_folder(store, kind="zarr", inputs=inputs, flag="store", overwrite=overwrite)
     chunk_mb = float(config.get("convert.chunk-mb", chunk_mb))
     clevel = int(config.get("convert.clevel", clevel))
     codec = str(config.get("convert.codec", codec))
     if chunk_mb <= 0:
-        raise InputError(f"chunk_mb={chunk_mb} must be > 0: the size of one chunk in MB, e.g. 256")
+        raise InputError(
+            f"chunk_mb={chunk_mb} must be > 0: the size of one chunk in MB, e.g. 256",
+            param="chunk_mb",
+        )
     if not 1 <= clevel <= 9:
-        raise InputError(f"clevel={clevel} must be in 1..9, e.g. 5")
+        raise InputError(f"clevel={clevel} must be in 1..9, e.g. 5", param="clevel")
     if codec not in CODECS:
-        raise InputError(f"codec={codec!r} is not one of {', '.join(CODECS)}")
+        raise InputError(f"codec={codec!r} is not one of {', '.join(CODECS)}", param="codec")
     t0 = time.perf_counter()
     da = ds[variable]
     step_bytes = int(np.prod(da.shape[1:])) * da.dtype.itemsize
@@ -111,7 +114,7 @@ def write_store(
     encoding = {variable: {"chunks": chunks, "compressors": [blosc]}}
     for name in out.coords:
         out[name].encoding.pop("chunks", None)
-    with atomic_dir(store, kind="zarr", inputs=inputs, overwrite=overwrite) as tmp:
+    with atomic_dir(store, kind="zarr", inputs=inputs, flag="store", overwrite=overwrite) as tmp:
         write_zarr(out, tmp, encoding=encoding)
         written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     return ConvertReport(
