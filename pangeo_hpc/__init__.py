@@ -16,7 +16,7 @@ checks it with import-linter, contract in ``pyproject.toml``)::
     inputs     what users type: months, sizes, walltimes, paths
 
 ``recipes`` (pure, lazy recipe functions on xarray objects) imports none of them; ``config``,
-``errors`` and ``jit`` are shared by all.
+``errors``, ``extras`` (which optional extra a feature needs) and ``jit`` are shared by all.
 """
 
 from pangeo_hpc import _moved, config, recipes

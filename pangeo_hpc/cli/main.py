@@ -24,6 +24,7 @@ from distributed import KilledWorker
 from pangeo_hpc.cli.clusters import _job_script, _lab, _lab_config, _profiles, _tunnel
 from pangeo_hpc.cli.data import _convert, _demo_data, _list, _recipe
 from pangeo_hpc.cli.index import _index
+from pangeo_hpc.cli.logs import library_lines
 from pangeo_hpc.cli.plan import _calibrate, _plan
 from pangeo_hpc.cli.s3 import _inventory
 from pangeo_hpc.cli.storage import _hydration, _stage, _survey, _warmup
@@ -77,9 +78,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         return 0 if args else 2
     try:
-        if args[0] in _VERBS:
-            return _VERBS[args[0]](args[1:])
-        return _recipe(args)
+        with library_lines():  # the library's logging INFO lines on stdout
+            if args[0] in _VERBS:
+                return _VERBS[args[0]](args[1:])
+            return _recipe(args)
     except InputError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
