@@ -122,7 +122,7 @@ def test_jupyterlab_without_the_lab_extra_names_it(tmp_path):
         """
         from pangeo_hpc.lab.setup import start_local_lab
         try:
-            start_local_lab(".")
+            start_local_lab(notebook_dir=".")
         except ImportError as exc:
             print(exc)
         """,

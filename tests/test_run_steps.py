@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 
+import dask
+import pytest
 import xarray as xr
 from conftest import raise_if_dask_computes
 
@@ -23,17 +25,39 @@ def test_open_inputs_opens_and_builds_lazily(demo_tree):
     assert inputs.spec.name == "era5-sst-mean" and inputs.root == demo_tree
     assert inputs.period == ("2000-01-01", "2000-06-30")
     assert len(inputs.dataset.encoding["source_files"]) == 6
-    assert all(v.chunks for v in inputs.lazy.data_vars.values())  # dask-backed: not computed
+    assert all(dask.is_dask_collection(v) for v in inputs.lazy.data_vars.values())
 
 
-def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, capsys, caplog):
-    caplog.set_level(logging.INFO, logger="pangeo_hpc")
-    whole = run_recipe(
-        load("era5-sst-mean"), data=demo_tree, workers=1, out=tmp_path / "whole", **PERIOD
-    )
+class _Records(logging.Handler):
+    """The log records of the ``pangeo_hpc`` logger at INFO and above, while attached.
+
+    Not pytest's caplog: its handlers sit on the root logger, which LocalCluster's
+    ``silence_logs`` turns down to WARNING while a cluster runs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.slow
+def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, capsys):
+    logger, seen = logging.getLogger("pangeo_hpc"), _Records()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(seen)
+    try:
+        whole = run_recipe(
+            load("era5-sst-mean"), data=demo_tree, workers=1, out=tmp_path / "whole", **PERIOD
+        )
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
     # a library: no print, the cluster line is a log record
     assert capsys.readouterr().out == ""
-    cluster_lines = [r for r in caplog.records if r.getMessage().startswith("cluster: local, 1 ")]
+    cluster_lines = [r for r in seen.records if r.getMessage().startswith("cluster: local, 1 ")]
     assert [r.name for r in cluster_lines] == ["pangeo_hpc.batch.execute"]
 
     with running_cluster("local", workers=1) as (_, client):
