@@ -32,6 +32,7 @@ Writes ``benchmarks/results/plan_validation.json``.
 
 from __future__ import annotations
 
+import logging
 import sys
 import tempfile
 from pathlib import Path
@@ -63,7 +64,7 @@ def _runs(
         for s in setups:
             r = run_recipe(spec, data=root, start=period[0], end=period[1],
                            out=Path(tmp) / s["name"], progress=None,
-                           log=lambda *_: None, **s["run"])  # fmt: skip
+                           **s["run"])  # fmt: skip
             out[s["name"]] = r.summary["timings_s"]["compute"]
             print(f"  {s['name']:<18} {label:<9} {out[s['name']]:6.2f} s", flush=True)
     return out
@@ -159,7 +160,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     batch = {"cores": 1, "processes": 1, "memory": "2GB", "walltime": "00:30:00",
              "job_extra_directives": ["--oversubscribe"]}  # fmt: skip
     kw = {"data": root, "start": period[0], "end": period[1], "amount": a.amount,
-          "simulate_workers": 0, "repeat": 3, "log": lambda line: print("   ", line)}  # fmt: skip
+          "simulate_workers": 0, "repeat": 3}  # fmt: skip
+    # calibrate's lines (logging INFO), indented under the round's line
+    shown = logging.StreamHandler(sys.stdout)
+    shown.setFormatter(logging.Formatter("    %(message)s"))
+    logging.getLogger("pangeo_hpc.planning.calibrate").addHandler(shown)
+    logging.getLogger("pangeo_hpc.planning.calibrate").setLevel(logging.INFO)
     ds = open_era5(spec.variable, *period, source=root)
     size = int(ds[spec.variable].nbytes)
     chunks = len(ds[spec.variable].chunks[0])

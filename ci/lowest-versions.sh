@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The lowest versions pyproject.toml allows: a venv of its own (.venv-lowest) with the package
-# and its test extras at the lowest direct versions (uv's --resolution lowest-direct), the
+# and its extras (all, test) at the lowest direct versions (uv's --resolution lowest-direct), the
 # versions printed, then the smoke tests (pytest -m smoke): open, a recipe through the CLI,
 # convert to Zarr, index on the S3 test server. `make test-lowest` runs it; CI after `make test`.
 set -euo pipefail
@@ -36,17 +36,18 @@ uv_env=()
 if [ -n "$cert" ]; then uv_env+=("SSL_CERT_FILE=$cert"); fi
 
 env ${uv_env[@]+"${uv_env[@]}"} "$VENV/bin/uv" pip install --python "$VENV/bin/python" \
-  --resolution lowest-direct ${uv_args[@]+"${uv_args[@]}"} -e '.[test]'
+  --resolution lowest-direct ${uv_args[@]+"${uv_args[@]}"} -e '.[test,all]'
 echo "lowest-versions: installed in $((SECONDS - started)) s"
 
-# one line per direct dependency (runtime and test extras): what this run tested
+# one line per direct dependency (runtime, the extras and the test extras): what this run tested
 "$VENV/bin/python" - <<'PY'
 import re
 import tomllib
 from importlib.metadata import version
 
 meta = tomllib.load(open("pyproject.toml", "rb"))["project"]
-for req in meta["dependencies"] + meta["optional-dependencies"]["test"]:
+extras = meta["optional-dependencies"]
+for req in meta["dependencies"] + [r for e in ("s3", "lab", "demo", "test") for r in extras[e]]:
     name = re.match(r"[A-Za-z0-9][A-Za-z0-9_.\-]*", req).group(0)
     bound = req[len(name):].split(";")[0].strip()
     print(f"lowest-versions: {name:<22} {version(name):<12} (pyproject.toml: {bound})")

@@ -16,7 +16,8 @@ checks it with import-linter, contract in ``pyproject.toml``)::
     inputs     what users type: months, sizes, walltimes, paths
 
 ``recipes`` (pure, lazy recipe functions on xarray objects) imports none of them; ``config``,
-``errors``, ``jit`` and ``tables`` are shared by all.
+``errors``, ``extras`` (which optional extra a feature needs), ``jit`` and ``tables`` are
+shared by all.
 """
 
 from pangeo_hpc import _moved, config, recipes

@@ -57,6 +57,12 @@ class DataNotFoundError(InputError, FileNotFoundError):
         return FileNotFoundError.__new__(cls, *args)
 
 
+class MissingExtraError(InputError, ImportError):
+    """An optional feature whose packages are not installed; the message names the extra that
+    installs them (``pip install 'pangeo-hpc[s3]'``). An :class:`ImportError` for Python code,
+    an :class:`InputError` for the CLI (one line, exit code 2)."""
+
+
 class ClusterError(Hinted, RuntimeError):
     """The cluster could not be started or its workers did not come; the message says why."""
 

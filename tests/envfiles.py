@@ -17,6 +17,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: PyPI name (normalised) -> conda-forge name, where they differ
 CONDA_NAME = {"matplotlib": "matplotlib-base"}
+_SELF = re.compile(r"^\s*pangeo[-_.]hpc\s*\[([^\]]*)\]\s*$", re.IGNORECASE)
 _REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*(.*)$")
 
 
@@ -34,10 +35,23 @@ def parse_requirement(req: str) -> tuple[str, str]:
 
 
 def pyproject_requirements(*extras: str) -> dict[str, str]:
-    """conda-forge name -> lower bound of pyproject.toml's runtime dependencies, plus
-    those of the optional-dependency groups ``extras`` (e.g. ``"test"``)."""
+    """conda-forge name -> lower bound of pyproject.toml's runtime dependencies with every
+    optional feature (the extras that ``all`` names: the environment files install them all),
+    plus those of the optional-dependency groups ``extras`` (e.g. ``"test"``)."""
     meta = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    reqs = meta["dependencies"] + [r for e in extras for r in meta["optional-dependencies"][e]]
+    groups = meta["optional-dependencies"]
+    reqs, todo, seen = list(meta["dependencies"]), ["all", *extras], set()
+    while todo:
+        extra = todo.pop(0)
+        if extra in seen:
+            continue
+        seen.add(extra)
+        for req in groups[extra]:
+            own = _SELF.match(req)  # "pangeo-hpc[s3,lab,demo]": the package's other extras
+            if own:
+                todo += [e.strip() for e in own.group(1).split(",")]
+            else:
+                reqs.append(req)
     out = {}
     for req in reqs:
         name, bound = parse_requirement(req)

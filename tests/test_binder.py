@@ -54,7 +54,7 @@ def postbuild_commands() -> dict[str, dict[str, str]]:
 
 def test_environment_lists_the_runtime_dependencies():
     env = read_conda_env(BINDER / "environment.yml").all
-    wanted = pyproject_requirements()  # [project] dependencies only: binder runs no tests
+    wanted = pyproject_requirements()  # runtime and optional features: binder runs no tests
     missing = [f"{n}{b}" for n, b in wanted.items() if n not in env]
     assert not missing, f"binder/environment.yml lacks {missing} (pyproject.toml has them)"
     for name, bound in wanted.items():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 
 import pytest
@@ -24,18 +25,36 @@ def calibrated(demo_tree, tmp_path_factory):
     earlier = {"version": 1, "host": "old", "cores": 2, "created": "2026-11-01T00:00:00",
                "task_overhead": 0.002, "recipes": {}}  # fmt: skip
     path.write_text(json.dumps(earlier))
-    lines: list[str] = []
-    cal = calibrate(
-        "era5-sst-mean",
-        data=demo_tree,
-        amount="16MB",
-        repeat=1,
-        tasks=200,
-        simulate_workers=4,
-        path=path,
-        log=lines.append,
-    )
-    return cal, path, lines
+    lines = _Lines()  # what calibrate logs (INFO), the lines the CLI prints
+    logger = logging.getLogger("pangeo_hpc")
+    level = logger.level
+    logger.addHandler(lines)
+    logger.setLevel(logging.INFO)
+    try:
+        cal = calibrate(
+            "era5-sst-mean",
+            data=demo_tree,
+            amount="16MB",
+            repeat=1,
+            tasks=200,
+            simulate_workers=4,
+            path=path,
+        )
+    finally:
+        logger.removeHandler(lines)
+        logger.setLevel(level)
+    return cal, path, lines.lines
+
+
+class _Lines(logging.Handler):
+    """The messages of the log records at INFO and above."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
 
 
 @pytest.mark.slow
@@ -99,8 +118,7 @@ def test_calibrate_finds_the_cost_of_a_known_workload(demo_tree, tmp_path, monke
     doc = {"name": "burn", "chain": "burn", "options": {"seconds": BURN}, "dataset": dataset}
     spec.write_text(yaml.safe_dump(doc))
     cal = calibrate(
-        str(spec), data=demo_tree, amount="16MB", repeat=1, tasks=50, storage={}, save=False,
-        log=lambda line: None,
+        str(spec), data=demo_tree, amount="16MB", repeat=1, tasks=50, storage={}, save=False
     )  # fmt: skip
     fit = cal.recipe(str(spec))
     chunk = 91 * 180 * 4 * 30.44  # bytes of a month at 2 degrees (91 latitudes), on average

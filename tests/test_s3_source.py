@@ -110,6 +110,34 @@ def test_indexed_reads_any_hyperslab(s3_tree, demo_tree, aws, index):
     np.testing.assert_array_equal(indexed[VAR].isel(index).values, local[VAR].isel(index).values)
 
 
+def test_index_build_uses_the_client_given_and_no_other(s3_tree, aws, monkeypatch):
+    """index="build" scans on the workers of the client passed, never on whatever client
+    happens to be current (a notebook's): without one, in this process."""
+    from distributed import Client, LocalCluster
+
+    from pangeo_hpc.io import catalog
+
+    used = []
+    build = catalog.build_index
+
+    def recorded(stamps, opts, **kwargs):
+        used.append(kwargs.get("client"))
+        return build(stamps, opts, **kwargs)
+
+    def scanned_there(client):  # task prefixes outlive their tasks
+        return client.run_on_scheduler(
+            lambda dask_scheduler: "scan_or_error" in dask_scheduler.task_prefixes
+        )
+
+    monkeypatch.setattr(catalog, "build_index", recorded)
+    with LocalCluster(n_workers=1, processes=False) as cluster, Client(cluster) as current:
+        ds = open_era5(VAR, "2000-01", "2000-02", source=s3_tree, s3=aws, index="build")
+        assert used == [None] and ds.encoding["source_access"] == "s3-indexed"
+        assert not scanned_there(current)
+        open_era5(VAR, "2000-03", "2000-03", source=s3_tree, s3=aws, index="build", client=current)
+        assert used == [None, current] and scanned_there(current)
+
+
 def test_index_is_reused_and_rebuilt_when_an_object_changes(s3_tree, demo_tree, aws, seaweedfs):
     ds = open_era5(VAR, "2000-01", "2000-03", source=s3_tree, s3=aws, index="never")
     stamps = _stamps(ds, aws)

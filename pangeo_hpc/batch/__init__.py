@@ -1,3 +1,18 @@
 """Recipes run end to end: the YAML files (:mod:`~pangeo_hpc.batch.recipe_yaml`), the chains
-of recipe functions they name (:mod:`~pangeo_hpc.batch.chains`), runs
-(:mod:`~pangeo_hpc.batch.execute`) and the conversion to Zarr."""
+of recipe functions they name (:mod:`~pangeo_hpc.batch.chains`), the steps of a run
+(:mod:`~pangeo_hpc.batch.steps`: open, compute; :mod:`~pangeo_hpc.batch.results`: write),
+their composition (:mod:`~pangeo_hpc.batch.execute`) and the conversion to Zarr."""
+
+from pangeo_hpc.batch.execute import run_recipe
+from pangeo_hpc.batch.results import RunResult, write_outputs
+from pangeo_hpc.batch.steps import Computed, Inputs, compute, open_inputs
+
+__all__ = [
+    "Computed",
+    "Inputs",
+    "RunResult",
+    "compute",
+    "open_inputs",
+    "run_recipe",
+    "write_outputs",
+]

@@ -23,6 +23,7 @@ from distributed import KilledWorker
 
 from pangeo_hpc.cli import clusters, data, index, plan, s3, storage
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
+from pangeo_hpc.cli.logs import library_lines
 from pangeo_hpc.clusters.diagnostics import lost_task
 from pangeo_hpc.errors import ClusterError, InputError, StorageError
 
@@ -153,7 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if isinstance(a, int):
             return a
         verb = a.verb
-        return a.run(a)
+        with library_lines():  # the library's logging INFO lines on stdout
+            return a.run(a)
     except InputError as exc:
         print(f"error: {for_cli(exc, prog, verb)}", file=sys.stderr)
         return 2

@@ -37,6 +37,7 @@ from dask.system import CPU_COUNT
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.periods import Month, months
 from pangeo_hpc.io.layout import MANIFEST, month_path
 from pangeo_hpc.recipes.years import DAYS_PER_YEAR, decimal_years
@@ -109,6 +110,7 @@ def grid(resolution: float) -> tuple[np.ndarray, np.ndarray]:
 
 def land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """True over land, from the GLOBE 1 km mask sampled at the cell centres."""
+    require("demo", "the demo data's land mask")
     from global_land_mask import globe
 
     la, lo = np.meshgrid(lat.astype("f8"), lon.astype("f8"), indexing="ij")
@@ -343,6 +345,7 @@ def generate(
     progress : callable, optional
         Called with ``(done, total)`` after each month.
     """
+    require("demo", "demo-data")  # before anything is written
     spec = (spec or DemoSpec()).resolved()
     # a new or empty folder, or a tree made here before: never a tree of real data
     root = claim_tree(out, kind="demo", ours=lambda p: _is_manifest(p / MANIFEST))

@@ -19,6 +19,7 @@ from typing import Any
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.periods import Month, month_ranges, months, parse_month
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.hdf5_meta import (
@@ -78,6 +79,7 @@ def catalog(
     *,
     s3: S3Options | None = None,
     index: str | None = None,
+    client: Any = None,
 ) -> Catalog:
     """The files of ``variable`` from ``start`` to ``end`` under ``root``.
 
@@ -95,12 +97,17 @@ def catalog(
         S3 only: read through byte-range indexes where cached (auto), build the missing ones
         first (build), or read every file through h5py (never). Default: config
         ``pangeo-hpc.s3.index``.
+    client : distributed.Client, optional
+        Where ``build`` scans the objects: this client's workers; default this process (a
+        few threads).
     """
     if is_s3(str(root)):
+        require("s3", f"reading {str(root)!r}")
         mode = config.get("s3.index", index)
         if mode not in INDEX_MODES:
             raise InputError(f"index={mode!r} must be one of {', '.join(INDEX_MODES)}")
-        return _s3_catalog(str(root), variable, start, end, s3 or S3Options.resolve(), mode)
+        opts = s3 or S3Options.resolve()
+        return _s3_catalog(str(root), variable, start, end, opts, mode, client)
     if str(root).startswith(("gs://", "az://", "abfs://", "http://", "https://")):
         raise InputError(
             f"source {str(root)!r}: only s3:// URLs and folders are supported; mount other "
@@ -152,12 +159,18 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
 
 
 def _s3_catalog(
-    root: str, variable: str, start: str | None, end: str | None, opts: S3Options, mode: str
+    root: str,
+    variable: str,
+    start: str | None,
+    end: str | None,
+    opts: S3Options,
+    mode: str,
+    client: Any,
 ) -> Catalog:
     stamps = objects_to_index(root, opts, variable=variable, start=start, end=end)
     urls = [s.url for s in stamps]
     if mode == "build":
-        report = build_index(stamps, opts, client=_current_client())
+        report = build_index(stamps, opts, client=client)
         if report.failed:
             url, why = report.failed[0]
             raise InputError(f"could not index {url!r}: {why}; pass index='never' to read it")
@@ -347,15 +360,6 @@ def _s3_span(root: str, variable: str, opts: S3Options) -> tuple[str, str]:
         )
     found.sort()
     return str(found[0]), str(found[-1])
-
-
-def _current_client() -> Any:
-    try:
-        from distributed import get_client
-
-        return get_client()
-    except (ImportError, ValueError):
-        return None
 
 
 def _map(fn: Any, items: Sequence[Any] | range) -> list[Any]:

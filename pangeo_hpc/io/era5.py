@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import dask.array as da
 import numpy as np
@@ -42,6 +43,7 @@ def open_era5(
     time_chunk_mb: float | None = None,
     s3: S3Options | None = None,
     index: str | None = None,
+    client: Any = None,
 ) -> xr.Dataset:
     """Open the months ``start`` to ``end`` of one ERA5 variable as a lazy dataset.
 
@@ -65,10 +67,14 @@ def open_era5(
         ``pangeo-hpc.s3`` (credentials from the usual AWS chain).
     index : {"auto", "build", "never"}, optional
         For ``s3://`` sources: read each object through its byte-range index when one is
-        cached (``auto``), build missing indexes first (``build``, on the current Dask
-        client if there is one), or always through HDF5 (``never``). Default: config
-        ``pangeo-hpc.s3.index``. Indexes are made by ``index="build"`` or
-        :func:`pangeo_hpc.io.references.build_index` (the CLI's ``index`` verb).
+        cached (``auto``), build missing indexes first (``build``, see ``client``), or
+        always through HDF5 (``never``). Default: config ``pangeo-hpc.s3.index``. Indexes
+        are made by ``index="build"`` or :func:`pangeo_hpc.io.references.build_index`.
+    client : distributed.Client, optional
+        With ``index="build"``: build the missing indexes on this client's workers (each
+        scans its objects' metadata; this process writes the cache). Without one they are
+        built here, in this process, on a few threads, whatever Dask client may be current.
+        Nothing else uses it: the dataset is lazy and computes wherever it is computed.
 
     Returns
     -------
@@ -93,7 +99,7 @@ def open_era5(
     root = check_path(config.get("data.root", source), "source")
     if is_zarr_store(root):
         return open_store(root, variable, start, end)
-    cat = catalog(root, variable, start, end, s3=s3, index=index)
+    cat = catalog(root, variable, start, end, s3=s3, index=index, client=client)
     if cat.access == "local":
         _no_hdf5_locks_on(root)
     chunk_mb = float(config.get("data.time-chunk-mb", time_chunk_mb))

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pangeo_hpc import config
+from pangeo_hpc.extras import require
 from pangeo_hpc.s3.options import S3Options
 
 #: chunks smaller than this many bytes (coordinates) are stored inside the index
@@ -139,6 +140,7 @@ def scan_refs(url: str, opts: S3Options) -> dict[str, Any]:
     dict
         kerchunk references (version 1).
     """
+    require("s3", "indexing S3 objects")
     from kerchunk.hdf import SingleHdf5ToZarr
 
     fs = opts.filesystem()

@@ -23,6 +23,7 @@ from pathlib import Path
 from pangeo_hpc import config
 from pangeo_hpc.clusters.jobqueue import worker_env
 from pangeo_hpc.errors import ClusterError, InputError
+from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.walltime import format_walltime, parse_walltime
 from pangeo_hpc.lab.tunnel import tunnel_command
 
@@ -90,7 +91,9 @@ def submit_lab(
     notebook_dir: str | None = None,
     timeout: float = 120,
 ) -> LabJob:
-    """Submit JupyterLab as a Slurm job and wait until it answers."""
+    """Submit JupyterLab as a Slurm job and wait until it answers (the job runs this Python,
+    which needs the ``lab`` extra)."""
+    require("lab", "JupyterLab")
     base = Path(os.path.expanduser(config.get("cluster.log-directory"))).parent / "lab"
     base.mkdir(parents=True, exist_ok=True, mode=0o700)
     folder = Path(os.path.realpath(base / f"{int(time.time())}-{secrets.token_hex(4)}"))

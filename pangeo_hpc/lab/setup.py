@@ -34,6 +34,7 @@ import yaml
 
 from pangeo_hpc.clusters.jobqueue import worker_env
 from pangeo_hpc.errors import ClusterError, InputError
+from pangeo_hpc.extras import require
 from pangeo_hpc.write.outputs import atomic_file
 
 #: the link for a JupyterLab served at "/" (make lab, an SSH tunnel to a compute node)
@@ -201,6 +202,7 @@ def start_local_lab(
     LocalLab
         The running server; :meth:`LocalLab.stop` ends it.
     """
+    require("lab", "JupyterLab")
     root = Path(notebook_dir)
     if not root.is_dir():
         raise InputError(f"notebook folder {str(notebook_dir)!r} does not exist: pass a folder")

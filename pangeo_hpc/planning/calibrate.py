@@ -15,11 +15,12 @@ and keeps the others.
 
 from __future__ import annotations
 
+import logging
 import math
 import platform
 import statistics
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -54,6 +55,9 @@ __all__ = [
     "simulated_growth",
     "storage_rates",
 ]
+
+#: progress lines (INFO): what is measured and what came out; the CLI prints them
+log = logging.getLogger(__name__)
 
 
 def _months_for(ds: Any, variable: str, min_bytes: int, min_chunks: int) -> tuple[str, str]:
@@ -138,7 +142,6 @@ def fit_recipe(
     end: str | None = None,
     amount: int | str = "256MB",
     repeat: int = 3,
-    log: Callable[[str], None] = print,
 ) -> RecipeFit:
     """Fit the costs of ``recipe`` from runs on the first ``amount`` of the data and a quarter.
 
@@ -177,7 +180,7 @@ def fit_recipe(
             param=("amount", "start", "end"),
         )
     workers = len(client.scheduler_info()["workers"])
-    log(
+    log.info(
         f"calibrate {recipe}: {small.chunks} and {large.chunks} chunks "
         f"({p_small[0]}..{p_small[1]}, {p_large[0]}..{p_large[1]}): the first run on the "
         f"fresh workers, then {repeat} runs each"
@@ -216,7 +219,7 @@ def fit_recipe(
         host_cores=_cores() if _on_this_host(client) else None,
     )
     fixed = max(0.0, first.wall - shape.predict(1)["wall_s"])
-    log(
+    log.info(
         f"  {rate / 1e6:,.0f} MB/s per process computing; per task {task_cost * 1e3:.2f} ms "
         f"worker and {per_task * 1e3:.2f} ms scheduler CPU; {warmup:.2f} s warm-up per "
         f"worker; first run {first.wall:.2f} s, then {small.wall:.2f} s and {large.wall:.2f} s; "
@@ -265,7 +268,7 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
 
 
 def storage_rates(
-    paths: Mapping[str, str | Path], *, max_bytes: int | str | None = None, log: Any = print
+    paths: Mapping[str, str | Path], *, max_bytes: int | str | None = None
 ) -> dict[str, float]:
     """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one."""
     from pangeo_hpc.s3.options import is_s3
@@ -275,11 +278,11 @@ def storage_rates(
     for kind, path in paths.items():
         r = read_speed(path, max_bytes=max_bytes, cold=True)
         out[kind] = r.bytes / r.seconds
-        log(f"  storage {kind} ({path}): {r.mb_per_s:,.0f} MB/s cold")
+        log.info(f"  storage {kind} ({path}): {r.mb_per_s:,.0f} MB/s cold")
         if not is_s3(str(path)):
             w = read_speed(path, max_bytes=max_bytes, cold=False)
             out.setdefault("cache", w.bytes / w.seconds)
-            log(f"  storage cache ({path}): {w.mb_per_s:,.0f} MB/s warm")
+            log.info(f"  storage cache ({path}): {w.mb_per_s:,.0f} MB/s warm")
     return out
 
 
@@ -297,7 +300,6 @@ def calibrate(
     storage: Mapping[str, str | Path] | None = None,
     path: str | Path | None = None,
     save: bool = True,
-    log: Callable[[str], None] = print,
 ) -> Calibration:
     """Measure ``recipe`` on ``client`` (default: one local worker process) and store it.
 
@@ -331,13 +333,16 @@ def calibrate(
         Calibration file; default config ``plan.calibration``.
     save : bool
         Write the file (merged with what it holds).
-    log : callable
-        Where progress lines go.
 
     Returns
     -------
     Calibration
         The merged calibration as written.
+
+    Notes
+    -----
+    What is measured and found is logged at INFO by the logger ``pangeo_hpc.planning.calibrate``
+    (the command line prints it); in a notebook, ``logging.basicConfig(level="INFO")`` shows it.
     """
     from pangeo_hpc.batch import recipe_yaml
     from pangeo_hpc.clusters.start import running_cluster
@@ -356,24 +361,22 @@ def calibrate(
             return calibrate(
                 recipe, client=own, data=data, start=start, end=end, amount=amount,
                 repeat=repeat, tasks=tasks, simulate_workers=simulate_workers,
-                storage=storage, path=path, save=save, log=log,
+                storage=storage, path=path, save=save,
             )  # fmt: skip
-    fit = fit_recipe(
-        client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat, log=log
-    )
+    fit = fit_recipe(client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat)
     per_task = noop_cpu(client, tasks)
-    log(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
+    log.info(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
     previous = Calibration("", 0, "", 0.0, source=str(p))  # nothing kept
     if p.exists():
         try:
             previous = read_calibration_file(p)
         except InputError as exc:  # an earlier version's file of another shape
-            log(f"{exc}; writing a new one")
+            log.info(f"{exc}; writing a new one")
     per_worker = previous.overhead_per_worker
     if simulate_workers > 1:
-        per_worker = simulated_growth(simulate_workers, tasks, per_task, log)
+        per_worker = simulated_growth(simulate_workers, tasks, per_task)
     paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
-    rates = storage_rates(paths, log=log)
+    rates = storage_rates(paths)
     cal = Calibration(
         host=platform.node(),
         cores=_cores(),
@@ -388,7 +391,7 @@ def calibrate(
         from pangeo_hpc.write.outputs import write_json
 
         write_json(p, cal.to_json(), flag="path", ours=is_calibration_file)
-        log(f"calibration written: {p}")
+        log.info(f"calibration written: {p}")
     return cal
 
 
@@ -406,7 +409,7 @@ def noop_cpu(client: Any, tasks: int = 2000) -> float:
     return (time.process_time() - t0) / (tasks * rounds)
 
 
-def simulated_growth(workers: int, tasks: int, base: float, log: Any = print) -> float:
+def simulated_growth(workers: int, tasks: int, base: float) -> float:
     """Scheduler CPU seconds per task added by each worker, from ``workers`` on this host.
 
     ``base`` is the figure with one worker (:func:`noop_cpu`). The workers are idle but for
@@ -417,7 +420,7 @@ def simulated_growth(workers: int, tasks: int, base: float, log: Any = print) ->
     with running_cluster("local", workers=workers, memory_limit="1GB") as (_, client):
         many = noop_cpu(client, tasks)
     growth = max(0.0, (many - base) / max(1, workers - 1))
-    log(
+    log.info(
         f"scheduler with {workers} worker processes on this host: {many * 1e3:.2f} ms CPU "
         f"per task; {growth * 1e6:.2f} us per task for each worker beyond the first"
     )

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.extras import require
 
 if TYPE_CHECKING:
     import botocore.credentials
@@ -123,6 +124,7 @@ class S3Options:
 
     def filesystem(self) -> s3fs.S3FileSystem:
         """An s3fs file system with these options (cached by s3fs per process)."""
+        require("s3", "S3 access")
         import s3fs
 
         return s3fs.S3FileSystem(**self.storage_options())
@@ -133,6 +135,7 @@ class S3Options:
         Retries 5xx answers and throttling (503 SlowDown, 429) with exponential backoff,
         up to ``pangeo-hpc.s3.max-retries`` times.
         """
+        require("s3", "S3 access")
         return _store(self, bucket, int(config.get("s3.max-retries")))
 
     def resolved_region(self) -> str:
@@ -144,6 +147,7 @@ class S3Options:
 
 @functools.cache
 def _botocore_session(profile: str | None) -> Any:
+    require("s3", "S3 access")  # botocore comes with s3fs
     import botocore.session
 
     return botocore.session.Session(profile=profile)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.extras import require
 from pangeo_hpc.s3.options import S3Options, explain, split_url
 from pangeo_hpc.storage import pagecache
 from pangeo_hpc.storage.detect import detect
@@ -214,6 +215,7 @@ def _mib(n: int) -> str:
 
 
 def read_s3(url: str, budget: int, n: int, bs: int, opts: S3Options) -> ReadSpeed:
+    require("s3", f"reading {url!r}")
     import obstore
     from obstore.exceptions import NotFoundError
 

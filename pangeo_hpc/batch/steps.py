@@ -1,0 +1,202 @@
+"""The first two steps of a recipe run, each callable on its own from a notebook: open the
+inputs and build the chain's lazy result (:func:`open_inputs`), then compute it on a Dask
+client (:func:`compute`). :func:`pangeo_hpc.batch.results.write_outputs` writes what came
+out; :func:`pangeo_hpc.batch.execute.run_recipe` does all three with a cluster of its own.
+
+>>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+>>> computed = compute(inputs, client, progress=distributed.progress)  # doctest: +SKIP
+>>> write_outputs(inputs, computed, out="results/sst").summary["answer"]  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import xarray as xr
+
+from pangeo_hpc import config
+from pangeo_hpc.batch import chains
+from pangeo_hpc.batch.recipe_yaml import Recipe, load
+from pangeo_hpc.clusters import profiles
+from pangeo_hpc.clusters.start import kind_of
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.io.era5 import open_era5
+from pangeo_hpc.s3.options import S3Options, is_s3
+from pangeo_hpc.storage import WarmupReport, warmup
+
+#: the warm-up's report line (INFO); the CLI prints it
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Inputs:
+    """What :func:`open_inputs` opened: the recipe, its data and the lazy result.
+
+    Attributes
+    ----------
+    spec : Recipe
+        The recipe.
+    root : str or Path
+        The data: a folder, ``s3://bucket/prefix`` or a Zarr store.
+    dataset : xarray.Dataset
+        The inputs, lazy (:func:`pangeo_hpc.io.era5.open_era5`).
+    lazy : xarray.Dataset
+        The chain's result, lazy: nothing is computed yet.
+    seconds : float
+        Wall time of the opening.
+    """
+
+    spec: Recipe
+    root: str | Path
+    dataset: xr.Dataset
+    lazy: xr.Dataset
+    seconds: float
+
+    @property
+    def period(self) -> tuple[str, str]:
+        """First and last day of the data opened, ``YYYY-MM-DD``."""
+        times = self.dataset[self.spec.variable]
+        axis = times[times.dims[0]].values
+        return str(axis[0])[:10], str(axis[-1])[:10]
+
+
+def data_root(data: str | Path | None = None, profile: str | None = None) -> str | Path:
+    """The data a run reads: ``data``, else the site profile's ``data_root``, else config
+    ``pangeo-hpc.data.root``."""
+    site = profiles.resolve(profile) if profile and profile != "auto" else {}
+    return data or site.get("data_root") or config.get("data.root")
+
+
+def check_warmup(root: str | Path) -> None:
+    """Refuse a warm-up of ``root`` where there is nothing to warm (S3 is read directly)."""
+    if is_s3(str(root)):
+        raise InputError(
+            f"warm_inputs=True reads files of a lazily loaded file system; {root!r} is read "
+            "from S3 directly: drop warm_inputs=True",
+            param="warm_inputs",
+        )
+
+
+def open_inputs(
+    spec: Recipe | str,
+    *,
+    data: str | Path | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    profile: str | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
+    client: Any = None,
+) -> Inputs:
+    """Open the recipe's data lazily and build its chain's lazy result; nothing is computed.
+
+    Parameters
+    ----------
+    spec : Recipe or str
+        The recipe, or its name or YAML path (:func:`pangeo_hpc.batch.recipe_yaml.load`).
+    data : str or Path, optional
+        Its data (see :func:`data_root`): a folder, ``s3://bucket/prefix`` or a Zarr store.
+    start, end : str, optional
+        First and last month, ``YYYY-MM``; default the recipe's period.
+    profile : str, optional
+        A site profile whose ``data_root`` is the default data.
+    s3, index : optional
+        For ``s3://`` data: how to reach S3, and ``"auto"``, ``"build"`` or ``"never"``
+        for the byte-range indexes (:func:`pangeo_hpc.io.era5.open_era5`).
+    client : distributed.Client, optional
+        With ``index="build"``: build missing indexes on its workers (default: here).
+
+    Returns
+    -------
+    Inputs
+    """
+    t0 = time.perf_counter()
+    if isinstance(spec, str):
+        spec = load(spec)
+    root = data_root(data, profile)
+    ds = open_era5(
+        spec.variable,
+        start or spec.start,
+        end or spec.end,
+        source=root,
+        s3=s3,
+        index=index,
+        client=client,
+    )
+    lazy = chains.build(spec.chain, ds, spec.variable, spec.options)
+    return Inputs(spec, root, ds, lazy, time.perf_counter() - t0)
+
+
+@dataclass
+class Computed:
+    """What :func:`compute` computed, and where.
+
+    Attributes
+    ----------
+    result : xarray.Dataset
+        The chain's result, in memory.
+    cluster : dict
+        ``kind`` (local, slurm, pbs, sge) and ``workers`` when the computation started;
+        :func:`~pangeo_hpc.batch.execute.run_recipe` adds the ``profile`` and ``jobs`` it
+        asked for.
+    seconds : float
+        Wall time of the computation.
+    warmup : WarmupReport, optional
+        The warm-up of the input files, if one ran.
+    warmup_seconds : float
+        Wall time before the computation started (the warm-up).
+    """
+
+    result: xr.Dataset
+    cluster: dict[str, Any]
+    seconds: float
+    warmup: WarmupReport | None = None
+    warmup_seconds: float = 0.0
+
+
+def compute(
+    inputs: Inputs,
+    client: Any,
+    *,
+    progress: Callable[[Any], None] | None = None,
+    warm_inputs: bool = False,
+) -> Computed:
+    """Compute ``inputs.lazy`` on ``client``'s workers.
+
+    Parameters
+    ----------
+    inputs : Inputs
+        From :func:`open_inputs`.
+    client : distributed.Client
+        Where to compute: e.g. from :func:`pangeo_hpc.start_cluster`.
+    progress : callable, optional
+        Called with the computation's future as it starts, e.g. ``distributed.progress``
+        (it should return once the future is done).
+    warm_inputs : bool
+        First read the input files through once on the workers (lazily loaded file
+        systems: FSx for Lustre, rclone mounts); the report line is logged (INFO).
+
+    Returns
+    -------
+    Computed
+    """
+    if warm_inputs:
+        check_warmup(inputs.root)
+    workers = len(client.scheduler_info()["workers"])
+    cluster = {"kind": kind_of(getattr(client, "cluster", None)), "workers": workers}
+    t0 = time.perf_counter()
+    warm = None
+    if warm_inputs:
+        warm = warmup(inputs.root, files=inputs.dataset.encoding["source_files"], client=client)
+        log.info(warm.summary())
+    t1 = time.perf_counter()
+    future = client.compute(inputs.lazy)
+    if progress is not None:
+        progress(future)
+    result = future.result()
+    return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0)

@@ -1,0 +1,102 @@
+"""A recipe run step by step, as a notebook calls it (open_inputs, compute, write_outputs),
+against run_recipe; and its progress lines: log records in the library, printed by the CLI."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import dask
+import pytest
+import xarray as xr
+from conftest import raise_if_dask_computes
+
+from pangeo_hpc import run as cli
+from pangeo_hpc.batch import compute, open_inputs, run_recipe, write_outputs
+from pangeo_hpc.batch.recipe_yaml import load
+from pangeo_hpc.clusters import running_cluster
+
+PERIOD = {"start": "2000-01", "end": "2000-06"}
+
+
+def test_open_inputs_opens_and_builds_lazily(demo_tree):
+    with raise_if_dask_computes():
+        inputs = open_inputs("era5-sst-mean", data=demo_tree, **PERIOD)
+    assert inputs.spec.name == "era5-sst-mean" and inputs.root == demo_tree
+    assert inputs.period == ("2000-01-01", "2000-06-30")
+    assert len(inputs.dataset.encoding["source_files"]) == 6
+    assert all(dask.is_dask_collection(v) for v in inputs.lazy.data_vars.values())
+
+
+class _Records(logging.Handler):
+    """The log records of the ``pangeo_hpc`` logger at INFO and above, while attached.
+
+    Not pytest's caplog: its handlers sit on the root logger, which LocalCluster's
+    ``silence_logs`` turns down to WARNING while a cluster runs."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.slow
+def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, capsys):
+    logger, seen = logging.getLogger("pangeo_hpc"), _Records()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(seen)
+    try:
+        whole = run_recipe(
+            load("era5-sst-mean"), data=demo_tree, workers=1, out=tmp_path / "whole", **PERIOD
+        )
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
+    # a library: no print, the cluster line is a log record
+    assert capsys.readouterr().out == ""
+    cluster_lines = [r for r in seen.records if r.getMessage().startswith("cluster: local, 1 ")]
+    assert [r.name for r in cluster_lines] == ["pangeo_hpc.batch.execute"]
+
+    with running_cluster("local", workers=1) as (_, client):
+        inputs = open_inputs("era5-sst-mean", data=demo_tree, **PERIOD)
+        computed = compute(inputs, client)
+    steps = write_outputs(inputs, computed, out=tmp_path / "steps")
+
+    a, b = whole.summary, steps.summary
+    assert a.keys() == b.keys() and a["timings_s"].keys() == b["timings_s"].keys()
+    for key in ("recipe", "chain", "answer", "inputs", "warmup", "outputs"):
+        assert a[key] == b[key], key
+    assert a["cluster"] == {"kind": "local", "profile": None, "workers": 1, "jobs": None}
+    assert b["cluster"] == a["cluster"]
+    assert a["timings_s"]["cluster_start"] > 0 and b["timings_s"]["cluster_start"] is None
+    assert b["timings_s"]["total"] >= b["timings_s"]["compute"] + b["timings_s"]["write"]
+    written = json.loads((tmp_path / "steps" / "summary.json").read_text())
+    assert written["answer"] == b["answer"] and written["timings_s"] == b["timings_s"]
+    names = sorted(p.name for p in (tmp_path / "steps").iterdir())
+    assert names == ["plot.png", "result.nc", "summary.json"]
+    with (
+        xr.open_dataset(tmp_path / "whole" / "result.nc") as x,
+        xr.open_dataset(tmp_path / "steps" / "result.nc") as y,
+    ):
+        xr.testing.assert_identical(x.drop_attrs(), y.drop_attrs())
+        assert x.global_mean.attrs == y.global_mean.attrs
+
+
+def test_the_cli_prints_the_library_lines_and_leaves_logging_as_it_was(demo_tree, tmp_path, capsys):
+    logger = logging.getLogger("pangeo_hpc")
+    before = (list(logger.handlers), logger.level)
+    args = ["--data", str(demo_tree), "--start", "2000-01", "--end", "2000-02"]
+    code = cli.main(
+        ["era5-sst-mean", *args, "--workers", "1", "--warmup", "--no-progress", "--out",
+         str(tmp_path / "out")]
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0].startswith("cluster: local, 1 workers, dashboard http"), out
+    assert lines[1].startswith("warmed ") and lines[1].endswith("2 already loaded"), out
+    assert lines[2].startswith("era5-sst-mean: {"), out
+    assert (list(logger.handlers), logger.level) == before
