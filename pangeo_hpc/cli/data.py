@@ -68,8 +68,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
         "--data",
         help="root of the era5-pds tree: folder or s3://bucket/prefix (default config data.root)",
     )
-    p.add_argument("--start", help="first month, YYYY-MM (default: the spec's)")
-    p.add_argument("--end", help="last month, YYYY-MM (default: the spec's)")
+    p.add_argument("--start", help="first month, YYYY-MM (default: the recipe's)")
+    p.add_argument("--end", help="last month, YYYY-MM (default: the recipe's)")
     add_cluster_args(p)
     p.add_argument("--out", help="output folder (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")

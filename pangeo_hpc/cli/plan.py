@@ -11,7 +11,7 @@ from pangeo_hpc.errors import InputError
 
 
 def _plan_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("recipe", help="recipe spec name, e.g. era5-sst-mean")
+    p.add_argument("recipe", help="recipe name, e.g. era5-sst-mean")
     p.add_argument("--size", required=True, help="uncompressed size of the data, e.g. 300GB")
     p.add_argument("--profile", default="local", help="site profile (default local)")
     p.add_argument(
@@ -72,7 +72,7 @@ def _storage_path(text: str) -> tuple[str, str]:
 
 
 def _calibrate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("recipe", nargs="?", default="era5-sst-mean", help="recipe spec name")
+    p.add_argument("recipe", nargs="?", default="era5-sst-mean", help="recipe name")
     p.add_argument("--data", help="data root (default config data.root)")
     p.add_argument("--start", help="first month, YYYY-MM (default the spec's)")
     p.add_argument("--end", help="last month, YYYY-MM (default the spec's)")

@@ -306,7 +306,7 @@ def calibrate(
     Parameters
     ----------
     recipe : str
-        Recipe spec name.
+        Recipe name.
     client : distributed.Client, optional
         Where to measure (a Slurm cluster's client measures its nodes), with workers that
         have not run anything yet (their warm-up is measured). Default: a new LocalCluster

@@ -390,7 +390,7 @@ def plan(
     Parameters
     ----------
     recipe : str
-        A recipe spec name (``era5-sst-mean``); its calibration is used.
+        A recipe name (``era5-sst-mean``); its calibration is used.
     size : int or str
         Uncompressed size of the data it reads, e.g. ``"300GB"`` (xarray's ``nbytes``).
     profile : str
