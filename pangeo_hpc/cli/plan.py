@@ -74,8 +74,8 @@ def _storage_path(text: str) -> tuple[str, str]:
 def _calibrate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", nargs="?", default="era5-sst-mean", help="recipe name")
     p.add_argument("--data", help="data root (default config data.root)")
-    p.add_argument("--start", help="first month, YYYY-MM (default the spec's)")
-    p.add_argument("--end", help="last month, YYYY-MM (default the spec's)")
+    p.add_argument("--start", help="first month, YYYY-MM (default the recipe's)")
+    p.add_argument("--end", help="last month, YYYY-MM (default the recipe's)")
     p.add_argument("--amount", default="256MB", help="uncompressed bytes to run on (256MB)")
     p.add_argument("--repeat", type=positive_int, default=3, help="measured runs (3)")
     p.add_argument("--tasks", type=positive_int, default=2000, help="no-op tasks (2000)")

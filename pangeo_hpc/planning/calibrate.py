@@ -313,7 +313,7 @@ def calibrate(
         of one worker process, so that the rate is one process's.
     data, start, end : optional
         The data (default config ``data.root``) and where the period starts and ends
-        (default: the spec's first month, to the last month there is); only its first
+        (default: the recipe's first month, to the last month there is); only its first
         ``amount`` is read.
     amount : int or str
         Uncompressed bytes to run on (the first chunks; at least 4 chunks).
