@@ -18,10 +18,7 @@ from __future__ import annotations
 import logging
 import math
 import platform
-import statistics
-import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,8 +35,20 @@ from pangeo_hpc.planning.calibration import (
     load_calibration,
     read_calibration_file,
 )
-from pangeo_hpc.planning.plan import Model, Storage
-from pangeo_hpc.storage.pagecache import read_through
+from pangeo_hpc.planning.measure import (
+    Run,
+    host_cores,
+    load_slowdown,
+    median_run,
+    noop_cpu,
+    on_this_host,
+    read_local,
+    simulated_growth,
+    storage_rates,
+    timed_run,
+    worker_count,
+)
+from pangeo_hpc.planning.model import Model, Storage
 
 # the calibration file's API comes with the verb that writes it
 __all__ = [
@@ -82,57 +91,6 @@ def _chunks_of(da: Any) -> int:
     return len(da.chunks[0]) if da.chunks else 1
 
 
-@dataclass
-class _Run:
-    """One run on freshly started workers."""
-
-    chunks: int
-    bytes: int
-    tasks: int
-    wall: float = 0.0
-    computing: float = 0.0  # seconds of task computing (task stream)
-    worker_cpu: float = 0.0  # CPU seconds of the worker processes
-    scheduler_cpu: float = 0.0  # CPU seconds of this process (scheduler and client)
-
-
-def _timed_run(client: Any, lazy: Any, run: _Run) -> _Run:
-    """Compute ``lazy`` on ``client``: wall time, task computing, worker and scheduler CPU."""
-    from distributed import get_task_stream
-
-    w0, s0 = _worker_cpu(client), time.process_time()
-    with get_task_stream(client) as ts:
-        t0 = time.perf_counter()
-        client.compute(lazy).result()
-        wall = time.perf_counter() - t0
-    return replace(
-        run,
-        wall=wall,
-        computing=sum(
-            s["stop"] - s["start"]
-            for t in ts.data
-            for s in t["startstops"]
-            if s["action"] == "compute"
-        ),
-        worker_cpu=_worker_cpu(client) - w0,
-        scheduler_cpu=time.process_time() - s0,
-    )
-
-
-def _read_through(files: list[str]) -> None:
-    """Read local ``files`` once, so that the runs find them in the page cache."""
-    for f in files:
-        if "://" not in str(f):
-            read_through(f)
-
-
-def _median(runs: list[_Run]) -> _Run:
-    med = {
-        k: statistics.median(getattr(r, k) for r in runs)
-        for k in ("wall", "computing", "worker_cpu", "scheduler_cpu")
-    }
-    return replace(runs[0], **med)
-
-
 def fit_recipe(
     client: Any,
     recipe: str,
@@ -168,7 +126,7 @@ def fit_recipe(
         part = open_era5(spec.variable, *period, source=data)
         lazy = chains.build(spec.chain, part, spec.variable, spec.options)
         da = part[spec.variable]
-        run = _Run(_chunks_of(da), int(da.nbytes), len(lazy.__dask_graph__()))
+        run = Run(_chunks_of(da), int(da.nbytes), len(lazy.__dask_graph__()))
         graphs.append((lazy, run, period))
         files = part.encoding["source_files"]
     (small_lazy, small, p_small), (lazy, large, p_large) = graphs
@@ -185,19 +143,27 @@ def fit_recipe(
         f"({p_small[0]}..{p_small[1]}, {p_large[0]}..{p_large[1]}): the first run on the "
         f"fresh workers, then {repeat} runs each"
     )
-    _read_through(list(files))
-    first = _timed_run(client, lazy, large)  # the workers' first run, as on a new cluster
+    read_local(list(files))
+    first = timed_run(client, lazy, large)  # the workers' first run, as on a new cluster
     for _ in range(repeat):
-        runs.append((_timed_run(client, small_lazy, small), _timed_run(client, lazy, large)))
-    small, large = _median([r[0] for r in runs]), _median([r[1] for r in runs])
+        runs.append((timed_run(client, small_lazy, small), timed_run(client, lazy, large)))
+    small, large = median_run([r[0] for r in runs]), median_run([r[1] for r in runs])
     slowdown = 1.0
-    if _on_this_host(client) and _cores() > workers:
-        slowdown = load_slowdown(client, lazy, _cores())
+    if on_this_host(client) and host_cores() > workers:
+        slowdown = load_slowdown(client, lazy, host_cores())
     n = large.chunks - small.chunks
     chunk_cpu = (large.worker_cpu - small.worker_cpu) / n
     computing = (large.computing - small.computing) / n
+    if computing <= 0.01 * large.computing / large.chunks:
+        # the difference drowned in the machine's noise (a busy host): per chunk of the
+        # large run alone, which still carries its share of the fixed cost
+        log.warning(
+            f"  the two sizes' computing times differ by {computing * 1e3:.2f} ms per chunk: "
+            "the machine is too noisy for the difference; using the larger run alone"
+        )
+        computing = large.computing / large.chunks
     tasks_per_chunk = (large.tasks - small.tasks) / n
-    rate = (large.bytes - small.bytes) / n / max(computing, 1e-9)
+    rate = (large.bytes - small.bytes) / n / computing
     task_cost = max(0.0, chunk_cpu - computing) / tasks_per_chunk
     warmup = max(0.0, first.worker_cpu - large.worker_cpu)
     per_task = max(0.0, large.scheduler_cpu - small.scheduler_cpu) / (large.tasks - small.tasks)
@@ -216,7 +182,7 @@ def fit_recipe(
         processes=workers,
         cores=workers,
         storage=Storage("cache", math.inf, False, False),
-        host_cores=_cores() if _on_this_host(client) else None,
+        host_cores=host_cores() if on_this_host(client) else None,
     )
     fixed = max(0.0, first.wall - shape.predict(1)["wall_s"])
     log.info(
@@ -224,7 +190,7 @@ def fit_recipe(
         f"worker and {per_task * 1e3:.2f} ms scheduler CPU; {warmup:.2f} s warm-up per "
         f"worker; first run {first.wall:.2f} s, then {small.wall:.2f} s and {large.wall:.2f} s; "
         f"fixed {fixed:.2f} s; "
-        f"a chunk takes {slowdown:.2f}x as long with all {_cores()} cores busy"
+        f"a chunk takes {slowdown:.2f}x as long with all {host_cores()} cores busy"
     )
     return RecipeFit(
         process_rate=rate,
@@ -241,49 +207,6 @@ def fit_recipe(
         workers=workers,
         data=f"{data or config.get('data.root')} {p_large[0]}..{p_large[1]}",
     )
-
-
-def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
-    """Worker CPU time of ``lazy`` with ``cores`` busy worker processes on this host over
-    that on ``client`` (one process), both on warm workers, medians of ``repeat`` runs
-    taken in turns; at least 1.
-
-    CPU time, not the tasks' wall time: time slices lost to the scheduler's process on the
-    same cores are the model's "host CPU" limit already.
-    """
-    from pangeo_hpc.clusters.start import running_cluster
-
-    def cpu(c: Any) -> float:
-        before = _worker_cpu(c)
-        c.compute(lazy).result()
-        return _worker_cpu(c) - before
-
-    one, busy = [], []
-    with running_cluster("local", workers=cores) as (_, full):
-        full.compute(lazy).result()  # warm the workers
-        for _ in range(repeat):
-            one.append(cpu(client))
-            busy.append(cpu(full))
-    return max(1.0, statistics.median(busy) / statistics.median(one))
-
-
-def storage_rates(
-    paths: Mapping[str, str | Path], *, max_bytes: int | str | None = None
-) -> dict[str, float]:
-    """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one."""
-    from pangeo_hpc.s3.options import is_s3
-    from pangeo_hpc.storage.survey import read_speed
-
-    out: dict[str, float] = {}
-    for kind, path in paths.items():
-        r = read_speed(path, max_bytes=max_bytes, cold=True)
-        out[kind] = r.bytes / r.seconds
-        log.info(f"  storage {kind} ({path}): {r.mb_per_s:,.0f} MB/s cold")
-        if not is_s3(str(path)):
-            w = read_speed(path, max_bytes=max_bytes, cold=False)
-            out.setdefault("cache", w.bytes / w.seconds)
-            log.info(f"  storage cache ({path}): {w.mb_per_s:,.0f} MB/s warm")
-    return out
 
 
 def calibrate(
@@ -365,7 +288,9 @@ def calibrate(
             )  # fmt: skip
     fit = fit_recipe(client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat)
     per_task = noop_cpu(client, tasks)
-    log.info(f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({_workers(client)} workers)")
+    log.info(
+        f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({worker_count(client)} workers)"
+    )
     previous = Calibration("", 0, "", 0.0, source=str(p))  # nothing kept
     if p.exists():
         try:
@@ -379,7 +304,7 @@ def calibrate(
     rates = storage_rates(paths)
     cal = Calibration(
         host=platform.node(),
-        cores=_cores(),
+        cores=host_cores(),
         created=datetime.now(UTC).isoformat(timespec="seconds"),
         task_overhead=per_task,
         overhead_per_worker=per_worker,
@@ -393,59 +318,3 @@ def calibrate(
         write_json(p, cal.to_json(), flag="path", ours=is_calibration_file)
         log.info(f"calibration written: {p}")
     return cal
-
-
-def noop_cpu(client: Any, tasks: int = 2000) -> float:
-    """CPU seconds of this process (scheduler and client) per no-op task on ``client``.
-
-    The wall time per task (:func:`pangeo_hpc.planning.overhead.task_overhead`) is measured along;
-    this process's CPU time is what a scheduler on its own core spends per task.
-    """
-    from pangeo_hpc.planning.overhead import task_overhead
-
-    t0 = time.process_time()
-    over = task_overhead(client, tasks=tasks)
-    rounds = len(over.samples) + 1  # and the warm-up round
-    return (time.process_time() - t0) / (tasks * rounds)
-
-
-def simulated_growth(workers: int, tasks: int, base: float) -> float:
-    """Scheduler CPU seconds per task added by each worker, from ``workers`` on this host.
-
-    ``base`` is the figure with one worker (:func:`noop_cpu`). The workers are idle but for
-    the no-op tasks; they share this host's cores with the scheduler.
-    """
-    from pangeo_hpc.clusters.start import running_cluster
-
-    with running_cluster("local", workers=workers, memory_limit="1GB") as (_, client):
-        many = noop_cpu(client, tasks)
-    growth = max(0.0, (many - base) / max(1, workers - 1))
-    log.info(
-        f"scheduler with {workers} worker processes on this host: {many * 1e3:.2f} ms CPU "
-        f"per task; {growth * 1e6:.2f} us per task for each worker beyond the first"
-    )
-    return growth
-
-
-def _workers(client: Any) -> int:
-    return len(client.scheduler_info()["workers"])
-
-
-def _worker_cpu(client: Any) -> float:
-    """CPU seconds the worker processes have used so far, all together."""
-    return float(sum(client.run(time.process_time).values()))
-
-
-def _on_this_host(client: Any) -> bool:
-    """True when every worker runs where the scheduler (this process) runs."""
-    from distributed.utils import get_ip
-
-    here = {"127.0.0.1", "localhost", get_ip()}
-    hosts = {a.split("://")[-1].rsplit(":", 1)[0] for a in client.scheduler_info()["workers"]}
-    return hosts <= here
-
-
-def _cores() -> int:
-    from dask.system import CPU_COUNT
-
-    return int(CPU_COUNT)

@@ -1,0 +1,183 @@
+"""Measurements behind :func:`pangeo_hpc.planning.calibrate.calibrate`: a recipe's runs on
+fresh workers (wall time, task computing, worker and scheduler CPU), the slowdown with every
+core busy, storage read rates, and the scheduler's CPU per task as workers are added."""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.storage.pagecache import read_through
+
+__all__ = [
+    "Run",
+    "host_cores",
+    "load_slowdown",
+    "median_run",
+    "noop_cpu",
+    "on_this_host",
+    "read_local",
+    "simulated_growth",
+    "storage_rates",
+    "timed_run",
+    "worker_count",
+    "worker_cpu",
+]
+
+#: progress lines (INFO): what is measured and what came out; the CLI prints them
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Run:
+    """One run on freshly started workers."""
+
+    chunks: int
+    bytes: int
+    tasks: int
+    wall: float = 0.0
+    computing: float = 0.0  # seconds of task computing (task stream)
+    worker_cpu: float = 0.0  # CPU seconds of the worker processes
+    scheduler_cpu: float = 0.0  # CPU seconds of this process (scheduler and client)
+
+
+def timed_run(client: Any, lazy: Any, run: Run) -> Run:
+    """Compute ``lazy`` on ``client``: wall time, task computing, worker and scheduler CPU."""
+    from distributed import get_task_stream
+
+    w0, s0 = worker_cpu(client), time.process_time()
+    with get_task_stream(client) as ts:
+        t0 = time.perf_counter()
+        client.compute(lazy).result()
+        wall = time.perf_counter() - t0
+    return replace(
+        run,
+        wall=wall,
+        computing=sum(
+            s["stop"] - s["start"]
+            for t in ts.data
+            for s in t["startstops"]
+            if s["action"] == "compute"
+        ),
+        worker_cpu=worker_cpu(client) - w0,
+        scheduler_cpu=time.process_time() - s0,
+    )
+
+
+def read_local(files: list[str]) -> None:
+    """Read local ``files`` once, so that the runs find them in the page cache."""
+    for f in files:
+        if "://" not in str(f):
+            read_through(f)
+
+
+def median_run(runs: list[Run]) -> Run:
+    med = {
+        k: statistics.median(getattr(r, k) for r in runs)
+        for k in ("wall", "computing", "worker_cpu", "scheduler_cpu")
+    }
+    return replace(runs[0], **med)
+
+
+def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
+    """Worker CPU time of ``lazy`` with ``cores`` busy worker processes on this host over
+    that on ``client`` (one process), both on warm workers, medians of ``repeat`` runs
+    taken in turns; at least 1.
+
+    CPU time, not the tasks' wall time: time slices lost to the scheduler's process on the
+    same cores are the model's "host CPU" limit already.
+    """
+    from pangeo_hpc.clusters.start import running_cluster
+
+    def cpu(c: Any) -> float:
+        before = worker_cpu(c)
+        c.compute(lazy).result()
+        return worker_cpu(c) - before
+
+    one, busy = [], []
+    with running_cluster("local", workers=cores) as (_, full):
+        full.compute(lazy).result()  # warm the workers
+        for _ in range(repeat):
+            one.append(cpu(client))
+            busy.append(cpu(full))
+    return max(1.0, statistics.median(busy) / statistics.median(one))
+
+
+def storage_rates(
+    paths: Mapping[str, str | Path], *, max_bytes: int | str | None = None
+) -> dict[str, float]:
+    """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one."""
+    from pangeo_hpc.s3.options import is_s3
+    from pangeo_hpc.storage.survey import read_speed
+
+    out: dict[str, float] = {}
+    for kind, path in paths.items():
+        r = read_speed(path, max_bytes=max_bytes, cold=True)
+        out[kind] = r.bytes / r.seconds
+        log.info(f"  storage {kind} ({path}): {r.mb_per_s:,.0f} MB/s cold")
+        if not is_s3(str(path)):
+            w = read_speed(path, max_bytes=max_bytes, cold=False)
+            out.setdefault("cache", w.bytes / w.seconds)
+            log.info(f"  storage cache ({path}): {w.mb_per_s:,.0f} MB/s warm")
+    return out
+
+
+def noop_cpu(client: Any, tasks: int = 2000) -> float:
+    """CPU seconds of this process (scheduler and client) per no-op task on ``client``.
+
+    The wall time per task (:func:`pangeo_hpc.planning.overhead.task_overhead`) is measured along;
+    this process's CPU time is what a scheduler on its own core spends per task.
+    """
+    from pangeo_hpc.planning.overhead import task_overhead
+
+    t0 = time.process_time()
+    over = task_overhead(client, tasks=tasks)
+    rounds = len(over.samples) + 1  # and the warm-up round
+    return (time.process_time() - t0) / (tasks * rounds)
+
+
+def simulated_growth(workers: int, tasks: int, base: float) -> float:
+    """Scheduler CPU seconds per task added by each worker, from ``workers`` on this host.
+
+    ``base`` is the figure with one worker (:func:`noop_cpu`). The workers are idle but for
+    the no-op tasks; they share this host's cores with the scheduler.
+    """
+    from pangeo_hpc.clusters.start import running_cluster
+
+    with running_cluster("local", workers=workers, memory_limit="1GB") as (_, client):
+        many = noop_cpu(client, tasks)
+    growth = max(0.0, (many - base) / max(1, workers - 1))
+    log.info(
+        f"scheduler with {workers} worker processes on this host: {many * 1e3:.2f} ms CPU "
+        f"per task; {growth * 1e6:.2f} us per task for each worker beyond the first"
+    )
+    return growth
+
+
+def worker_count(client: Any) -> int:
+    return len(client.scheduler_info()["workers"])
+
+
+def worker_cpu(client: Any) -> float:
+    """CPU seconds the worker processes have used so far, all together."""
+    return float(sum(client.run(time.process_time).values()))
+
+
+def on_this_host(client: Any) -> bool:
+    """True when every worker runs where the scheduler (this process) runs."""
+    from distributed.utils import get_ip
+
+    here = {"127.0.0.1", "localhost", get_ip()}
+    hosts = {a.split("://")[-1].rsplit(":", 1)[0] for a in client.scheduler_info()["workers"]}
+    return hosts <= here
+
+
+def host_cores() -> int:
+    from dask.system import CPU_COUNT
+
+    return int(CPU_COUNT)

@@ -1,0 +1,215 @@
+"""The time model behind :func:`pangeo_hpc.planning.plan.plan`: storage kinds and the
+bound-and-waves :class:`Model` of one recipe on one cluster shape (see that module's
+docstring for the model in words)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.sizes import parse_rate
+
+__all__ = ["STORAGE_KINDS", "Model", "Storage", "parse_storage"]
+
+#: storage kinds: (shared by all nodes, reached over the node's network link)
+STORAGE_KINDS: dict[str, tuple[bool, bool]] = {
+    "fsx": (True, True),  # FSx for Lustre: its rated throughput is shared by every client
+    "lustre": (True, True),
+    "nfs": (True, True),
+    "gpfs": (True, True),
+    "s3": (False, True),  # S3 scales out: the figure is per node
+    "local": (False, False),  # each node's own disk
+    "cache": (False, False),  # files already in the nodes' page cache (a second run)
+}
+
+
+@dataclass(frozen=True)
+class Storage:
+    """Where the bytes come from: ``rate`` bytes/s in all (shared) or per node."""
+
+    kind: str
+    rate: float
+    shared: bool
+    over_network: bool
+
+    def describe(self) -> str:
+        """E.g. ``fsx 2,880 MB/s shared``."""
+        return f"{self.kind} {self.rate / 1e6:,.0f} MB/s {'shared' if self.shared else 'per node'}"
+
+
+def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storage:
+    """``fsx:2880MB/s``, ``s3``, ``local``, ``cache:3GB/s``: a kind, and a rate unless measured.
+
+    ``measured`` holds the rates ``calibrate`` found (bytes/s by kind); a rate given in the
+    text wins.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InputError(
+            f"storage={text!r} is not a storage: use e.g. 'fsx:2880MB/s', 's3', 'local'",
+            param="storage",
+        )
+    kind, _, rate = text.strip().partition(":")
+    kind = kind.lower()
+    if kind not in STORAGE_KINDS:
+        raise InputError(
+            f"storage={text!r}: unknown kind {kind!r}; use one of {', '.join(STORAGE_KINDS)}, "
+            "with the rate after a colon, e.g. fsx:2880MB/s",
+            param="storage",
+        )
+    shared, over_network = STORAGE_KINDS[kind]
+    if rate:
+        try:
+            value = parse_rate(rate, name="")
+        except InputError as exc:
+            raise InputError(f"storage={text!r}: {exc}", param="storage") from None
+    elif measured and kind in measured:
+        value = float(measured[kind])
+    else:
+        hint = " (FSx for Lustre scratch: 200 MB/s per TiB of capacity)" if kind == "fsx" else ""
+        call = f"calibrate(storage={{{kind!r}: PATH}})"
+        raise InputError(
+            f"storage={text!r} has no rate and calibrate measured none for {kind!r}: "
+            f"give it, e.g. {kind}:2880MB/s{hint}, or measure it with {call}",
+            param="storage",
+            commands={call: ["calibrate", "--storage-path", f"{kind}=PATH"]},
+        )
+    return Storage(kind, value, shared, over_network)
+
+
+@dataclass(frozen=True)
+class Model:
+    """Every input of the prediction, in bytes, seconds and dollars.
+
+    Attributes
+    ----------
+    size : int
+        Uncompressed bytes the recipe reads (what xarray's ``nbytes`` says).
+    ratio : float
+        Uncompressed / stored bytes (compression ratio of the files).
+    chunk : int
+        Uncompressed bytes per read task.
+    tasks_per_chunk : float
+        Tasks in the recipe's graph per read task (reads, reductions, combines).
+    process_rate : float
+        Uncompressed bytes/s one busy worker process decodes and reduces.
+    task_cost : float
+        Worker seconds per task besides decoding (receiving, bookkeeping, sending).
+    warmup : float
+        Worker CPU seconds of a fresh worker process before its first chunk (imports, JIT
+        compilation, first file opens): every run of the command line starts new workers.
+    load_slowdown : float
+        A chunk's CPU time with every core of a node busy over that with one busy process;
+        in between, it grows linearly with the busy processes.
+    task_overhead : float
+        Scheduler CPU seconds per task (one scheduler process: its tasks run one by one).
+    overhead_per_worker : float
+        Extra scheduler seconds per task for each further worker.
+    fixed : float
+        Seconds per run independent of the size (graph submission, gathering results).
+    processes, cores : int
+        Worker processes and cores per node; at most ``min(processes, cores)`` decode at once.
+    storage : Storage
+        Where the bytes come from.
+    network : float or None
+        Bytes/s of one node's network link; None: not a limit.
+    price : float or None
+        Dollars per node-hour; None: no cost column.
+    startup : float
+        Seconds billed per node besides the run (boot, workers joining).
+    host_cores : int or None
+        The workers and the scheduler all share one host of this many cores (a local
+        cluster, or batch jobs on one node with the scheduler on it); None: the scheduler
+        has its own core and each node its own cores (a real cluster).
+    """
+
+    size: int
+    ratio: float
+    chunk: int
+    tasks_per_chunk: float
+    process_rate: float
+    task_overhead: float
+    fixed: float
+    processes: int
+    cores: int
+    storage: Storage
+    task_cost: float = 0.0
+    warmup: float = 0.0
+    load_slowdown: float = 1.0
+    overhead_per_worker: float = 0.0
+    network: float | None = None
+    price: float | None = None
+    startup: float = 0.0
+    host_cores: int | None = None
+
+    def __post_init__(self) -> None:
+        positive = ("size", "ratio", "chunk", "tasks_per_chunk", "process_rate", "processes")
+        for name in (*positive, "cores"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
+                raise InputError(f"{name}={value!r} must be a number above 0", param=name)
+        seconds = ("task_cost", "warmup", "task_overhead", "overhead_per_worker", "fixed")
+        for name in (*seconds, "startup"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or not value >= 0:
+                raise InputError(
+                    f"{name}={value!r} must be a number of seconds, 0 or more", param=name
+                )
+
+    def predict(self, nodes: int) -> dict[str, Any]:
+        """One row of the plan: ``nodes`` nodes."""
+        if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
+            raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
+        chunks = math.ceil(self.size / self.chunk)
+        tasks = math.ceil(chunks * self.tasks_per_chunk)
+        per_node = min(self.processes, self.cores)
+        slots = nodes * per_node
+        if self.host_cores is not None:
+            slots = min(slots, self.host_cores)
+        active = min(slots, chunks)  # processes decoding at once
+        active_nodes = min(nodes, math.ceil(active / per_node))
+        stored = self.size / self.ratio  # bytes read in all
+        waves = math.ceil(chunks / slots)
+        workers = nodes * self.processes
+        per_task = self.task_overhead + self.overhead_per_worker * (workers - 1)
+        # a chunk's time on its process: decoding plus its tasks' own costs, longer when
+        # the node's other cores are busy too
+        together = min(per_node, active) if self.host_cores is None else active
+        cores = self.cores if self.host_cores is None else self.host_cores
+        load = (together - 1) / (cores - 1) if cores > 1 else 0.0
+        chunk_cpu = (self.chunk / self.process_rate + self.tasks_per_chunk * self.task_cost) * (
+            1 + (self.load_slowdown - 1) * min(1.0, load)
+        )
+        # the CPU works in waves (the last may leave processes idle: the long tail); the
+        # storage and the network links share their bandwidth among the chunks in flight,
+        # so a short last wave goes faster there: bytes over bandwidth; the scheduler
+        # handles one task at a time
+        limits = {"CPU decode": self.warmup + waves * chunk_cpu}
+        storage_rate = self.storage.rate * (1 if self.storage.shared else active_nodes)
+        limits["storage"] = stored / storage_rate
+        if self.network is not None and self.storage.over_network:
+            limits["network"] = stored / (self.network * active_nodes)
+        limits["scheduler"] = tasks * per_task
+        if self.host_cores is not None:  # workers and scheduler take turns on the cores
+            cpu = workers * self.warmup + chunks * chunk_cpu + tasks * per_task
+            limits["host CPU"] = cpu / self.host_cores
+        bound = max(limits, key=lambda k: limits[k])
+        compute_s = limits[bound]
+        wall = self.fixed + compute_s
+        busy = self.size / self.process_rate  # process-seconds of decoding, all chunks
+        row: dict[str, Any] = {
+            "nodes": nodes,
+            "workers": workers,
+            "tasks": tasks,
+            "chunks_per_process": chunks / slots,
+            "chunk_s": compute_s / waves,
+            "wall_s": wall,
+            "efficiency": busy / (slots * wall),
+            "tail_efficiency": chunks / (waves * slots),
+            "bottleneck": bound,
+            "read_MB_s": self.size / self.ratio / wall / 1e6,
+            "node_hours": nodes * (wall + self.startup) / 3600,
+        }
+        row["cost"] = None if self.price is None else row["node_hours"] * self.price
+        return row
