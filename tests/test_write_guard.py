@@ -268,7 +268,7 @@ WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdte
                "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree"}  # fmt: skip
 ALLOWED = {
     ("write/outputs.py", "*"): "the guarded helper itself",
-    ("batch/execute.py", "to_netcdf"): "into atomic_dir's temporary folder",
+    ("batch/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",
     ("clusters/diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",

@@ -7,10 +7,10 @@ function a notebook can call on its own (:func:`~pangeo_hpc.batch.steps.open_inp
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ def run_recipe(
         t_ready = time.perf_counter()
         computed = compute(inputs, client, progress=progress, warm_inputs=warm_inputs)
     asked = {"profile": profile, "jobs": jobs}  # recorded beside what compute() saw
-    computed = dataclasses.replace(computed, cluster={**computed.cluster, **asked})
+    computed = replace(computed, cluster={**computed.cluster, **asked})
     timings = {
         "open": t_open - t0,
         "cluster_start": t_ready - t_open + computed.warmup_seconds,
