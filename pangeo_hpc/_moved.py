@@ -43,7 +43,7 @@ MOVED = {
     "pangeo_hpc.lab_setup": "pangeo_hpc.lab.setup",
     "pangeo_hpc.tunnel": "pangeo_hpc.lab.tunnel",
     "pangeo_hpc.specs": "pangeo_hpc.batch.recipe_yaml",
-    "pangeo_hpc.workflows": "pangeo_hpc.batch.chains",
+    "pangeo_hpc.workflows": "pangeo_hpc.batch.legacy",
     "pangeo_hpc.runner": "pangeo_hpc.batch.execute",
     "pangeo_hpc.progress": "pangeo_hpc.cli.progress",
     "pangeo_hpc.plan": "pangeo_hpc.planning.plan",

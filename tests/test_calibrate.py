@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 
 import pytest
 import yaml
 
 from pangeo_hpc import run
-from pangeo_hpc.batch import chains
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.planning.calibrate import calibrate
 from pangeo_hpc.planning.calibration import load_calibration
@@ -95,16 +93,20 @@ def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
 BURN = 0.25
 
 
-def _burn_chain(ds, variable, *, seconds):
-    """A recipe of known cost: every chunk burns ``seconds`` of its thread's CPU time."""
+#: a user function (a step of the recipe) that burns ``seconds`` of CPU per chunk
+BURN_MODULE = """
+import time
 
-    def burn(block):
+
+def burn(da, *, seconds):
+    def spin(block):
         t0 = time.thread_time()
         while time.thread_time() - t0 < seconds:
             pass
         return block
 
-    return ds[[variable]].map_blocks(burn).sum()
+    return da.map_blocks(spin).sum()
+"""
 
 
 @pytest.mark.slow
@@ -112,10 +114,11 @@ def test_calibrate_finds_the_cost_of_a_known_workload(demo_tree, tmp_path, monke
     """A recipe that burns 0.25 s of CPU per chunk of a 2-degree month (2.0 MB): calibrate
     must find about 2.0 MB / 0.25 s = 8 MB/s per process, and no load slowdown (the CPU
     time a chunk burns does not grow when every core is busy)."""
-    monkeypatch.setitem(chains.CHAINS, "burn", _burn_chain)
+    (tmp_path / "burning.py").write_text(BURN_MODULE)
     spec = tmp_path / "burn.yaml"
     dataset = {"variable": "sea_surface_temperature", "start": "2000-01", "end": "2000-12"}
-    doc = {"name": "burn", "chain": "burn", "options": {"seconds": BURN}, "dataset": dataset}
+    steps = [{"function": "burning:burn", "seconds": BURN}]
+    doc = {"name": "burn", "steps": steps, "dataset": dataset}
     spec.write_text(yaml.safe_dump(doc))
     cal = calibrate(
         str(spec), data=demo_tree, amount="16MB", repeat=1, tasks=50, storage={}, save=False

@@ -175,8 +175,8 @@ def test_a_recipe_with_the_old_key_still_loads_and_says_so(tmp_path):
     old.write_text(
         "name: x\nrecipe: sst-mean\ndataset: {variable: v, start: 2000-01, end: 2000-02}\n"
     )
-    with pytest.warns(FutureWarning, match="the key 'recipe: sst-mean' is now called 'chain"):
-        assert load(str(old)).chain == "sst-mean"
+    with pytest.warns(FutureWarning, match="'recipe: sst-mean' is replaced by the steps"):
+        assert set(load(str(old)).results) == {"time_mean", "global_mean_series", "global_mean"}
 
 
 def test_spec_errors_name_the_file(tmp_path):
@@ -188,7 +188,8 @@ def test_spec_errors_name_the_file(tmp_path):
     )
     with pytest.raises(
         InputError,
-        match=r"bad.yaml' names chain 'sst-median': use one of \['sst-mean', 'sst-trend'\]",
+        match=r"bad.yaml' names chain 'sst-median': write its steps: instead \(the 0.1 chains "
+        r"were \['sst-mean', 'sst-trend'\]\)",
     ):
         load(str(bad))
     bad.write_text("name: x\nchain: sst-mean\n")

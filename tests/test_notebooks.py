@@ -20,8 +20,10 @@ import numpy as np
 import pandas as pd
 import pytest
 from conftest import TEST_SPEC, aws_environment
-from known import daily_global_means, known_index, month_files
+from known import NINO34_BOX, daily_global_means, known_index, month_files
 from nbclient import NotebookClient
+
+from pangeo_hpc.demo import expected
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 BUCKET = "era5-notebooks"
@@ -30,8 +32,8 @@ BUCKET = "era5-notebooks"
 BUDGET = 240
 
 
-def test_there_are_the_six_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
+def test_there_are_the_seven_notebooks():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
@@ -212,3 +214,27 @@ def test_06_calibrate_then_plan(on_demo_data, tmp_path):
     # 64 nodes are bound by the shared 2,880 MB/s or by the one scheduler, not by decoding
     assert dict((int(n), b) for n, _, b in rows[:7])[64] in ("storage", "scheduler")
     assert images_of(nb) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(BUDGET)
+def test_07_your_own_recipe(on_demo_data, tmp_path):
+    nb = execute(NOTEBOOKS[6], tmp_path, WORKDIR=str(tmp_path / "mine"))
+    text = text_of(nb)
+    # the recipe file gives what the chain built by hand gave, to the last bit
+    assert number(r"largest difference from the chain built by hand: ([-+.\de]+)", text) == 0.0
+    # the known DJF index of the Nino3.4 box: the generator's noise-free signal, averaged
+    # over the days of each winter (December with the January and February after it),
+    # less the mean of all winters; printed to 2 decimals (0.005), noise about 0.003 K
+    days = pd.date_range("2000-01-01", "2009-12-31", freq="D")
+    signal = expected(TEST_SPEC.resolved(), days.values.astype("datetime64[h]"), box=NINO34_BOX)
+    daily = pd.Series(signal["box_signal_K"], index=days)
+    winters = daily[daily.index.month.isin([12, 1, 2])].resample("QS-DEC").mean().dropna()
+    known = winters - winters.mean()
+    low = number(r"DJF index: ([-+.\d]+) to", text)
+    high = number(r"DJF index: [-+.\d]+ to ([-+.\d]+) K", text)
+    assert low == pytest.approx(known.min(), abs=0.01)
+    assert high == pytest.approx(known.max(), abs=0.01)
+    answer = json.loads((tmp_path / "mine" / "result" / "summary.json").read_text())["answer"]
+    assert set(answer) == {"index", "warm_winters"}
+    assert images_of(nb) >= 1

@@ -1,5 +1,5 @@
-"""Recipes run end to end: the YAML files (:mod:`~pangeo_hpc.batch.recipe_yaml`), the chains
-of recipe functions they name (:mod:`~pangeo_hpc.batch.chains`), the steps of a run
+"""Recipes run end to end: the YAML files (:mod:`~pangeo_hpc.batch.recipe_yaml`), their
+chains of recipe functions (:mod:`~pangeo_hpc.batch.chain`), the steps of a run
 (:mod:`~pangeo_hpc.batch.steps`: open, compute; :mod:`~pangeo_hpc.batch.results`: write),
 their composition (:mod:`~pangeo_hpc.batch.execute`) and the conversion to Zarr."""
 

@@ -17,7 +17,6 @@ from typing import Any
 from pangeo_hpc import config
 from pangeo_hpc.batch.recipe_yaml import Recipe
 from pangeo_hpc.batch.results import (
-    PLOTS,
     RunResult,
     check_format,
     result_folder,
@@ -27,7 +26,7 @@ from pangeo_hpc.batch.steps import check_warmup, compute, data_root, open_inputs
 from pangeo_hpc.clusters.start import kind_of, running_cluster
 from pangeo_hpc.s3.options import S3Options, is_s3
 
-__all__ = ["PLOTS", "RunResult", "run_recipe"]
+__all__ = ["RunResult", "run_recipe"]
 
 #: the cluster line (INFO) once the cluster is up; the CLI prints it
 log = logging.getLogger(__name__)

@@ -1,4 +1,10 @@
-"""Recipes: YAML files naming a dataset, a period, the chain of recipe functions and outputs."""
+"""Recipes: YAML files naming a dataset, a period, the chain of recipe functions and outputs.
+
+A recipe's ``steps:`` is a list of recipe functions of :mod:`pangeo_hpc.recipes` (or user
+functions, ``- function: module:name``), each with its keyword arguments; ``results:``
+optionally names several results, each the shared steps followed by its own. Every step is
+checked here, before any data are opened (:mod:`pangeo_hpc.batch.chain`).
+"""
 
 from __future__ import annotations
 
@@ -10,27 +16,59 @@ from typing import Any
 import yaml
 
 from pangeo_hpc import config
-from pangeo_hpc.batch.chains import CHAINS
+from pangeo_hpc.batch.chain import Step, check_steps, parse_steps
+from pangeo_hpc.batch.legacy import LEGACY_CHAINS
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
 
 _FORMATS = ("netcdf", "zarr")
+_KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
+_DATASET_KEYS = ("variable", "variables", "start", "end", "files")
 
 
 @dataclass(frozen=True)
 class Recipe:
-    """One runnable recipe, as read from ``recipes/NAME.yaml``: ``chain`` names the chain
-    of recipe functions it runs (:data:`pangeo_hpc.batch.chains.CHAINS`)."""
+    """One runnable recipe, as read from ``recipes/NAME.yaml``.
+
+    Attributes
+    ----------
+    name, description : str
+        As in the file.
+    variables : tuple of str
+        The dataset's variables; the chain starts from the first, the others are reached
+        from step options as ``$name``.
+    start, end : str or None
+        First and last month (``YYYY-MM``); ``None`` for all the files of a ``files:`` glob.
+    steps : tuple of Step
+        The chain shared by every result.
+    results : dict of str to tuple of Step
+        Named results, each the shared steps followed by its own; empty for one result.
+    files : str, optional
+        A glob of CF NetCDF files; ``None`` for the era5-pds layout under the data root.
+    format : {"netcdf", "zarr"}
+    path : Path, optional
+        The YAML file (user functions are imported from its folder).
+    """
 
     name: str
     description: str
-    variable: str
-    start: str
-    end: str
-    chain: str
-    options: dict[str, Any] = field(default_factory=dict)
+    variables: tuple[str, ...]
+    start: str | None
+    end: str | None
+    steps: tuple[Step, ...] = ()
+    results: dict[str, tuple[Step, ...]] = field(default_factory=dict)
+    files: str | None = None
     format: str = "netcdf"
     path: Path | None = None
+
+    @property
+    def variable(self) -> str:
+        """The variable the chain starts from (the first of :attr:`variables`)."""
+        return self.variables[0]
+
+    def all_steps(self) -> list[Step]:
+        """Every step, shared ones first, in the order they are written."""
+        return [*self.steps, *(s for chain in self.results.values() for s in chain)]
 
 
 def search_path() -> list[Path]:
@@ -49,60 +87,111 @@ def available() -> dict[str, Path]:
     return found
 
 
-def load(name_or_path: str) -> Recipe:
+def load(name_or_path: str | Path) -> Recipe:
     """Load a recipe by name (``era5-sst-mean``) or by path to a YAML file."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         path = p
     else:
         known = available()
-        if name_or_path not in known:
+        if str(name_or_path) not in known:
+            hint = "" if p.suffix not in (".yaml", ".yml") else f" ({str(p)!r} is not a file)"
             raise InputError(
-                f"unknown recipe {name_or_path!r}: choose one of {sorted(known)}, or give "
-                "the path of a recipe's YAML file"
+                f"unknown recipe {str(name_or_path)!r}{hint}: choose one of {sorted(known)}, "
+                "or give the path of a recipe's YAML file"
             )
-        path = known[name_or_path]
+        path = known[str(name_or_path)]
     try:
         doc = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         raise InputError(f"recipe {str(path)!r} is not valid YAML: {exc}") from exc
-    return _from_doc(doc, path)
+    return from_dict(doc, path)
 
 
-def _from_doc(doc: Any, path: Path) -> Recipe:
+def from_dict(doc: Any, path: Path | None = None) -> Recipe:
+    """A :class:`Recipe` from the mapping of a YAML file, every step checked."""
+    where = f"recipe {str(path or doc.get('name', '?') if isinstance(doc, dict) else path)!r}"
     if not isinstance(doc, dict):
-        raise InputError(f"recipe {str(path)!r} must be a YAML mapping")
+        raise InputError(f"{where} must be a YAML mapping with name, dataset and steps")
+    doc = _legacy(doc, where)
+    unknown = sorted(set(doc) - set(_KEYS))
+    if unknown:
+        raise InputError(f"{where}: unknown key(s) {unknown}: a recipe has {list(_KEYS)}")
     dataset = doc.get("dataset") or {}
-    outputs = doc.get("outputs") or {}
-    if "recipe" in doc and "chain" not in doc:  # the key's name until 0.1
-        warnings.warn(
-            f"recipe {str(path)!r}: the key 'recipe: {doc['recipe']}' is now called "
-            f"'chain: {doc['recipe']}'; rename it",
-            FutureWarning,
-            stacklevel=3,
-        )
-        doc = {**doc, "chain": doc["recipe"]}
-    missing = [k for k in ("name", "chain") if k not in doc] + [
-        f"dataset.{k}" for k in ("variable", "start", "end") if k not in dataset
-    ]
+    if not isinstance(dataset, dict):
+        raise InputError(f"{where}: dataset must be a mapping with variable, start and end")
+    bad = sorted(set(dataset) - set(_DATASET_KEYS))
+    if bad:
+        raise InputError(f"{where}: unknown dataset key(s) {bad}: use {list(_DATASET_KEYS)}")
+    files = dataset.get("files")
+    missing = [k for k in ("name",) if k not in doc]
+    if "variable" not in dataset and "variables" not in dataset:
+        missing.append("dataset.variable")
+    if files is None:
+        missing += [f"dataset.{k}" for k in ("start", "end") if k not in dataset]
+    if "steps" not in doc and "results" not in doc:
+        missing.append("steps")
     if missing:
-        raise InputError(f"recipe {str(path)!r} lacks {', '.join(missing)}")
-    if doc["chain"] not in CHAINS:
-        raise InputError(
-            f"recipe {str(path)!r} names chain {doc['chain']!r}: use one of {sorted(CHAINS)}"
-        )
-    fmt = outputs.get("format", "netcdf")
+        raise InputError(f"{where} lacks {', '.join(missing)}")
+    variables = _variables(dataset, where)
+    outputs = doc.get("outputs") or {}
+    fmt = outputs.get("format", "netcdf") if isinstance(outputs, dict) else outputs
     if fmt not in _FORMATS:
-        raise InputError(f"recipe {str(path)!r}: outputs.format {fmt!r} is not in {_FORMATS}")
-    months(dataset["start"], dataset["end"])  # validates the period
-    return Recipe(
+        raise InputError(f"{where}: outputs.format {fmt!r} is not one of {list(_FORMATS)}")
+    start, end = dataset.get("start"), dataset.get("end")
+    if start is not None or end is not None:
+        months(str(start or end), str(end or start))  # validates the period
+    folder = path.parent if path is not None else None
+    steps = tuple(parse_steps(doc.get("steps") or [], "steps", folder))
+    results = doc.get("results") or {}
+    if not isinstance(results, dict) or not all(isinstance(k, str) for k in results):
+        raise InputError(f"{where}: results must map result names to lists of steps")
+    named = {k: tuple(parse_steps(v or [], f"results.{k}", folder)) for k, v in results.items()}
+    recipe = Recipe(
         name=str(doc["name"]),
         description=str(doc.get("description", "")).strip(),
-        variable=str(dataset["variable"]),
-        start=str(dataset["start"]),
-        end=str(dataset["end"]),
-        chain=str(doc["chain"]),
-        options=dict(doc.get("options") or {}),
+        variables=variables,
+        start=None if start is None else str(start),
+        end=None if end is None else str(end),
+        steps=steps,
+        results=named,
+        files=None if files is None else str(files),
         format=fmt,
         path=path,
     )
+    check_steps(recipe.all_steps(), variables)
+    return recipe
+
+
+def _variables(dataset: dict[str, Any], where: str) -> tuple[str, ...]:
+    one, many = dataset.get("variable"), dataset.get("variables")
+    if (one is None) == (many is None):
+        raise InputError(
+            f"{where}: dataset needs variable: NAME, or variables: [NAME, ...] (not both)"
+        )
+    names = [one] if many is None else many
+    if not isinstance(names, list) or not names or not all(isinstance(v, str) for v in names):
+        raise InputError(f"{where}: dataset.variables {names!r} must be a list of names")
+    return tuple(names)
+
+
+def _legacy(doc: dict[str, Any], where: str) -> dict[str, Any]:
+    """A recipe of 0.1 (``chain: sst-mean`` or ``recipe: sst-mean`` with ``options:``) as
+    the steps that compute the same, with a FutureWarning."""
+    key = "chain" if "chain" in doc else "recipe" if "recipe" in doc else None
+    if key is None:
+        return doc
+    name, options = doc[key], doc.get("options") or {}
+    if name not in LEGACY_CHAINS:
+        raise InputError(
+            f"{where} names {key} {name!r}: write its steps: instead "
+            f"(the 0.1 chains were {sorted(LEGACY_CHAINS)})"
+        )
+    warnings.warn(
+        f"{where}: '{key}: {name}' is replaced by the steps it stands for; write them as "
+        "steps:/results: (see recipes/era5-sst-mean.yaml)",
+        FutureWarning,
+        stacklevel=4,
+    )
+    new = {k: v for k, v in doc.items() if k not in (key, "options")}
+    return {**new, **LEGACY_CHAINS[name](**options)}

@@ -5,6 +5,7 @@ figure (``plot.png``) and ``summary.json``, written together or not at all
 
 from __future__ import annotations
 
+import json
 import platform
 import time
 from collections.abc import Mapping
@@ -17,13 +18,14 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import config
-from pangeo_hpc.batch import chains
+from pangeo_hpc.batch.chain import FIRST
+from pangeo_hpc.batch.headlines import headlines
 from pangeo_hpc.batch.recipe_yaml import Recipe
 from pangeo_hpc.batch.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
-from pangeo_hpc.write.figures import PLOTS
+from pangeo_hpc.write.figures import plot_result
 from pangeo_hpc.write.guard import check_folder
 from pangeo_hpc.write.outputs import atomic_dir, write_json
 from pangeo_hpc.write.zarr import write_zarr
@@ -64,20 +66,20 @@ def summarise(
 ) -> dict[str, Any]:
     """The contents of ``summary.json`` but its outputs, Lustre stripes and write time."""
     spec, ds, root = inputs.spec, inputs.dataset, inputs.root
-    da = ds[spec.variable]
+    nbytes = int(sum(ds[v].nbytes for v in spec.variables))
     compute_s = computed.seconds
     return {
         "recipe": spec.name,
-        "chain": spec.chain,
-        "answer": chains.answer(spec.chain, computed.result),
+        "steps": steps_text(spec),
+        "answer": headlines(computed.result),
         "inputs": {
             "data": str(root),
-            "variable": spec.variable,
+            "variables": list(spec.variables),
             "period": list(inputs.period),
             "access": ds.encoding["source_access"],
             "files": len(ds.encoding["source_files"]),
             "bytes_on_disk": ds.encoding["source_bytes"],
-            "bytes_uncompressed": int(da.nbytes),
+            "bytes_uncompressed": nbytes,
         },
         "cluster": {k: computed.cluster.get(k) for k in ("kind", "profile", "workers", "jobs")},
         "timings_s": {
@@ -94,13 +96,30 @@ def summarise(
             "skipped": computed.warmup.skipped,
             "failed": computed.warmup.failed,
         },
-        "throughput_MB_per_s": round(da.nbytes / 1e6 / max(compute_s, 1e-9), 1),
+        "throughput_MB_per_s": round(nbytes / 1e6 / max(compute_s, 1e-9), 1),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": {
             p: version(p) for p in ("pangeo-hpc", "xarray", "dask", "distributed", "h5py")
         },
         "host": platform.node(),
     }
+
+
+def steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:
+    """The recipe's chain as written, one ``name {options}`` string per step: a list, or
+    the shared steps and each result's own (``{"steps": [...], "results.NAME": [...]}``)."""
+
+    def text(steps: Any) -> list[str]:
+        return [f"{s.name} {json.dumps(_plain(s.options), default=str)}" for s in steps]
+
+    if not spec.results:
+        return text(spec.steps)
+    return {"steps": text(spec.steps)} | {f"results.{k}": text(v) for k, v in spec.results.items()}
+
+
+def _plain(options: Mapping[str, Any]) -> Any:
+    """Options as written (a step's single first value unwrapped)."""
+    return options[FIRST] if FIRST in options else options
 
 
 def _rounded(seconds: float | None) -> float | None:
@@ -150,9 +169,9 @@ def write_outputs(
     result.attrs.update(recipe=spec.name, source=str(root), period=" to ".join(period))
     # CF for the file: Conventions, history, coordinate attributes, time bounds, encodings
     made_by = (
-        f"{summary['created']}: python -m pangeo_hpc.run {spec.name} (chain {spec.chain}, "
-        f"pangeo-hpc {summary['versions']['pangeo-hpc']}) on {spec.variable} of {root}, "
-        f"{period[0]} to {period[1]}"
+        f"{summary['created']}: python -m pangeo_hpc.run {spec.name} "
+        f"(pangeo-hpc {summary['versions']['pangeo-hpc']}) on {', '.join(spec.variables)} "
+        f"of {root}, {period[0]} to {period[1]}"
     )
     title = spec.description.splitlines()[0] if spec.description else spec.name
     written = prepare_for_file(result, history=made_by, title=title)
@@ -165,7 +184,8 @@ def write_outputs(
             written.to_netcdf(tmp / data_file)
         else:
             write_zarr(written, tmp / data_file)
-        PLOTS[spec.chain](result, tmp / "plot.png", spec.name)
+        title = spec.description.splitlines()[0] if spec.description else spec.name
+        plot_result(result, tmp / "plot.png", title)
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)

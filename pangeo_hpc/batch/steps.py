@@ -20,12 +20,13 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import config
-from pangeo_hpc.batch import chains
+from pangeo_hpc.batch import chain
 from pangeo_hpc.batch.recipe_yaml import Recipe, load
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.start import kind_of
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.io.era5 import open_era5
+from pangeo_hpc.io.files import open_files
 from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.storage import WarmupReport, warmup
 
@@ -100,7 +101,8 @@ def open_inputs(
     spec : Recipe or str
         The recipe, or its name or YAML path (:func:`pangeo_hpc.batch.recipe_yaml.load`).
     data : str or Path, optional
-        Its data (see :func:`data_root`): a folder, ``s3://bucket/prefix`` or a Zarr store.
+        Its data (see :func:`data_root`): a folder, ``s3://bucket/prefix`` or a Zarr store;
+        not used by a recipe whose dataset is a ``files:`` glob.
     start, end : str, optional
         First and last month, ``YYYY-MM``; default the recipe's period.
     profile : str, optional
@@ -119,17 +121,28 @@ def open_inputs(
     if isinstance(spec, str):
         spec = load(spec)
     root = data_root(data, profile)
-    ds = open_era5(
-        spec.variable,
-        start or spec.start,
-        end or spec.end,
-        source=root,
-        s3=s3,
-        index=index,
-        client=client,
-    )
-    lazy = chains.build(spec.chain, ds, spec.variable, spec.options)
-    return Inputs(spec, root, ds, lazy, time.perf_counter() - t0)
+    ds = open_dataset(spec, root, start=start, end=end, s3=s3, index=index, client=client)
+    lazy = chain.build(spec, ds)
+    return Inputs(spec, spec.files or root, ds, lazy, time.perf_counter() - t0)
+
+
+def open_dataset(
+    spec: Recipe,
+    root: str | Path,
+    *,
+    start: str | None = None,
+    end: str | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
+    client: Any = None,
+) -> xr.Dataset:
+    """The recipe's dataset, lazy: its ``files:`` glob, else the era5-pds tree ``root``."""
+    names = list(spec.variables)
+    period = (start or spec.start, end or spec.end)
+    if spec.files is not None:
+        return open_files(spec.files, names, *period)
+    what = names[0] if len(names) == 1 else names
+    return open_era5(what, *period, source=root, s3=s3, index=index, client=client)
 
 
 @dataclass

@@ -58,7 +58,8 @@ def _list(a: argparse.Namespace) -> int:
     for name in available():
         spec = load(name)
         first = spec.description.splitlines()[0] if spec.description else ""
-        print(f"{name:24s} {spec.start}..{spec.end}  {first}")
+        period = f"{spec.start}..{spec.end}" if spec.start else "all files"
+        print(f"{name:24s} {period:16s} {first}")
     return 0
 
 

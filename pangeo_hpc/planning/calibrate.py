@@ -111,20 +111,21 @@ def fit_recipe(
     scheduler's CPU per task. The warm-up is the first run's worker CPU beyond a later
     run's; the fixed cost is what the first run's wall time has beyond the model's.
     """
-    from pangeo_hpc.batch import chains, recipe_yaml
+    from pangeo_hpc.batch import chain, recipe_yaml
     from pangeo_hpc.io.era5 import open_era5
 
     if not isinstance(repeat, int) or repeat < 1:
         raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more", param="repeat")
     spec = recipe_yaml.load(recipe)
-    ds = open_era5(spec.variable, start or spec.start, end, source=data)  # to the last month
+    names = spec.variable if len(spec.variables) == 1 else list(spec.variables)
+    ds = open_era5(names, start or spec.start, end, source=data)  # to the last month
     ratio = ds[spec.variable].nbytes / ds.encoding["source_bytes"]
     want = parse_size(amount, name="amount")
     graphs, runs = [], []
     for share, least in ((4, 2), (1, 8)):
         period = _months_for(ds, spec.variable, want // share, least)
-        part = open_era5(spec.variable, *period, source=data)
-        lazy = chains.build(spec.chain, part, spec.variable, spec.options)
+        part = open_era5(names, *period, source=data)
+        lazy = chain.build(spec, part)
         da = part[spec.variable]
         run = Run(_chunks_of(da), int(da.nbytes), len(lazy.__dask_graph__()))
         graphs.append((lazy, run, period))

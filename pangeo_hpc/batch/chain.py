@@ -1,0 +1,278 @@
+"""Run a recipe's chain: each step a recipe function called with its keyword arguments.
+
+A step is written ``- area_mean: {}``, ``- select_months: [12, 1, 2]`` (a list or a single
+value goes to the function's first option) or ``- resample: {freq: QS-DEC, stat: mean}``;
+a user function is ``- function: module:name`` with its options beside it, imported from
+the recipe file's folder or the Python path. An option written ``$name`` is the dataset's
+variable ``name`` (the v wind of a wind speed, the SST whose NaN mask is the ocean).
+
+Everything is checked before data are opened (:func:`check_steps`: known functions,
+options they take); while the chain is built (:func:`build`) a step that computes is an
+error naming it, since recipe functions must stay lazy.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import dask
+import xarray as xr
+
+from pangeo_hpc import recipes
+from pangeo_hpc.errors import InputError, shown
+
+USER = "function"
+
+
+@dataclass(frozen=True)
+class Step:
+    """One step of a chain.
+
+    Attributes
+    ----------
+    name : str
+        The recipe function's name, or ``module:name`` of a user function.
+    options : dict
+        Keyword arguments as written (``$name`` not yet replaced by the variable).
+    where : str
+        Where it is written, for messages: ``steps[2] (anomaly)``.
+    folder : Path, optional
+        The recipe file's folder, where user modules are looked for first.
+    """
+
+    name: str
+    options: dict[str, Any] = field(default_factory=dict)
+    where: str = ""
+    folder: Path | None = None
+
+    @property
+    def is_user(self) -> bool:
+        return ":" in self.name
+
+    def function(self) -> Callable[..., Any]:
+        """The function the step calls."""
+        return user_function(self) if self.is_user else step_functions()[self.name]
+
+
+def step_functions() -> dict[str, Callable[..., Any]]:
+    """The recipe functions a step can name: :data:`pangeo_hpc.recipes.__all__`."""
+    return {n: getattr(recipes, n) for n in recipes.__all__ if callable(getattr(recipes, n))}
+
+
+def parse_steps(items: Any, where: str, folder: Path | None = None) -> list[Step]:
+    """The steps of a YAML list (``steps:`` or one of ``results:``), their shape checked."""
+    if not isinstance(items, list):
+        raise InputError(f"{where} must be a list of steps such as '- area_mean: {{}}'")
+    return [_parse_one(item, f"{where}[{i}]", folder) for i, item in enumerate(items)]
+
+
+def _parse_one(item: Any, where: str, folder: Path | None) -> Step:
+    if isinstance(item, str):  # "- area_mean" with nothing after it
+        item = {item: {}}
+    if not isinstance(item, dict) or not item:
+        raise InputError(f"{where}: {shown(item)} is not a step: write '- area_mean: {{}}'")
+    if USER in item:
+        target = item[USER]
+        if not isinstance(target, str) or target.count(":") != 1:
+            raise InputError(f"{where}: function {shown(target)} must be written 'module:function'")
+        options = {k: v for k, v in item.items() if k != USER}
+        return Step(target, options, f"{where} ({target})", folder)
+    if len(item) != 1:
+        raise InputError(
+            f"{where}: {shown(item)} names {len(item)} functions: one step per list item"
+        )
+    ((name, given),) = item.items()
+    at = f"{where} ({name})"
+    if given is None or isinstance(given, dict):
+        return Step(str(name), dict(given or {}), at, folder)
+    # a list or a single value: the function's first option (select_months: [12, 1, 2])
+    return Step(str(name), {FIRST: given}, at, folder)
+
+
+#: the key of a step's single value (a list or scalar): the function's first option
+FIRST = "\x00first"
+
+
+def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
+    """Every step names a known function and gives it options it takes; ``$name``
+    options name a variable of the dataset."""
+    known = step_functions()
+    for step in steps:
+        if not step.is_user and step.name not in known:
+            raise InputError(
+                f"{step.where}: unknown recipe function {step.name!r}: use one of "
+                f"{sorted(known)}, or '- function: module:name' for your own"
+            )
+        fn = step.function()
+        _bind(fn, step)
+        for key, value in step.options.items():
+            if isinstance(value, str) and value.startswith("$") and value[1:] not in variables:
+                raise InputError(
+                    f"{step.where}: {_key(key, fn)}={value!r} names no variable of the "
+                    f"dataset: use one of {['$' + v for v in variables]}"
+                )
+
+
+def _first_option(fn: Callable[..., Any], step: Step) -> str:
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    named = [p for p in params if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if not named:
+        raise InputError(f"{step.where}: {step.name} takes no options: write '- {step.name}: {{}}'")
+    return named[0].name
+
+
+def _key(key: str, fn: Callable[..., Any]) -> str:
+    return key if key != FIRST else "first option"
+
+
+def _options(fn: Callable[..., Any], step: Step) -> dict[str, Any]:
+    if FIRST in step.options:
+        return {_first_option(fn, step): step.options[FIRST]}
+    return dict(step.options)
+
+
+def _bind(fn: Callable[..., Any], step: Step) -> None:
+    """The step's options fit the function's signature, else one line naming them."""
+    options = _options(fn, step)
+    try:
+        inspect.signature(fn).bind(None, **options)
+    except TypeError as exc:
+        takes = [p for p in list(inspect.signature(fn).parameters)[1:]]
+        raise InputError(
+            f"{step.where}: options {shown(options)} do not fit {step.name} ({exc}); "
+            f"it takes {takes}"
+        ) from None
+
+
+def user_function(step: Step) -> Callable[..., Any]:
+    """Import ``module:name`` from the recipe's folder, else from the Python path.
+
+    A module found in the recipe's folder is pickled by value (cloudpickle), so that the
+    workers of a cluster need not find it on their own path.
+    """
+    module_name, attr = step.name.split(":")
+    module = None
+    local = step.folder / f"{module_name.replace('.', '/')}.py" if step.folder else None
+    if local is not None and local.is_file():
+        module = sys.modules.get(f"pangeo_hpc_user.{module_name}")
+        if module is None:
+            spec = importlib.util.spec_from_file_location(f"pangeo_hpc_user.{module_name}", local)
+            module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
+            sys.modules[spec.name] = module  # type: ignore[union-attr]
+            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            import cloudpickle
+
+            cloudpickle.register_pickle_by_value(module)
+    else:
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError as exc:
+            there = f" or {str(step.folder)!r}" if step.folder else ""
+            raise InputError(
+                f"{step.where}: cannot import module {module_name!r} ({exc}): put "
+                f"{module_name}.py beside the recipe{there}, or on PYTHONPATH"
+            ) from None
+    fn = getattr(module, attr, None)
+    if not callable(fn):
+        public = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_"))
+        raise InputError(
+            f"{step.where}: module {module_name!r} has no function {attr!r}: it has {public}"
+        )
+    return fn
+
+
+class _Computed(RuntimeError):
+    """Raised by the scheduler :func:`build` installs while a step runs."""
+
+
+def _forbid(*args: Any, **kwargs: Any) -> Any:
+    raise _Computed
+
+
+def apply(step: Step, value: Any, data: xr.Dataset) -> Any:
+    """Call one step on ``value``; ``$name`` options become ``data[name]``.
+
+    A Dataset value (several results) goes through a recipe function variable by variable
+    when the function takes a DataArray.
+    """
+    fn = step.function()
+    options = {
+        k: data[v[1:]] if isinstance(v, str) and v.startswith("$") else v
+        for k, v in _options(fn, step).items()
+    }
+    if isinstance(value, xr.Dataset) and not _takes_dataset(fn):
+        return xr.Dataset({k: _call(fn, step, v, options) for k, v in value.data_vars.items()})
+    return _call(fn, step, value, options)
+
+
+def _call(fn: Callable[..., Any], step: Step, value: Any, options: dict[str, Any]) -> Any:
+    lazy = _is_lazy(value)
+    try:
+        with dask.config.set(scheduler=_forbid):
+            out = fn(value, **options)
+    except _Computed:
+        raise InputError(
+            f"{step.where}: {step.name} computed the data while the chain was being built: "
+            "a step must stay lazy (xarray operations, xr.apply_ufunc(..., dask='parallelized'))"
+        ) from None
+    except InputError as exc:
+        raise InputError(f"{step.where}: {exc}", param=exc.param) from None
+    if not isinstance(out, xr.DataArray | xr.Dataset):
+        raise InputError(
+            f"{step.where}: {step.name} returned {type(out).__name__}, not an xarray "
+            "DataArray or Dataset"
+        )
+    if lazy and not _is_lazy(out):
+        raise InputError(
+            f"{step.where}: {step.name} returned data in memory from Dask input: a step must "
+            "stay lazy (xr.apply_ufunc(..., dask='parallelized') or DataArray.map_blocks)"
+        )
+    return out
+
+
+def _takes_dataset(fn: Callable[..., Any]) -> bool:
+    first = next(iter(inspect.signature(fn).parameters.values()), None)
+    return first is not None and "Dataset" in str(first.annotation)
+
+
+def _is_lazy(value: Any) -> bool:
+    if isinstance(value, xr.Dataset):
+        return any(v.chunks is not None for v in value.data_vars.values())
+    return isinstance(value, xr.DataArray) and value.chunks is not None
+
+
+def run_steps(steps: Sequence[Step], value: Any, data: xr.Dataset) -> Any:
+    """Apply ``steps`` one after the other."""
+    for step in steps:
+        value = apply(step, value, data)
+    return value
+
+
+def build(recipe: Any, data: xr.Dataset) -> xr.Dataset:
+    """The recipe's results, lazy: a Dataset of the named results, or of the one result
+    (under its own name, else the input variable's)."""
+    first = data[recipe.variable]
+    shared = run_steps(recipe.steps, first, data)
+    if not recipe.results:
+        return _as_dataset(shared, recipe.variable)
+    out: dict[str, xr.DataArray] = {}
+    for name, steps in recipe.results.items():
+        value = run_steps(steps, shared, data)
+        if isinstance(value, xr.Dataset):  # e.g. trend with its statistics
+            out.update({f"{name}_{k}" if k != name else k: v for k, v in value.items()})
+        else:
+            out[name] = value.rename(name)
+    return xr.Dataset(out)
+
+
+def _as_dataset(value: Any, variable: str) -> xr.Dataset:
+    if isinstance(value, xr.Dataset):
+        return value
+    return value.rename(value.name or variable).to_dataset()

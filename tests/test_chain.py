@@ -1,0 +1,214 @@
+"""The recipe file's chain: steps parsed and checked before any data are read, run lazily,
+user functions, and one-line errors naming the step and the value."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import dask.array as dsa
+import numpy as np
+import pytest
+import xarray as xr
+import yaml
+from conftest import raise_if_dask_computes
+
+from pangeo_hpc.batch import chain
+from pangeo_hpc.batch.recipe_yaml import from_dict, load
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes import climatology, global_mean, zonal_mean
+
+DATASET = {"variable": "sst", "start": "2000-01", "end": "2000-12"}
+
+
+def field(nt: int = 24, *, chunks: int | None = 6) -> xr.Dataset:
+    """Monthly fields on a 10-degree grid with a NaN patch, Dask-backed."""
+    rng = np.random.default_rng(1)
+    lat = np.arange(85.0, -90.0, -10.0)
+    lon = np.arange(0.0, 360.0, 10.0)
+    values = 280 + rng.standard_normal((nt, lat.size, lon.size)).astype("f4")
+    values[:, 3:5, 10:14] = np.nan
+    time = xr.date_range("2000-01-01", periods=nt, freq="MS")
+    da = xr.DataArray(
+        values,
+        dims=("time", "lat", "lon"),
+        coords={"time": time, "lat": lat, "lon": lon},
+        attrs={"units": "K", "long_name": "sea surface temperature"},
+        name="sst",
+    )
+    ds = da.to_dataset()
+    ds["v"] = (da * 0 + 2.0).assign_attrs(units="K")
+    return ds.chunk({"time": chunks}) if chunks else ds
+
+
+def recipe(steps=None, results=None, *, folder: Path | None = None, **dataset):
+    doc = {"name": "t", "dataset": {**DATASET, **dataset}}
+    if steps is not None:
+        doc["steps"] = steps
+    if results is not None:
+        doc["results"] = results
+    path = None
+    if folder is not None:
+        path = folder / "t.yaml"
+        path.write_text(yaml.safe_dump(doc))
+        return load(str(path))
+    return from_dict(doc, path)
+
+
+def test_a_chain_equals_the_functions_called_by_hand():
+    ds = field()
+    r = recipe([{"zonal_mean": {}}, {"climatology": {}}])
+    with raise_if_dask_computes():
+        out = chain.build(r, ds)
+    assert list(out) == ["sst"]  # a single result keeps the input's name
+    assert out.sst.chunks is not None
+    # a step dropped would not give this
+    by_hand = climatology(zonal_mean(ds.sst))
+    xr.testing.assert_allclose(out.sst.compute(), by_hand.compute())
+
+
+def test_named_results_share_the_steps_before_them():
+    ds = field()
+    r = recipe(
+        [{"global_mean": {}}],
+        {"series": [], "overall": [{"climatology": {}}]},
+    )
+    out = chain.build(r, ds).compute()
+    assert list(out) == ["series", "overall"]
+    np.testing.assert_allclose(out.series, global_mean(ds.sst).compute(), rtol=1e-6)
+    assert out.overall.sizes["month"] == 12
+
+
+def test_a_list_or_a_value_goes_to_the_first_option():
+    step = chain.parse_steps([{"time_series": "annual"}], "steps")[0]
+    assert step.options == {chain.FIRST: "annual"} and step.where == "steps[0] (time_series)"
+    out = chain.apply(step, field().sst, field())
+    assert out.sizes["time"] == 2
+
+
+def test_dollar_options_are_variables_of_the_dataset(tmp_path):
+    (tmp_path / "mine.py").write_text(
+        textwrap.dedent(
+            """
+            def add(da, *, other, factor=1.0):
+                return da + factor * other
+            """
+        )
+    )
+    r = recipe(
+        [{"function": "mine:add", "other": "$v", "factor": 3.0}],
+        folder=tmp_path,
+        variables=["sst", "v"],
+        variable=None,
+    )
+    ds = field()
+    out = chain.build(r, ds)
+    np.testing.assert_allclose(out.sst.values, ds.sst.values + 6.0, rtol=1e-6)
+
+
+def test_a_user_function_from_the_recipes_folder_runs_lazily(tmp_path):
+    (tmp_path / "steps_of_mine.py").write_text(
+        "import xarray as xr\n\n"
+        "def double(da: xr.DataArray) -> xr.DataArray:\n"
+        "    return (2 * da).assign_attrs(da.attrs)\n"
+    )
+    r = recipe([{"function": "steps_of_mine:double"}, {"global_mean": {}}], folder=tmp_path)
+    ds = field()
+    with raise_if_dask_computes():
+        out = chain.build(r, ds)
+    np.testing.assert_allclose(out.sst, 2 * global_mean(ds.sst).compute(), rtol=1e-6)
+
+
+def test_a_user_function_that_computes_is_an_error_naming_it(tmp_path):
+    (tmp_path / "eager.py").write_text(
+        "def load_it(da):\n    return da.load()\n\n"
+        "def to_numpy(da):\n    return da.copy(data=da.values)\n"
+    )
+    r = recipe([{"function": "eager:load_it"}], folder=tmp_path)
+    with pytest.raises(InputError, match=r"steps\[0\] \(eager:load_it\).*computed the data"):
+        chain.build(r, field())
+    r = recipe([{"global_mean": {}}, {"function": "eager:to_numpy"}], folder=tmp_path)
+    with pytest.raises(InputError, match=r"steps\[1\] \(eager:to_numpy\).*(computed|in memory)"):
+        chain.build(r, field())
+    # the same steps on data in memory are not an error: nothing lazy was computed
+    r = recipe([{"function": "eager:load_it"}], folder=tmp_path)
+    chain.build(r, field(chunks=None))
+
+
+@pytest.mark.parametrize(
+    ("steps", "message"),
+    [
+        ([{"area_means": {}}], r"steps\[0\] \(area_means\): unknown recipe function 'area_means'"),
+        ([{"global_mean": {"wieghts": 1}}], r"steps\[0\] \(global_mean\): options .*wieghts"),
+        ([{"time_series": {"freq": "monthly"}, "zonal_mean": {}}], r"names 2 functions"),
+        ([{"function": "no_such_module_here:f"}], r"cannot import module 'no_such_module_here'"),
+        ([{"function": "os.path"}], r"must be written 'module:function'"),
+        ([{"function": "os:no_such_fn"}], r"module 'os' has no function 'no_such_fn'"),
+        ([{"anomaly": {"clim": "$nope"}}], r"clim='\$nope' names no variable.*\['\$sst'\]"),
+        ([3], r"steps\[0\]: 3 is not a step"),
+        ("global_mean", r"steps must be a list"),
+    ],
+)
+def test_bad_steps_are_refused_when_the_recipe_is_read(steps, message):
+    with pytest.raises(InputError, match=message):
+        recipe(steps)
+
+
+def test_the_unknown_function_error_lists_the_known_ones():
+    with pytest.raises(InputError) as err:
+        recipe([{"nope": {}}])
+    for name in ("global_mean", "zonal_mean", "climatology", "anomaly"):
+        assert name in str(err.value)
+
+
+def test_a_failing_step_is_named_in_the_error():
+    r = recipe([{"global_mean": {}}, {"zonal_mean": {}}])  # no longitude left
+    with pytest.raises(InputError, match=r"^steps\[1\] \(zonal_mean\): "):
+        chain.build(r, field())
+
+
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"name": "t", "dataset": DATASET}, r"lacks steps"),
+        ({"name": "t", "dataset": {"start": "2000-01", "end": "2000-02"}, "steps": []}, "variable"),
+        (
+            {"name": "t", "dataset": DATASET, "steps": [], "stesp": []},
+            r"unknown key\(s\) \['stesp'\]",
+        ),
+        ({"name": "t", "dataset": {**DATASET, "varaible": "x"}, "steps": []}, "varaible"),
+        ({"name": "t", "dataset": DATASET, "results": ["a"]}, "results must map"),
+        ({"name": "t", "dataset": DATASET, "chain": "nope"}, r"chain 'nope': write its steps"),
+    ],
+)
+def test_bad_recipe_files_are_refused(doc, message):
+    with pytest.raises(InputError, match=message):
+        from_dict(doc)
+
+
+def test_a_files_dataset_needs_no_period():
+    r = from_dict({"name": "t", "dataset": {"variable": "sst", "files": "/x/*.nc"}, "steps": []})
+    assert r.files == "/x/*.nc" and r.start is None and r.variables == ("sst",)
+
+
+def test_a_recipe_of_0_1_still_loads_with_a_warning_as_its_steps():
+    doc = {"name": "t", "dataset": DATASET, "chain": "sst-mean", "options": {"frequency": "annual"}}
+    with pytest.warns(FutureWarning, match="replaced by the steps"):
+        r = from_dict(doc)
+    assert set(r.results) == {"time_mean", "global_mean_series", "global_mean"}
+    assert r.results["global_mean_series"][1].options == {"freq": "annual"}
+    with pytest.warns(FutureWarning, match="recipe: sst-trend"):
+        old = from_dict({"name": "t", "dataset": DATASET, "recipe": "sst-trend"})
+    assert [s.name for s in old.steps] == ["resample"]
+
+
+def test_dask_stays_dask_through_a_user_function_using_map_blocks(tmp_path):
+    (tmp_path / "blocks.py").write_text(
+        "import numpy as np\n\n"
+        "def clip(da, *, low):\n"
+        "    return da.copy(data=da.data.map_blocks(np.maximum, low))\n"
+    )
+    r = recipe([{"function": "blocks:clip", "low": 280.0}], folder=tmp_path)
+    out = chain.build(r, field())
+    assert isinstance(out.sst.data, dsa.Array)
+    assert float(out.sst.min()) >= 280.0
