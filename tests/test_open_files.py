@@ -150,6 +150,7 @@ def test_several_variables_in_the_same_or_their_own_files(tmp_path):
             units="m s-1",
         )
     ds = open_files(tmp_path / "both/*.nc", ["u", "v"])
+    assert [p.rsplit("/", 1)[-1] for p in ds.encoding["source_files"]] == ["w0.nc", "w1.nc"]
     np.testing.assert_allclose(ds.u.values, u, rtol=1e-6)
     np.testing.assert_allclose(ds.v.values, v, rtol=1e-6)
     for name, data in (("u", u), ("v", v)):  # CMIP-like: one variable a file
@@ -214,6 +215,12 @@ def test_bad_files_and_names(tmp_path):
         DataNotFoundError, match=r"hold 1978-01..1978-01, not 1977-12..1978-01: choose"
     ):
         open_files(tmp_path / "d/a.nc", "sst", start="1977-12")
+    write_nc(tmp_path / "gap" / "jan.nc", {"sst": data}, np.array([0.0, 1]))
+    write_nc(tmp_path / "gap" / "mar.nc", {"sst": data}, np.array([60.0, 61]))
+    with pytest.raises(
+        DataNotFoundError, match=r"no file of 'sst' holds times in 1978-02..1978-02"
+    ):
+        open_files(tmp_path / "gap/*.nc", "sst", "1978-02", "1978-02")
     with pytest.raises(InputError, match=r"start='1978-13' has month 13"):
         open_files(tmp_path / "d/a.nc", "sst", start="1978-13")
     with pytest.raises(InputError, match=r"variables=\[\] is not a variable name"):

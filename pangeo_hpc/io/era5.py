@@ -92,7 +92,9 @@ def open_era5(
     chunk_mb = float(config.get("data.time-chunk-mb", time_chunk_mb))
     if chunk_mb <= 0:
         raise InputError(f"time_chunk_mb={chunk_mb} must be positive, e.g. 128")
-    cats = [catalog(root, v, start, end, s3=s3, index=index, client=client) for v in names]
+    cats = []
+    for v in names:  # a loop, not a comprehension: the catalog's warnings name the caller
+        cats.append(catalog(root, v, start, end, s3=s3, index=index, client=client))
     if any(cat.access == "local" for cat in cats):
         _no_hdf5_locks_on(root)
     parts = [

@@ -16,7 +16,6 @@ its 2-D coordinates are not read: use ``xr.open_mfdataset``), any CF calendar (`
 
 from __future__ import annotations
 
-import glob
 import os
 import re
 from collections.abc import Sequence
@@ -31,6 +30,7 @@ from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.assemble import decode_times, lazy_dataset, merge_variables, variable_names
+from pangeo_hpc.io.globbing import expand
 from pangeo_hpc.io.hdf5_meta import (
     FileInfo,
     Head,
@@ -94,7 +94,7 @@ def open_files(
         grid or time axis: the message names two files and how they differ.
     """
     names = variable_names(variables, "variables")
-    files = _glob(pattern)
+    files = expand(pattern)
     chunk_mb = float(config.get("data.time-chunk-mb", time_chunk_mb))
     if chunk_mb <= 0:
         raise InputError(f"time_chunk_mb={chunk_mb} must be positive, e.g. 128")
@@ -121,7 +121,7 @@ def open_files(
         parts.append((v, ds, kept[0]))
         used += kept
     ds = parts[0][1] if len(parts) == 1 else merge_variables(parts)
-    ds.encoding["source_files"] = used
+    ds.encoding["source_files"] = list(dict.fromkeys(used))  # a file of u and v once
     ds.encoding["source_bytes"] = int(sum(sizes[f] for f in dict.fromkeys(used)))
     ds.encoding["source_access"] = "local"
     return ds
@@ -173,6 +173,13 @@ def _one_variable(
                 param=("start", "end"),
             )
         keep = [k for k in range(len(files)) if spans[k, 1] >= lo and spans[k, 0] < hi]
+        if not keep:
+            raise DataNotFoundError(
+                f"no file of {variable!r} holds times in {_text(asked[0])}..{_text(asked[1])}"
+                f" (a gap between {files[0]!r} and {files[-1]!r}): choose another period "
+                "with start=/end=",
+                param=("start", "end"),
+            )
         files, infos = [files[k] for k in keep], [infos[k] for k in keep]
     head = Head.of(files[0], variable)
     sources = [H5Source(f, variable) for f in files]
@@ -241,65 +248,6 @@ def _text(month: Month) -> str:
 
 def _shown(pattern: object) -> str:
     return repr(os.fspath(pattern)) if isinstance(pattern, str | os.PathLike) else "the list"
-
-
-def _glob(pattern: object) -> list[str]:
-    """The files ``pattern`` (a glob, a file, or a list of these) names, each once."""
-    items = [pattern] if isinstance(pattern, str | os.PathLike) else pattern
-    if not isinstance(items, list | tuple) or not items:
-        raise InputError(
-            f"pattern={pattern!r} is not a glob of files: give one such as "
-            "'/data/oisst/*/oisst-avhrr-v02r01.*.nc', or a list of files",
-            param="pattern",
-        )
-    found: list[str] = []
-    for item in items:
-        text = os.path.expanduser(os.fspath(item))
-        if "://" in text:
-            raise InputError(
-                f"pattern={text!r}: open_files reads local or mounted files; mount the "
-                "store (rclone mount) and give the path, or use open_era5(source=...) for "
-                "an era5-pds bucket",
-                param="pattern",
-            )
-        hits = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
-        if not hits:
-            raise DataNotFoundError(_nothing_matches(text), param="pattern")
-        found += [os.path.abspath(p) for p in hits]
-    return list(dict.fromkeys(found))
-
-
-def _nothing_matches(pattern: str) -> str:
-    """Why ``pattern`` matches no file: the folder before its first wildcard and what it
-    holds, or the nearest folder above that exists."""
-    parts = Path(pattern).parts
-    fixed = next((i for i, p in enumerate(parts) if glob.has_magic(p)), len(parts) - 1)
-    folder = Path(*parts[:fixed]) if fixed else Path(".")
-    if folder.is_dir():
-        where = f"{str(folder)!r} exists and holds {_listing(folder)}"
-        fix = "check the file-name part of the pattern"
-    else:
-        up = folder
-        while not up.is_dir() and up != up.parent:
-            up = up.parent
-        where = (
-            f"{str(folder)!r} does not exist; the nearest folder that does, {str(up)!r}, "
-            f"holds {_listing(up)}"
-        )
-        fix = "check the path"
-    return f"no files match pattern={pattern!r}: {where}; {fix}"
-
-
-def _listing(folder: Path, most: int = 5) -> str:
-    try:
-        names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
-    except OSError:
-        return "nothing readable"
-    if not names:
-        return "nothing"
-    return str(names[:most])[:-1] + (
-        f", ... {len(names) - most} more]" if len(names) > most else "]"
-    )
 
 
 def _scan(
