@@ -9,7 +9,7 @@ checks it with import-linter, contract in ``pyproject.toml``)::
     demo       synthetic ERA5 with known answers
     lab        JupyterLab here or as a job, the ssh line
     clusters   local, Slurm, PBS and SGE clusters from site profiles
-    io         bytes -> lazy xarray (open_era5): layouts, metadata, sources, decoding
+    io         bytes -> lazy xarray (open_era5, open_files): layouts, metadata, sources
     storage    file systems: detect, hydration, warm-up, stage, stripe, survey
     write      atomic, guarded outputs; Zarr stores; figures
     s3         S3 options, credentials, errors
@@ -25,6 +25,7 @@ from pangeo_hpc.clusters import get_cluster, running_cluster, start_cluster
 from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.io.era5 import open_era5
+from pangeo_hpc.io.files import open_files
 
 _moved.install()
 
@@ -36,6 +37,7 @@ __all__ = [
     "generate",
     "get_cluster",
     "open_era5",
+    "open_files",
     "recipes",
     "running_cluster",
     "start_cluster",

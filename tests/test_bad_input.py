@@ -219,7 +219,7 @@ def _field():
 
 def _public_calls(tree: str) -> list[tuple[str, object, str]]:
     """(id, call, text the one-line InputError must contain)."""
-    from pangeo_hpc import get_cluster, open_era5, recipes, start_cluster
+    from pangeo_hpc import get_cluster, open_era5, open_files, recipes, start_cluster
     from pangeo_hpc.lab.setup import write_lab_config
     from pangeo_hpc.lab.tunnel import tunnel_command
     from pangeo_hpc.storage.hydration import hydration
@@ -232,6 +232,10 @@ def _public_calls(tree: str) -> list[tuple[str, object, str]]:
         ("open_era5 unknown variable", lambda: open_era5("sst", source=tree), "'sst'"),
         ("open_era5 source int", lambda: open_era5(sst, source=42), "42"),
         ("open_era5 month 13", lambda: open_era5(sst, "2000-13", source=tree), "'2000-13'"),
+        ("open_era5 variables dict", lambda: open_era5({"a": 1}, source=tree), "{'a': 1}"),
+        ("open_files pattern int", lambda: open_files(7, sst), "pattern=7"),
+        ("open_files nothing", lambda: open_files(f"{tree}/*.nc4", sst), ".nc4'"),
+        ("open_files variables", lambda: open_files(f"{tree}/2000/01/*/*.nc", "sst"), "'sst'"),
         ("global_mean ndarray", lambda: recipes.global_mean(np.ones((3, 4))), "ndarray"),
         (
             "global_mean dataset",

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import numpy as np
 import pytest
 import xarray as xr
+from ncfiles import write_era5_month
 
 from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import DataNotFoundError, InputError
@@ -147,3 +149,68 @@ def test_times_without_date_units_are_named(demo_copy):
         InputError, match=r"time variable 'time0' of .*2000/01/data.* has units 'hours', not dates"
     ):
         open_era5(source=demo_copy, start="2000-01", end="2000-02")
+
+
+def test_forecast_variable_with_time1_and_its_bounds(tmp_path):
+    var = "precipitation_amount_1hour_Accumulation"
+    made = [write_era5_month(tmp_path, var, 2000, m, forecast=True, seed=m) for m in (1, 2)]
+    ds = open_era5(var, "2000-01", "2000-02", source=tmp_path)
+    p = ds[var]
+    assert p.dims == ("time1", "lat", "lon") and p.attrs["units"] == "m"
+    assert ds.sizes["time1"] == (31 + 29) * 24 and p.chunks[0] == (744, 696)
+    assert ds.time1.values[0] == np.datetime64("2000-01-01T07:00")
+    assert ds.time1.values[743] == np.datetime64("2000-02-01T06:00")  # January's last step
+    assert ds.time1.values[-1] == np.datetime64("2000-03-01T06:00")
+    bounds = ds.time1_bounds
+    assert ds.time1.attrs["bounds"] == "time1_bounds" and bounds.dims == ("time1", "nv")
+    np.testing.assert_array_equal(bounds.values[:, 1], ds.time1.values)
+    np.testing.assert_array_equal(bounds.values[:, 0], ds.time1.values - np.timedelta64(1, "h"))
+    np.testing.assert_allclose(p.values, np.concatenate([d for _, d in made]), rtol=1e-6)
+    ref = xr.open_mfdataset([str(f) for f, _ in made], combine="nested", concat_dim="time1")
+    np.testing.assert_array_equal(ds.time1_bounds.values, ref.time1_bounds.values)
+    again = open_era5(var, "2000-02", "2000-02", source=tmp_path)  # cached scans
+    np.testing.assert_array_equal(again.time1_bounds.values, bounds.values[744:])
+
+
+def test_several_variables_share_one_dataset(tmp_path):
+    u, v = "eastward_wind_at_10_metres", "northward_wind_at_10_metres"
+    made = {
+        name: [
+            write_era5_month(tmp_path, name, 2000, m, units="m s-1", seed=k + m)[1] for m in (1, 2)
+        ]
+        for k, name in enumerate((u, v))
+    }
+    ds = open_era5([u, v], "2000-01", "2000-02", source=tmp_path)
+    assert list(ds.data_vars) == [u, v] and ds[u].dims == ("time0", "lat", "lon")
+    for name in (u, v):
+        np.testing.assert_allclose(ds[name].values, np.concatenate(made[name]), rtol=1e-6)
+    assert [f.split("/")[-3:] for f in ds.encoding["source_files"]] == [
+        ["01", "data", f"{u}.nc"],
+        ["02", "data", f"{u}.nc"],
+        ["01", "data", f"{v}.nc"],
+        ["02", "data", f"{v}.nc"],
+    ]
+    assert ds.encoding["source_bytes"] == sum(
+        os.path.getsize(f) for f in ds.encoding["source_files"]
+    )
+    precip = "precipitation_amount_1hour_Accumulation"
+    write_era5_month(tmp_path, precip, 2000, 1, forecast=True)
+    with pytest.raises(
+        InputError,
+        match=rf"'{precip}' .* has the time axis time1: 744 steps 2000-01-01T07.* but '{u}'",
+    ):
+        open_era5([u, precip], "2000-01", "2000-01", source=tmp_path)
+    with pytest.raises(InputError, match=r"variable=\['x', 'x'\] names a variable twice"):
+        open_era5(["x", "x"], source=tmp_path)
+
+
+def test_the_half_degree_wave_grid_opens(tmp_path):
+    waves = "significant_height_of_combined_wind_waves_and_swell"
+    _, data = write_era5_month(tmp_path, waves, 2001, 2, n_lat=361, n_lon=720, seed=3, hours=3)
+    ds = open_era5(waves, "2001-02", "2001-02", source=tmp_path)
+    assert ds[waves].shape == (3, 361, 720) and ds.lat.values[0] == 90.0
+    assert ds.lon.values[1] == 0.5 and ds.lat.values[-1] == -90.0
+    np.testing.assert_allclose(ds[waves].values, data, rtol=1e-6)
+    write_era5_month(tmp_path, "sea_surface_temperature", 2001, 2, n_lat=721, n_lon=8, hours=3)
+    with pytest.raises(InputError, match=r"is on the grid lat x lon \(721, 8\).* share one grid"):
+        open_era5([waves, "sea_surface_temperature"], "2001-02", "2001-02", source=tmp_path)

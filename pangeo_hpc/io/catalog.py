@@ -189,13 +189,25 @@ def _s3_catalog(
             times = RefSource(url, ChunkTable.from_refs(refs[i], time_dim), opts).read(
                 (slice(None),)
             )
+            first = infos[0]
+            bounds = None
+            if first.bounds_name:  # forecast steps: their bounds through the index too
+                btable = ChunkTable.from_refs(refs[i], first.bounds_name)
+                bounds = RefSource(url, btable, opts).read((slice(None), slice(None)))
             info = FileInfo(
                 length=table.shape[0],
                 field_shape=table.shape[1:],
                 dtype=table.dtype,
                 times=times,
                 chunk_time=table.chunks[0],
-                decoding=infos[0].decoding,
+                decoding=first.decoding,
+                time_name=first.time_name,
+                bounds=bounds,
+                bounds_name=first.bounds_name if bounds is not None else "",
+                units=first.units,
+                time_units=first.time_units,
+                calendar=first.calendar,
+                grid=first.grid,
             )
             return info, RefSource(url, table, opts)
         if i == 0:

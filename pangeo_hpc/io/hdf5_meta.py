@@ -7,6 +7,8 @@ low-level API, and kept in the per-tree scan cache (:mod:`pangeo_hpc.io.scan_cac
 from __future__ import annotations
 
 import os
+import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,6 +29,7 @@ __all__ = [
     "prefetch_head",
     "scan_file",
     "scan_like",
+    "scan_variables",
 ]
 
 
@@ -41,6 +44,16 @@ class FileInfo:
     chunk_time: int
     decoding: Decoding
     time_name: str = ""
+    #: the time bounds as stored, ``(length, 2)``, when the time axis names them (``bounds``)
+    bounds: np.ndarray | None = None
+    bounds_name: str = ""
+    #: the variable's ``units``, the time axis's ``units`` and ``calendar`` (a full scan
+    #: reads them; :func:`scan_like` takes them from the first file)
+    units: str | None = None
+    time_units: str | None = None
+    calendar: str | None = None
+    #: the grid's coordinates in short (``lat -90..90 (181), lon 0..359 (360) #crc``)
+    grid: str = ""
 
 
 @dataclass(frozen=True)
@@ -52,18 +65,23 @@ class Head:
     var_attrs: dict[str, Any]
     time_attrs: dict[str, Any]
     attrs: dict[str, Any]
+    #: dimensions of the time bounds variable that the time axis names, if there is one
+    bounds_dims: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, file: Any, variable: str) -> Head:
         """Read from ``file`` (a path or an open binary file); loads only the coordinates."""
         with xr.open_dataset(file, engine="h5netcdf", decode_times=False) as ds:
             dims = tuple(ds[variable].dims)
+            time_attrs = dict(ds[dims[0]].attrs) if dims[0] in ds.variables else {}
+            bounds = time_attrs.get("bounds")
             return cls(
                 dims=dims,
                 coords={d: ds[d].load() for d in dims[1:] if d in ds.variables},
                 var_attrs=dict(ds[variable].attrs),
-                time_attrs=dict(ds[dims[0]].attrs) if dims[0] in ds.variables else {},
+                time_attrs=time_attrs,
                 attrs=dict(ds.attrs),
+                bounds_dims=tuple(ds[bounds].dims) if bounds in ds.variables else (),
             )
 
 
@@ -81,6 +99,27 @@ def scan_file(path: Any, variable: str, *, name: str | None = None) -> FileInfo:
         ) from exc
 
 
+def scan_variables(path: str, variables: Sequence[str]) -> tuple[dict[str, FileInfo], list[str]]:
+    """Full scans of those of ``variables`` that ``path`` holds, and the names of all the
+    data variables it holds (for messages), in one opening of the file."""
+    try:
+        with h5py.File(path, "r") as f:
+            holds = sorted(
+                k
+                for k, v in f.items()
+                if isinstance(v, h5py.Dataset) and v.ndim >= 2 and not k.endswith(_BOUNDS)
+            )
+            return {v: _describe(f, v, path) for v in variables if v in f}, holds
+    except OSError as exc:
+        raise InputError(
+            f"{path!r} is not a readable NetCDF4/HDF5 file ({exc}): it may be truncated or "
+            "still being copied; restore it or leave it out of the pattern"
+        ) from exc
+
+
+_BOUNDS = ("_bnds", "_bounds", "bnds", "_bnd")
+
+
 def _describe(f: h5py.File, variable: str, path: str) -> FileInfo:
     if variable not in f:
         names = sorted(k for k, v in f.items() if isinstance(v, h5py.Dataset) and v.ndim >= 2)
@@ -90,19 +129,61 @@ def _describe(f: h5py.File, variable: str, path: str) -> FileInfo:
     v = f[variable]
     if v.ndim < 2:
         raise InputError(f"{variable!r} in {path!r} has {v.ndim} dimension(s); need time + grid")
-    dims = [d.label for d in v.dims]
-    tname = v.dims[0][0].name.lstrip("/") if len(v.dims[0]) else dims[0]
+    # netCDF-4 attaches a dimension scale to each axis (its labels are empty)
+    dims = [d[0].name.lstrip("/") if len(d) else d.label for d in v.dims]
+    tname = dims[0]
     if not tname or tname not in f:
         raise InputError(f"{variable!r} in {path!r} has no time coordinate variable")
+    tvar = f[tname]
+    bounds_name = _text(tvar.attrs.get("bounds")) or ""
+    bounds = _bounds(f, bounds_name, v.shape[0])
     return FileInfo(
         length=v.shape[0],
         field_shape=tuple(v.shape[1:]),
         dtype=v.dtype,
-        times=f[tname][:],
+        times=tvar[:],
         chunk_time=(v.chunks or v.shape)[0],
         decoding=Decoding.from_attrs(v.attrs),
         time_name=tname,
+        bounds=bounds,
+        bounds_name=bounds_name if bounds is not None else "",
+        units=_text(v.attrs.get("units")),
+        time_units=_text(tvar.attrs.get("units")),
+        calendar=_text(tvar.attrs.get("calendar")),
+        grid=_grid(f, dims[1:], v.shape[1:]),
     )
+
+
+def _text(value: Any) -> str | None:
+    """An attribute as a string (h5py gives bytes, str or a one-element array)."""
+    if value is None:
+        return None
+    if isinstance(value, np.ndarray):
+        value = value.ravel()[0] if value.size else ""
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _bounds(f: h5py.File, name: str, length: int) -> np.ndarray | None:
+    """The time bounds variable ``name`` as stored, if it is one: ``(length, 2)``."""
+    if not name or name not in f or not isinstance(f[name], h5py.Dataset):
+        return None
+    values = f[name][:]
+    return values if values.shape == (length, 2) else None
+
+
+def _grid(f: h5py.File, dims: list[str], shape: tuple[int, ...]) -> str:
+    """The field's coordinates in short, with a checksum of their values: two files on
+    the same grid give the same string."""
+    parts = []
+    for dim, n in zip(dims, shape, strict=True):
+        coord = f.get(dim)
+        if isinstance(coord, h5py.Dataset) and coord.shape == (n,) and coord.dtype.kind in "fiu":
+            values = coord[:]
+            crc = zlib.crc32(np.ascontiguousarray(values, dtype="f8").tobytes())
+            parts.append(f"{dim} {values[0]:.6g}..{values[-1]:.6g} ({n}) #{crc:08x}")
+        else:
+            parts.append(f"{dim} ({n})")
+    return ", ".join(parts)
 
 
 #: bytes at the start of a file asked to be read ahead before its metadata scan: netCDF-4
@@ -139,6 +220,12 @@ def cache_entry(info: FileInfo, st: os.stat_result) -> dict[str, Any]:
         "chunk_time": info.chunk_time,
         "time_name": info.time_name,
         "decoding": [list(d.fill_values), d.scale_factor, d.add_offset],
+        "bounds": None if info.bounds is None else scan_cache.encode_times(info.bounds),
+        "bounds_name": info.bounds_name,
+        "units": info.units,
+        "time_units": info.time_units,
+        "calendar": info.calendar,
+        "grid": info.grid,
     }
 
 
@@ -152,6 +239,12 @@ def from_cache_entry(entry: dict[str, Any]) -> FileInfo:
         chunk_time=entry["chunk_time"],
         decoding=Decoding(tuple(fills), scale, offset),
         time_name=entry["time_name"],
+        bounds=None if entry["bounds"] is None else scan_cache.decode_times(entry["bounds"]),
+        bounds_name=entry["bounds_name"],
+        units=entry["units"],
+        time_units=entry["time_units"],
+        calendar=entry["calendar"],
+        grid=entry["grid"],
     )
 
 
@@ -176,6 +269,16 @@ def scan_like(path: str, variable: str, first: FileInfo) -> FileInfo:
         chunks = plist.get_chunk() if plist.get_layout() == h5py.h5d.CHUNKED else dset.shape
         times = np.empty(tvar.shape, tvar.dtype)
         tvar.read(h5py.h5s.ALL, h5py.h5s.ALL, times)
+        bounds = None
+        if first.bounds_name:  # forecast steps (time1) and their bounds: small, read here
+            try:
+                bvar = h5py.h5d.open(fid, first.bounds_name.encode())
+            except KeyError:
+                return scan_file(path, variable)
+            bounds = np.empty(bvar.shape, bvar.dtype)
+            bvar.read(h5py.h5s.ALL, h5py.h5s.ALL, bounds)
+            if bounds.shape != (dset.shape[0], 2):
+                return scan_file(path, variable)
         return FileInfo(
             length=dset.shape[0],
             field_shape=tuple(dset.shape[1:]),
@@ -184,6 +287,12 @@ def scan_like(path: str, variable: str, first: FileInfo) -> FileInfo:
             chunk_time=chunks[0],
             decoding=first.decoding,
             time_name=first.time_name,
+            bounds=bounds,
+            bounds_name=first.bounds_name,
+            units=first.units,
+            time_units=first.time_units,
+            calendar=first.calendar,
+            grid=first.grid,
         )
     finally:
         fid.close()

@@ -218,10 +218,11 @@ class MultiFileArray:
 
     Indexing with slices and integers reads just the needed hyperslab; index arrays are
     applied after reading the rows they span. ``lengths[i]`` is the number of time steps in
-    the file that ``sources[i]`` reads.
+    the file that ``sources[i]`` reads; ``decoding`` is one for all files or one per file
+    (packed files of different years may differ in ``scale_factor``).
     """
 
-    __slots__ = ("_offsets", "decoding", "dtype", "lengths", "ndim", "shape", "sources")
+    __slots__ = ("_offsets", "decodings", "dtype", "lengths", "ndim", "shape", "sources")
 
     def __init__(
         self,
@@ -229,7 +230,7 @@ class MultiFileArray:
         lengths: Sequence[int],
         field_shape: tuple[int, ...],
         dtype: np.dtype,
-        decoding: Decoding,
+        decoding: Decoding | Sequence[Decoding],
     ) -> None:
         self.sources = list(sources)
         self.lengths = list(lengths)
@@ -237,7 +238,9 @@ class MultiFileArray:
         self.shape = (int(self._offsets[-1]), *field_shape)
         self.ndim = len(self.shape)
         self.dtype = np.dtype(dtype)
-        self.decoding = decoding
+        self.decodings = (
+            [decoding] * len(self.sources) if isinstance(decoding, Decoding) else list(decoding)
+        )
 
     def __getitem__(self, key: object) -> np.ndarray:
         key = full_key(key, self.ndim)
@@ -274,4 +277,4 @@ class MultiFileArray:
         return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def _read(self, i: int, key: tuple[slice, ...]) -> np.ndarray:
-        return self.decoding.apply(self.sources[i].read(key), self.dtype)
+        return self.decodings[i].apply(self.sources[i].read(key), self.dtype)

@@ -21,15 +21,17 @@ import numpy as np
 
 from pangeo_hpc import config
 
-_FORMAT = "pangeo-hpc-scan-cache-1"
+_FORMAT = "pangeo-hpc-scan-cache-2"  # 2: time bounds, units, calendar and grid
 
 
-def cache_path(root: Path, variable: str) -> Path | None:
-    """The cache file of ``variable`` under ``root``; ``None`` when caching is off."""
+def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
+    """The cache file of ``variable`` under ``root``; ``None`` when caching is off. ``kind``
+    keeps caches of other shapes apart (``"files"``: :func:`pangeo_hpc.io.files.open_files`)."""
     folder = config.get("catalog.cache")
     if folder in (None, False, "", "false", "none"):
         return None
-    key = hashlib.sha256(f"{root.resolve()}\0{variable}".encode()).hexdigest()[:24]
+    name = f"{root.resolve()}\0{variable}" + (f"\0{kind}" if kind else "")
+    key = hashlib.sha256(name.encode()).hexdigest()[:24]
     return Path(os.path.expandvars(str(folder))).expanduser() / f"{key}.json"
 
 
@@ -66,16 +68,16 @@ def save(path: Path | None, entries: dict[str, Any]) -> None:
 
 
 def _is_cache(path: Path) -> bool:
-    """A scan cache of ours, or a damaged file at its digest-named path (only this module
-    writes such names, so a file there that is not even JSON is a damaged entry of ours);
-    JSON of any other kind is left alone."""
+    """A scan cache of ours (of this format or an earlier one), or a damaged file at its
+    digest-named path (only this module writes such names, so a file there that is not even
+    JSON is a damaged entry of ours); JSON of any other kind is left alone."""
     try:
         doc = json.loads(path.read_text())
     except ValueError:
         return True
     except OSError:
         return False
-    return isinstance(doc, dict) and doc.get("format") == _FORMAT
+    return isinstance(doc, dict) and str(doc.get("format")).startswith(_FORMAT[:-1])
 
 
 def encode_times(times: np.ndarray) -> dict[str, Any]:

@@ -1,0 +1,242 @@
+"""One lazy, Dask-backed variable from the metadata scans of its files, and several
+variables on one grid and time axis as one dataset: what :func:`~pangeo_hpc.io.era5.open_era5`
+and :func:`~pangeo_hpc.io.files.open_files` share.
+
+The data are a :class:`~pangeo_hpc.io.reader.MultiFileArray` read without xarray's lock, in
+chunks of whole fields that never span two files. The time axis and its bounds (``time1`` and
+``time1_bounds`` of ERA5's forecast variables, ``time_bnds`` of CMIP files) come from the
+scans, each file's values decoded with its own ``units`` and ``calendar``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import dask.array as da
+import numpy as np
+import xarray as xr
+from dask.base import tokenize
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.io.hdf5_meta import FileInfo, Head
+from pangeo_hpc.io.reader import MultiFileArray, Source
+
+#: attributes of the files that are encoding or HDF5 plumbing, not the variable's
+DIMS_ATTR_SKIP = (
+    "DIMENSION_LIST",
+    "REFERENCE_LIST",
+    "CLASS",
+    "NAME",
+    "_Netcdf4Dimid",
+    "_Netcdf4Coordinates",
+    "_FillValue",
+    "scale_factor",
+    "add_offset",
+    "missing_value",
+    "_nc3_strict",
+)
+
+_STANDARD = {None: "standard", "gregorian": "standard", "standard": "standard"}
+
+
+def lazy_dataset(
+    variable: str,
+    files: Sequence[str],
+    infos: Sequence[FileInfo],
+    sources: Sequence[Source],
+    head: Head,
+    chunk_mb: float,
+    *,
+    name: str,
+) -> xr.Dataset:
+    """``variable`` of ``files`` (in time order) as a lazy dataset with its time axis,
+    the time bounds when every file has them, the grid of ``head`` and its attributes.
+
+    ``name`` starts the Dask key (``open_era5``, ``open_files``)."""
+    ref = infos[0]
+    time_dim, *field_dims = head.dims
+    for path, info in zip(files[1:], infos[1:], strict=True):
+        if info.field_shape != ref.field_shape or info.dtype != ref.dtype:
+            raise InputError(
+                f"{path!r} has {variable} of shape {info.field_shape} {info.dtype}, "
+                f"but {files[0]!r} has {ref.field_shape} {ref.dtype}: all files must "
+                "share one grid; remove or regrid the odd file"
+            )
+    lengths = [info.length for info in infos]
+    times = decode_times(time_dim, [i.times for i in infos], infos, head.time_attrs, files)
+    dtype = (
+        np.dtype("f4") if ref.dtype.kind in "fiu" and ref.dtype.itemsize <= 4 else np.dtype("f8")
+    )
+    decodings = [info.decoding for info in infos]
+    array = MultiFileArray(sources, lengths, ref.field_shape, dtype, decodings)
+    chunks = time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
+    data = da.from_array(
+        array,
+        chunks=(chunks, *ref.field_shape),
+        lock=False,
+        asarray=False,
+        meta=np.empty((0,) * array.ndim, dtype),
+        name=f"{name}-{variable}-" + tokenize(list(sources), lengths, dtype, decodings),
+    )
+    time_attrs = dict(head.time_attrs)
+    coords: dict[str, xr.DataArray | tuple] = {}
+    bounds_name = ref.bounds_name
+    if bounds_name and all(i.bounds is not None for i in infos):
+        raw = [i.bounds for i in infos]
+        bounds = decode_times(bounds_name, raw, infos, time_attrs, files)  # type: ignore[arg-type]
+        nv = head.bounds_dims[-1] if len(head.bounds_dims) == 2 else "nv"
+        coords[bounds_name] = ((time_dim, nv), bounds)
+    else:
+        time_attrs.pop("bounds", None)  # no bounds variable to point to
+    var_attrs = {k: v for k, v in head.var_attrs.items() if k not in DIMS_ATTR_SKIP}
+    time_coord = xr.DataArray(
+        times,
+        dims=(time_dim,),
+        attrs={k: v for k, v in time_attrs.items() if k not in ("units", "calendar")},
+    )
+    ds = xr.Dataset(
+        {variable: ((time_dim, *field_dims), data, var_attrs)},
+        coords={time_dim: time_coord, **head.coords, **coords},
+        attrs=dict(head.attrs),
+    )
+    ds[time_dim].encoding.update(
+        units=ref.time_units or time_attrs.get("units"),
+        calendar=ref.calendar or time_attrs.get("calendar", "standard"),
+    )
+    return ds
+
+
+def decode_times(
+    name: str,
+    values: Sequence[np.ndarray],
+    infos: Sequence[FileInfo],
+    attrs: dict,
+    files: Sequence[str],
+) -> np.ndarray:
+    """The stored times (or bounds) of each file as dates, decoded by xarray's public CF
+    coder as ``xr.open_dataset`` decodes them, with the file's ``units`` and ``calendar``
+    (those of ``attrs``, the first file's, where a scan did not read them). Consecutive
+    files with the same units are decoded together."""
+    keys = [
+        (info.time_units or attrs.get("units"), info.calendar or attrs.get("calendar"))
+        for info in infos
+    ]
+    calendars = [_STANDARD.get(c, c) for _, c in keys]
+    for i in range(1, len(keys)):
+        if calendars[i] != calendars[0]:
+            raise InputError(
+                f"{files[i]!r} has calendar {calendars[i]!r} but {files[0]!r} has "
+                f"{calendars[0]!r}: files opened together must share one calendar; open "
+                "them separately"
+            )
+    out: list[np.ndarray] = []
+    i = 0
+    while i < len(keys):
+        j = i + 1
+        while j < len(keys) and keys[j] == keys[i]:
+            j += 1
+        units, calendar = keys[i]
+        group = {"units": units, **({"calendar": calendar} if calendar else {})}
+        raw = np.concatenate(values[i:j])
+        out.append(_decode(name, raw, group, files[i]))
+        i = j
+    if len(out) == 1:
+        return out[0]
+    if len({o.dtype.kind for o in out}) > 1:  # datetime64 in some, cftime in others
+        raise InputError(
+            f"the times of {files[0]!r} and {files[-1]!r} decode to different types (dates "
+            "outside 1678..2262 need cftime): open them separately"
+        )
+    return np.concatenate(out)
+
+
+def _decode(name: str, values: np.ndarray, attrs: dict, path: object) -> np.ndarray:
+    if "since" not in str(attrs.get("units", "")):
+        raise InputError(
+            f"time variable {name!r} of {str(path)!r} has units {attrs.get('units')!r}, not "
+            "dates: give it CF units such as 'hours since 1900-01-01 00:00:00'"
+        )
+    dims = (name,) if values.ndim == 1 else (name, "nv")
+    raw = xr.Variable(dims, values, attrs)
+    return np.asarray(xr.coders.CFDatetimeCoder().decode(raw, name=name).values)
+
+
+def time_chunks(
+    lengths: list[int], hdf5_time: int, field_shape: tuple[int, ...], dtype: np.dtype, mb: float
+) -> tuple[int, ...]:
+    """Chunks along time: multiples of the HDF5 chunk, about ``mb`` each, never across files."""
+    per_step = float(np.prod(field_shape)) * dtype.itemsize
+    steps = max(1, int(mb * 1e6 // per_step))
+    steps = max(hdf5_time, steps // hdf5_time * hdf5_time)
+    out: list[int] = []
+    for n in lengths:
+        out += [steps] * (n // steps) + ([n % steps] if n % steps else [])
+    return tuple(out)
+
+
+def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
+    """Datasets of one variable each, ``(variable, dataset, its first file)``, as one:
+    they must share the grid and the time axis (an error names both otherwise)."""
+    v0, ds0, f0 = parts[0]
+    a = ds0[v0]
+    for v, ds, f in parts[1:]:
+        b = ds[v]
+        same_grid = a.dims[1:] == b.dims[1:] and a.shape[1:] == b.shape[1:]
+        same_grid = same_grid and all(
+            (d in a.coords) == (d in b.coords)
+            and (d not in a.coords or np.array_equal(a[d].values, b[d].values))
+            for d in a.dims[1:]
+        )
+        if not same_grid:
+            raise InputError(
+                f"{v!r} ({f!r}) is on the grid {grid_text(b)} but {v0!r} ({f0!r}) on "
+                f"{grid_text(a)}: variables opened together must share one grid; open them "
+                "separately or regrid one (cdo remapbil)"
+            )
+        ta, tb = a[a.dims[0]].values, b[b.dims[0]].values
+        if a.dims[0] != b.dims[0] or ta.shape != tb.shape or not (ta == tb).all():
+            raise InputError(
+                f"{v!r} ({f!r}) has the time axis {time_text(b)} but {v0!r} ({f0!r}) "
+                f"{time_text(a)}: variables opened together must share one time axis; open "
+                "them separately, or choose a period both cover with start=/end="
+            )
+    return xr.merge(
+        [ds for _, ds, _ in parts], compat="override", join="exact", combine_attrs="override"
+    )
+
+
+def grid_text(array: xr.DataArray) -> str:
+    """``lat x lon (181, 360), lat 90..-90, lon 0..359`` for messages."""
+    dims = array.dims[1:]
+    text = f"{' x '.join(map(str, dims))} {tuple(array.shape[1:])}"
+    for d in dims:
+        if d in array.coords and array[d].size:
+            values = array[d].values
+            text += f", {d} {values[0]:.6g}..{values[-1]:.6g}"
+    return text
+
+
+def time_text(array: xr.DataArray) -> str:
+    """``time0: 744 steps 2000-01-01T00..2000-01-31T23`` for messages."""
+    t = array[array.dims[0]].values
+    span = f"{str(t[0])[:13]}..{str(t[-1])[:13]}" if t.size else "empty"
+    return f"{array.dims[0]}: {t.size} steps {span}"
+
+
+def variable_names(variable: object, param: str) -> list[str]:
+    """``variable`` (a name or a list of names) as a list of distinct names."""
+    names = [variable] if isinstance(variable, str) else variable
+    if (
+        not isinstance(names, list | tuple)
+        or not names
+        or not all(isinstance(v, str) and v for v in names)
+    ):
+        raise InputError(
+            f"{param}={variable!r} is not a variable name or a list of them: give one such "
+            "as 'sea_surface_temperature' or a list such as ['eastward_wind_at_10_metres', "
+            "'northward_wind_at_10_metres']",
+            param=param,
+        )
+    if len(set(names)) < len(names):
+        raise InputError(f"{param}={list(names)!r} names a variable twice: name each once")
+    return list(names)
