@@ -12,7 +12,9 @@ import regionmask
 import xarray as xr
 from conftest import raise_if_dask_computes, require_tool
 
+from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.recipes import select_months, select_region, select_season
 
 pytestmark = pytest.mark.cdo
@@ -195,12 +197,15 @@ def test_own_mask_counts_cells_valid_at_any_time(tmp_path):
 )
 def test_bad_options_are_input_errors(fields, kwargs, match):
     with pytest.raises(InputError, match=match) as info:
-        select_region(opened(fields["random-0..360"]), **kwargs)
+        # Dask data without NaN: known when computed (the recipe itself stays lazy)
+        select_region(opened(fields["random-0..360"]), **kwargs).compute()
     assert info.value.param == (next(iter(kwargs)),)
 
 
 def test_mask_from_on_another_grid_and_unknown_regionmask_name(fields):
     da = opened(fields["random-0..360"])
+    with pytest.raises(InputError, match="mask='land' on 'random', which has no missing"):
+        select_region(da.compute(), mask="land")  # in memory: at once
     with pytest.raises(InputError, match="mask_from .* is not on the grid of"):
         select_region(da, mask="land", mask_from=opened(fields["ocean-0..360"]))
     regions = regionmask.Regions(POLYGONS, abbrevs=["PENT", "SQ"], name="test regions")
@@ -259,3 +264,41 @@ def test_months_errors(monthly):
     with pytest.raises(InputError, match=r"season='winter' is not one of \['DJF'"):
         select_season(da, season="winter")
     assert select_months(da, months=12).sizes["time"] == 1
+
+
+# -- demo-like data: ERA5's names, descending latitudes, float32, NaN over land --------
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, Path]:
+    """Five months of 2-degree daily demo SST and the same merged into one file for CDO."""
+    root = tmp_path_factory.mktemp("demo")
+    generate(
+        root,
+        DemoSpec(resolution=2.0, frequency="daily", start="2000-11", end="2001-03", seed=7),
+        workers=1,
+    )
+    merged = root / "merged.nc"
+    run_cdo("-mergetime", *map(str, sorted(root.rglob("*.nc"))), str(merged))
+    return root, merged
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "ops"),
+    [
+        ({"name": "nino34"}, "-sellonlatbox,190,240,-5,5"),
+        ({"lat": [-20, 30], "lon": [-40, 20]}, "-sellonlatbox,-40,20,-20,30"),
+        (
+            {"mask": "land", "lat": [-10, 10], "lon": [0, 40]},
+            "-sellonlatbox,0,40,-10,10 -ifnotthen -setmisstoc,0 -addc,1000 -timmax {merged}",
+        ),
+    ],
+)
+def test_demo_sst_equals_cdo(demo, tmp_path, kwargs, ops):
+    root, merged = demo
+    sst = open_era5(source=root, start="2000-11", end="2001-03").sea_surface_temperature
+    expected = cdo_result(merged, tmp_path, ops.format(merged=merged))
+    with raise_if_dask_computes():
+        got = select_region(sst, **kwargs)
+    assert_same(got.compute(), expected)
+    assert got.dtype == np.float32 and got.attrs == sst.attrs

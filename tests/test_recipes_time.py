@@ -13,7 +13,9 @@ import pytest
 import xarray as xr
 from conftest import raise_if_dask_computes, require_tool
 
+from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.recipes import daily_totals, resample, running_mean
 
 pytestmark = pytest.mark.cdo
@@ -236,3 +238,36 @@ def test_running_mean_errors():
     for window in (0, 3, 2.5, True):
         with pytest.raises(InputError, match=rf"window={window!r} is not a number of time steps"):
             running_mean(da, window=window)
+
+
+# -- demo-like data: ERA5's names (time0), descending latitudes, float32, NaN over land -
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, Path]:
+    """Five months of 2-degree daily demo SST and the same merged into one file for CDO."""
+    root = tmp_path_factory.mktemp("demo")
+    spec = DemoSpec(resolution=2.0, frequency="daily", start="2000-11", end="2001-03", seed=7)
+    generate(root, spec, workers=1)
+    merged = root / "merged.nc"
+    run_cdo("-mergetime", *map(str, sorted(root.rglob("*.nc"))), str(merged))
+    return root, merged
+
+
+def test_demo_sst_equals_cdo(demo, tmp_path):
+    root, merged = demo
+    sst = open_era5(source=root, start="2000-11", end="2001-03").sea_surface_temperature
+    with raise_if_dask_computes():
+        monthly = resample(sst, freq="monthly")
+        seasonal = resample(sst, freq="seasonal", stat="max")
+        smooth = running_mean(monthly, window=3)
+    for got, ops in (
+        (monthly, "-monmean"),
+        (seasonal, "-seasmax"),  # SON 2000 (Nov only), DJF, MAM (March only)
+        (smooth, "-runmean,3 -monmean"),
+    ):
+        expected = cdo_result(merged, tmp_path, ops)
+        np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
+    assert [str(t)[:7] for t in seasonal.time0.values] == ["2000-09", "2000-12", "2001-03"]
+    assert monthly.attrs["units"] == sst.attrs["units"]
+    assert monthly.attrs["cell_methods"].endswith("time0: mean")

@@ -96,7 +96,8 @@ def select_region(
     ------
     InputError
         A box that holds no cell centre (naming the grid's extent), an unknown name, a
-        ``mask`` on data without missing values and without ``mask_from``.
+        ``mask`` on data without missing values and without ``mask_from`` (Dask data:
+        when the result is computed, as only then is it known).
     """
     check_dataarray(da, "select_region")
     la, lo = horizontal_names(da)
@@ -179,15 +180,16 @@ def _land_or_ocean(
     if mask not in ("land", "ocean"):
         raise InputError(f"select_region: mask={mask!r} is not 'land' or 'ocean'", param="mask")
     source = da if mask_from is None else check_dataarray(mask_from, "select_region mask_from")
+    no_nan = InputError(
+        f"select_region: mask={mask!r} on {da.name or 'data'!r}, which has no missing "
+        "values to tell land from ocean: give mask_from=<a variable with NaN over land "
+        "or sea, e.g. sea_surface_temperature>",
+        param="mask",
+    )
     if mask_from is not None:
         _same_grid(da, mask_from, la, lo)
-    elif not _may_hold_nan(da):
-        raise InputError(
-            f"select_region: mask={mask!r} on {da.name or 'data'!r}, which has no missing "
-            "values to tell land from ocean: give mask_from=<a variable with NaN over land "
-            "or sea, e.g. sea_surface_temperature>",
-            param="mask",
-        )
+    elif da.chunks is None and not np.isnan(np.asarray(da.values, dtype="f8")).any():
+        raise no_nan
     valid = source.notnull()
     try:
         t = time_name(source)
@@ -199,7 +201,23 @@ def _land_or_ocean(
     sn = str(source.attrs.get("standard_name", ""))
     valid_is = "land" if sn.startswith(("land_", "soil_")) else "ocean"
     keep = valid if mask == valid_is else ~valid
+    if mask_from is None and keep.chunks is not None:
+        keep = _raising_if_all(keep, valid, no_nan)
     return da.where(keep)
+
+
+def _raising_if_all(keep: xr.DataArray, valid: xr.DataArray, error: InputError) -> xr.DataArray:
+    """``keep``, whose computation raises ``error`` when ``valid`` holds no False: Dask
+    data are only known to hold no NaN once computed, and reading them here would."""
+    import dask.array
+
+    def check(block: np.ndarray, everywhere: np.ndarray) -> np.ndarray:
+        if bool(everywhere):
+            raise error
+        return block
+
+    everywhere = dask.array.asarray(valid.data).all()
+    return keep.copy(data=dask.array.map_blocks(check, keep.data, everywhere, dtype=bool))
 
 
 def _same_grid(da: xr.DataArray, other: xr.DataArray, la: str, lo: str) -> None:
@@ -217,14 +235,3 @@ def _same_grid(da: xr.DataArray, other: xr.DataArray, la: str, lo: str) -> None:
             f"{da.name!r}: give a variable of the same dataset, before any region step",
             param="mask_from",
         )
-
-
-def _may_hold_nan(da: xr.DataArray) -> bool:
-    """Whether ``da`` can hold NaN: looked at when in memory, else from the fill value the
-    file declared (reading Dask data to find out would compute it)."""
-    if not np.issubdtype(da.dtype, np.floating):
-        return False
-    if da.chunks is None:
-        return bool(np.isnan(np.asarray(da.values)).any())
-    declared = ("_FillValue", "missing_value")
-    return any(k in da.encoding or k in da.attrs for k in declared)
