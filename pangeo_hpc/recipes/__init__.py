@@ -2,20 +2,31 @@
 
 They never open files, start clusters or compute: give them Dask-backed data and they
 return Dask-backed results. Every one accepts CF latitude/longitude under any usual name,
-latitude in either order, and longitude in 0..360 or -180..180.
+latitude in either order, and longitude in 0..360 or -180..180. Every name in ``__all__``
+is a step a recipe YAML can name.
 """
 
+from pangeo_hpc.recipes.accumulations import daily_totals
 from pangeo_hpc.recipes.indices import nino34
 from pangeo_hpc.recipes.means import global_mean, time_series, zonal_mean
+from pangeo_hpc.recipes.months import select_months, select_season
+from pangeo_hpc.recipes.regions import select_region
+from pangeo_hpc.recipes.resample import resample, running_mean
 from pangeo_hpc.recipes.seasonal import anomaly, climatology
 from pangeo_hpc.recipes.trend import linear_trend, trend_global_mean
 
 __all__ = [
     "anomaly",
     "climatology",
+    "daily_totals",
     "global_mean",
     "linear_trend",
     "nino34",
+    "resample",
+    "running_mean",
+    "select_months",
+    "select_region",
+    "select_season",
     "time_series",
     "trend_global_mean",
     "zonal_mean",

@@ -1,0 +1,104 @@
+"""Time steps of some calendar months or a season (CDO ``selmon``, ``selseason``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import xarray as xr
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import time_name
+
+#: the seasons ``select_season`` knows, as CDO's ``selseason`` defines them
+SEASONS = {"DJF": (12, 1, 2), "MAM": (3, 4, 5), "JJA": (6, 7, 8), "SON": (9, 10, 11)}
+
+
+def select_months(da: xr.DataArray, *, months: Sequence[int]) -> xr.DataArray:
+    """The time steps in the calendar months ``months``, in time order (CDO ``selmon``).
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension (datetime64 or cftime).
+    months : list of int
+        Month numbers 1-12, in any order (``[12, 1, 2]``); one number is fine.
+
+    Returns
+    -------
+    DataArray
+        The same data and attributes at those time steps only; lazy (an ``isel``).
+
+    Raises
+    ------
+    InputError
+        A number that is not a month, or a month the data's period does not hold.
+    """
+    check_dataarray(da, "select_months")
+    wanted = _month_numbers(months)
+    return _select(da, wanted, "select_months", f"months={list(wanted)!r}")
+
+
+def select_season(da: xr.DataArray, *, season: str) -> xr.DataArray:
+    """The time steps of one season in every year (CDO ``selseason``).
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension.
+    season : {"DJF", "MAM", "JJA", "SON"}
+        December-January-February and so on (any case). A DJF's December is the one
+        before its January; both are kept as they come (``select_season`` selects, it
+        does not group: :func:`pangeo_hpc.recipes.resample` with ``freq="seasonal"`` does).
+
+    Returns
+    -------
+    DataArray
+        The same data at those time steps only.
+    """
+    check_dataarray(da, "select_season")
+    key = str(season).upper()
+    if key not in SEASONS:
+        raise InputError(
+            f"select_season: season={season!r} is not one of {list(SEASONS)}", param="season"
+        )
+    return _select(da, SEASONS[key], "select_season", f"season={season!r}")
+
+
+def _month_numbers(months: Sequence[int] | int) -> tuple[int, ...]:
+    values = [months] if isinstance(months, int | np.integer) else months
+    try:
+        numbers = tuple(int(m) for m in values)
+        ok = all(float(m) == int(m) for m in values) and bool(numbers)
+    except (TypeError, ValueError):
+        numbers, ok = (), False
+    if not ok or any(not 1 <= m <= 12 for m in numbers):
+        raise InputError(
+            f"select_months: months={months!r} are not month numbers: give a list of 1-12, "
+            "e.g. [12, 1, 2]",
+            param="months",
+        )
+    return numbers
+
+
+def _select(da: xr.DataArray, wanted: Sequence[int], recipe: str, given: str) -> xr.DataArray:
+    t = time_name(da)
+    month = np.asarray(da[t].dt.month.values)
+    absent = sorted(set(wanted) - set(month.tolist()))
+    if absent:
+        span = f"{_date(da[t].values[0])}..{_date(da[t].values[-1])}" if month.size else "empty"
+        raise InputError(
+            f"{recipe}: {given}: month(s) {absent} are not in the data's period ({span}): "
+            "give months the data hold or a longer period",
+            param=given.split("=")[0],
+        )
+    return da.isel({t: np.flatnonzero(np.isin(month, list(wanted)))})
+
+
+def _date(value: object) -> str:
+    return (
+        str(np.datetime_as_string(value, unit="D"))
+        if isinstance(value, np.datetime64)
+        else str(value)[:10]
+    )

@@ -1,0 +1,237 @@
+"""Regions: lon/lat boxes (CDO ``sellonlatbox``), named boxes, AR6 and other regionmask
+regions, and land or ocean from a NaN mask."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import xarray as xr
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import horizontal_names, time_name
+from pangeo_hpc.recipes.lonlatbox import box_indices, cdo_longitudes, lat_indices
+
+if TYPE_CHECKING:
+    import regionmask
+
+#: named boxes: ``lat`` (south, north) and ``lon`` (west, east; None: all longitudes), edges
+#: included, cells selected by their centres as CDO ``sellonlatbox`` does
+REGIONS: Mapping[str, Mapping[str, tuple[float, float] | None]] = {
+    # the Nino regions as NOAA CPC defines them (https://www.cpc.ncep.noaa.gov/data/indices/,
+    # Trenberth & Stepaniak 2001, J. Climate 14, 1697): 0-10S 90W-80W, 5S-5N 150W-90W,
+    # 5S-5N 170W-120W, 5S-5N 160E-150W
+    "nino12": {"lat": (-10.0, 0.0), "lon": (270.0, 280.0)},
+    "nino3": {"lat": (-5.0, 5.0), "lon": (210.0, 270.0)},
+    "nino34": {"lat": (-5.0, 5.0), "lon": (190.0, 240.0)},
+    "nino4": {"lat": (-5.0, 5.0), "lon": (160.0, 210.0)},
+    # the tropics and polar circles at 23.5 and 66.5 degrees (their rounded values, as in
+    # the AMS Glossary of Meteorology, https://glossary.ametsoc.org)
+    "tropics": {"lat": (-23.5, 23.5), "lon": None},
+    "arctic": {"lat": (66.5, 90.0), "lon": None},
+    "antarctic": {"lat": (-90.0, -66.5), "lon": None},
+    # hemispheres: both hold the equator's cells when the grid has some (edges included)
+    "northern_hemisphere": {"lat": (0.0, 90.0), "lon": None},
+    "southern_hemisphere": {"lat": (-90.0, 0.0), "lon": None},
+    "global": {"lat": (-90.0, 90.0), "lon": None},
+}
+#: the prefix of an AR6 region's abbreviation: ``"ar6:WNA"``
+AR6 = "ar6:"
+_AR6_FIX = (
+    "AR6 regions need regionmask's data from github.com (IPCC-WGI-reference-regions-v4.zip), "
+    "which could not be fetched ({error}): fetch once on a machine with internet "
+    "(python -c 'import regionmask; regionmask.defined_regions.ar6.all') and copy its cache "
+    "directory here, or set regionmask.set_options(cache_dir=...) to a directory that holds it"
+)
+
+
+def select_region(
+    da: xr.DataArray,
+    *,
+    lat: Sequence[float] | None = None,
+    lon: Sequence[float] | None = None,
+    name: str | None = None,
+    mask: Literal["land", "ocean"] | None = None,
+    mask_from: xr.DataArray | None = None,
+    regions: regionmask.Regions | None = None,
+) -> xr.DataArray:
+    """The cells of a region: a lon/lat box, a named box, a regionmask region, land or ocean.
+
+    Parameters
+    ----------
+    da : DataArray
+        Field on a regular latitude/longitude grid (any CF names; latitude ascending or
+        descending; longitude in 0..360 or -180..180).
+    lat : [south, north], optional
+        Latitudes of the box, edges included (either order).
+    lon : [west, east], optional
+        Longitudes of the box, edges included, in either convention; ``west > east`` (or
+        ``[170, 190]``) crosses the dateline or the grid's seam.
+    name : str, optional
+        A box of :data:`REGIONS` (``nino34``, ``tropics``, ``arctic``, ...), an AR6 region
+        as ``"ar6:WNA"`` (regionmask), or a region of ``regions`` (abbreviation, name or
+        number). Not together with ``lat``/``lon``.
+    mask : {"land", "ocean"}, optional
+        Keep land or ocean cells only (NaN elsewhere), from the NaN mask of ``mask_from``
+        or else of ``da`` itself: the cells where those data are ever valid are ocean
+        (SST, say), unless their ``standard_name`` starts with ``land_`` or ``soil_``.
+    mask_from : DataArray, optional
+        Another variable on the same grid whose NaN mask decides ``mask`` (SST for 2 m
+        temperature).
+    regions : regionmask.Regions, optional
+        Regions to take ``name`` from, instead of AR6.
+
+    Returns
+    -------
+    DataArray
+        A box: only its cells, in the order and with the coordinates CDO's
+        ``sellonlatbox,west,east,south,north`` gives (a box across the seam of a 0..360
+        grid comes back in -180..180; see :mod:`pangeo_hpc.recipes.lonlatbox`). A
+        regionmask region, land or ocean: the whole grid, NaN outside (CDO ``maskregion``,
+        ``ifthen``). Attributes unchanged.
+
+    Raises
+    ------
+    InputError
+        A box that holds no cell centre (naming the grid's extent), an unknown name, a
+        ``mask`` on data without missing values and without ``mask_from`` (Dask data:
+        when the result is computed, as only then is it known).
+    """
+    check_dataarray(da, "select_region")
+    la, lo = horizontal_names(da)
+    if da[la].ndim != 1 or da[lo].ndim != 1:
+        raise InputError(
+            f"select_region: coordinates {la!r} and {lo!r} are 2-D (a curvilinear grid): "
+            "regrid to a regular lat/lon grid first (CDO remapbil)"
+        )
+    out = da
+    if mask is not None:
+        out = _land_or_ocean(out, mask, mask_from, la, lo)
+    if name is not None:
+        if lat is not None or lon is not None:
+            raise InputError(
+                f"select_region: name={name!r} together with lat/lon: give one of them",
+                param="name",
+            )
+        if name in REGIONS and regions is None:
+            lat, lon = REGIONS[name]["lat"], REGIONS[name]["lon"]
+        else:
+            out = _in_region(out, name, regions, la, lo)
+    if lat is not None:
+        out = out.isel(
+            {da[la].dims[0]: lat_indices(np.asarray(da[la].values), lat, "select_region")}
+        )
+    if lon is not None:
+        idx = box_indices(np.asarray(da[lo].values), lon, "select_region")
+        dim = da[lo].dims[0]
+        where: Any = slice(idx[0], idx[-1] + 1) if np.all(np.diff(idx) == 1) else idx
+        out = out.isel({dim: where})
+        values = cdo_longitudes(np.asarray(out[lo].values))
+        out = out.assign_coords({lo: out[lo].copy(data=values)})
+    return out
+
+
+def _in_region(da: xr.DataArray, name: str, regions: Any, la: str, lo: str) -> xr.DataArray:
+    """``da`` with NaN outside region ``name`` of ``regions`` (AR6 for ``ar6:...``)."""
+    key: Any = name
+    if regions is None:
+        if not name.lower().startswith(AR6):
+            raise InputError(
+                f"select_region: name={name!r} is not one of {sorted(REGIONS)} nor an AR6 "
+                "region such as 'ar6:WNA'",
+                param="name",
+            )
+        regions, key = _ar6_regions(), name[len(AR6) :]
+    try:
+        number = regions.map_keys(int(key) if str(key).isdigit() else key)
+    except KeyError:
+        raise InputError(
+            f"select_region: name={name!r} is not a region of {regions.name!r}: "
+            f"give one of {list(regions.abbrevs)}",
+            param="name",
+        ) from None
+    # this region alone: regionmask refuses a set whose polygons mix 0..360 and -180..180
+    numbers = regions[[number]].mask(np.asarray(da[lo].values), np.asarray(da[la].values))
+    inside = xr.DataArray(
+        np.asarray(numbers.values) == number,
+        dims=(da[la].dims[0], da[lo].dims[0]),
+        coords={la: da[la], lo: da[lo]},
+    )
+    return da.where(inside)
+
+
+def _ar6_regions() -> regionmask.Regions:
+    """regionmask's AR6 regions (land and ocean); a download failure is an InputError."""
+    import regionmask
+
+    try:
+        return regionmask.defined_regions.ar6.all
+    except Exception as exc:  # requests, pooch or geopandas: all mean "no data here"
+        error = " ".join(str(exc).split())[:120]
+        raise InputError("select_region: " + _AR6_FIX.format(error=error), param="name") from exc
+
+
+def _land_or_ocean(
+    da: xr.DataArray, mask: str, mask_from: xr.DataArray | None, la: str, lo: str
+) -> xr.DataArray:
+    """``da`` with NaN where the NaN mask of ``mask_from`` (or ``da``) says not ``mask``."""
+    if mask not in ("land", "ocean"):
+        raise InputError(f"select_region: mask={mask!r} is not 'land' or 'ocean'", param="mask")
+    source = da if mask_from is None else check_dataarray(mask_from, "select_region mask_from")
+    no_nan = InputError(
+        f"select_region: mask={mask!r} on {da.name or 'data'!r}, which has no missing "
+        "values to tell land from ocean: give mask_from=<a variable with NaN over land "
+        "or sea, e.g. sea_surface_temperature>",
+        param="mask",
+    )
+    if mask_from is not None:
+        _same_grid(da, mask_from, la, lo)
+    elif da.chunks is None and not np.isnan(np.asarray(da.values, dtype="f8")).any():
+        raise no_nan
+    valid = source.notnull()
+    try:
+        t = time_name(source)
+    except InputError:
+        t = None
+    if t is not None:
+        valid = valid.any(t)
+    valid = valid.drop_vars([c for c in valid.coords if c not in (la, lo)])
+    sn = str(source.attrs.get("standard_name", ""))
+    valid_is = "land" if sn.startswith(("land_", "soil_")) else "ocean"
+    keep = valid if mask == valid_is else ~valid
+    if mask_from is None and keep.chunks is not None:
+        keep = _raising_if_all(keep, valid, no_nan)
+    return da.where(keep)
+
+
+def _raising_if_all(keep: xr.DataArray, valid: xr.DataArray, error: InputError) -> xr.DataArray:
+    """``keep``, whose computation raises ``error`` when ``valid`` holds no False: Dask
+    data are only known to hold no NaN once computed, and reading them here would."""
+    import dask.array
+
+    def check(block: np.ndarray, everywhere: np.ndarray) -> np.ndarray:
+        if bool(everywhere):
+            raise error
+        return block
+
+    everywhere = dask.array.asarray(valid.data).all()
+    return keep.copy(data=dask.array.map_blocks(check, keep.data, everywhere, dtype=bool))
+
+
+def _same_grid(da: xr.DataArray, other: xr.DataArray, la: str, lo: str) -> None:
+    """An InputError unless ``other`` has ``da``'s latitudes and longitudes."""
+    ola, olo = horizontal_names(other)
+    same = (
+        other[ola].shape == da[la].shape
+        and other[olo].shape == da[lo].shape
+        and np.allclose(other[ola].values, da[la].values)
+        and np.allclose(other[olo].values, da[lo].values)
+    )
+    if not same:
+        raise InputError(
+            f"select_region: mask_from ({other.name!r}) is not on the grid of "
+            f"{da.name!r}: give a variable of the same dataset, before any region step",
+            param="mask_from",
+        )

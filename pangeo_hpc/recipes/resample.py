@@ -1,0 +1,141 @@
+"""Means, extremes and sums over calendar periods (CDO ``daymean`` ... ``yearsum``,
+``seasmean``) and running means (CDO ``runmean``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+import xarray as xr
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
+from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import time_name
+
+#: the periods by name -> pandas aliases; each labels a period with its first day
+FREQS = {"daily": "D", "monthly": "MS", "seasonal": "QS-DEC", "annual": "YS"}
+_WORDS = {alias: word for word, alias in FREQS.items()}
+#: our statistics -> CF cell method names (CF Appendix E)
+STATS = {"mean": "mean", "min": "minimum", "max": "maximum", "sum": "sum"}
+#: a series below this size is resampled as one chunk (one task, not thousands)
+SMALL_BYTES = 16 * 2**20
+
+
+def resample(
+    da: xr.DataArray,
+    *,
+    freq: str,
+    stat: Literal["mean", "min", "max", "sum"] = "mean",
+) -> xr.DataArray:
+    """One value per calendar day, month, season or year (CDO ``daymean``, ``monmax``,
+    ``seasmean``, ``yearsum``, ...).
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension (datetime64 or cftime), on any grid or none.
+    freq : {"daily", "monthly", "seasonal", "annual", "D", "MS", "QS-DEC", "YS"}
+        The periods. Seasons are DJF, MAM, JJA, SON; a DJF holds the December before its
+        January. As CDO ``seasmean`` does, a season the data only partly cover is
+        reduced over the steps it has: data from January on start with a DJF of January
+        and February alone (CDO warns "Season 1 has only 2 input time steps"), labelled
+        with the December before.
+    stat : {"mean", "min", "max", "sum"}
+        The statistic over each period's time steps, skipping NaN (NaN where a period has
+        no valid value, as CDO's missing value).
+
+    Returns
+    -------
+    DataArray
+        Labelled with each period's start (``2000-12-01`` for DJF 2000/01); periods with no
+        time step at all are left out, as CDO leaves them. Units and standard name as
+        ``da`` (a sum of m is m); ``cell_methods`` gains ``time: mean`` (``minimum``,
+        ``maximum``, ``sum``). Dask data stay lazy: a small series is made one chunk
+        first; a large field keeps its chunks (no rechunk), each period reduced from
+        the chunks that hold it.
+    """
+    check_dataarray(da, "resample")
+    alias = FREQS.get(freq, freq)
+    if alias not in _WORDS:
+        raise InputError(
+            f"resample: freq={freq!r} is not one of {[*FREQS, *FREQS.values()]}", param="freq"
+        )
+    if stat not in STATS:
+        raise InputError(f"resample: stat={stat!r} is not one of {list(STATS)}", param="stat")
+    t = time_name(da)
+    series = one_chunk_if_small(da, t)
+    grouped = series.resample({t: alias})
+    out = grouped.sum(min_count=1) if stat == "sum" else getattr(grouped, stat)()
+    # periods that hold no time step (a gap in the data): counted on the coordinate
+    steps = xr.ones_like(da[t].drop_vars(list(da[t].coords)), dtype="i4")
+    counts = steps.assign_coords({t: da[t].values}).resample({t: alias}).sum().values
+    held = np.nan_to_num(counts) > 0  # an empty period's sum is NaN or 0 (xarray versions)
+    if not held.all():
+        out = out.isel({t: np.flatnonzero(held)})
+    word = f"{_WORDS[alias]} {STATS[stat]}"
+    return with_attrs(out, period_attrs(da, t, word, f"{t}: {STATS[stat]}"))
+
+
+def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.DataArray:
+    """Mean over ``window`` consecutive time steps, one value per full window (CDO
+    ``runmean,window``).
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension.
+    window : int
+        Number of time steps in each mean (3 for the ONI's three months).
+    center : bool
+        Label each mean with the middle of its window: the middle step for an odd
+        window, halfway between the two middle steps for an even one (CDO's default
+        ``timestat_date=middle``; CDO equals this). False labels it with the window's
+        last step (pandas' and xarray's trailing convention).
+
+    Returns
+    -------
+    DataArray
+        ``n - window + 1`` values for ``n`` time steps (no partial windows at the ends).
+        NaN in a window are skipped (CDO ``runmean``, not ``runavg``); a window of NaN only
+        gives NaN. Units as ``da``; ``cell_methods`` gains ``time: mean``.
+    """
+    check_dataarray(da, "running_mean")
+    t = time_name(da)
+    n = da.sizes[t]
+    if isinstance(window, bool) or not isinstance(window, int | np.integer) or not 1 <= window <= n:
+        raise InputError(
+            f"running_mean: window={window!r} is not a number of time steps from 1 to {n} "
+            "(the data's length)",
+            param="window",
+        )
+    series = one_chunk_if_small(da, t)
+    rolled = series.rolling({t: int(window)}, min_periods=1).mean()
+    out = rolled.isel({t: slice(window - 1, None)})
+    times = da[t].values
+    last = times[window - 1 :]
+    if center:
+        first = times[: n - window + 1]
+        labels = first + (last - first) / 2
+    else:
+        labels = last
+    out = out.assign_coords({t: (t, labels, da[t].attrs)})
+    word = f"{window}-step running mean"
+    return with_attrs(out, period_attrs(da, t, word, f"{t}: mean"))
+
+
+def one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
+    """``da`` as one chunk along time when it is small (an area mean's series), else as
+    it is: a big field chunked by file keeps its chunks."""
+    if da.chunks is not None and da.nbytes <= SMALL_BYTES:
+        return da.chunk({t: -1})
+    return da
+
+
+def period_attrs(da: xr.DataArray, t: str, what: str, method: str) -> dict[str, str]:
+    """Attributes of a statistic over time of ``da``: the same quantity and units, a
+    ``long_name`` saying ``what``, the input's cell methods followed by ``method``."""
+    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name", "long_name")}
+    attrs["long_name"] = f"{attrs.get('long_name', da.name or 'field')}, {what}"
+    attrs["cell_methods"] = cell_methods(da, method)
+    return attrs

@@ -1,0 +1,273 @@
+"""resample, daily_totals and running_mean against CDO (day/mon/seas/year statistics,
+daysum after shifttime, runmean) on CDO-made fields and fields with NaN that vary in time."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import dask.array
+import numpy as np
+import pandas as pd
+import pytest
+import xarray as xr
+from conftest import raise_if_dask_computes, require_tool
+
+from pangeo_hpc.demo import DemoSpec, generate
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.io.era5 import open_era5
+from pangeo_hpc.recipes import daily_totals, resample, running_mean
+
+pytestmark = pytest.mark.cdo
+
+#: 30-degree random values with both poles, in 0..360 and -180..180, and 15-degree
+#: ocean depths (NaN over land)
+GRIDS = {
+    "random-0..360": "-random,r12x7,7",
+    "random-180": "-sellonlatbox,-180,180,-90,90 -random,r12x7,7",
+    "ocean-180": "-sellonlatbox,-180,180,-90,90 -setrtomiss,0,20000 -topo,r24x12",
+}
+#: time axes: (first time, step, count); CDO's statistic prefix for each freq
+AXES = {
+    "daily": ("2000-01-01,07:00:00", "1hour", 24 * 3 + 5),
+    "monthly": ("2000-01-01,12:00:00", "1day", 75),
+    "seasonal": ("2000-01-01,00:00:00", "5day", 95),
+    "annual": ("1999-07-01,00:00:00", "10day", 100),
+}
+CDO_PREFIX = {"daily": "day", "monthly": "mon", "seasonal": "seas", "annual": "year"}
+ALIAS = {"daily": "D", "monthly": "MS", "seasonal": "QS-DEC", "annual": "YS"}
+
+
+def run_cdo(*args: str) -> None:
+    cdo = require_tool("cdo")
+    subprocess.run([cdo, "-s", "-f", "nc4", *args], check=True, capture_output=True)
+
+
+def make(path: Path, axis: tuple[str, str, int], grid: str) -> Path:
+    """CDO's ``grid`` field on a time axis, made to vary with time (and NaN in one step)."""
+    start, step, count = axis
+    raw = path.with_suffix(".raw.nc")
+    run_cdo(
+        "-settunits,hours",
+        f"-settaxis,{start},{step}",
+        f"-duplicate,{count}",
+        *grid.split(),
+        str(raw),
+    )
+    with xr.open_dataset(raw) as ds:
+        name = next(iter(ds.data_vars))
+        da = ds[name].load()
+    k = np.arange(da.sizes["time"])[:, None, None]
+    da = da * (1 + np.sin(0.7 * k)) + k / 10
+    da[3, :2, :] = np.nan  # NaN in some steps only
+    da.attrs = {"units": "m", "long_name": "test amount"}
+    da.to_dataset(name=name).to_netcdf(path)
+    return path
+
+
+def cdo_result(path: Path, tmp_path: Path, ops: str) -> xr.DataArray:
+    out = tmp_path / "cdo-out.nc"
+    run_cdo("-settunits,hours", *ops.split(), str(path), str(out))
+    with xr.open_dataset(out) as ds:
+        return ds[next(v for v in ds.data_vars if "bnds" not in str(v))].load()
+
+
+def opened(path: Path) -> xr.DataArray:
+    ds = xr.open_dataset(path, chunks={"time": 10})
+    return ds[next(iter(ds.data_vars))]
+
+
+@pytest.fixture(scope="module")
+def series(tmp_path_factory) -> dict[tuple[str, str], Path]:
+    base = tmp_path_factory.mktemp("series")
+    return {
+        (freq, grid): make(base / f"{freq}-{grid}.nc", axis, ops)
+        for freq, axis in AXES.items()
+        for grid, ops in GRIDS.items()
+    }
+
+
+@pytest.mark.parametrize("grid", ["random-0..360", "ocean-180"])
+@pytest.mark.parametrize("freq", list(AXES))
+@pytest.mark.parametrize("stat", ["mean", "min", "max", "sum"])
+def test_resample_equals_cdo(series, tmp_path, grid, freq, stat):
+    path = series[freq, grid]
+    expected = cdo_result(path, tmp_path, f"-{CDO_PREFIX[freq]}{stat}")
+    da = opened(path)
+    with raise_if_dask_computes():
+        got = resample(da, freq=freq, stat=stat)
+    np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
+    # each value labelled with its period's start; CDO's time stamp lies in that period
+    starts = pd.DatetimeIndex(got.time.values)
+    ends = starts + pd.tseries.frequencies.to_offset(ALIAS[freq])
+    cdo_times = pd.DatetimeIndex(expected.time.values)
+    assert ((cdo_times >= starts) & (cdo_times < ends)).all()
+    assert (starts == starts.to_period(ALIAS[freq][0]).start_time).all() or freq == "seasonal"
+    assert got.attrs["units"] == "m"
+    method = {"min": "minimum", "max": "maximum"}.get(stat, stat)
+    assert got.attrs["cell_methods"] == f"time: {method}"
+
+
+def test_seasonal_first_djf_holds_january_and_february(series):
+    da = opened(series["seasonal", "random-0..360"])  # 2000-01-01 on, every 5 days
+    got = resample(da, freq="QS-DEC", stat="mean")
+    assert str(got.time.values[0])[:10] == "1999-12-01"
+    first = da.sel(time=slice("2000-01-01", "2000-02-29")).mean("time")
+    np.testing.assert_allclose(got.isel(time=0).values, first.values, rtol=1e-6)
+    assert [str(t)[:10] for t in got.time.values[1:3]] == ["2000-03-01", "2000-06-01"]
+
+
+def test_resample_leaves_out_empty_periods_and_keeps_chunks():
+    times = pd.date_range("2000-01-01", periods=366, freq="D")
+    months = tuple(pd.Series(times.month).value_counts(sort=False).values)  # a file a month
+    field = xr.DataArray(
+        dask.array.zeros((366, 200, 200), chunks=(months, 200, 200)),
+        dims=("time", "lat", "lon"),
+        coords={"time": times, "lat": np.linspace(-89.5, 89.5, 200), "lon": np.arange(200.0)},
+    )
+    with raise_if_dask_computes():
+        monthly = resample(field, freq="monthly")
+        small = resample(field.isel(lat=0, lon=0), freq="monthly")
+    assert not any("rechunk" in str(k) for k in monthly.data.dask.layers)  # field: no rechunk
+    assert monthly.chunks[1:] == ((200,), (200,))
+    assert small.chunks == ((12,),)  # a series: one chunk
+    gap = resample(field.isel(lat=0, lon=0).drop_sel(time=times[times.month == 3]), freq="MS")
+    assert gap.sizes["time"] == 11 and 3 not in gap.time.dt.month.values
+
+
+def test_resample_errors():
+    da = xr.DataArray([1.0, 2.0], dims="time", coords={"time": pd.date_range("2000", periods=2)})
+    with pytest.raises(InputError, match=r"freq='weekly' is not one of \['daily'") as info:
+        resample(da, freq="weekly")
+    assert info.value.param == ("freq",)
+    with pytest.raises(InputError, match=r"stat='median' is not one of \['mean', 'min'"):
+        resample(da, freq="D", stat="median")
+
+
+# -- daily totals of accumulations ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hourly(tmp_path_factory) -> Path:
+    """ERA5-like hourly accumulations: ``time1`` from 07:00 (the first day partial), the
+    value at each hour the amount over the hour before, with ``time1_bounds``."""
+    base = tmp_path_factory.mktemp("hourly")
+    path = base / "raw.nc"
+    run_cdo(
+        "-settunits,hours",
+        "-settaxis,2000-01-31,07:00:00,1hour",
+        "-duplicate,90",
+        "-setrtomiss,0,20000",
+        "-topo,r24x12",
+        str(path),
+    )
+    with xr.open_dataset(path) as ds:
+        da = ds.topo.load().rename(time="time1")
+    k = np.arange(da.sizes["time1"])[:, None, None]
+    da = abs(da) * 1e-7 * (1 + np.cos(0.3 * k))
+    da[10, 3:, :] = np.nan
+    da.attrs = {"units": "m", "long_name": "precipitation amount"}
+    bounds = np.stack([da.time1.values - np.timedelta64(1, "h"), da.time1.values], axis=1)
+    ds = xr.Dataset({"precip": da, "time1_bounds": (("time1", "nv"), bounds)})
+    ds.time1.attrs["bounds"] = "time1_bounds"
+    out = base / "precip.nc"
+    ds.to_netcdf(out)
+    return out
+
+
+@pytest.mark.parametrize("with_bounds", [True, False])
+def test_daily_totals_equal_cdo_daysum_after_shifttime(hourly, tmp_path, with_bounds):
+    ds = xr.open_dataset(hourly, chunks={"time1": 24})
+    bounds = ds.time1_bounds.load() if with_bounds else None  # read as coordinates are
+    expected = cdo_result(hourly, tmp_path, "-selname,precip -daysum -shifttime,-1hour")
+    with raise_if_dask_computes():
+        got = daily_totals(ds.precip, bounds=bounds)
+    # 2000-01-31 07:00 .. 02-04 00:00: hours of Jan 31 06:00-24:00 (partial), Feb 1-3
+    # whole, and the hour ending 02-04 00:00 (Feb 3's last): the partial Jan 31 is dropped
+    assert [str(t)[:13] for t in got.time1.values] == [
+        "2000-02-01T00",
+        "2000-02-02T00",
+        "2000-02-03T00",
+    ]
+    cdo_days = [str(t)[:10] for t in expected.time1.values]
+    assert cdo_days[0] == "2000-01-31" and cdo_days[1:] == [
+        "2000-02-01",
+        "2000-02-02",
+        "2000-02-03",
+    ]
+    np.testing.assert_allclose(got.values, expected.values[1:], rtol=1e-5)
+    assert got.attrs["units"] == "m"
+    assert got.attrs["cell_methods"] == "time1: sum"
+    assert np.isnan(got.values).any()  # land stays NaN
+
+
+def test_daily_totals_errors(hourly):
+    ds = xr.open_dataset(hourly)
+    with pytest.raises(InputError, match=r"has units 'K', not an amount .* resample"):
+        daily_totals(ds.precip.assign_attrs(units="K"))
+    with pytest.raises(InputError, match=r"units 'kg m-2 s-1'"):
+        daily_totals(ds.precip.assign_attrs(units="kg m-2 s-1"))
+    with pytest.raises(InputError, match=r"hold no whole day of accumulations"):
+        daily_totals(ds.precip.isel(time1=slice(0, 30)))
+    with pytest.raises(InputError, match=r"bounds of shape \(90, 2\) do not fit 30 steps"):
+        daily_totals(ds.precip.isel(time1=slice(0, 30)), bounds=ds.time1_bounds)
+
+
+# -- running means -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("grid", ["random-180", "ocean-180"])
+@pytest.mark.parametrize("window", [1, 3, 4, 12])
+def test_running_mean_equals_cdo_runmean(series, tmp_path, grid, window):
+    path = series["monthly", grid]
+    expected = cdo_result(path, tmp_path, f"-runmean,{window}")
+    da = opened(path)
+    with raise_if_dask_computes():
+        got = running_mean(da, window=window)
+    assert got.sizes["time"] == da.sizes["time"] - window + 1
+    np.testing.assert_array_equal(got.time.values, expected.time.values)
+    np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
+    trailing = running_mean(da, window=window, center=False)
+    np.testing.assert_array_equal(trailing.time.values, da.time.values[window - 1 :])
+    np.testing.assert_allclose(trailing.values, expected.values, rtol=1e-5)
+    assert got.attrs["cell_methods"] == "time: mean"
+
+
+def test_running_mean_errors():
+    da = xr.DataArray([1.0, 2.0], dims="time", coords={"time": pd.date_range("2000", periods=2)})
+    for window in (0, 3, 2.5, True):
+        with pytest.raises(InputError, match=rf"window={window!r} is not a number of time steps"):
+            running_mean(da, window=window)
+
+
+# -- demo-like data: ERA5's names (time0), descending latitudes, float32, NaN over land -
+
+
+@pytest.fixture(scope="module")
+def demo(tmp_path_factory) -> tuple[Path, Path]:
+    """Five months of 2-degree daily demo SST and the same merged into one file for CDO."""
+    root = tmp_path_factory.mktemp("demo")
+    spec = DemoSpec(resolution=2.0, frequency="daily", start="2000-11", end="2001-03", seed=7)
+    generate(root, spec, workers=1)
+    merged = root / "merged.nc"
+    run_cdo("-mergetime", *map(str, sorted(root.rglob("*.nc"))), str(merged))
+    return root, merged
+
+
+def test_demo_sst_equals_cdo(demo, tmp_path):
+    root, merged = demo
+    sst = open_era5(source=root, start="2000-11", end="2001-03").sea_surface_temperature
+    with raise_if_dask_computes():
+        monthly = resample(sst, freq="monthly")
+        seasonal = resample(sst, freq="seasonal", stat="max")
+        smooth = running_mean(monthly, window=3)
+    for got, ops in (
+        (monthly, "-monmean"),
+        (seasonal, "-seasmax"),  # SON 2000 (Nov only), DJF, MAM (March only)
+        (smooth, "-runmean,3 -monmean"),
+    ):
+        expected = cdo_result(merged, tmp_path, ops)
+        np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
+    assert [str(t)[:7] for t in seasonal.time0.values] == ["2000-09", "2000-12", "2001-03"]
+    assert monthly.attrs["units"] == sst.attrs["units"]
+    assert monthly.attrs["cell_methods"].endswith("time0: mean")
