@@ -113,11 +113,22 @@ def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
         fn = step.function()
         _bind(fn, step)
         for key, value in step.options.items():
-            if isinstance(value, str) and value.startswith("$") and value[1:] not in variables:
+            name = _reference(value)
+            # a coordinate such as time1_bounds is known once the data are open (apply)
+            if name is not None and name not in variables and not _coordinate_like(name):
                 raise InputError(
                     f"{step.where}: {_key(key, fn)}={value!r} names no variable of the "
                     f"dataset: use one of {['$' + v for v in variables]}"
                 )
+
+
+def _reference(value: Any) -> str | None:
+    """``name`` of an option written ``$name``, else None."""
+    return value[1:] if isinstance(value, str) and value.startswith("$") else None
+
+
+def _coordinate_like(name: str) -> bool:
+    return name.endswith(("_bounds", "_bnds")) or name in ("lat", "lon", "latitude", "longitude")
 
 
 def _first_option(fn: Callable[..., Any], step: Step) -> str:
@@ -203,13 +214,45 @@ def apply(step: Step, value: Any, data: xr.Dataset) -> Any:
     when the function takes a DataArray.
     """
     fn = step.function()
-    options = {
-        k: data[v[1:]] if isinstance(v, str) and v.startswith("$") else v
-        for k, v in _options(fn, step).items()
-    }
+    options = {k: _resolve(step, k, v, data) for k, v in _options(fn, step).items()}
+    _add_bounds(fn, options, value, data)
     if isinstance(value, xr.Dataset) and not _takes_dataset(fn):
         return xr.Dataset({k: _call(fn, step, v, options) for k, v in value.data_vars.items()})
     return _call(fn, step, value, options)
+
+
+def _resolve(step: Step, key: str, value: Any, data: xr.Dataset) -> Any:
+    name = _reference(value)
+    if name is None:
+        return value
+    if name not in data.variables:
+        known = [f"${v}" for v in [*data.data_vars, *data.coords]]
+        raise InputError(f"{step.where}: {key}={value!r} is not in the dataset: it holds {known}")
+    return data[name]
+
+
+def _add_bounds(
+    fn: Callable[..., Any], options: dict[str, Any], value: Any, data: xr.Dataset
+) -> None:
+    """Give a function with a ``bounds`` option the time bounds of the dataset (ERA5's
+    ``time1_bounds``), when not given and while the value's time axis is still the
+    dataset's: a DataArray cannot carry a ``(time, nv)`` coordinate."""
+    if "bounds" in options or "bounds" not in inspect.signature(fn).parameters:
+        return
+    if not isinstance(value, xr.DataArray):
+        return
+    for t in value.dims:
+        if t not in data.coords or not _is_time(data[t]):
+            continue
+        name = data[t].attrs.get("bounds")
+        if name in data.variables and data[name].dims[0] == t:
+            if value.sizes[t] == data.sizes[t] and bool((value[t] == data[t]).all()):
+                options["bounds"] = data[name]
+        return
+
+
+def _is_time(coord: xr.DataArray) -> bool:
+    return coord.dtype.kind == "M" or coord.dtype == object
 
 
 def _call(fn: Callable[..., Any], step: Step, value: Any, options: dict[str, Any]) -> Any:
