@@ -9,10 +9,12 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import raise_if_dask_computes, require_tool
+from cf import cfchecks, unavailable
+from conftest import missing, raise_if_dask_computes, require_tool
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes import anomaly, convert_units, linear_trend, magnitude, wind_speed
+from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.recipes.units import compatible_units, is_difference, same_units, units_of
 
 pytestmark = pytest.mark.cdo
@@ -295,6 +297,38 @@ def test_units_are_spelled_for_udunits():
         assert cfunits.Units(spelled).isvalid, spelled
         assert "°" not in spelled and not spelled.endswith(" d-1")
     assert convert_units(da.assign_attrs(units="K"), to="Celsius").attrs["units"] == "degC"
+
+
+def test_converted_results_pass_cfchecks(tmp_path):
+    why = unavailable()
+    if why is not None:
+        missing("cfchecks", why)
+    t = pd.date_range("2000-01-01", periods=24, freq="MS")
+    rng = np.random.default_rng(2)
+    sst = xr.DataArray(
+        280 + rng.random((24, 3, 4)),
+        dims=("time", "lat", "lon"),
+        coords={"time": t, "lat": [-10.0, 0, 10], "lon": [0.0, 90, 180, 270]},
+        attrs={
+            "units": "K",
+            "standard_name": "sea_surface_temperature",
+            "cell_methods": "time: mean",
+        },
+    )
+    pr = sst.assign_attrs(units="m", standard_name="lwe_thickness_of_precipitation_amount")
+    pr.attrs["cell_methods"] = "time: sum"
+    ds = xr.Dataset(
+        {
+            "anomaly": convert_units(anomaly(sst), to="degC"),
+            "sst": convert_units(sst, to="degC"),
+            "pr": convert_units(pr, to="mm/day"),
+            "trend": convert_units(linear_trend(sst), to="degC/century"),
+        }
+    )
+    assert ds.pr.attrs["standard_name"] == "lwe_precipitation_rate"
+    prepare_for_file(ds, history="test").to_netcdf(tmp_path / "units.nc")
+    report = cfchecks(tmp_path / "units.nc", tmp_path / "tables")
+    assert report.errors == [], report.output
 
 
 def test_units_helpers():
