@@ -14,13 +14,17 @@ from pangeo_hpc.recipes.regions import select_region
 from pangeo_hpc.recipes.resample import resample, running_mean
 from pangeo_hpc.recipes.seasonal import anomaly, climatology
 from pangeo_hpc.recipes.trend import linear_trend, trend_global_mean
+from pangeo_hpc.recipes.units import convert_units
+from pangeo_hpc.recipes.vectors import magnitude, wind_speed
 
 __all__ = [
     "anomaly",
     "climatology",
+    "convert_units",
     "daily_totals",
     "global_mean",
     "linear_trend",
+    "magnitude",
     "nino34",
     "resample",
     "running_mean",
@@ -29,5 +33,6 @@ __all__ = [
     "select_season",
     "time_series",
     "trend_global_mean",
+    "wind_speed",
     "zonal_mean",
 ]
