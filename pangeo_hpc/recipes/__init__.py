@@ -8,17 +8,19 @@ is a step a recipe YAML can name.
 
 from pangeo_hpc.recipes.accumulations import daily_totals
 from pangeo_hpc.recipes.indices import nino34
-from pangeo_hpc.recipes.means import global_mean, time_series, zonal_mean
+from pangeo_hpc.recipes.means import area_mean, global_mean, time_mean, time_series, zonal_mean
 from pangeo_hpc.recipes.months import select_months, select_season
+from pangeo_hpc.recipes.percentile import percentile
 from pangeo_hpc.recipes.regions import select_region
 from pangeo_hpc.recipes.resample import resample, running_mean
 from pangeo_hpc.recipes.seasonal import anomaly, climatology
-from pangeo_hpc.recipes.trend import linear_trend, trend_global_mean
+from pangeo_hpc.recipes.trend import linear_trend, trend, trend_global_mean
 from pangeo_hpc.recipes.units import convert_units
 from pangeo_hpc.recipes.vectors import magnitude, wind_speed
 
 __all__ = [
     "anomaly",
+    "area_mean",
     "climatology",
     "convert_units",
     "daily_totals",
@@ -26,12 +28,15 @@ __all__ = [
     "linear_trend",
     "magnitude",
     "nino34",
+    "percentile",
     "resample",
     "running_mean",
     "select_months",
     "select_region",
     "select_season",
+    "time_mean",
     "time_series",
+    "trend",
     "trend_global_mean",
     "wind_speed",
     "zonal_mean",

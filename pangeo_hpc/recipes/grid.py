@@ -172,6 +172,18 @@ def cell_edges(
     return lower, upper
 
 
+def longitude_edges(lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """West and east edges of the cells centred on ``lon`` (degrees east, any order or
+    convention). A region across the seam of its convention (170..180, -180..-170) is
+    first made contiguous (170..190): its cells are as wide as anywhere else, not as wide
+    as the gap on the far side of the globe."""
+    u = np.mod(np.asarray(lon, dtype="f8"), 360.0)
+    s = np.sort(u)
+    gaps = np.diff(np.concatenate([s, s[:1] + 360.0]))
+    start = s[(int(np.argmax(gaps)) + 1) % s.size]  # the region begins after its widest gap
+    return cell_edges(np.where(u < start, u + 360.0, u), clip=None, period=360.0)
+
+
 def cell_area(lat: xr.DataArray, lon: xr.DataArray) -> xr.DataArray:
     """Area in m² of each cell of a regular (1-D) lat/lon grid.
 
@@ -185,7 +197,7 @@ def cell_area(lat: xr.DataArray, lon: xr.DataArray) -> xr.DataArray:
             "pass the cell areas yourself with weights=<DataArray of areas>"
         )
     south, north = cell_edges(np.asarray(lat.values), clip=(-90.0, 90.0), period=None)
-    west, east = cell_edges(np.asarray(lon.values), clip=None, period=360.0)
+    west, east = longitude_edges(np.asarray(lon.values))
     band = np.sin(np.deg2rad(north)) - np.sin(np.deg2rad(south))
     width = np.deg2rad(east - west)
     area = EARTH_RADIUS**2 * np.outer(band, width)

@@ -32,20 +32,26 @@ def _weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:  # pragma: no co
     return out
 
 
-def weighted_nanmean(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+def weighted_nanmean(x: np.ndarray, w: np.ndarray, min_share: float = 0.0) -> np.ndarray:
     """Weighted mean over the last ``w.ndim`` axes of ``x``, skipping NaN (float64).
 
-    Returns NaN where every value is NaN or the weights of the valid values sum to zero.
+    Returns NaN where every value is NaN or the weights of the valid values sum to zero,
+    and where they are less than ``min_share`` of all the weights (to a relative 1e-12,
+    so that ``min_share=1`` keeps complete fields whatever the order of the sums).
     """
     lead = x.shape[: x.ndim - w.ndim]
     flat = np.ascontiguousarray(x.reshape(-1, w.size))
-    sums = _weighted_sums(flat, np.ascontiguousarray(w, dtype="f8").ravel())
+    wf = np.ascontiguousarray(w, dtype="f8").ravel()
+    sums = _weighted_sums(flat, wf)
+    enough = sums[:, 1] > 0
+    if min_share > 0:
+        enough &= sums[:, 1] >= min_share * wf.sum() * (1 - 1e-12)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(sums[:, 1] > 0, sums[:, 0] / sums[:, 1], np.nan)
+        mean = np.where(enough, sums[:, 0] / sums[:, 1], np.nan)
     return mean.reshape(lead)
 
 
-def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
+def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> Any:
     """:func:`weighted_nanmean` of a NumPy or Dask array, block by block.
 
     For Dask, each block must hold whole fields (the last ``w.ndim`` axes in one chunk). The
@@ -55,7 +61,7 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
     the block arrives as it is, wrapped in one list per dropped axis.
     """
     if not isinstance(x, da.Array):
-        return weighted_nanmean(x, w)
+        return weighted_nanmean(x, w, min_share)
     lead = tuple(range(x.ndim - w.ndim))
     core = tuple(range(x.ndim - w.ndim, x.ndim))
     if any(len(x.chunks[i]) != 1 for i in core):
@@ -68,18 +74,20 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray) -> Any:
         lead + core,
         weights,
         core,
+        min_share,
+        None,
         concatenate=False,
         dtype="f8",
         meta=np.empty((0,) * len(lead)),
     )
 
 
-def _mean_of_block(x: Any, w: Any) -> np.ndarray:
+def _mean_of_block(x: Any, w: Any, min_share: float = 0.0) -> np.ndarray:
     while isinstance(x, list):  # one list level per dropped axis, each of one block
         (x,) = x
     while isinstance(w, list):
         (w,) = w
-    return weighted_nanmean(x, w)
+    return weighted_nanmean(x, w, min_share)
 
 
 @njit

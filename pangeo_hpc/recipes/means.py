@@ -1,4 +1,5 @@
-"""Area-weighted spatial means."""
+"""Means: over the area (CDO ``fldmean``), along longitude (``zonmean``) and over time
+(``timmean``)."""
 
 from __future__ import annotations
 
@@ -7,21 +8,41 @@ from typing import Literal
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.recipes.cf_attrs import area_where, cell_methods, with_attrs
+from pangeo_hpc.recipes.cf_attrs import (
+    TIME_PERIOD,
+    area_where,
+    cell_methods,
+    period_coord,
+    with_attrs,
+)
 from pangeo_hpc.recipes.checks import check_dataarray
-from pangeo_hpc.recipes.grid import cell_area, cell_edges, horizontal_names, time_name
+from pangeo_hpc.recipes.grid import cell_area, horizontal_names, longitude_edges, time_name
 from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
 
 _FREQ = {"monthly": "MS", "annual": "YS"}
 
 
-def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.DataArray:
-    """Area-weighted mean over the horizontal dimensions, skipping NaN.
+def area_mean(
+    da: xr.DataArray,
+    *,
+    min_valid_share: float = 0.0,
+    weights: xr.DataArray | None = None,
+) -> xr.DataArray:
+    """Area-weighted mean over the horizontal dimensions, skipping NaN: CDO ``fldmean``.
+
+    The domain is whatever the data cover: the globe, or a region cut out before (the
+    cells' true areas either way, as CDO's ``gridarea``: edges halfway between centres,
+    the outermost cells half a spacing wide, clipped at the poles).
 
     Parameters
     ----------
     da : DataArray
-        Field on a regular latitude/longitude grid; other dimensions are kept.
+        Field on a regular latitude/longitude grid (any CF names, latitude in either
+        order, longitude 0..360 or -180..180); other dimensions are kept.
+    min_valid_share : float
+        In [0, 1]: the result is NaN where the valid (not NaN) cells cover less than this
+        share of the domain's area (0, the default: NaN only where no cell is valid; 1:
+        only complete fields). CDO has no direct equivalent.
     weights : DataArray, optional
         Cell areas (or any weights) on the horizontal dimensions. By default the true
         areas of the grid's cells, as CDO's ``fldmean`` uses (half cells at the poles).
@@ -29,9 +50,32 @@ def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.
     Returns
     -------
     DataArray
-        Same units as ``da``; NaN where a field has no valid value.
+        Same units and standard name as ``da``; ``cell_methods`` gains ``area: mean``
+        (``where sea`` or ``land`` when the standard name says so).
+
+    Raises
+    ------
+    InputError
+        When ``min_valid_share`` is not a number in [0, 1].
     """
-    check_dataarray(da, "global_mean")
+    return _area_mean(da, "area_mean", min_valid_share, weights, "area-weighted mean")
+
+
+def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.DataArray:
+    """Area-weighted mean over the whole grid: :func:`area_mean` of a global field, CDO
+    ``fldmean``, with ``long_name`` saying "over the globe"."""
+    return _area_mean(da, "global_mean", 0.0, weights, "area-weighted mean over the globe")
+
+
+def _area_mean(
+    da: xr.DataArray,
+    recipe: str,
+    min_valid_share: float,
+    weights: xr.DataArray | None,
+    what: str,
+) -> xr.DataArray:
+    check_dataarray(da, recipe)
+    share = _share(min_valid_share, recipe)
     lat, lon = horizontal_names(da)
     if weights is None:
         weights = cell_area(da[lat], da[lon])
@@ -43,14 +87,30 @@ def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.
             weighted_nanmean_blocks,
             da,
             weights.transpose(*dims).values,
-            input_core_dims=[list(dims), []],
+            share,
+            input_core_dims=[list(dims), [], []],
             exclude_dims=set(),
             dask="allowed",
         )
     else:
         out = da.weighted(weights).mean(dims, skipna=True)
+        if share > 0:
+            valid = xr.dot(da.notnull(), weights, dim=list(dims))
+            out = out.where(valid >= share * weights.sum(list(dims)) * (1 - 1e-12))
     method = f"area: mean{area_where(da)}"
-    return with_attrs(out, _mean_attrs(da, "area-weighted mean over the globe", method))
+    return with_attrs(out, _mean_attrs(da, what, method))
+
+
+def _share(value: object, recipe: str) -> float:
+    """``min_valid_share`` checked: a number in [0, 1]."""
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+    if not ok:
+        raise InputError(
+            f"{recipe}: min_valid_share={value!r} is not a share of the area: "
+            "give a number from 0 (any valid cell) to 1 (complete fields only)",
+            param="min_valid_share",
+        )
+    return float(value)  # type: ignore[arg-type]
 
 
 def _whole_fields(da: xr.DataArray, dims: tuple[str, ...]) -> bool:
@@ -61,15 +121,54 @@ def _whole_fields(da: xr.DataArray, dims: tuple[str, ...]) -> bool:
 
 
 def zonal_mean(da: xr.DataArray) -> xr.DataArray:
-    """Mean along longitude (weighted by cell width), skipping NaN."""
+    """Mean along longitude, weighted by cell width, skipping NaN: CDO ``zonmean``.
+
+    Parameters
+    ----------
+    da : DataArray
+        Field on a grid with a 1-D longitude (0..360 or -180..180, global or a region,
+        also one across the dateline); other dimensions are kept.
+
+    Returns
+    -------
+    DataArray
+        Without the longitude dimension; NaN where a latitude row has no valid value.
+        Same units; ``cell_methods`` gains ``<lon>: mean``. On a regular grid the widths
+        are equal and the mean is CDO's plain mean over the row's valid values.
+    """
     check_dataarray(da, "zonal_mean")
     _, lon = horizontal_names(da)
     if da[lon].ndim != 1:
         raise InputError(f"zonal_mean needs a 1-D longitude, got {lon!r} with dims {da[lon].dims}")
-    west, east = cell_edges(da[lon].values, clip=None, period=360.0)
+    west, east = longitude_edges(da[lon].values)
     width = xr.DataArray(east - west, dims=da[lon].dims)
     out = da.weighted(width).mean(da[lon].dims[0], skipna=True)
     return with_attrs(out, _mean_attrs(da, "zonal mean", f"{da[lon].dims[0]}: mean"))
+
+
+def time_mean(da: xr.DataArray) -> xr.DataArray:
+    """Mean over all time steps, skipping NaN: CDO ``timmean``.
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension (any CF name).
+
+    Returns
+    -------
+    DataArray
+        Without the time dimension, with a scalar coordinate ``time_period`` (the middle of
+        the period, with its start and end for the file's bounds,
+        :func:`~pangeo_hpc.recipes.cf_attrs.period_coord`). Units and standard name kept;
+        ``cell_methods`` gains ``time: mean``. NaN where a cell is never valid.
+    """
+    check_dataarray(da, "time_mean")
+    t = time_name(da)
+    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name")}
+    attrs["long_name"] = f"time-mean {da.attrs.get('long_name', da.name or 'field')}"
+    attrs["cell_methods"] = cell_methods(da, "time: mean", gone={t: "time"})
+    out = with_attrs(da.mean(t, skipna=True), attrs)
+    return out.assign_coords({TIME_PERIOD: period_coord(da[t], "time mean")})
 
 
 def time_series(

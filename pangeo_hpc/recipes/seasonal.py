@@ -1,48 +1,255 @@
-"""Monthly climatology and anomalies."""
+"""Climatologies (each calendar month or season over the years) and anomalies from them.
+
+A reference period is given as ``["1991-01", "2020-12"]``: the first and last month,
+inclusive. The values in it are those whose time label falls in one of its months.
+"""
 
 from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Literal
 
 import numpy as np
 import xarray as xr
 
+from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.recipes.kernels import group_nanmean_blocks
 
+#: the seasons in CDO's order (``yseasmean``); December belongs to the DJF of its year
+SEASONS = ("DJF", "MAM", "JJA", "SON")
+#: month 1..12 -> index in :data:`SEASONS`
+_SEASON_OF_MONTH = np.array([0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0])
+#: grouping -> (dimension of the climatology, words of long names and cell methods)
+_GROUPING = {"monthly": ("month", "calendar month"), "seasonal": ("season", "season")}
+_MONTH = re.compile(r"^(\d{4})-(\d{2})$")
 
-def climatology(da: xr.DataArray) -> xr.DataArray:
-    """Mean of each calendar month over all years, skipping NaN (dimension ``month``).
 
+def climatology(
+    da: xr.DataArray,
+    *,
+    freq: Literal["monthly", "seasonal"] = "monthly",
+    reference: Sequence[str] | None = None,
+) -> xr.DataArray:
+    """Mean of each calendar month (CDO ``ymonmean``) or season (``yseasmean``) over the
+    years, skipping NaN.
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension (hourly, daily, monthly, ...): every time step counts
+        once, as in CDO.
+    freq : {"monthly", "seasonal"}
+        ``monthly``: dimension ``month`` (1..12); ``seasonal``: dimension ``season``
+        (``DJF``, ``MAM``, ``JJA``, ``SON``; December with the January and February after
+        it, as CDO). Only the months or seasons the data hold.
+    reference : [str, str], optional
+        First and last month of the reference period, ``["1991-01", "2020-12"]``
+        (inclusive); the data must cover it. Default: all the data.
+
+    Returns
+    -------
+    DataArray
+        Units and standard name of ``da``; ``cell_methods`` gains ``time: mean`` with the
+        grouping in a comment (CF's ``within years``/``over years`` form needs a
+        climatological time axis, which a ``month`` dimension is not).
+
+    Notes
+    -----
     Dask arrays chunked along time only (whole fields per block, as ``open_era5`` gives)
     are reduced block by block with a compiled kernel; anything else with xarray's
     ``groupby``. Both agree to float32 precision (the kernel sums in float64).
     """
     check_dataarray(da, "climatology")
+    dim, words = _grouping(freq, "climatology")
     t = time_name(da)
-    # CF's "time: mean within years time: mean over years" needs a climatological time axis;
-    # the result has a month number instead, so: a time mean (the standard name "time",
-    # as the time dimension is gone), per calendar month in the comment
+    ref = reference_period(da, reference, "climatology")
+    index = group_index(ref[t], freq)
+    present, codes = np.unique(index, return_inverse=True)
+    labels = present if dim == "month" else np.array([SEASONS[i] for i in present])
+    # the time dimension is gone: CF's name "time" in the inherited entries
+    method = f"time: mean (each {words} over the years{_period_words(reference)})"
     attrs = {
         **da.attrs,
-        "cell_methods": cell_methods(
-            da, "time: mean (each calendar month over the years)", gone={t: "time"}
-        ),
+        "long_name": f"{da.attrs.get('long_name', da.name or 'field')}, {freq} climatology",
+        "cell_methods": cell_methods(da, method, gone={t: "time"}),
     }
-    if not _time_blocks(da, t):
-        out = da.groupby(f"{t}.month").mean(t, skipna=True)
-        return out.assign_attrs(attrs)
-    months, codes = np.unique(da[t].dt.month.values, return_inverse=True)
-    data = group_nanmean_blocks(da.data, codes.ravel())
-    coords = {k: v for k, v in da.coords.items() if t not in v.dims}
-    out = xr.DataArray(
+    if not _time_blocks(ref, t):
+        key = xr.DataArray(codes.ravel(), dims=(t,), coords={t: ref[t]}, name=dim)
+        out = ref.groupby(key).mean(t, skipna=True)
+        return out.assign_coords({dim: labels}).assign_attrs(attrs)
+    data = group_nanmean_blocks(ref.data, codes.ravel())
+    coords = {k: v for k, v in ref.coords.items() if t not in v.dims}
+    return xr.DataArray(
         data,
-        dims=("month", *da.dims[1:]),
-        coords={"month": ("month", months), **coords},
+        dims=(dim, *ref.dims[1:]),
+        coords={dim: (dim, labels), **coords},
         name=da.name,
         attrs=attrs,
     )
-    return out
+
+
+def anomaly(
+    da: xr.DataArray,
+    clim: xr.DataArray | None = None,
+    *,
+    reference: Sequence[str] | None = None,
+    freq: Literal["monthly", "seasonal", "annual"] | None = None,
+) -> xr.DataArray:
+    """Departure from the climatology of a reference period: CDO ``ymonsub`` of
+    ``ymonmean`` (monthly), ``yseassub`` of ``yseasmean`` (seasonal), ``sub`` of
+    ``timmean`` (annual).
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension.
+    clim : DataArray, optional
+        A climatology from :func:`climatology` (dimension ``month`` or ``season``) or a
+        field without time (subtracted from every step). Default: that of ``da`` itself
+        over ``reference``.
+    reference : [str, str], optional
+        First and last month of the reference period, ``["1991-01", "2020-12"]``
+        (inclusive); the data must cover it. Default: all the data.
+    freq : {"monthly", "seasonal", "annual"}, optional
+        The grouping: each calendar month, each season (DJF, MAM, JJA, SON) or none (one
+        mean of the reference period). Default: from the spacing of the time labels,
+        the median number of months between them: under 3 (hourly, daily, monthly data)
+        monthly; 3 to 11 (seasonal values, e.g. after ``resample`` to ``QS-DEC``)
+        seasonal; 12 or more (one value a year) annual.
+
+    Returns
+    -------
+    DataArray
+        Same units and cell methods as ``da``, no standard name (an anomaly of a
+        temperature is not a temperature), ``long_name`` saying from what.
+
+    Raises
+    ------
+    InputError
+        A reference period the data do not cover, one without some month or season of
+        the data, an unknown ``freq``, or both ``clim`` and ``reference``.
+    """
+    check_dataarray(da, "anomaly")
+    t = time_name(da)
+    if clim is not None:
+        check_dataarray(clim, "anomaly")
+        if reference is not None:
+            raise InputError(
+                "anomaly: give clim or reference=, not both: the climatology already has "
+                "its period",
+                param="reference",
+            )
+        freq = "monthly" if "month" in clim.dims else "seasonal" if "season" in clim.dims else None
+        freq = freq or "annual"
+    elif freq is None:
+        freq = infer_grouping(da[t])
+    if freq == "annual":
+        if clim is None:
+            ref = reference_period(da, reference, "anomaly")
+            clim = ref.mean(t, skipna=True)
+        out = da - clim
+        what = "the mean"
+    else:
+        dim, _ = _grouping(freq, "anomaly")
+        if clim is None:
+            clim = climatology(da, freq=freq, reference=reference)  # type: ignore[arg-type]
+        index = group_index(da[t], freq)
+        wanted = index if dim == "month" else np.array([SEASONS[i] for i in index])
+        lacking = sorted(set(wanted.tolist()) - set(clim[dim].values.tolist()))
+        if lacking:
+            raise InputError(
+                f"anomaly: the climatology has no {dim} {lacking} of the data "
+                f"(reference={shown(reference)}): give a reference period that holds them",
+                param="reference",
+            )
+        key = xr.DataArray(wanted, dims=(t,))
+        out = da - clim.sel({dim: key}).drop_vars(dim)
+        what = f"the {freq} climatology"
+    # the same units (a temperature difference for a temperature), the input's cell methods
+    # (each value is still, say, a monthly mean), but no standard name: an anomaly of
+    # sea_surface_temperature is not a sea_surface_temperature (and CF has no name for it)
+    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods")}
+    name = da.attrs.get("long_name", da.name or "field")
+    attrs["long_name"] = f"{name} anomaly from {what}{_period_words(reference)}"
+    return with_attrs(out, attrs)
+
+
+def reference_period(
+    da: xr.DataArray, reference: Sequence[str] | None, recipe: str
+) -> xr.DataArray:
+    """The time steps of ``da`` whose labels fall in the months of ``reference``
+    (``["1991-01", "2020-12"]``, inclusive), lazily; all of them for ``None``.
+    InputError when ``reference`` is malformed or the data do not cover it."""
+    if reference is None:
+        return da
+    first, last = _months(reference, recipe)
+    t = time_name(da)
+    months = _month_numbers(da[t])
+    if months.size == 0 or months.min() > first or months.max() < last:
+        have = "no time steps" if months.size == 0 else f"{_ym(months.min())}..{_ym(months.max())}"
+        raise InputError(
+            f"{recipe}: reference={list(reference)} is not inside the data's period ({have}): "
+            "give a reference period the data cover, or open a longer period",
+            param="reference",
+        )
+    return da.isel({t: np.flatnonzero((months >= first) & (months <= last))})
+
+
+def group_index(time: xr.DataArray, freq: str) -> np.ndarray:
+    """Per time step: the calendar month (1..12) or the index of its season in
+    :data:`SEASONS`."""
+    month = np.asarray(time.dt.month.values, dtype=int)
+    return month if freq == "monthly" else _SEASON_OF_MONTH[month - 1]
+
+
+def infer_grouping(time: xr.DataArray) -> Literal["monthly", "seasonal", "annual"]:
+    """``monthly``, ``seasonal`` or ``annual`` from the median number of months between
+    time labels (below 3, 3 to 11, 12 or more)."""
+    months = _month_numbers(time)
+    if months.size < 2:
+        return "monthly"
+    step = float(np.median(np.diff(months)))
+    return "annual" if step >= 12 else "seasonal" if step >= 3 else "monthly"
+
+
+def _grouping(freq: object, recipe: str) -> tuple[str, str]:
+    if freq not in _GROUPING:
+        choices = [*_GROUPING, "annual"] if recipe == "anomaly" else [*_GROUPING]
+        raise InputError(f"{recipe}: freq={freq!r} is not one of {choices}: pick one", param="freq")
+    return _GROUPING[str(freq)]
+
+
+def _months(reference: object, recipe: str) -> tuple[int, int]:
+    """``["1991-01", "2020-12"]`` -> month numbers (year * 12 + month - 1), checked."""
+    parsed = []
+    if isinstance(reference, list | tuple) and len(reference) == 2:
+        for value in reference:
+            m = _MONTH.match(str(value))
+            if m and 1 <= int(m.group(2)) <= 12:
+                parsed.append(int(m.group(1)) * 12 + int(m.group(2)) - 1)
+    if len(parsed) != 2 or parsed[0] > parsed[1]:
+        raise InputError(
+            f"{recipe}: reference={shown(reference)} is not a period: give its first and "
+            'last month, e.g. reference=["1991-01", "2020-12"]',
+            param="reference",
+        )
+    return parsed[0], parsed[1]
+
+
+def _month_numbers(time: xr.DataArray) -> np.ndarray:
+    return np.asarray(time.dt.year.values, dtype=int) * 12 + time.dt.month.values - 1
+
+
+def _ym(month_number: int) -> str:
+    return f"{month_number // 12:04d}-{month_number % 12 + 1:02d}"
+
+
+def _period_words(reference: Sequence[str] | None) -> str:
+    return "" if reference is None else f" {reference[0]} to {reference[1]}"
 
 
 def _time_blocks(da: xr.DataArray, t: str) -> bool:
@@ -53,20 +260,3 @@ def _time_blocks(da: xr.DataArray, t: str) -> bool:
         and da.sizes[t] > 0
         and all(len(c) == 1 for c in da.chunks[1:])
     )
-
-
-def anomaly(da: xr.DataArray, clim: xr.DataArray | None = None) -> xr.DataArray:
-    """Departure from the monthly climatology (of ``da`` itself unless ``clim`` is given)."""
-    check_dataarray(da, "anomaly")
-    t = time_name(da)
-    if clim is None:
-        clim = climatology(da)
-    out = da.groupby(f"{t}.month") - clim
-    out = out.drop_vars("month", errors="ignore")
-    # the same units (a temperature difference for a temperature), the input's cell methods
-    # (each value is still, say, a monthly mean), but no standard name: an anomaly of
-    # sea_surface_temperature is not a sea_surface_temperature (and CF has no name for it)
-    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods")}
-    name = da.attrs.get("long_name", da.name or "field")
-    attrs["long_name"] = f"{name} anomaly from the monthly climatology"
-    return with_attrs(out, attrs)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
@@ -17,54 +18,128 @@ from pangeo_hpc.recipes.cf_attrs import (
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.recipes.means import global_mean
+from pangeo_hpc.recipes.student import t_two_sided_p
 from pangeo_hpc.recipes.years import decimal_years
 
 _YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
 
 
-def linear_trend(
-    da: xr.DataArray, *, per: Literal["year", "decade", "century"] = "decade", min_count: int = 3
-) -> xr.DataArray:
-    """Ordinary least-squares slope along time, per grid cell, skipping NaN.
+def trend(
+    da: xr.DataArray,
+    *,
+    per: Literal["year", "decade", "century"] = "decade",
+    stats: bool = False,
+    min_count: int = 3,
+) -> xr.DataArray | xr.Dataset:
+    """Ordinary least-squares slope along time, per grid cell, skipping NaN: CDO
+    ``trend,equal=false``'s ``b`` (there per time step, here per ``per``).
 
     Parameters
     ----------
     da : DataArray
-        Data with a time dimension (usually anomalies or annual means).
+        Data with a time dimension (usually anomalies or annual means). Time counts in
+        decimal years of 365.2425 days (:func:`~pangeo_hpc.recipes.years.decimal_years`).
     per : {"year", "decade", "century"}
-        Unit of time of the slope: the result is in ``units`` of ``da`` per ``per``.
+        Unit of time of the slope: the result is in ``units`` of ``da`` per ``per``
+        (``K/(10 year)`` for K per decade, a spelling UDUNITS parses).
+    stats : bool
+        Also the slope's standard error and the two-sided p-value of a t test of a zero
+        slope with n - 2 degrees of freedom (as ``scipy.stats.linregress``): a Dataset
+        ``{trend, trend_stderr, trend_p_value}``.
     min_count : int
-        Cells with fewer valid values get NaN.
+        Cells with fewer valid values get NaN (and always those with fewer than 2, or
+        3 with ``stats``).
+
+    Returns
+    -------
+    DataArray or Dataset
+        ``trend`` (and with ``stats`` its companions), with a scalar ``time_period``
+        coordinate for the period fitted. No standard name and no ``cell_methods``: a slope
+        is none of CF's methods.
 
     Notes
     -----
-    One pass over the data: the slope is ``(n Σtx - Σt Σx) / (n Σt² - (Σt)²)`` with time
-    centred on the middle of the period, so the sums are exact enough in float64.
+    One pass over the data: sums of t, t², x, tx (and x²) per cell, with time centred on
+    the middle of the period, in float64. The slope is ``Stx / Stt``, the residual sum of
+    squares ``Sxx - slope Stx`` (S: sums of products of departures from the means); this
+    loses digits only where the data's variance is below ~1e-10 of their squared mean.
     """
-    check_dataarray(da, "linear_trend")
+    check_dataarray(da, "trend")
     if per not in _YEARS:
-        raise InputError(f"per={per!r} is not one of {sorted(_YEARS)}")
+        raise InputError(
+            f"trend: per={per!r} is not one of {sorted(_YEARS)}: pick one", param="per"
+        )
+    if not isinstance(min_count, int) or isinstance(min_count, bool) or min_count < 1:
+        raise InputError(
+            f"trend: min_count={min_count!r} is not a count: give a positive integer "
+            "(a slope needs 2 values at least, its statistics 3)",
+            param="min_count",
+        )
     t = time_name(da)
     years = decimal_years(da[t])
     tc = xr.DataArray((years - years.mean()) / _YEARS[per], dims=(t,))
     valid = da.notnull()
     x = da.astype("f8").fillna(0.0)
     n = valid.sum(t)
+    nn = n.where(n > 0)  # no 0/0 (and its warning) where a cell is never valid
     st = (tc * valid).sum(t)
-    stt = (tc**2 * valid).sum(t)
     sx = x.sum(t)
-    stx = (tc * x).sum(t)
-    denom = n * stt - st**2
-    slope = ((n * stx - st * sx) / denom.where(denom > 0)).where(n >= min_count)
-    # units per year, per 10 or 100 years in a spelling UDUNITS parses; no standard name
-    # and no cell_methods (a slope is none of CF's methods); the period fitted is a scalar
-    # time coordinate with bounds
-    attrs = {
-        "units": per_time_units(da.attrs.get("units"), per),
-        "long_name": f"linear trend of {da.attrs.get('long_name', da.name or 'field')} per {per}",
+    stt = (tc**2 * valid).sum(t) - st**2 / nn
+    stx = (tc * x).sum(t) - st * sx / nn
+    enough = n >= max(min_count, 3 if stats else 2)
+    slope = (stx / stt.where(stt > 0)).where(enough)
+    name = da.attrs.get("long_name", da.name or "field")
+    units = per_time_units(da.attrs.get("units"), per)
+    period = {TIME_PERIOD: period_coord(da[t], "linear trend")}
+    out = with_attrs(
+        slope.rename("trend"), {"units": units, "long_name": f"linear trend of {name} per {per}"}
+    )
+    out = out.assign_coords(period)
+    if not stats:
+        return out
+    sxx = (x**2).sum(t) - sx**2 / nn
+    dof = n - 2
+    sse = (sxx - slope * stx).clip(min=0.0)
+    stderr = np.sqrt(sse / dof.where(dof > 0) / stt.where(stt > 0)).where(enough)
+    p_value = xr.apply_ufunc(
+        _p_value,
+        slope,
+        stderr,
+        dof.astype("f8"),
+        dask="parallelized",
+        output_dtypes=["f8"],
+    )
+    stderr_attrs = {"units": units, "long_name": f"standard error of the linear trend of {name}"}
+    p_attrs = {
+        "units": "1",
+        "long_name": f"p-value of the linear trend of {name} (two-sided t test of a zero "
+        "slope, n - 2 degrees of freedom)",
     }
-    out = with_attrs(slope.rename("trend"), attrs)
-    return out.assign_coords({TIME_PERIOD: period_coord(da[t], "linear trend")})
+    return xr.Dataset(
+        {
+            "trend": out,
+            "trend_stderr": with_attrs(stderr, stderr_attrs).assign_coords(period),
+            "trend_p_value": with_attrs(p_value.where(enough), p_attrs).assign_coords(period),
+        }
+    )
+
+
+def _p_value(slope: np.ndarray, stderr: np.ndarray, dof: np.ndarray) -> np.ndarray:
+    """Two-sided p-value of ``slope / stderr`` (an exact fit: infinite t, p = 0)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return t_two_sided_p(np.asarray(slope) / np.asarray(stderr), dof)
+
+
+def linear_trend(
+    da: xr.DataArray, *, per: Literal["year", "decade", "century"] = "decade", min_count: int = 3
+) -> xr.DataArray:
+    """The slope of :func:`trend` alone (its ``stats=False`` form), per ``per``."""
+    check_dataarray(da, "linear_trend")
+    if per not in _YEARS:
+        raise InputError(f"per={per!r} is not one of {sorted(_YEARS)}", param="per")
+    out = trend(da, per=per, min_count=min_count)
+    assert isinstance(out, xr.DataArray)
+    return out
 
 
 def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
