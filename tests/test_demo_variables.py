@@ -4,11 +4,14 @@ known answers that hold on the stored data (computed here with numpy, not with r
 from __future__ import annotations
 
 import hashlib
+import os
+import subprocess
 
 import h5py
 import numpy as np
 import pytest
 import xarray as xr
+from conftest import require_tool
 
 from pangeo_hpc.demo import (
     DemoSpec,
@@ -249,3 +252,33 @@ def test_same_seed_same_bytes_and_the_sst_unchanged(tmp_path, tree):
     # the SST of a tree with every variable is the SST alone, byte for byte
     (sst,) = generate(tmp_path / "d", DemoSpec(**{**spec.__dict__, "variables": (SST,)}))
     assert _md5(sst) == _md5(a[0]) == _md5(tree / "2001" / "03" / "data" / f"{SST}.nc")
+
+
+@pytest.mark.cdo
+def test_cdo_agrees_on_the_days_and_their_percentile(tree, tmp_path):
+    """CDO stamps a day by its values' own dates: shifted back an hour first, its daily
+    sums are the known totals, and its ``timpctl`` with NumPy's rule the known percentile."""
+    cdo = require_tool("cdo")
+    files = [str(tree / "2001" / f"{m:02d}" / "data" / f"{PRECIP}.nc") for m in (1, 2, 3)]
+    daily = tmp_path / "daily.nc"
+    subprocess.run(
+        [cdo, "-s", "-b", "F64", "daysum", "-shifttime,-1hour", "-mergetime", *files, str(daily)],
+        check=True,
+    )
+    ds = xr.open_dataset(daily)
+    days = ds.time1.values.astype("datetime64[D]")[1:-1]  # complete days only
+    totals = ds[PRECIP].values[1:-1]
+    assert days[0] == np.datetime64("2001-01-02") and days[-1] == np.datetime64("2001-03-31")
+    np.testing.assert_allclose(totals, expected_daily_precip(SPEC, days), rtol=1e-5, atol=1e-12)
+    pctl = tmp_path / "p95.nc"
+    inner = f"-seldate,2001-01-02,2001-03-31 {daily}".split()
+    words = [*inner, "-timmin", *inner, "-timmax", *inner]
+    # timpctl bins the values between min and max in CDO_PCTL_NBINS (101) bins: 7 % off here
+    subprocess.run(
+        [cdo, "-s", "--percentile", "linear", "timpctl,95", *words, str(pctl)],
+        check=True,
+        env={**os.environ, "CDO_PCTL_NBINS": "10000"},
+    )
+    got = xr.open_dataset(pctl)[PRECIP].values[0]
+    want = expected_precip_percentile(SPEC, "2001-01-02", "2001-03-31", 95, "linear")
+    np.testing.assert_allclose(got, want, rtol=1e-5)
