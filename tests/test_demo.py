@@ -74,7 +74,9 @@ def test_resume_skips_existing_months_and_refuses_other_settings(tmp_path):
     generate(tmp_path, DemoSpec(resolution=10.0, start="2001-01", end="2001-03"), workers=1)
     assert first[0].stat().st_mtime_ns == mtime
     manifest = json.loads((tmp_path / "demo-manifest.json").read_text())
-    assert manifest["periods"] == [["2001-01", "2001-02"], ["2001-01", "2001-03"]]
+    # one entry per variable since the tree can hold several (was manifest["periods"])
+    periods = manifest["variables"]["sea_surface_temperature"]["periods"]
+    assert periods == [["2001-01", "2001-02"], ["2001-01", "2001-03"]]
     with pytest.raises(InputError, match="other settings.*another out=, or pass overwrite=True"):
         generate(tmp_path, DemoSpec(resolution=5.0, start="2001-01", end="2001-01"), workers=1)
     assert not list(tmp_path.rglob(".*tmp*"))

@@ -25,6 +25,12 @@ def _demo_data_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--frequency", choices=("daily", "hourly"))
     p.add_argument("--seed", type=int)
     p.add_argument("--trend", type=float, help="warming in K per decade")
+    p.add_argument(
+        "--variables",
+        help="'all' or a comma list of sea_surface_temperature, air_temperature_at_2_metres, "
+        "precipitation_amount_1hour_Accumulation (always hourly), eastward_wind_at_10_metres, "
+        "northward_wind_at_10_metres (default config demo.variables: the SST)",
+    )
     p.add_argument("--workers", type=positive_int, help="processes (default: one per core)")
     p.add_argument("--overwrite", action="store_true", help="rewrite existing months")
 
@@ -39,6 +45,7 @@ def _demo_data(a: argparse.Namespace) -> int:
         end=a.end,
         seed=a.seed,
         trend=a.trend,
+        variables=a.variables,
     )
 
     files = generate(
@@ -48,7 +55,8 @@ def _demo_data(a: argparse.Namespace) -> int:
         overwrite=a.overwrite,
         progress=step_progress("demo-data", "months written"),
     )
-    print(f"demo-data: {len(files)} monthly files in {a.out}")
+    names = sorted({f.stem for f in files})
+    print(f"demo-data: {len(files)} monthly files in {a.out} ({', '.join(names)})")
     return 0
 
 

@@ -1,0 +1,104 @@
+"""What the demo generator makes: the variables it knows and the settings they share.
+
+:class:`DemoSpec` holds one set of settings for every variable of a tree (grid, seed,
+warming...); ``None`` fields come from the ``pangeo-hpc.demo`` config at call time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.periods import months
+
+SST = "sea_surface_temperature"
+T2M = "air_temperature_at_2_metres"
+PRECIP = "precipitation_amount_1hour_Accumulation"
+U10 = "eastward_wind_at_10_metres"
+V10 = "northward_wind_at_10_metres"
+
+#: every demo variable (era5-pds names) and its units, in the order they are written
+VARIABLES = {SST: "K", T2M: "K", PRECIP: "m", U10: "m s-1", V10: "m s-1"}
+
+#: fields of :class:`DemoSpec` that say what to write, not how: not part of a tree's settings
+NOT_SETTINGS = ("start", "end", "variables")
+
+
+def variables() -> dict[str, str]:
+    """The demo variables, era5-pds name to units: ``{"sea_surface_temperature": "K", ...}``."""
+    return dict(VARIABLES)
+
+
+def variable_names(value: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
+    """``value`` as a tuple of demo variables: ``"all"``, one name, a comma list or a sequence.
+
+    Unknown names are an :class:`InputError` listing the known ones.
+    """
+    items = value.split(",") if isinstance(value, str) else list(value)
+    names = [str(n).strip() for n in items if str(n).strip()]
+    if "all" in names:
+        return tuple(VARIABLES)
+    unknown = [n for n in names if n not in VARIABLES]
+    if unknown or not names:
+        raise InputError(
+            f"demo variables {', '.join(unknown) or repr(value)} unknown: give 'all' or some of "
+            f"{', '.join(VARIABLES)}",
+            param="variables",
+        )
+    return tuple(n for n in VARIABLES if n in names)  # known order, no repeats
+
+
+@dataclass(frozen=True)
+class DemoSpec:
+    """What the generator makes; ``None`` fields come from the ``pangeo-hpc.demo`` config.
+
+    ``variables`` says which variables to write (``"all"``, a comma list or a tuple of
+    :func:`variables` names; default ``demo.variables``: the SST alone); every other field
+    but ``start`` and ``end`` is a setting shared by all the variables of a tree.
+    """
+
+    resolution: float | None = None
+    frequency: str | None = None
+    start: str | None = None
+    end: str | None = None
+    seed: int | None = None
+    trend: float | None = None
+    enso_amplitude: float | None = None
+    enso_period: float | None = None
+    noise: float | None = None
+    hdf5_chunks: tuple[int, int, int] | None = field(default=None)
+    t2m_trend_land: float | None = None
+    t2m_trend_ocean: float | None = None
+    variables: str | tuple[str, ...] | None = None
+
+    def resolved(self) -> DemoSpec:
+        """Fill unset fields from config and check every value (a resolved spec is kept)."""
+        values = {k: config.get(f"demo.{k.replace('_', '-')}", v) for k, v in asdict(self).items()}
+        values["start"], values["end"] = str(values["start"]), str(values["end"])
+        values["hdf5_chunks"] = tuple(int(c) for c in values["hdf5_chunks"])
+        values["variables"] = variable_names(values["variables"])
+        spec = DemoSpec(**values)
+        spec._check()
+        return spec
+
+    def settings(self) -> dict[str, Any]:
+        """The settings a tree records in its manifest (JSON types)."""
+        out = {k: v for k, v in asdict(self).items() if k not in NOT_SETTINGS}
+        out["hdf5_chunks"] = list(out["hdf5_chunks"])
+        return out
+
+    def _check(self) -> None:
+        res = float(self.resolution)  # type: ignore[arg-type]
+        if not (0 < res <= 10 and abs(180 / res - round(180 / res)) < 1e-9):
+            raise InputError(
+                f"resolution {self.resolution!r} must divide 180 degrees, e.g. 0.25 or 1.0"
+            )
+        if self.frequency not in ("daily", "hourly"):
+            raise InputError(f"frequency {self.frequency!r} must be 'daily' or 'hourly'")
+        if len(self.hdf5_chunks or ()) != 3 or min(self.hdf5_chunks or (0,)) < 1:
+            raise InputError(f"hdf5 chunks {self.hdf5_chunks!r} must be three positive sizes")
+        if float(self.noise) < 0 or float(self.enso_period) <= 0:  # type: ignore[arg-type]
+            raise InputError("noise must be >= 0 and enso_period > 0")
+        months(self.start, self.end)
