@@ -58,7 +58,7 @@ ATTRS: dict[str, dict[str, str]] = {
             "Total precipitation",
             "Total_precipitation_1hour_Accumulation",
             "tp",
-            "precipitation_amount",
+            "lwe_thickness_of_precipitation_amount",
             "forecast",
         ),
         "cell_methods": "time1: sum",
