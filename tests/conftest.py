@@ -36,6 +36,33 @@ def demo_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+#: the period of every demo variable but precipitation in :func:`all_variables_tree`
+ALL_PERIOD = ("2000-01", "2002-12")
+#: precipitation is hourly (as era5-pds): three months of it, the first day incomplete
+PRECIP_PERIOD = ("2000-12", "2001-02")
+DAILY_VARIABLES = (
+    "sea_surface_temperature",
+    "air_temperature_at_2_metres",
+    "eastward_wind_at_10_metres",
+    "northward_wind_at_10_metres",
+)
+
+
+@pytest.fixture(scope="session")
+def all_variables_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every demo variable at 2 degrees: three years of the daily ones, three months of
+    hourly precipitation (read-only: don't modify)."""
+    from dataclasses import replace
+
+    root = tmp_path_factory.mktemp("era5-pds-all")
+    start, end = ALL_PERIOD
+    generate(root, replace(TEST_SPEC, start=start, end=end, variables=DAILY_VARIABLES), workers=2)
+    start, end = PRECIP_PERIOD
+    precip = ("precipitation_amount_1hour_Accumulation",)
+    generate(root, replace(TEST_SPEC, start=start, end=end, variables=precip), workers=2)
+    return root
+
+
 @pytest.fixture
 def demo_copy(demo_tree: Path, tmp_path: Path) -> Path:
     """A private copy of two years of the demo tree, for tests that change files."""

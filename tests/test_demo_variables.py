@@ -164,7 +164,10 @@ def test_precipitation_file_is_a_forecast_variable(tree):
     np.testing.assert_array_equal(
         ds.time1_bounds.values[:, 0], ds.time1.values - np.timedelta64(1, "h")
     )
-    assert pr.attrs["units"] == "m" and pr.attrs["standard_name"] == "lwe_thickness_of_precipitation_amount"
+    assert (
+        pr.attrs["units"] == "m"
+        and pr.attrs["standard_name"] == "lwe_thickness_of_precipitation_amount"
+    )
     assert pr.attrs["cell_methods"] == "time1: sum" and pr.attrs["product_type"] == "forecast"
     values = pr.values
     assert np.isfinite(values).all() and values.min() >= 0 and values.max() < 0.05

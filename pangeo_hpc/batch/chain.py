@@ -27,6 +27,7 @@ import xarray as xr
 
 from pangeo_hpc import recipes
 from pangeo_hpc.errors import InputError, shown
+from pangeo_hpc.recipes.cf_attrs import OWNER
 
 USER = "function"
 
@@ -309,10 +310,41 @@ def build(recipe: Any, data: xr.Dataset) -> xr.Dataset:
     for name, steps in recipe.results.items():
         value = run_steps(steps, shared, data)
         if isinstance(value, xr.Dataset):  # e.g. trend with its statistics
-            out.update({f"{name}_{k}" if k != name else k: v for k, v in value.items()})
+            parts = {k if k.startswith(name) else f"{name}_{k}": v for k, v in value.items()}
         else:
-            out[name] = value.rename(name)
-    return xr.Dataset(out)
+            parts = {name: value.rename(name)}
+        out.update(parts)
+    return xr.Dataset(_own_scalars(out))
+
+
+def _own_scalars(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
+    """The results, each scalar coordinate that results hold with different values (the
+    periods of two seasonal means) renamed ``{coord}_{result}`` in each of them (its bounds
+    too), so that all fit in one Dataset and each variable names its own in the file."""
+    values: dict[str, list[xr.DataArray]] = {}
+    for da in results.values():
+        for c in da.coords:
+            if da[c].ndim == 0:
+                values.setdefault(str(c), []).append(da[c])
+    clash = {c for c, vs in values.items() if any(not v.identical(vs[0]) for v in vs[1:])}
+    out = {}
+    for name, da in results.items():
+        rename = {c: f"{c}_{name}" for c in map(str, da.coords) if c in clash}
+        da = da.rename(rename)
+        for old, new in rename.items():
+            attrs = dict(da[new].attrs, **{OWNER: name})
+            if "bounds" in attrs:
+                attrs["bounds"] = str(attrs["bounds"]).replace(old, new, 1)
+            da[new].attrs = attrs
+        out[name] = da
+    return out
+    da = da.rename(rename)
+    for old, new in rename.items():
+        attrs = dict(da[new].attrs, **{OWNER: name})
+        if "bounds" in attrs:
+            attrs["bounds"] = str(attrs["bounds"]).replace(old, new, 1)
+        da[new].attrs = attrs
+    return da
 
 
 def _as_dataset(value: Any, variable: str) -> xr.Dataset:

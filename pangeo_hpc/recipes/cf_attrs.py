@@ -22,6 +22,8 @@ CONVENTIONS = "CF-1.8"
 #: name of the scalar time coordinate of values that stand for a whole period (a time
 #: mean, a trend); not the input's time dimension, which a dataset may also hold
 TIME_PERIOD = "time_period"
+#: attribute (not written) of a scalar coordinate that belongs to one result of several
+OWNER = "_result"
 #: name of the bounds dimension
 BOUNDS_DIM = "bnds"
 
@@ -155,18 +157,20 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
                 bnds = np.stack([values.values, (values + step).values], axis=1)
                 ds[f"{t}_{BOUNDS_DIM}"] = ((t, BOUNDS_DIM), bnds)
                 ds.variables[t].attrs["bounds"] = f"{t}_{BOUNDS_DIM}"
-    if TIME_PERIOD in ds.coords:
-        attrs = ds.variables[TIME_PERIOD].attrs
+    for name in [c for c in ds.coords if "period_start" in ds.variables[c].attrs]:
+        attrs = ds.variables[name].attrs
         start, end = attrs.pop("period_start"), attrs.pop("period_end")
         ds[attrs["bounds"]] = ((BOUNDS_DIM,), np.array([start, end], dtype="datetime64[ns]"))
-    _encode(ds, time_dims)
+    # a scalar coordinate of one result only (its own period): on that variable alone
+    owners = {str(c): ds.variables[c].attrs.pop(OWNER) for c in ds.coords if OWNER in ds[c].attrs}
+    _encode(ds, time_dims, owners)
     ds.attrs = {"Conventions": CONVENTIONS, **ds.attrs, "history": history}
     if title:
         ds.attrs["title"] = title
     return ds
 
 
-def _encode(ds: xr.Dataset, time_dims: list[str]) -> None:
+def _encode(ds: xr.Dataset, time_dims: list[str], owners: Mapping[str, str]) -> None:
     """No ``_FillValue`` on coordinates and bounds (CF 2.5.1); bounds in their coordinate's
     time units; each variable lists only the scalar coordinates that fit it: a scalar time
     coordinate not on a variable that has a time dimension."""
@@ -192,7 +196,11 @@ def _encode(ds: xr.Dataset, time_dims: list[str]) -> None:
         if not scalars:
             continue
         timed = any(d in time_dims for d in var.dims)
-        keep = [c for c in scalars if not (timed and _is_time(ds[c]))]
+        keep = [
+            c
+            for c in scalars
+            if not (timed and _is_time(ds[c])) and owners.get(c, str(name)) == str(name)
+        ]
         enc[str(name)]["coordinates"] = " ".join(keep) if keep else None
 
 

@@ -133,8 +133,9 @@ def zonal_mean(da: xr.DataArray) -> xr.DataArray:
     -------
     DataArray
         Without the longitude dimension; NaN where a latitude row has no valid value.
-        Same units; ``cell_methods`` gains ``<lon>: mean``. On a regular grid the widths
-        are equal and the mean is CDO's plain mean over the row's valid values.
+        Same units; ``cell_methods`` gains ``longitude: mean`` (CF 7.3 names a dimension
+        that is gone by its standard name). On a regular grid the widths are equal and the
+        mean is CDO's plain mean over the row's valid values.
     """
     check_dataarray(da, "zonal_mean")
     _, lon = horizontal_names(da)
@@ -143,7 +144,7 @@ def zonal_mean(da: xr.DataArray) -> xr.DataArray:
     west, east = longitude_edges(da[lon].values)
     width = xr.DataArray(east - west, dims=da[lon].dims)
     out = da.weighted(width).mean(da[lon].dims[0], skipna=True)
-    return with_attrs(out, _mean_attrs(da, "zonal mean", f"{da[lon].dims[0]}: mean"))
+    return with_attrs(out, _mean_attrs(da, "zonal mean", "longitude: mean"))
 
 
 def time_mean(da: xr.DataArray) -> xr.DataArray:
