@@ -2,15 +2,16 @@
 that names it.
 
 The core (local and mounted trees, recipes, clusters, batch runs, planning) needs only the
-``[project] dependencies``. Three features need more, installed as extras:
+``[project] dependencies``. Four features need more, installed as extras:
 
 * ``s3``: ``s3://`` sources, byte-range indexes, listings, inventories (s3fs, obstore,
   kerchunk, arro3-core);
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
-  dask-labextension);
-* ``demo``: the synthetic demo data's coastlines (global-land-mask).
+  dask-labextension, hvplot);
+* ``demo``: the synthetic demo data's coastlines (global-land-mask);
+* ``regions``: AR6 and other polygon regions in ``select_region`` (regionmask).
 
-``pip install 'pangeo-hpc[all]'`` installs all three. Nothing is imported here: a feature
+``pip install 'pangeo-hpc[all]'`` installs all four. Nothing is imported here: a feature
 calls :func:`require` before its first import of such a package, so that ``import
 pangeo_hpc`` works without them and the feature fails with
 :class:`~pangeo_hpc.errors.MissingExtraError` rather than a bare ``ModuleNotFoundError``.
@@ -35,7 +36,9 @@ EXTRAS: dict[str, dict[str, str]] = {
         "jupyterlab": "jupyterlab",
         "jupyter_server_proxy": "jupyter-server-proxy",
         "dask_labextension": "dask-labextension",
+        "hvplot": "hvplot",
     },
+    "regions": {"regionmask": "regionmask"},
     "demo": {"global_land_mask": "global-land-mask"},
 }
 

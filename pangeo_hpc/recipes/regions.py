@@ -10,6 +10,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.extras import require
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import horizontal_names, time_name
 from pangeo_hpc.recipes.lonlatbox import box_indices, cdo_longitudes, lat_indices
@@ -164,6 +165,7 @@ def _in_region(da: xr.DataArray, name: str, regions: Any, la: str, lo: str) -> x
 
 def _ar6_regions() -> regionmask.Regions:
     """regionmask's AR6 regions (land and ocean); a download failure is an InputError."""
+    require("regions", "AR6 regions in select_region")
     import regionmask
 
     try:
