@@ -147,14 +147,29 @@ def time_name(obj: xr.DataArray | xr.Dataset) -> str:
     )
 
 
+#: attribute of a coordinate cut down to one point (select_region): its grid's spacing,
+#: from which the one cell's edges follow
+SPACING = "grid_spacing"
+
+
 def cell_edges(
-    centers: np.ndarray, *, clip: tuple[float, float] | None, period: float | None
+    centers: np.ndarray,
+    *,
+    clip: tuple[float, float] | None,
+    period: float | None,
+    spacing: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Cell edges halfway between sorted centres, extended by half a cell at each end."""
+    """Cell edges halfway between sorted centres, extended by half a cell at each end
+    (one centre: half of ``spacing`` on each side)."""
     order = np.argsort(centers)
     c = centers[order].astype("f8")
     if c.size == 1:
-        raise InputError("a grid needs at least two points along latitude and longitude")
+        if spacing is None:
+            raise InputError("a grid needs at least two points along latitude and longitude")
+        edges = np.array([c[0] - spacing / 2, c[0] + spacing / 2])
+        if clip is not None:
+            edges = np.clip(edges, *clip)
+        return edges[:1], edges[1:]
     mid = (c[1:] + c[:-1]) / 2
     lo = c[0] - (mid[0] - c[0])
     hi = c[-1] + (c[-1] - mid[-1])
@@ -172,7 +187,7 @@ def cell_edges(
     return lower, upper
 
 
-def longitude_edges(lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def longitude_edges(lon: np.ndarray, spacing: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """West and east edges of the cells centred on ``lon`` (degrees east, any order or
     convention). A region across the seam of its convention (170..180, -180..-170) is
     first made contiguous (170..190): its cells are as wide as anywhere else, not as wide
@@ -181,7 +196,7 @@ def longitude_edges(lon: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = np.sort(u)
     gaps = np.diff(np.concatenate([s, s[:1] + 360.0]))
     start = s[(int(np.argmax(gaps)) + 1) % s.size]  # the region begins after its widest gap
-    return cell_edges(np.where(u < start, u + 360.0, u), clip=None, period=360.0)
+    return cell_edges(np.where(u < start, u + 360.0, u), clip=None, period=360.0, spacing=spacing)
 
 
 def cell_area(lat: xr.DataArray, lon: xr.DataArray) -> xr.DataArray:
@@ -196,8 +211,10 @@ def cell_area(lat: xr.DataArray, lon: xr.DataArray) -> xr.DataArray:
             f"coordinates {lat.name!r} and {lon.name!r} are 2-D (a curvilinear grid): "
             "pass the cell areas yourself with weights=<DataArray of areas>"
         )
-    south, north = cell_edges(np.asarray(lat.values), clip=(-90.0, 90.0), period=None)
-    west, east = longitude_edges(np.asarray(lon.values))
+    south, north = cell_edges(
+        np.asarray(lat.values), clip=(-90.0, 90.0), period=None, spacing=lat.attrs.get(SPACING)
+    )
+    west, east = longitude_edges(np.asarray(lon.values), lon.attrs.get(SPACING))
     band = np.sin(np.deg2rad(north)) - np.sin(np.deg2rad(south))
     width = np.deg2rad(east - west)
     area = EARTH_RADIUS**2 * np.outer(band, width)

@@ -1,52 +1,51 @@
-"""Climate indices."""
+"""Climate indices, as compositions of the recipe functions."""
 
 from __future__ import annotations
 
 import re
 
-import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.cf_attrs import with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
-from pangeo_hpc.recipes.grid import cell_area, horizontal_names, time_name
-from pangeo_hpc.recipes.means import time_series
+from pangeo_hpc.recipes.means import area_mean
+from pangeo_hpc.recipes.regions import select_region
+from pangeo_hpc.recipes.resample import resample, running_mean
 from pangeo_hpc.recipes.seasonal import anomaly
 
-NINO34 = {"lat": (-5.0, 5.0), "lon": (190.0, 240.0)}  # 5S-5N, 170W-120W
 
-
-def nino34(da: xr.DataArray, *, smooth: int = 1) -> xr.DataArray:
+def nino34(
+    da: xr.DataArray, *, smooth: int = 1, reference: list[str] | None = None
+) -> xr.DataArray:
     """Nino3.4 index: monthly SST anomaly averaged over 5S-5N, 170W-120W.
+
+    The chain ``select_region(name="nino34")``, ``area_mean``, ``resample(freq="monthly")``,
+    ``anomaly(reference=...)`` and, with ``smooth``, ``running_mean(window=smooth)``: the
+    same as CDO ``runmean,N -ymonsub -monmean -fldmean -sellonlatbox,190,240,-5,5``.
 
     Parameters
     ----------
     da : DataArray
         SST with a time dimension on a lat/lon grid (0..360 or -180..180 longitude).
     smooth : int
-        Length of the centred running mean in months (3 gives the ONI); 1 means none.
+        Length of the running mean in months (3 gives the ONI); 1 means none. A running
+        mean has ``smooth - 1`` fewer values, labelled with the middle of each window.
+    reference : [start, end], optional
+        The period of the climatology (``["1991-01", "2020-12"]``); default all the data.
     """
     check_dataarray(da, "nino34")
-    lat, lon = horizontal_names(da)
-    if da[lat].ndim != 1 or da[lon].ndim != 1:
-        raise InputError("nino34 needs 1-D latitude and longitude coordinates")
-    t = time_name(da)
-    la = np.asarray(da[lat].values, dtype="f8")
-    lo = np.mod(np.asarray(da[lon].values, dtype="f8"), 360.0)
-    ilat = np.flatnonzero((la >= NINO34["lat"][0]) & (la <= NINO34["lat"][1]))
-    ilon = np.flatnonzero((lo >= NINO34["lon"][0]) & (lo <= NINO34["lon"][1]))
-    if ilat.size == 0 or ilon.size == 0:
+    try:
+        box = select_region(da, name="nino34")
+    except InputError:
         raise InputError(
             "the grid has no point in the Nino3.4 box (5S-5N, 170W-120W): "
             "give data that covers the equatorial Pacific"
-        )
-    where = {da[lat].dims[0]: ilat, da[lon].dims[0]: ilon}
-    area = cell_area(da[lat], da[lon]).isel(where)  # areas of the whole grid's cells
-    monthly = time_series(da.isel(where), freq="monthly", weights=area)
-    index = anomaly(monthly)
+        ) from None
+    monthly = resample(area_mean(box), freq="monthly")
+    index = anomaly(monthly, reference=reference)
     if smooth > 1:
-        index = index.rolling({t: smooth}, center=True).mean()
+        index = running_mean(index, window=smooth)
     # the area of the mean in a comment (CF 7.3: after the method and its where clause; no
     # "comment:" keyword and no colon, compliance-checker reads those as keywords)
     methods = re.sub(

@@ -12,7 +12,7 @@ import xarray as xr
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.extras import require
 from pangeo_hpc.recipes.checks import check_dataarray
-from pangeo_hpc.recipes.grid import horizontal_names, time_name
+from pangeo_hpc.recipes.grid import SPACING, horizontal_names, time_name
 from pangeo_hpc.recipes.lonlatbox import box_indices, cdo_longitudes, lat_indices
 
 if TYPE_CHECKING:
@@ -131,6 +131,10 @@ def select_region(
         out = out.isel({dim: where})
         values = cdo_longitudes(np.asarray(out[lo].values))
         out = out.assign_coords({lo: out[lo].copy(data=values)})
+    for c in (la, lo):  # a box one cell wide: its width for the cell areas (grid.cell_area)
+        if out.sizes[out[c].dims[0]] == 1 and da.sizes[da[c].dims[0]] > 1:
+            step = float(np.median(np.abs(np.diff(np.asarray(da[c].values, dtype="f8")))))
+            out[c].attrs[SPACING] = step
     return out
 
 

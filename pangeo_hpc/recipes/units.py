@@ -29,9 +29,9 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes.rates import accumulation_period, rate_attrs
 from pangeo_hpc.recipes.cf_attrs import per_time_units, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.rates import accumulation_period, rate_attrs
 
 if TYPE_CHECKING:
     import pint
