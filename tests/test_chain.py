@@ -3,6 +3,8 @@ user functions, and one-line errors naming the step and the value."""
 
 from __future__ import annotations
 
+import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -212,3 +214,115 @@ def test_dask_stays_dask_through_a_user_function_using_map_blocks(tmp_path):
     out = chain.build(r, field())
     assert isinstance(out.sst.data, dsa.Array)
     assert float(out.sst.min()) >= 280.0
+
+
+# --------------------------------------------------------------------- the command line
+
+BAD = {
+    "unknown step": (
+        [{"area_means": {}}],
+        r"steps\[0\] \(area_means\): unknown recipe function 'area_means': use one of \[.*'area_mean'",
+    ),
+    "wrong arguments": (
+        [{"resample": {"freq": "monthly", "how": "mean"}}],
+        r"steps\[0\] \(resample\): options .*'how'",
+    ),
+    "region outside the grid": (
+        [{"select_region": {"lat": [95, 100], "lon": [0, 10]}}],
+        r"steps\[0\] \(select_region\): .*95",
+    ),
+    "months absent from the period": (
+        [{"select_months": [12]}],
+        r"steps\[0\] \(select_months\): .*12",
+    ),
+    "incompatible units": (
+        [{"convert_units": {"to": "mm"}}],
+        r"steps\[0\] \(convert_units\): .*'K'.*'mm'|steps\[0\] \(convert_units\): .*K.*mm",
+    ),
+    "a user function that computes": (
+        [{"function": "eager_steps:load_it"}],
+        r"steps\[0\] \(eager_steps:load_it\): eager_steps:load_it computed the data",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_recipes_exit_2_with_one_line_and_write_nothing(case, demo_tree, tmp_path, capsys):
+    from pangeo_hpc import run as cli
+
+    steps, message = BAD[case]
+    (tmp_path / "eager_steps.py").write_text("def load_it(da):\n    return da.load()\n")
+    doc = {
+        "name": "bad",
+        "dataset": {"variable": "sea_surface_temperature", "start": "2000-01", "end": "2000-06"},
+        "steps": steps,
+    }
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    code = cli.main([str(path), "--data", str(demo_tree), "--out", str(out), "--workers", "1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1, err
+    assert re.search(message, err), err
+    assert not out.exists()
+
+
+def _nc(path: Path, lat: np.ndarray, start: str) -> None:
+    time = xr.date_range(start, periods=2, freq="D")
+    lon = np.arange(0.0, 360.0, 30.0)
+    da = xr.DataArray(
+        np.zeros((2, lat.size, lon.size), "f4"),
+        dims=("time", "lat", "lon"),
+        coords={"time": time, "lat": lat, "lon": lon},
+        attrs={"units": "K"},
+    )
+    da.to_dataset(name="tas").to_netcdf(path)
+
+
+@pytest.mark.parametrize("case", ["a glob matching nothing", "files on different grids"])
+def test_bad_datasets_exit_2_with_one_line(case, tmp_path, capsys):
+    from pangeo_hpc import run as cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    if case == "files on different grids":
+        _nc(data / "tas_2000.nc", np.arange(-60.0, 61.0, 30.0), "2000-01-01")
+        _nc(data / "tas_2001.nc", np.arange(-80.0, 81.0, 20.0), "2001-01-01")
+        pattern, message = str(data / "tas_*.nc"), r"tas_200[01]\.nc.*tas_200[01]\.nc"
+    else:
+        pattern, message = str(data / "nope_*.nc"), r"nope_\*\.nc"
+    doc = {"name": "bad", "dataset": {"variable": "tas", "files": pattern}, "steps": []}
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    code = cli.main([str(path), "--out", str(out), "--workers", "1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2, err
+    assert len(err.splitlines()) == 1 and re.search(message, err), err
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_files_recipe_runs_from_the_command_line(tmp_path, capsys):
+    """Yearly CF files (not the era5-pds layout), a region and an area mean."""
+    from pangeo_hpc import run as cli
+
+    data = tmp_path / "data"
+    data.mkdir()
+    lat = np.arange(-75.0, 76.0, 30.0)
+    for year in (2001, 2000):  # written out of order: sorted by their times
+        _nc(data / f"tas_{year}.nc", lat, f"{year}-01-01")
+    doc = {
+        "name": "files",
+        "dataset": {"variable": "tas", "files": str(data / "tas_*.nc")},
+        "steps": [{"select_region": {"name": "tropics"}}, {"area_mean": {}}],
+    }
+    path = tmp_path / "files.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "out"
+    assert cli.main([str(path), "--out", str(out), "--workers", "1", "--no-progress"]) == 0
+    res = xr.open_dataset(out / "result.nc")
+    assert res.tas.sizes["time"] == 4 and res.tas.attrs["units"] == "K"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["inputs"]["files"] == 2 and summary["answer"]["tas"]["kind"] == "series"

@@ -68,7 +68,9 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert summary["warmup"]["skipped"] == 24  # local files are loaded already
     assert summary["inputs"]["period"] == ["2003-01-01", "2004-12-31"]
     result = xr.open_dataset(out / "result.nc")
-    assert result.global_mean.item() == pytest.approx(summary["answer"]["global_mean_K"], abs=1e-3)
+    headline = summary["answer"]["global_mean"]
+    assert headline["units"] == "K" and headline["kind"] == "scalar"
+    assert result.global_mean.item() == pytest.approx(headline["value"], abs=1e-3)
     # the known answer, read with h5py and weighted with numpy (tests/known.py): the mean
     # of the 731 daily area-weighted ocean means; the plain mean of the cells is 2.4 K lower
     days = np.concatenate(daily_global_means(month_files(demo_tree, "2003-01", "2004-12")))
@@ -95,7 +97,8 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     )
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["answer"]["global_mean_trend_K_per_decade"] == pytest.approx(0.2, rel=0.05)
+    assert summary["answer"]["global_mean_trend"]["value"] == pytest.approx(0.2, rel=0.05)
+    assert summary["answer"]["global_mean_trend"]["units"] == "K/(10 year)"
     assert xr.open_zarr(out / "result.zarr").trend.attrs["units"] == "K/(10 year)"  # UDUNITS
 
 
@@ -152,7 +155,7 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
         path.write_bytes(b"half a png")
         raise OSError("No space left on device")
 
-    monkeypatch.setitem(runner.PLOTS, "sst-mean", failing_plot)
+    monkeypatch.setattr("pangeo_hpc.batch.results.plot_result", failing_plot)
     with pytest.raises(OSError, match="No space left"):
         runner.run_recipe(
             load("era5-sst-mean"),

@@ -16,7 +16,7 @@ from matplotlib.collections import QuadMesh
 from matplotlib.text import Text
 
 from pangeo_hpc.write import figure_kinds
-from pangeo_hpc.write.figures import PLOTS, draw_result, plot_result
+from pangeo_hpc.write.figures import draw_result, plot_result
 from pangeo_hpc.write.guard import file_is_ours
 from pangeo_hpc.write.result_shape import result_shape
 
@@ -261,23 +261,3 @@ def test_plot_result_writes_a_marked_png(tmp_path):
     assert file_is_ours(path)
     plot_result(ds["map"], tmp_path / "one.png", "a DataArray alone")  # type: ignore[arg-type]
     assert (tmp_path / "one.png").stat().st_size > 1000
-
-
-def test_the_fixed_chains_figures_still_draw(tmp_path):
-    sst = {"units": "K", "long_name": "sea surface temperature"}
-    mean = xr.Dataset(
-        {
-            "time_mean": field(grid(shift=280), ("lat", "lon"), sst, lat=LAT, lon=LON),
-            "global_mean_series": field(np.linspace(288, 289, 24), "time", sst, time=MONTHS),
-        }
-    )
-    trend = xr.Dataset(
-        {
-            "trend": field(grid(shift=-0.5), ("lat", "lon"), TREND, lat=LAT, lon=LON),
-            "global_mean_anomaly": field(np.linspace(-1, 1, 24), "time", sst, time=MONTHS),
-            "nino34": field(np.sin(np.arange(24.0)), "time", sst, time=MONTHS),
-        }
-    )
-    for chain, result in (("sst-mean", mean), ("sst-trend", trend)):
-        PLOTS[chain](result, tmp_path / f"{chain}.png", chain)
-        assert (tmp_path / f"{chain}.png").stat().st_size > 1000

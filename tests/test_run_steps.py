@@ -67,7 +67,7 @@ def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, 
 
     a, b = whole.summary, steps.summary
     assert a.keys() == b.keys() and a["timings_s"].keys() == b["timings_s"].keys()
-    for key in ("recipe", "chain", "answer", "inputs", "warmup", "outputs"):
+    for key in ("recipe", "steps", "answer", "inputs", "warmup", "outputs"):
         assert a[key] == b[key], key
     assert a["cluster"] == {"kind": "local", "profile": None, "workers": 1, "jobs": None}
     assert b["cluster"] == a["cluster"]

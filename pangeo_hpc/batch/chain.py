@@ -267,7 +267,9 @@ def _call(fn: Callable[..., Any], step: Step, value: Any, options: dict[str, Any
             "a step must stay lazy (xarray operations, xr.apply_ufunc(..., dask='parallelized'))"
         ) from None
     except InputError as exc:
-        raise InputError(f"{step.where}: {exc}", param=exc.param) from None
+        message = str(exc)  # "select_region: lat=..." says its name: the step says it already
+        message = message.removeprefix(f"{fn.__name__}: ").removeprefix(f"{step.name}: ")
+        raise InputError(f"{step.where}: {message}", param=exc.param) from None
     if not isinstance(out, xr.DataArray | xr.Dataset):
         raise InputError(
             f"{step.where}: {step.name} returned {type(out).__name__}, not an xarray "

@@ -19,10 +19,12 @@ def is_demo_tree(root: str | Path) -> bool:
     return (Path(root) / MANIFEST).is_file()
 
 
-def demo_call(root: str | Path, start: Month, end: Month) -> tuple[str, list[str]]:
-    """The call of :func:`pangeo_hpc.demo.generate` that adds ``start`` to ``end`` to the
-    demo tree ``root`` with the settings it was made with (from its manifest), and the
-    words of the ``demo-data`` command that does the same."""
+def demo_call(
+    root: str | Path, start: Month, end: Month, variable: str = "sea_surface_temperature"
+) -> tuple[str, list[str]]:
+    """The call of :func:`pangeo_hpc.demo.generate` that adds ``start`` to ``end`` of
+    ``variable`` to the demo tree ``root`` with the settings it was made with (from its
+    manifest), and the words of the ``demo-data`` command that does the same."""
     import json
 
     try:
@@ -36,6 +38,9 @@ def demo_call(root: str | Path, start: Month, end: Month) -> tuple[str, list[str
             given[key] = settings[key]
             words += [f"--{key}", str(settings[key])]
     words += ["--start", str(start), "--end", str(end)]
+    if variable != "sea_surface_temperature":  # the default
+        given["variables"] = variable
+        words += ["--variables", variable]
     spec = ", ".join(f"{k}={v!r}" for k, v in given.items())
     return f"pangeo_hpc.demo.generate({str(root)!r}, pangeo_hpc.demo.DemoSpec({spec}))", words
 
@@ -110,7 +115,9 @@ def find_files(
             )
     if missing:
         # synthetic months only for a tree of synthetic data, never mixed into real data
-        commands = dict([demo_call(root, missing[0], missing[-1])] if is_demo_tree(root) else [])
+        commands = dict(
+            [demo_call(root, missing[0], missing[-1], variable)] if is_demo_tree(root) else []
+        )
         more = "".join(f", or generate them with {call}" for call in commands)
         raise DataNotFoundError(
             f"{len(missing)} of {len(wanted)} months of {variable!r} are missing under "
