@@ -19,6 +19,7 @@ on 2000-2019.
 
 from __future__ import annotations
 
+import json
 import sys
 import time
 from pathlib import Path
@@ -150,8 +151,32 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "failed": t.failed,
         "rows": rows,
     }
-    write_result("B6", doc, quick=a.quick)
+    path = write_result("B6", doc, quick=a.quick)
+    print(markdown(json.loads(path.read_text())))
     return doc
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The README's B6 table from a result of this script (its commit named)."""
+    m = doc["machine"]
+    lines = [
+        f"B6 at {m['pangeo_hpc_commit']} ({doc['date']}, {doc['summary']}, "
+        f"{doc['params']['workers']} workers, median of {doc['params']['repeat']}, warm):",
+        "",
+        "| recipe | period | GB read | MB/s | vs era5-sst-mean | goal >= 0.70 |",
+        "|---|---|---|---|---|---|",
+    ]
+    ratio = {r["other"]: r for r in doc["rows"] if r["cache"] == "warm"}
+    for name, info in doc["recipes"].items():
+        r = ratio.get(name)
+        share = f"{r['ratio']:.2f}" if r else "1 (baseline)"
+        met = ("met" if r["met"] else "**not met**") if r else ""
+        lines.append(
+            f"| `{name}` | {info['period'][0]}..{info['period'][1]} | "
+            f"{info['bytes_uncompressed'] / 1e9:.2f} | {info.get('warm_MB_per_s', '')} | "
+            f"{share} | {met} |"
+        )
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -326,3 +326,21 @@ def test_a_files_recipe_runs_from_the_command_line(tmp_path, capsys):
     assert res.tas.sizes["time"] == 4 and res.tas.attrs["units"] == "K"
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["files"] == 2 and summary["answer"]["tas"]["kind"] == "series"
+
+
+def test_a_result_that_another_is_made_from_computes_on_a_cluster(tmp_path):
+    """client.compute of such a Dataset after a resample failed with "lost dependencies"
+    (dask/distributed 2026.8): each result is built so that it does not."""
+    from distributed import Client
+
+    (tmp_path / "times.py").write_text("def times(da, *, factor):\n    return da * factor\n")
+    ds = field(nt=48)
+    r = recipe(
+        [{"global_mean": {}}, {"resample": {"freq": "QS-DEC"}}, {"anomaly": {}}],
+        {"index": [], "double": [{"function": "times:times", "factor": 2.0}]},
+        folder=tmp_path,
+        end="2003-12",
+    )
+    with Client(processes=False, n_workers=1, threads_per_worker=1) as client:
+        out = client.compute(chain.build(r, ds)).result()
+    np.testing.assert_allclose(out.double, 2 * out["index"])

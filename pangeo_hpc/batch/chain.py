@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import dask
+import numpy as np
 import xarray as xr
 
 from pangeo_hpc import recipes
@@ -316,7 +317,24 @@ def build(recipe: Any, data: xr.Dataset) -> xr.Dataset:
         else:
             parts = {name: value.rename(name)}
         out.update(parts)
-    return xr.Dataset(_own_scalars(out))
+    return xr.Dataset(_own_scalars(_not_inside_others(out)))
+
+
+def _not_inside_others(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
+    """Each result that another result is computed from, behind a copy of its own.
+
+    ``client.compute`` of a Dataset in which one result is a step of another (an index and
+    its warm winters) after a ``resample`` fails with "lost dependencies" (dask and
+    distributed 2026.8); with each such result a layer of its own (fused away, no pass over
+    the data) it computes."""
+    layers = {k: set(v.data.dask.layers) for k, v in results.items() if v.chunks is not None}
+    out = {}
+    for name, da in results.items():
+        inner = name in layers and any(
+            da.data.name in deps for other, deps in layers.items() if other != name
+        )
+        out[name] = da.copy(data=da.data.map_blocks(np.asarray, dtype=da.dtype)) if inner else da
+    return out
 
 
 def _own_scalars(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
