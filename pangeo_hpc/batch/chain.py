@@ -114,12 +114,12 @@ def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
             )
         fn = step.function()
         _bind(fn, step)
-        for key, value in step.options.items():
+        for key, value in _options(fn, step).items():
             name = _reference(value)
             # a coordinate such as time1_bounds is known once the data are open (apply)
             if name is not None and name not in variables and not _coordinate_like(name):
                 raise InputError(
-                    f"{step.where}: {_key(key, fn)}={value!r} names no variable of the "
+                    f"{step.where}: {key}={value!r} names no variable of the "
                     f"dataset: use one of {['$' + v for v in variables]}"
                 )
 
@@ -141,10 +141,6 @@ def _first_option(fn: Callable[..., Any], step: Step) -> str:
     return named[0].name
 
 
-def _key(key: str, fn: Callable[..., Any]) -> str:
-    return key if key != FIRST else "first option"
-
-
 def _options(fn: Callable[..., Any], step: Step) -> dict[str, Any]:
     if FIRST in step.options:
         return {_first_option(fn, step): step.options[FIRST]}
@@ -157,7 +153,7 @@ def _bind(fn: Callable[..., Any], step: Step) -> None:
     try:
         inspect.signature(fn).bind(None, **options)
     except TypeError as exc:
-        takes = [p for p in list(inspect.signature(fn).parameters)[1:]]
+        takes = list(inspect.signature(fn).parameters)[1:]
         raise InputError(
             f"{step.where}: options {shown(options)} do not fit {step.name} ({exc}); "
             f"it takes {takes}"
