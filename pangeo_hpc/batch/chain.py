@@ -13,6 +13,7 @@ error naming it, since recipe functions must stay lazy.
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -170,9 +171,12 @@ def user_function(step: Step) -> Callable[..., Any]:
     module = None
     local = step.folder / f"{module_name.replace('.', '/')}.py" if step.folder else None
     if local is not None and local.is_file():
-        module = sys.modules.get(f"pangeo_hpc_user.{module_name}")
+        # one module per file: two recipe folders may each have their own steps.py
+        key = hashlib.sha1(str(local.resolve()).encode()).hexdigest()[:10]
+        unique = f"pangeo_hpc_user_{key}.{module_name}"
+        module = sys.modules.get(unique)
         if module is None:
-            spec = importlib.util.spec_from_file_location(f"pangeo_hpc_user.{module_name}", local)
+            spec = importlib.util.spec_from_file_location(unique, local)
             module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
             sys.modules[spec.name] = module  # type: ignore[union-attr]
             spec.loader.exec_module(module)  # type: ignore[union-attr]
