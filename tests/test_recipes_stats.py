@@ -157,7 +157,8 @@ def test_time_mean_equals_timmean(fields, tmp_path, mask, conv):
 @pytest.mark.parametrize(("freq", "operator"), [("monthly", "ymonmean"), ("seasonal", "yseasmean")])
 def test_climatology_equals_ymonmean_and_yseasmean(fields, tmp_path, mask, conv, freq, operator):
     path = fields[mask][conv]
-    expected = cdo_values(f"-{operator} {SELDATE}", path, out=tmp_path / "c.nc")
+    reset = "-settaxis,2002-01-15,00:00:00,1month " if operator == "yseasmean" else ""
+    expected = cdo_values(f"{reset}-{operator} {SELDATE}", path, out=tmp_path / "c.nc")
     for da in (_open(path), _open(path).chunk({"lat": 5}), _open(path).load()):  # every path
         got = recipes.climatology(da, freq=freq, reference=REFERENCE).compute()
         _close(got, expected)
@@ -352,7 +353,12 @@ def test_demo_data_against_cdo(demo_file, tmp_path, conv):
         "-zonmean": (recipes.zonal_mean(da), lambda v: v[..., 0]),
         "-timmean": (recipes.time_mean(da), lambda v: v[0]),
         "-ymonmean": (recipes.climatology(da, reference=["2001-01", "2001-12"]), lambda v: v),
-        "-yseasmean": (recipes.climatology(da, freq="seasonal"), lambda v: v),
+        # the time axis set anew: CDO 2.1.1's yseasmean now and then writes a garbage time
+        # for one season, and netCDF refuses it (exit 1)
+        "-settaxis,2001-01-15,00:00:00,3month -yseasmean": (
+            recipes.climatology(da, freq="seasonal"),
+            lambda v: v,
+        ),
     }
     for i, (operator, (got, shape)) in enumerate(checks.items()):
         _close(got.compute(), shape(cdo_values(operator, path, out=tmp_path / f"{i}.nc")))

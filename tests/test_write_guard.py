@@ -274,6 +274,9 @@ ALLOWED = {
     ("clusters/diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",
     ("recipes/trend.py", "rename"): "DataArray.rename, not a file",
     ("recipes/indices.py", "rename"): "DataArray.rename, not a file",
+    ("recipes/units.py", "rename"): "DataArray.rename, not a file",
+    ("recipes/vectors.py", "rename"): "DataArray.rename, not a file",
+    ("batch/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
 }
 
 
