@@ -271,3 +271,30 @@ def test_demo_sst_equals_cdo(demo, tmp_path):
     assert [str(t)[:7] for t in seasonal.time0.values] == ["2000-09", "2000-12", "2001-03"]
     assert monthly.attrs["units"] == sst.attrs["units"]
     assert monthly.attrs["cell_methods"].endswith("time0: mean")
+
+
+@pytest.mark.parametrize("stat", ["mean", "min", "max", "sum"])
+def test_periods_that_are_the_chunks_are_reduced_block_by_block_as_xarray(stat):
+    """A month per chunk (open_era5's monthly files): the one-pass block reduction gives
+    xarray's resample, NaN cells and all-NaN months included."""
+    import importlib
+
+    resample_module = importlib.import_module("pangeo_hpc.recipes.resample")
+    time = xr.date_range("2000-01-01", "2001-12-31", freq="D")
+    rng = np.random.default_rng(3)
+    values = (280 + rng.standard_normal((time.size, 60, 100))).astype("f4")  # > 16 MiB
+    values[:, :5] = np.nan  # never valid
+    values[40:59, 10] = np.nan  # a whole February of one row
+    da = xr.DataArray(values, dims=("time", "lat", "lon"),
+                      coords={"time": time, "lat": np.linspace(-60, 60, 60),
+                              "lon": np.arange(100.0)}, attrs={"units": "K"})  # fmt: skip
+    month_chunks = tuple(pd.Series(1, index=time).resample("MS").sum().values)
+    lazy = da.chunk({"time": month_chunks})
+    fast = resample_module._by_block(lazy, "time", "MS", stat)
+    assert fast is not None  # the chunks are the months
+    grouped = da.resample(time="MS")
+    slow = grouped.sum(min_count=1) if stat == "sum" else getattr(grouped, stat)()
+    np.testing.assert_allclose(fast.values, slow.values, rtol=1e-6)
+    np.testing.assert_array_equal(fast.time.values, slow.time.values)
+    # chunks that are not the periods: not this path
+    assert resample_module._by_block(da.chunk({"time": 50}), "time", "MS", stat) is None
