@@ -303,8 +303,9 @@ def run_steps(steps: Sequence[Step], value: Any, data: xr.Dataset) -> Any:
 
 
 def build(recipe: Any, data: xr.Dataset) -> xr.Dataset:
-    """The recipe's results, lazy: a Dataset of the named results, or of the one result
-    (under its own name, else the input variable's)."""
+    """The results of ``recipe`` (a :class:`~pangeo_hpc.batch.recipe_yaml.Recipe`, which
+    imports this module) on ``data``, lazy: a Dataset of the named results, or of the one
+    result (under its own name, else the input variable's)."""
     first = data[recipe.variable]
     shared = run_steps(recipe.steps, first, data)
     if not recipe.results:
@@ -358,13 +359,6 @@ def _own_scalars(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
             da[new].attrs = attrs
         out[name] = da
     return out
-    da = da.rename(rename)
-    for old, new in rename.items():
-        attrs = dict(da[new].attrs, **{OWNER: name})
-        if "bounds" in attrs:
-            attrs["bounds"] = str(attrs["bounds"]).replace(old, new, 1)
-        da[new].attrs = attrs
-    return da
 
 
 def _as_dataset(value: Any, variable: str) -> xr.Dataset:

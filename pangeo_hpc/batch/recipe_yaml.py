@@ -110,7 +110,8 @@ def load(name_or_path: str | Path) -> Recipe:
 
 def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     """A :class:`Recipe` from the mapping of a YAML file, every step checked."""
-    where = f"recipe {str(path or doc.get('name', '?') if isinstance(doc, dict) else path)!r}"
+    named = doc.get("name", "?") if isinstance(doc, dict) else "?"
+    where = f"recipe {str(path if path is not None else named)!r}"
     if not isinstance(doc, dict):
         raise InputError(f"{where} must be a YAML mapping with name, dataset and steps")
     doc = _legacy(doc, where)
