@@ -148,6 +148,12 @@ def _options(fn: Callable[..., Any], step: Step) -> dict[str, Any]:
     return dict(step.options)
 
 
+def options_of(step: Step) -> dict[str, Any]:
+    """The keyword arguments ``step`` passes (a list or scalar under its function's first
+    option's name; ``$name`` not yet replaced)."""
+    return _options(step.function(), step)
+
+
 def _bind(fn: Callable[..., Any], step: Step) -> None:
     """The step's options fit the function's signature, else one line naming them."""
     options = _options(fn, step)
@@ -309,10 +315,24 @@ def build(recipe: Any, data: xr.Dataset) -> xr.Dataset:
     first = data[recipe.variable]
     shared = run_steps(recipe.steps, first, data)
     if not recipe.results:
-        return _as_dataset(shared, recipe.variable)
+        return finish(recipe, {"": shared})
+    return finish(recipe, {n: run_steps(s, shared, data) for n, s in recipe.results.items()})
+
+
+def result_chains(recipe: Any) -> dict[str, list[Step]]:
+    """Each result's whole chain: the shared steps, then its own (``""``: the one result
+    of a recipe without ``results:``)."""
+    if not recipe.results:
+        return {"": list(recipe.steps)}
+    return {name: [*recipe.steps, *steps] for name, steps in recipe.results.items()}
+
+
+def finish(recipe: Any, values: dict[str, Any]) -> xr.Dataset:
+    """The Dataset of results from each result's value (keys as :func:`result_chains`)."""
+    if not recipe.results:
+        return _as_dataset(values[""], recipe.variable)
     out: dict[str, xr.DataArray] = {}
-    for name, steps in recipe.results.items():
-        value = run_steps(steps, shared, data)
+    for name, value in values.items():
         if isinstance(value, xr.Dataset):  # e.g. trend with its statistics
             parts = {k if k.startswith(name) else f"{name}_{k}": v for k, v in value.items()}
         else:

@@ -22,7 +22,8 @@ from pangeo_hpc.batch.results import (
     result_folder,
     write_outputs,
 )
-from pangeo_hpc.batch.steps import check_warmup, compute, data_root, open_inputs
+from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.steps import check_warmup, compute, data_root, open_cache, open_inputs
 from pangeo_hpc.clusters.start import kind_of, running_cluster
 from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -50,6 +51,7 @@ def run_recipe(
     progress: Callable[[Any], None] | None = None,
     s3: S3Options | None = None,
     index: str | None = None,
+    cache: StateCache | bool | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and ``summary.json``.
 
@@ -61,8 +63,10 @@ def run_recipe(
     (lazily loaded file systems: FSx for Lustre, rclone mounts); on Lustre the output
     folder is striped for the result's size. ``s3`` and ``index`` apply to ``s3://`` data
     (see :func:`pangeo_hpc.io.era5.open_era5`); with ``index="build"`` the missing indexes
-    are built on the cluster's workers. Progress lines (the cluster, the warm-up) are
-    logged at INFO (``pangeo_hpc.batch``); the command line prints them.
+    are built on the cluster's workers. ``cache`` keeps each input file's partial state
+    (see :func:`pangeo_hpc.batch.steps.compute`): ``False`` runs whole and caches nothing.
+    Progress lines (the cluster, the warm-up, the states) are logged at INFO
+    (``pangeo_hpc.batch``); the command line prints them.
     """
     t0 = time.perf_counter()
     fmt = check_format(fmt, spec)
@@ -71,6 +75,7 @@ def run_recipe(
     out = result_folder(out, spec, root)
     if warm_inputs:
         check_warmup(root)
+    store = open_cache(cache)  # a folder others can write to is refused before any cluster
     # with index="build", check the inputs now and build the indexes on the workers later
     build_first = is_s3(str(root)) and config.get("s3.index", index) == "build"
     where = {"data": root, "start": start, "end": end, "s3": s3}
@@ -90,7 +95,9 @@ def run_recipe(
         if build_first:
             inputs = open_inputs(spec, **where, index="build", client=client)
         t_ready = time.perf_counter()
-        computed = compute(inputs, client, progress=progress, warm_inputs=warm_inputs)
+        computed = compute(
+            inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
+        )
     asked = {"profile": profile, "jobs": jobs}  # recorded beside what compute() saw
     computed = replace(computed, cluster={**computed.cluster, **asked})
     timings = {

@@ -81,6 +81,7 @@ def summarise(
             "bytes_on_disk": ds.encoding["source_bytes"],
             "bytes_uncompressed": nbytes,
         },
+        "reads": None if computed.reads is None else computed.reads.as_dict(),
         "cluster": {k: computed.cluster.get(k) for k in ("kind", "profile", "workers", "jobs")},
         "timings_s": {
             "open": round(float(timings.get("open", inputs.seconds) or 0.0), 3),

@@ -20,8 +20,9 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import config
-from pangeo_hpc.batch import chain
+from pangeo_hpc.batch import chain, incremental
 from pangeo_hpc.batch.recipe_yaml import Recipe, load
+from pangeo_hpc.batch.state_cache import StateCache
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.start import kind_of
 from pangeo_hpc.errors import InputError
@@ -50,6 +51,8 @@ class Inputs:
         The chain's result, lazy: nothing is computed yet.
     seconds : float
         Wall time of the opening.
+    s3 : S3Options, optional
+        How ``s3://`` data were reached (their ETags identify them in the cache).
     """
 
     spec: Recipe
@@ -57,6 +60,7 @@ class Inputs:
     dataset: xr.Dataset
     lazy: xr.Dataset
     seconds: float
+    s3: S3Options | None = None
 
     @property
     def period(self) -> tuple[str, str]:
@@ -123,7 +127,7 @@ def open_inputs(
     root = data_root(data, profile)
     ds = open_dataset(spec, root, start=start, end=end, s3=s3, index=index, client=client)
     lazy = chain.build(spec, ds)
-    return Inputs(spec, spec.files or root, ds, lazy, time.perf_counter() - t0)
+    return Inputs(spec, spec.files or root, ds, lazy, time.perf_counter() - t0, s3)
 
 
 def open_dataset(
@@ -163,6 +167,9 @@ class Computed:
         The warm-up of the input files, if one ran.
     warmup_seconds : float
         Wall time before the computation started (the warm-up).
+    reads : Report, optional
+        Whether the run was incremental (else why not), the files whose states were reused
+        and those read, the bytes read (counted on the workers).
     """
 
     result: xr.Dataset
@@ -170,6 +177,7 @@ class Computed:
     seconds: float
     warmup: WarmupReport | None = None
     warmup_seconds: float = 0.0
+    reads: incremental.Report | None = None
 
 
 def compute(
@@ -178,8 +186,14 @@ def compute(
     *,
     progress: Callable[[Any], None] | None = None,
     warm_inputs: bool = False,
+    cache: StateCache | bool | None = None,
 ) -> Computed:
-    """Compute ``inputs.lazy`` on ``client``'s workers.
+    """Compute ``inputs.lazy`` on ``client``'s workers, incrementally when the chain allows.
+
+    A recipe whose every result splits at a reduction (:func:`pangeo_hpc.batch.splitting.split`)
+    is computed from per-file partial states, those of unchanged files taken from the cache
+    and the others saved to it as their tasks finish (:mod:`pangeo_hpc.batch.incremental`):
+    one more month reads one file, a killed run resumes. Other recipes run whole.
 
     Parameters
     ----------
@@ -193,10 +207,15 @@ def compute(
     warm_inputs : bool
         First read the input files through once on the workers (lazily loaded file
         systems: FSx for Lustre, rclone mounts); the report line is logged (INFO).
+    cache : StateCache or bool, optional
+        Where partial states are kept; ``False``: run whole, nothing cached (``--no-cache``).
+        Default: a :class:`~pangeo_hpc.batch.state_cache.StateCache` of config
+        ``pangeo-hpc.cache.folder``, unless ``pangeo-hpc.cache.enabled`` is false.
 
     Returns
     -------
     Computed
+        With ``reads``: incremental or not (and why), files reused and read, bytes read.
     """
     if warm_inputs:
         check_warmup(inputs.root)
@@ -208,8 +227,41 @@ def compute(
         warm = warmup(inputs.root, files=inputs.dataset.encoding["source_files"], client=client)
         log.info(warm.summary())
     t1 = time.perf_counter()
+    store = open_cache(cache)
+    prepared: incremental.Prepared | str = (
+        "caching is off (--no-cache, or pangeo-hpc.cache.enabled)"
+    )
+    if store is not None:
+        prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3)
+    if isinstance(prepared, str):
+        result, reads = _whole(inputs, client, progress, prepared)
+    else:
+        result, reads = incremental.run(inputs.spec, inputs.dataset, prepared, client, store)
+    log.info(reads.line())
+    return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0, reads)
+
+
+def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
+    """The cache a run uses: ``cache`` itself, none for ``False``, else config's (none when
+    ``pangeo-hpc.cache.enabled`` is false). Its folder is checked now: one another user can
+    write to is refused (InputError), before any cluster starts."""
+    if isinstance(cache, StateCache):
+        return cache
+    if cache is False or (cache is None and not config.get("cache.enabled")):
+        return None
+    return StateCache()
+
+
+def _whole(
+    inputs: Inputs, client: Any, progress: Callable[[Any], None] | None, why: str
+) -> tuple[xr.Dataset, incremental.Report]:
+    """The recipe computed as one graph: every file read."""
+    before = incremental.worker_reads(client)
     future = client.compute(inputs.lazy)
     if progress is not None:
         progress(future)
     result = future.result()
-    return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0)
+    files = len(inputs.dataset.encoding["source_files"])
+    read = incremental.worker_reads(client, before)
+    reads = incremental.Report(False, why, files=files, files_read=files, bytes_read=read)
+    return result, reads

@@ -84,6 +84,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="run whole: neither reuse nor save the input files' partial states",
+    )
+    p.add_argument(
         "--warmup",
         action="store_true",
         help="read the input files through on the workers first (FSx, rclone)",
@@ -115,6 +120,7 @@ def _run(a: argparse.Namespace) -> int:
         progress=None if a.no_progress else show_progress,
         s3=s3,
         index=a.index,
+        cache=False if a.no_cache else None,
     )
     print(f"{spec.name}: " + json.dumps(run.summary["answer"]))
     s = run.summary

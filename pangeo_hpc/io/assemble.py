@@ -10,6 +10,7 @@ scans, each file's values decoded with its own ``units`` and ``calendar``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 import dask.array as da
@@ -203,6 +204,47 @@ def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
     return xr.merge(
         [ds for _, ds, _ in parts], compat="override", join="exact", combine_attrs="override"
     )
+
+
+#: a span of the time axis read from one file per variable: (first step, stop, files)
+Piece = tuple[int, int, tuple[str, ...]]
+
+
+def file_spans(files: Sequence[str], lengths: Sequence[int]) -> list[tuple[int, int, str]]:
+    """Each file's steps on the time axis of their concatenation: ``(first, stop, file)``."""
+    ends = np.cumsum(lengths)
+    return [(int(e - n), int(e), f) for f, n, e in zip(files, lengths, ends, strict=True)]
+
+
+def time_pieces(spans: Sequence[Sequence[tuple[int, int, str]]], n: int) -> list[Piece]:
+    """The time axis (``n`` steps) cut where any variable's file changes: each piece comes
+    from one file per variable (a file holding two variables counted once).
+
+    ``spans`` holds each variable's :func:`file_spans`, clipped to the steps opened. The
+    pieces are what an incremental run keeps a state for
+    (:mod:`pangeo_hpc.batch.incremental`)."""
+    cuts = sorted(
+        {0, n, *(a for v in spans for a, _, _ in v), *(b for v in spans for _, b, _ in v)}
+    )
+    pieces = []
+    for a, b in itertools.pairwise(cuts):
+        if not 0 <= a < b <= n:
+            continue
+        files = [f for v in spans for lo, hi, f in v if lo <= a < hi]
+        pieces.append((a, b, tuple(dict.fromkeys(files))))
+    return pieces
+
+
+def clip_spans(
+    spans: Sequence[tuple[int, int, str]], lo: int, hi: int
+) -> list[tuple[int, int, str]]:
+    """``spans`` on the axis of steps ``lo:hi`` (a period that starts or ends inside a file)."""
+    out = []
+    for a, b, f in spans:
+        a, b = max(a, lo), min(b, hi)
+        if a < b:
+            out.append((a - lo, b - lo, f))
+    return out
 
 
 def grid_text(array: xr.DataArray) -> str:

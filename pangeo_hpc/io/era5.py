@@ -12,7 +12,13 @@ import xarray as xr
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.checks import check_path
-from pangeo_hpc.io.assemble import lazy_dataset, merge_variables, variable_names
+from pangeo_hpc.io.assemble import (
+    file_spans,
+    lazy_dataset,
+    merge_variables,
+    time_pieces,
+    variable_names,
+)
 from pangeo_hpc.io.catalog import catalog
 from pangeo_hpc.io.zarr_reader import is_zarr_store, open_store
 from pangeo_hpc.s3.options import S3Options
@@ -73,7 +79,9 @@ def open_era5(
         ``time1_bounds(time1, nv)`` (``time1.attrs["bounds"]`` names it), each step the
         hour it accumulates over. ``encoding["source_files"]`` lists the files of every
         variable; ``encoding["source_access"]`` says how they are read: ``local``,
-        ``s3-indexed``, ``s3-direct`` or ``s3-mixed``.
+        ``s3-indexed``, ``s3-direct`` or ``s3-mixed``; ``encoding["source_pieces"]`` the
+        spans of the time axis that come from one file per variable
+        (:func:`~pangeo_hpc.io.assemble.time_pieces`).
 
     Notes
     -----
@@ -108,6 +116,8 @@ def open_era5(
     ds = parts[0][1] if len(parts) == 1 else merge_variables(parts)
     ds.encoding["source_files"] = [f for cat in cats for f in cat.files]
     ds.encoding["source_bytes"] = int(sum(sum(cat.sizes) for cat in cats))
+    spans = [file_spans(c.files, [i.length for i in c.infos]) for c in cats]
+    ds.encoding["source_pieces"] = time_pieces(spans, ds.sizes[ds[names[0]].dims[0]])
     accesses = {cat.access for cat in cats}
     ds.encoding["source_access"] = accesses.pop() if len(accesses) == 1 else "s3-mixed"
     return ds

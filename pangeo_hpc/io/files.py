@@ -29,7 +29,15 @@ import xarray as xr
 from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.io import scan_cache
-from pangeo_hpc.io.assemble import decode_times, lazy_dataset, merge_variables, variable_names
+from pangeo_hpc.io.assemble import (
+    clip_spans,
+    decode_times,
+    file_spans,
+    lazy_dataset,
+    merge_variables,
+    time_pieces,
+    variable_names,
+)
 from pangeo_hpc.io.globbing import expand
 from pangeo_hpc.io.hdf5_meta import (
     FileInfo,
@@ -109,6 +117,7 @@ def open_files(
             )
     parts = []
     used: list[str] = []
+    spans = []
     for v in names:
         mine = [f for f in files if v in scans[f]]
         if not mine:
@@ -118,12 +127,14 @@ def open_files(
                 param="variables",
             )
         ds, kept = _one_variable(v, mine, [scans[f][v] for f in mine], period, chunk_mb)
-        parts.append((v, ds, kept[0]))
-        used += kept
+        parts.append((v, ds, kept[0][2]))
+        used += [f for _, _, f in kept]
+        spans.append(kept)
     ds = parts[0][1] if len(parts) == 1 else merge_variables(parts)
     ds.encoding["source_files"] = list(dict.fromkeys(used))  # a file of u and v once
     ds.encoding["source_bytes"] = int(sum(sizes[f] for f in dict.fromkeys(used)))
     ds.encoding["source_access"] = "local"
+    ds.encoding["source_pieces"] = time_pieces(spans, ds.sizes[ds[names[0]].dims[0]])
     return ds
 
 
@@ -133,8 +144,9 @@ def _one_variable(
     infos: list[FileInfo],
     period: tuple[Month | None, Month | None] | None,
     chunk_mb: float,
-) -> tuple[xr.Dataset, list[str]]:
-    """``variable`` of ``files``, in time order, within ``period``; and the files read."""
+) -> tuple[xr.Dataset, list[tuple[int, int, str]]]:
+    """``variable`` of ``files``, in time order, within ``period``; and the files read, each
+    with its steps on the time axis (:func:`~pangeo_hpc.io.assemble.file_spans`)."""
     for f, info in zip(files[1:], infos[1:], strict=True):
         if info.grid != infos[0].grid:
             raise InputError(
@@ -184,11 +196,14 @@ def _one_variable(
     head = Head.of(files[0], variable)
     sources = [H5Source(f, variable) for f in files]
     ds = lazy_dataset(variable, files, infos, sources, head, chunk_mb, name="open_files")
+    spans = file_spans(files, [i.length for i in infos])
     if period is not None:  # the exact months, within the first and last file
         t = ds[head.dims[0]].values
-        ds = ds.isel({head.dims[0]: slice(int((t < lo).sum()), int((t < hi).sum()))})
+        first, stop = int((t < lo).sum()), int((t < hi).sum())
+        ds = ds.isel({head.dims[0]: slice(first, stop)})
+        spans = clip_spans(spans, first, stop)
     single = [d for d in head.dims[1:-2] if ds.sizes[d] == 1]
-    return ds.isel(dict.fromkeys(single, 0)), files
+    return ds.isel(dict.fromkeys(single, 0)), spans
 
 
 def _period(start: str | None, end: str | None) -> tuple[Month | None, Month | None] | None:

@@ -15,6 +15,7 @@ by a *source*:
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -30,6 +31,22 @@ from pangeo_hpc.s3.options import S3Options, explain, split_url
 
 #: s3fs block size for HDF5 over S3: its default read-ahead cache is ~2x slower for HDF5
 S3_BLOCK = 8 << 20
+
+_read = [0]
+_read_lock = threading.Lock()
+
+
+def _count(n: int) -> None:
+    with _read_lock:
+        _read[0] += n
+
+
+def bytes_read() -> int:
+    """Bytes this process has read from input files so far, as stored (compressed): every
+    ``pread`` of a local file and every range of an S3 object read through its index.
+    Reads through h5py (S3 objects without an index, HDF5 layouts the chunk reader does not
+    take) are counted by the bytes of the hyperslab they return instead."""
+    return _read[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +109,9 @@ class H5Source:
                 table = ChunkTable.from_h5(dset)
                 if table is None:  # h5py takes no negative steps: read the box
                     box, post = bounding_box(key, dset.shape)
-                    return dset[tuple(slice(lo, hi) for lo, hi in box)][post]
+                    out = dset[tuple(slice(lo, hi) for lo, hi in box)][post]
+                    _count(out.nbytes)
+                    return out
         except OSError as exc:
             raise StorageError(
                 f"reading {self.path!r} failed ({str(exc).splitlines()[0]}): the file may be "
@@ -130,6 +149,7 @@ def _pread_ranges(fd: int, ranges: Sequence[tuple[int, int]], name: str) -> list
             end = max(end, order[k][0] + order[k][1])
             k += 1
         data = memoryview(os.pread(fd, end - start, start))
+        _count(len(data))
         if len(data) < end - start:
             raise StorageError(
                 f"{name!r} ends before byte {end} that its chunk index names: the file is "
@@ -158,7 +178,9 @@ class S3H5Source:
                 fs.open(self.url, "rb", cache_type="blockcache", block_size=S3_BLOCK) as fo,
                 h5py.File(fo, "r") as f,
             ):
-                return f[self.variable][key]
+                out = f[self.variable][key]
+                _count(out.nbytes)
+                return out
         except (OSError, BotoCoreError) as exc:  # s3fs leaves connection errors as botocore's
             raise _storage_error(exc, self.url, self.opts) from exc
 
@@ -189,6 +211,7 @@ class RefSource:
                 )
             except Exception as exc:  # obstore's errors: not found, denied, network
                 raise _storage_error(exc, self.url, self.opts) from exc
+            _count(sum(b - a for a, b in ranged))
         it = iter(fetched)
         payloads = [next(it) if off >= 0 else self.table.inline.get(idx) for idx, off, _ in plan]
         return _assemble(self.table, box, plan, payloads, self.url)[post]
