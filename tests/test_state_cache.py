@@ -183,6 +183,19 @@ def test_a_folder_of_a_users_files_is_refused(tmp_path):
     assert _snapshot(tmp_path) == before
 
 
+def test_a_folder_another_run_is_claiming_right_now_is_not_refused(tmp_path):
+    """Two runs start on a new cache at once: one finds the other's temporary marker (or an
+    entry's temporary file) before the marker is in place, and goes on."""
+    folder = tmp_path / "states"
+    folder.mkdir(mode=0o700)
+    (folder / ".pangeo-hpc.json.k2j4x9.tmp").write_text("{")
+    (folder / f".{_key(2)}.npz.a8d7f1.tmp").write_bytes(b"PK")
+    cache = StateCache(folder)
+    assert cache.put(_key(1), _state(1), {"i": 1})
+    assert cache.get(_key(1))[1] == {"i": 1}
+    assert [e.key for e in cache.entries()] == [_key(1)]  # temporary files are no entries
+
+
 def test_remove_file_removes_only_entries_of_a_state_cache(tmp_path):
     from pangeo_hpc.batch.state_cache import _is_entry
 
@@ -223,6 +236,9 @@ def test_least_recently_used_entries_are_evicted(tmp_path):
     cache.max_bytes = one + one // 2
     assert cache.evict() == 2
     assert [e.meta["i"] for e in cache.entries()] == [3]
+    cache.max_bytes = 100  # smaller than any entry: the one just stored stays, alone
+    assert cache.put(_key(4), _state(4), {"i": 4})
+    assert [e.meta["i"] for e in cache.entries()] == [4]
 
 
 # --------------------------------------------------------------------------------------------

@@ -368,7 +368,9 @@ class StateCache:
         -------
         bool
             ``True`` when stored; ``False`` once caching is :attr:`disabled` (a full disk:
-            one :class:`CacheWarning` says so the first time).
+            one :class:`CacheWarning` says so the first time). Older entries are then
+            evicted beyond ``max_bytes``; the one just stored stays even if it alone is
+            larger (until the next put), so that a run reads back what it stored.
         """
         from pangeo_hpc.write.outputs import atomic_file
 
