@@ -28,6 +28,16 @@ def _private_catalog_cache(tmp_path_factory: pytest.TempPathFactory):
         yield folder
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _private_state_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Partial states of recipe runs in a folder of this run (never ~/.cache), for this
+    process and the CLIs it starts."""
+    folder = str(tmp_path_factory.mktemp("state-cache") / "states")
+    os.environ["DASK_PANGEO_HPC__CACHE__FOLDER"] = folder
+    with dask.config.set({"pangeo-hpc.cache.folder": folder}):
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def demo_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Ten years of 2-degree daily demo SST in the era5-pds layout (read-only: don't modify)."""

@@ -1,59 +1,527 @@
-"""TEMPORARY stand-in (the helper's module replaces it)."""
+"""The cache of partial states: what a recipe run learned from each input file, kept.
+
+A run that reduces over time (a mean, a climatology, a trend) computes, per input file (a
+time slice), a *partial state* of its reduction: a few NumPy arrays (sums and counts,
+per-month sums, ...). Kept here, a later run of the same chain over the same files reads
+only the files that are new or changed and merges the states it finds.
+
+* **Keys.** An entry's key (:func:`entry_key`) is the SHA-256 of its files' identities
+  (:class:`FileStamp`: path, size and mtime of a local file, size and ETag of an S3
+  object) and of the hash of the chain up to the reduction. A changed file has another
+  key, so it invalidates only its own state; nothing is ever looked up by path.
+* **Files.** One ``<key>.npz`` per entry (``np.savez``, never pickle: loaded with
+  ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), in one
+  flat per-user folder (``pangeo-hpc.cache.folder``; made ``0700`` with the package's
+  marker by :func:`~pangeo_hpc.write.outputs.claim_tree`, entries ``0600``). A folder that
+  another user owns or may write to is refused: a state planted there would become a
+  result.
+* **Writes** go through :func:`~pangeo_hpc.write.outputs.atomic_file`: a temporary name
+  beside the entry, fsynced, then one rename. A full disk (``ENOSPC``, ``EDQUOT``) leaves
+  nothing half-written and turns caching off for the rest of the run
+  (:attr:`StateCache.disabled` says why; one :class:`CacheWarning`): the run goes on.
+* **Reads.** A damaged entry (truncated by a crash, random bytes) is a
+  :class:`CacheWarning`, removed, and a miss: the caller rebuilds it.
+* **Eviction.** Least recently used first, beyond ``pangeo-hpc.cache.max-size``. "Used" is
+  the file's mtime, set by every :meth:`StateCache.get` with ``os.utime`` (atime is not
+  reliable under ``relatime`` or ``noatime``). Removals go through
+  :func:`~pangeo_hpc.write.outputs.remove_file`, which removes only ``<64 hex>.npz`` files
+  of a folder marked ``state-cache``.
+
+Concurrency: several processes (two runs, or a run and ``cache clear``) may share the
+folder without locks. Every entry appears whole through one rename and disappears through
+one unlink; a reader that has opened an entry keeps reading it after another process
+evicts or replaces it (POSIX keeps the inode), and one that finds it gone has a miss
+(``FileNotFoundError`` is a miss, not a warning). Two writers of one key both succeed, and
+their states are equal (same files, same chain), so whichever rename comes last is right.
+Eviction by two processes at once may remove a little more than needed, never a file in
+use by a writer (temporary names are not entries). No lock files, so none are left behind
+by a killed run, and none depend on ``flock`` working over NFS or Lustre.
+"""
 
 from __future__ import annotations
 
+import errno
 import hashlib
-import io
 import json
 import os
+import re
+import time
+import warnings
+import zipfile
+import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError, StorageError, named
+from pangeo_hpc.s3.options import S3Options, is_s3
 
-@dataclass(frozen=True)
+__all__ = [
+    "CacheWarning",
+    "Entry",
+    "FileStamp",
+    "StateCache",
+    "cache_enabled",
+    "entry_key",
+    "stamp_files",
+]
+
+#: the kind in the folder's marker (:func:`pangeo_hpc.write.outputs.claim_tree`)
+KIND = "state-cache"
+#: how messages name the folder: the setting that chooses it
+FLAG = "pangeo-hpc.cache.folder"
+#: the name of an entry, and of the temporary file of one being written (atomic_file)
+_ENTRY = re.compile(r"[0-9a-f]{64}\.npz")
+_PART = re.compile(r"\.[0-9a-f]{64}\.npz\.[^/]+\.tmp|\.pangeo-hpc\.json\.[^/]+\.tmp")
+#: the member of an entry's npz holding its meta (JSON bytes) and key
+_META = "__meta__"
+#: what goes into every key besides stamps and chain: a new layout makes new keys
+_FORMAT = "pangeo-hpc-state-1"
+#: a temporary file older than this was left by a killed writer: eviction removes it
+_STALE_PART_S = 3600.0
+#: what a damaged npz raises on load
+_DAMAGED = (
+    OSError, ValueError, EOFError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
+    zlib.error,
+)  # fmt: skip
+
+
+class CacheWarning(UserWarning):
+    """The state cache ignored something (a damaged entry, a full disk); the run goes on."""
+
+
+@dataclass(frozen=True, slots=True)
 class FileStamp:
+    """A file's identity: a cached state is valid for exactly this version of the file.
+
+    ``path`` is the file as opened (an absolute local path, or ``s3://bucket/key``),
+    ``mtime_ns`` is set for local files and ``etag`` for S3 objects.
+    """
+
     path: str
     size: int
-    mtime_ns: int | None
+    mtime_ns: int | None = None
     etag: str | None = None
 
 
-def stamp_files(paths: Sequence[str], s3=None) -> list[FileStamp]:
-    out = []
-    for p in paths:
-        st = os.stat(p)
-        out.append(FileStamp(str(p), st.st_size, st.st_mtime_ns))
-    return out
+def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[FileStamp]:
+    """The identity of each file: size and mtime (``os.stat``), or size and ETag for
+    ``s3://`` objects (one HEAD request each, never from s3fs's listing cache).
+
+    Parameters
+    ----------
+    paths : sequence of str
+        Local paths (made absolute, symbolic links kept) or ``s3://bucket/key`` URLs.
+    s3 : S3Options, optional
+        How to reach S3; default :meth:`S3Options.resolve`. Unused without ``s3://`` paths.
+
+    Returns
+    -------
+    list of FileStamp
+        In the order of ``paths``.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a file that does not exist (local or S3).
+    """
+    stamps: list[FileStamp] = []
+    fs = None
+    for path in paths:
+        if is_s3(path):
+            if fs is None:
+                fs = (s3 or S3Options.resolve()).filesystem()
+            info = fs.info(path, refresh=True)
+            etag = info.get("ETag") or info.get("etag")
+            stamps.append(
+                FileStamp(path, int(info["size"]), etag=None if etag is None else str(etag))
+            )
+        else:
+            local = os.path.abspath(os.path.expanduser(os.fspath(path)))
+            st = os.stat(local)
+            stamps.append(FileStamp(local, st.st_size, mtime_ns=st.st_mtime_ns))
+    return stamps
 
 
 def entry_key(stamps: Sequence[FileStamp], chain: str) -> str:
-    doc = [[s.path, s.size, s.mtime_ns, s.etag] for s in sorted(stamps, key=lambda s: s.path)]
-    return hashlib.sha256(json.dumps([doc, chain]).encode()).hexdigest()
+    """The key of the state of ``stamps`` under ``chain``: 64 hex digits (SHA-256).
+
+    The stamps count in the order of their paths (the same files listed otherwise give the
+    same key); ``chain`` is the hash of the steps up to the reduction, as the caller
+    computes it.
+
+    Examples
+    --------
+    >>> a = FileStamp("/d/2000-01.nc", 10, mtime_ns=1)
+    >>> b = FileStamp("/d/2000-02.nc", 10, mtime_ns=2)
+    >>> entry_key([a, b], "c") == entry_key([b, a], "c") != entry_key([a, b], "d")
+    True
+    """
+    files = sorted([s.path, s.size, s.mtime_ns, s.etag] for s in stamps)
+    doc = json.dumps({"format": _FORMAT, "chain": chain, "files": files}, separators=(",", ":"))
+    return hashlib.sha256(doc.encode()).hexdigest()
+
+
+def cache_enabled(override: bool | None = None) -> bool:
+    """Whether runs use the cache: ``override`` if given (``--no-cache``: ``False``), else
+    ``pangeo-hpc.cache.enabled``."""
+    value = config.get("cache.enabled", override)
+    if isinstance(value, str):
+        return value.strip().lower() not in ("false", "no", "off", "0", "")
+    return bool(value)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One cached state, as ``cache list`` shows it."""
+
+    key: str
+    path: Path
+    size: int
+    last_used: float  # epoch seconds
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+def _folder() -> Path:
+    return Path(os.path.expandvars(str(config.get("cache.folder")))).expanduser()
+
+
+def _max_bytes() -> int:
+    from pangeo_hpc.inputs.sizes import parse_size
+
+    return parse_size(config.get("cache.max-size"), name="pangeo-hpc.cache.max-size")
+
+
+def _marked(folder: Path) -> bool:
+    from pangeo_hpc.write.guard import read_marker
+
+    doc = read_marker(folder)
+    return doc is not None and doc.get("kind") == KIND
+
+
+def _is_entry(path: Path) -> bool:
+    """An entry of a state cache: its name, inside a folder marked ``state-cache``."""
+    return _ENTRY.fullmatch(path.name) is not None and _marked(path.parent)
+
+
+def _is_part(path: Path) -> bool:
+    """A temporary file of a writer, inside a folder marked ``state-cache``."""
+    return _PART.fullmatch(path.name) is not None and _marked(path.parent)
+
+
+def _only_ours(folder: Path) -> bool:
+    """An unmarked folder that holds only entries and temporary files (another process is
+    claiming it right now, or its marker was lost): ours to mark."""
+    return all(_ENTRY.fullmatch(p.name) or _PART.fullmatch(p.name) for p in folder.iterdir())
+
+
+def _out_of_space(exc: BaseException) -> bool:
+    link: BaseException | None = exc
+    seen: list[BaseException] = []
+    while link is not None and link not in seen:
+        if isinstance(link, StorageError) and "no space left" in str(link):
+            return True
+        if isinstance(link, OSError) and link.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        seen.append(link)
+        link = link.__cause__ or link.__context__
+    return False
 
 
 class StateCache:
-    def __init__(self, folder=None, max_bytes=None):
-        self.folder = Path(folder or "/tmp/state-cache-standin")
-        self.disabled = None
+    """The folder of partial states (see the module's description).
 
-    def get(self, key):
-        p = self.folder / f"{key}.npz"
-        if not p.exists():
-            return None
-        with np.load(p, allow_pickle=False) as z:
-            arrays = {k: z[k] for k in z.files if k != "__meta__"}
-            meta = json.loads(bytes(z["__meta__"]).decode())
-        return arrays, meta
+    Parameters
+    ----------
+    folder : path, optional
+        Default ``pangeo-hpc.cache.folder`` (``~`` and ``$VARS`` expanded). Created on the
+        first :meth:`put` (``0700``); when it exists it is checked now.
+    max_bytes : int, optional
+        Entries beyond this many bytes are evicted, least recently used first; default
+        ``pangeo-hpc.cache.max-size`` (``10GB``).
 
-    def put(self, key, arrays, meta):
-        self.folder.mkdir(parents=True, exist_ok=True)
-        p = self.folder / f"{key}.npz"
-        buf = io.BytesIO()
-        np.savez(buf, **arrays, __meta__=np.frombuffer(json.dumps(meta).encode(), "u1"))
-        tmp = p.with_suffix(".tmp")
-        tmp.write_bytes(buf.getvalue())
-        os.replace(tmp, p)
+    Raises
+    ------
+    InputError
+        If the folder exists and is not owned by this user, may be written by its group or
+        others, or holds files that pangeo-hpc did not write (nothing is changed).
+    """
+
+    __slots__ = ("_claimed", "disabled", "folder", "max_bytes")
+
+    def __init__(self, folder: str | Path | None = None, max_bytes: int | None = None) -> None:
+        given = _folder() if folder is None else Path(os.path.expandvars(str(folder)))
+        self.folder: Path = given.expanduser()
+        self.max_bytes: int = _max_bytes() if max_bytes is None else int(max_bytes)
+        #: ``None``, or why writes stopped (a full disk); then :meth:`put` stores nothing
+        self.disabled: str | None = None
+        self._claimed = False
+        self._check()
+
+    # -- the folder -------------------------------------------------------------------
+
+    def _check(self) -> bool:
+        """Refuse a folder that is not this user's own; ``False`` if it does not exist."""
+        from pangeo_hpc.write.guard import check_tree
+
+        try:
+            st = self.folder.stat()
+        except FileNotFoundError:
+            return False
+        me = os.geteuid()
+        if st.st_uid != me or st.st_mode & 0o022:
+            mode = f"{st.st_mode & 0o7777:04o}"
+            owner = _user(st.st_uid)
+            fix = (
+                f"`chmod 700 {self.folder}`"
+                if st.st_uid == me
+                else "a folder of your own (`mkdir -m 700 ~/.cache/pangeo-hpc-states`)"
+            )
+            raise InputError(
+                f"{named(FLAG, self.folder)} is owned by {owner} with mode {mode}: a cache "
+                "folder that another user can write to is refused (a state put there would "
+                f"become your results): use {fix}, or set {FLAG} to a folder only you can "
+                "write (nothing was changed)"
+            )
+        check_tree(self.folder, kind=KIND, flag=FLAG, ours=_only_ours)
         return True
+
+    def _claim(self) -> None:
+        """Create the folder (``0700``, marked) or check it, once per instance."""
+        from pangeo_hpc.write.outputs import claim_tree
+
+        if self._claimed:
+            return
+        for attempt in range(3):
+            try:
+                claim_tree(self.folder, kind=KIND, flag=FLAG, ours=_only_ours, mode=0o700)
+                break
+            except FileNotFoundError:  # another process's temporary marker went away
+                if attempt == 2:
+                    raise
+        self._check()  # it may have existed, made by someone else, between _check and here
+        self._claimed = True
+
+    # -- entries ----------------------------------------------------------------------
+
+    def _path(self, key: str) -> Path:
+        if not re.fullmatch(r"[0-9a-f]{64}", key):
+            raise ValueError(f"{key!r} is not an entry key (64 hex digits of entry_key)")
+        return self.folder / f"{key}.npz"
+
+    def get(self, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
+        """The arrays and meta stored under ``key``, or ``None`` (a miss).
+
+        A damaged entry is a :class:`CacheWarning`, removed, and a miss; an entry that
+        another process evicts meanwhile is a miss. A hit becomes the most recently used.
+        """
+        path = self._path(key)
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in npz.files}
+            meta_doc = json.loads(arrays.pop(_META).tobytes().decode())
+            if meta_doc.get("key") != key or not isinstance(meta_doc.get("meta"), dict):
+                raise ValueError("its key or meta is not this entry's")
+        except FileNotFoundError:
+            return None
+        except (*_DAMAGED, UnicodeDecodeError) as exc:
+            self._damaged(path, exc)
+            return None
+        try:
+            os.utime(path)  # last used: now (eviction keeps it)
+        except OSError:
+            pass  # evicted by another process meanwhile: the arrays read are still right
+        return arrays, meta_doc["meta"]
+
+    def _damaged(self, path: Path, exc: BaseException) -> None:
+        from pangeo_hpc.write.outputs import remove_file
+
+        warnings.warn(
+            f"the cached state {str(path)!r} is damaged ({type(exc).__name__}: {exc}): it is "
+            "ignored, removed and rebuilt from its files",
+            CacheWarning,
+            stacklevel=3,
+        )
+        try:
+            remove_file(path, ours=_is_entry, flag=FLAG)
+        except (OSError, InputError):
+            pass  # a miss either way; the next put replaces it
+
+    def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> bool:
+        """Store ``arrays`` and ``meta`` under ``key``, whole or not at all.
+
+        Parameters
+        ----------
+        key : str
+            From :func:`entry_key`.
+        arrays : dict of str to numpy.ndarray
+            Numeric, boolean, string or datetime arrays (no object arrays: never pickled).
+        meta : dict
+            Small, JSON-able: recipe, result, files, ... (``meta["recipe"]`` is what
+            ``clear(recipe=...)`` matches).
+
+        Returns
+        -------
+        bool
+            ``True`` when stored; ``False`` once caching is :attr:`disabled` (a full disk:
+            one :class:`CacheWarning` says so the first time). Older entries are then
+            evicted beyond ``max_bytes``; the one just stored stays even if it alone is
+            larger (until the next put), so that a run reads back what it stored.
+        """
+        from pangeo_hpc.write.outputs import atomic_file
+
+        if self.disabled is not None:
+            return False
+        path = self._path(key)
+        if _META in arrays:
+            raise ValueError(f"{_META!r} is reserved in a cached state: name the array otherwise")
+        members = {name: np.asarray(value) for name, value in arrays.items()}
+        for name, value in members.items():
+            if value.dtype.hasobject:
+                raise ValueError(
+                    f"the array {name!r} of a cached state holds Python objects: states hold "
+                    "numbers, strings or times, never pickled objects"
+                )
+        blob = json.dumps({"key": key, "meta": meta}, separators=(",", ":"), default=str)
+        members[_META] = np.frombuffer(blob.encode(), dtype=np.uint8)
+        try:
+            self._claim()
+            with atomic_file(path, flag=FLAG, mode=0o600, ours=_is_entry) as tmp:
+                with tmp.open("wb") as f:
+                    np.savez(f, allow_pickle=False, **members)
+                    f.flush()
+                    os.fsync(f.fileno())
+        except (OSError, StorageError) as exc:
+            if not _out_of_space(exc):
+                raise
+            self.disabled = (
+                f"no space left on device on {self.folder}: this run is not cached "
+                f"(free space there, or set {FLAG} elsewhere)"
+            )
+            warnings.warn(f"state cache: {self.disabled}", CacheWarning, stacklevel=2)
+            return False
+        self._evict(keep=path.name)
+        return True
+
+    def _scan(self) -> list[tuple[Path, int, float]]:
+        """Each entry's path, size and last use (mtime); a missing folder has none."""
+        found = []
+        try:
+            with os.scandir(self.folder) as it:
+                for e in it:
+                    if not _ENTRY.fullmatch(e.name):
+                        continue
+                    try:
+                        st = e.stat(follow_symlinks=False)
+                    except FileNotFoundError:
+                        continue
+                    found.append((Path(e.path), st.st_size, st.st_mtime))
+        except FileNotFoundError:
+            return []
+        return found
+
+    def entries(self) -> list[Entry]:
+        """Every entry, most recently used first (a damaged one with empty ``meta``)."""
+        out = []
+        for path, size, used in sorted(self._scan(), key=lambda t: t[2], reverse=True):
+            out.append(Entry(path.name[:-4], path, size, used, _read_meta(path)))
+        return out
+
+    def size(self) -> int:
+        """Bytes of all entries."""
+        return sum(size for _, size, _ in self._scan())
+
+    def clear(self, *, recipe: str | None = None) -> int:
+        """Remove every entry, or those of ``recipe`` (their ``meta["recipe"]``).
+
+        Returns
+        -------
+        int
+            How many entries this call removed.
+        """
+        from pangeo_hpc.write.outputs import remove_file
+
+        if not self._check():
+            return 0
+        removed = 0
+        for path, _, _ in self._scan():
+            if recipe is not None and _read_meta(path).get("recipe") != recipe:
+                continue
+            removed += remove_file(path, ours=_is_entry, flag=FLAG)
+        return removed
+
+    def evict(self) -> int:
+        """Remove the least recently used entries until at most ``max_bytes`` remain.
+
+        Returns
+        -------
+        int
+            How many entries this call removed.
+        """
+        return self._evict(keep=None)
+
+    def _evict(self, keep: str | None) -> int:
+        """:meth:`evict`, sparing the entry named ``keep`` (the one just stored), and
+        removing temporary files that killed writers left behind."""
+        from pangeo_hpc.write.outputs import remove_file
+
+        found = self._scan()
+        total = sum(size for _, size, _ in found)
+        removed = 0
+        for path, size, _ in sorted(found, key=lambda t: (t[2], t[0].name)):
+            if total <= self.max_bytes:
+                break
+            if path.name == keep:
+                continue
+            if remove_file(path, ours=_is_entry, flag=FLAG):
+                removed += 1
+            total -= size  # gone either way (another process may have evicted it)
+        self._remove_stale_parts()
+        return removed
+
+    def _remove_stale_parts(self) -> None:
+        from pangeo_hpc.write.outputs import remove_file
+
+        now = time.time()
+        try:
+            with os.scandir(self.folder) as it:
+                stale = [
+                    Path(e.path)
+                    for e in it
+                    if _PART.fullmatch(e.name) and now - _mtime(e) > _STALE_PART_S
+                ]
+        except FileNotFoundError:
+            return
+        for path in stale:
+            remove_file(path, ours=_is_part, flag=FLAG)
+
+
+def _mtime(entry: os.DirEntry[str]) -> float:
+    try:
+        return entry.stat(follow_symlinks=False).st_mtime
+    except FileNotFoundError:
+        return time.time()
+
+
+def _read_meta(path: Path) -> dict[str, Any]:
+    """An entry's meta (reads only that member of the npz), or ``{}`` if unreadable."""
+    try:
+        with np.load(path, allow_pickle=False) as npz:
+            doc = json.loads(npz[_META].tobytes().decode())
+        meta = doc.get("meta")
+    except (*_DAMAGED, UnicodeDecodeError):
+        return {}
+    return meta if isinstance(meta, dict) else {}
+
+
+def _user(uid: int) -> str:
+    import pwd
+
+    try:
+        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
+    except KeyError:
+        return f"uid {uid}"

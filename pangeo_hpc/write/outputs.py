@@ -11,7 +11,9 @@ system that fills up on the way is reported as such, in one line
 * :func:`atomic_file`: one file (a plot, a JSON report, a cache entry);
 * :func:`write_json` and :func:`save_figure`: the same, with the package's marker inside;
 * :func:`claim_tree` and :func:`append_line`: a folder that a verb fills file by file
-  (``demo-data``, ``stage``), recognised as this package's by its marker file.
+  (``demo-data``, ``stage``), recognised as this package's by its marker file;
+* :func:`remove_file`: one file of such a folder removed (a cache's evicted entry), only
+  when its writer recognises it as its own.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.errors import StorageError
+from pangeo_hpc.errors import InputError, StorageError, named
 from pangeo_hpc.write.guard import (
     MARKER,
     WRITTEN_BY,
@@ -35,6 +37,7 @@ from pangeo_hpc.write.guard import (
     check_tree,
     figure_metadata,
     folder_kind,
+    local_path,
     marker_doc,
 )
 
@@ -122,10 +125,17 @@ def atomic_dir(
 
 
 def _write_marker(folder: Path, doc: dict[str, Any]) -> None:
-    path = folder / MARKER
-    part = path.with_name(f"{MARKER}.tmp")
-    part.write_text(json.dumps(doc, indent=2) + "\n")
-    os.replace(part, path)
+    # a name of its own: two processes claiming one new tree at once (a shared cache) must
+    # not write into each other's temporary file; the last rename wins, whole either way
+    fd, name = tempfile.mkstemp(prefix=f"{MARKER}.", suffix=".tmp", dir=folder)
+    part = Path(name)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(doc, indent=2) + "\n")
+        part.chmod(0o666 & ~_umask())
+        os.replace(part, folder / MARKER)
+    finally:
+        part.unlink(missing_ok=True)
 
 
 def _raise_if_full(exc: BaseException, target: Path) -> None:
@@ -261,3 +271,45 @@ def append_line(path: Path, doc: dict[str, Any]) -> None:
         os.write(fd, line)
     finally:
         os.close(fd)
+
+
+def remove_file(path: str | Path, *, ours: Callable[[Path], bool], flag: str) -> bool:
+    """Remove the file ``path`` if ``ours(path)`` recognises it as written by this package.
+
+    For trees a verb fills file by file and empties again (a cache's evicted, cleared or
+    damaged entries): ``ours`` knows the tree's files (a state cache: a ``<64 hex>.npz``
+    inside a folder whose marker is of kind ``"state-cache"``).
+
+    Parameters
+    ----------
+    path : path
+        The file.
+    ours : callable
+        Whether a path is this package's file; called just before the removal.
+    flag : str
+        How the user named the tree, for messages (a setting such as
+        ``pangeo-hpc.cache.folder``).
+
+    Returns
+    -------
+    bool
+        ``True`` if removed, ``False`` if it was already gone (another process removed it).
+
+    Raises
+    ------
+    InputError
+        For a folder, a link, or a file that ``ours`` does not recognise (nothing removed).
+    """
+    path = local_path(path, flag)
+    if not path.exists() and not path.is_symlink():
+        return False
+    if path.is_symlink() or path.is_dir() or not ours(path):
+        raise InputError(
+            f"{named(flag, path)} was not written by pangeo-hpc (or is a folder or link): "
+            "it is left where it is (nothing was changed)"
+        )
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        return False
+    return True
