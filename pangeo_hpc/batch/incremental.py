@@ -262,15 +262,18 @@ def run(
     n_pieces = len(prepared.pieces)
     chains = prepared.chains
     found: dict[tuple[str, int], states.State] = {}
-    for key_id, key in prepared.keys.items():
+    rollups = {c: _rollup(cache, prepared, c) for c in chains}
+    for (c, i), key in prepared.keys.items():
+        if i in rollups[c][1]:
+            continue
         got = cache.get(key)
         if got is not None:
-            found[key_id] = got[0]
+            found[c, i] = got[0]
     todo: dict[int, dict[str, Any]] = {}
     skipped = set()
     for i in range(n_pieces):
         for c, plan in chains.items():
-            if (c, i) in found:
+            if (c, i) in found or i in rollups[c][1]:
                 continue
             a, b = plan.rows[i]
             if a == b:  # nothing of this file is used (another season, another month)
@@ -295,10 +298,14 @@ def run(
         if done == len(futures) or done % max(1, len(futures) // 10) == 0:
             log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
     read = worker_reads(client, before)
-    reduced = {
-        c: fill(plan, states.merge([found[c, i] for i in range(n_pieces)], plan.kind))
-        for c, plan in chains.items()
-    }
+    reduced = {}
+    for c, plan in chains.items():
+        state, covered = rollups[c]
+        parts = [found[c, i] for i in range(n_pieces) if i not in covered]
+        merged = states.merge([*([state] if state else []), *parts], plan.kind)
+        if parts:  # something new: the next run starts from this
+            _save_rollup(cache, prepared, c, merged, _meta(recipe, prepared, c, None))
+        reduced[c] = fill(plan, merged)
     values = _suffixes(prepared.results, reduced, data)
     result = chain.finish(recipe, values).compute(scheduler="threads")
     files = lambda ids: sum(len(prepared.pieces[i][2]) for i in ids)  # noqa: E731
@@ -335,15 +342,54 @@ def _suffixes(
     return values
 
 
-def _meta(recipe: Any, prepared: Prepared, c: str, i: int) -> dict[str, Any]:
+#: the array of a roll-up entry that lists the entry keys of the pieces merged into it
+_PIECES = "merged_pieces"
+
+
+def _rollup_key(prepared: Prepared, c: str) -> str:
+    """The roll-up of chain ``c`` over this tree: one entry, replaced by each run."""
+    parts = [f.split("/") for _, _, fs in prepared.pieces for f in fs]
+    common = []
+    for column in zip(*parts, strict=False):
+        if any(name != column[0] for name in column):
+            break
+        common.append(column[0])
+    return entry_key([], f"rollup:{c}:{'/'.join(common)}")
+
+
+def _rollup(cache: StateCache, prepared: Prepared, c: str) -> tuple[states.State | None, set[int]]:
+    """The merged state of the last run of chain ``c`` on this tree and the pieces of this
+    run it holds, if every piece it holds is one of this run's (else none: a file changed,
+    or the period starts later)."""
+    got = cache.get(_rollup_key(prepared, c))
+    if got is None:
+        return None, set()
+    arrays, _ = got
+    held = set(arrays.pop(_PIECES).tolist())
+    mine = {prepared.keys[c, i]: i for i in range(len(prepared.pieces))}
+    if not held <= mine.keys():
+        return None, set()
+    return arrays, {mine[k] for k in held}
+
+
+def _save_rollup(
+    cache: StateCache, prepared: Prepared, c: str, merged: states.State, meta: dict[str, Any]
+) -> None:
+    keys = np.array([prepared.keys[c, i] for i in range(len(prepared.pieces))], dtype="<U64")
+    cache.put(_rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)
+
+
+def _meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[str, Any]:
+    """What ``cache list`` shows of a piece's state (``i``), or of a roll-up (``None``)."""
     plan = prepared.chains[c]
     results = [p.name or recipe.variable for p in prepared.results if p.chain == c]
+    files = [f for _, _, fs in prepared.pieces for f in fs] if i is None else prepared.pieces[i][2]
     return {
         "recipe": recipe.name,
-        "result": ", ".join(results),
+        "result": ", ".join(results) + (" (all files merged)" if i is None else ""),
         "reduction": plan.split.reduction.name,
         "chain": plan.chain,
-        "files": list(prepared.pieces[i][2]),
+        "files": list(files),
         "variables": list(recipe.variables),
         "created": time.time(),
     }

@@ -16,7 +16,9 @@ only the files that are new or changed and merges the states it finds.
   another user owns or may write to is refused: a state planted there would become a
   result.
 * **Writes** go through :func:`~pangeo_hpc.write.outputs.atomic_file`: a temporary name
-  beside the entry, fsynced, then one rename. A full disk (``ENOSPC``, ``EDQUOT``) leaves
+  beside the entry, then one rename: a process killed at any point leaves the entry whole
+  or absent. Not fsynced (a cache, written 240 times a run): a machine that crashes may
+  leave a damaged entry, which a read detects (below). A full disk (``ENOSPC``, ``EDQUOT``) leaves
   nothing half-written and turns caching off for the rest of the run
   (:attr:`StateCache.disabled` says why; one :class:`CacheWarning`): the run goes on.
 * **Reads.** A damaged entry (truncated by a crash, random bytes) is a
@@ -393,8 +395,6 @@ class StateCache:
             with atomic_file(path, flag=FLAG, mode=0o600, ours=_is_entry) as tmp:
                 with tmp.open("wb") as f:
                     np.savez(f, allow_pickle=False, **members)
-                    f.flush()
-                    os.fsync(f.fileno())
         except (OSError, StorageError) as exc:
             if not _out_of_space(exc):
                 raise

@@ -124,9 +124,14 @@ def _run(a: argparse.Namespace) -> int:
     )
     print(f"{spec.name}: " + json.dumps(run.summary["answer"]))
     s = run.summary
+    reads = s["reads"]
+    if reads["incremental"] and reads["files_reused"]:
+        took = f"{reads['files_read']} of {s['inputs']['files']} files read"
+    else:
+        took = f"read {s['inputs']['files']} files"
     print(
-        f"read {s['inputs']['files']} files, {s['inputs']['bytes_uncompressed'] / 1e9:.2f} GB "
-        f"uncompressed, in {s['timings_s']['compute']:.1f} s ({s['throughput_MB_per_s']:.0f} MB/s)"
+        f"{took}, {s['inputs']['bytes_uncompressed'] / 1e9:.2f} GB uncompressed in all, answered "
+        f"in {s['timings_s']['compute']:.1f} s ({s['throughput_MB_per_s']:.0f} MB/s)"
     )
     print(f"plot: {run.out / 'plot.png'}")
     print(f"data: {run.out / s['outputs']['data']}   summary: {run.out / 'summary.json'}")
