@@ -38,6 +38,19 @@ def _private_state_cache(tmp_path_factory: pytest.TempPathFactory):
         yield folder
 
 
+@pytest.fixture(autouse=True)
+def _state_cache_per_test(
+    _private_state_cache: str, tmp_path_factory: pytest.TempPathFactory, monkeypatch
+):
+    """Each test its own empty state cache: a run never reuses another test's states (a
+    test of a failing read would otherwise read nothing). Module-scoped fixtures share the
+    session's folder."""
+    folder = str(tmp_path_factory.mktemp("states") / "states")
+    monkeypatch.setenv("DASK_PANGEO_HPC__CACHE__FOLDER", folder)
+    with dask.config.set({"pangeo-hpc.cache.folder": folder}):
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def demo_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Ten years of 2-degree daily demo SST in the era5-pds layout (read-only: don't modify)."""

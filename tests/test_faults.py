@@ -74,8 +74,9 @@ def _answer(out: Path) -> dict:
 
 
 def _until_computing(proc: subprocess.Popen) -> list[str]:
-    """Read the CLI's stdout until its first progress line (printed at 10 % of the tasks:
-    the compute runs); the lines read. A CLI that never gets there is killed."""
+    """Read the CLI's stdout until its first progress line (printed at 10 % of the tasks,
+    or of the files' states of an incremental run: the compute runs); the lines read. A
+    CLI that never gets there is killed."""
     watchdog = threading.Timer(DEADLINE, proc.kill)
     watchdog.start()
     lines = []
@@ -83,7 +84,7 @@ def _until_computing(proc: subprocess.Popen) -> list[str]:
         assert proc.stdout is not None
         for line in proc.stdout:
             lines.append(line)
-            if line.startswith("progress:"):
+            if line.startswith(("progress:", "states:")):
                 return lines
     finally:
         watchdog.cancel()
@@ -132,7 +133,7 @@ def test_a_worker_killed_mid_recipe_changes_nothing(demo_tree, clean_run, tmp_pa
     out, err = _finish(proc)
     assert proc.returncode == 0, err
     assert "Restarting worker" in err  # the nanny's log line: the worker came back
-    assert "progress: 100%" in out
+    assert "states: 120 of 120 files" in out  # every file's state, despite the lost worker
     assert _answer(results / "mean") == _answer(clean_run)
     assert sorted(p.name for p in results.iterdir()) == ["mean"]  # no temporary folder left
 

@@ -98,5 +98,10 @@ def test_the_cli_prints_the_library_lines_and_leaves_logging_as_it_was(demo_tree
     lines = out.splitlines()
     assert lines[0].startswith("cluster: local, 1 workers, dashboard http"), out
     assert lines[1].startswith("warmed ") and lines[1].endswith("2 already loaded"), out
-    assert lines[2].startswith("era5-sst-mean: {"), out
+    states = [k for k, line in enumerate(lines) if line.startswith("states: ")]
+    assert [lines[k] for k in states][-1].startswith("states: 2 of 2 files"), out
+    assert lines[states[-1] + 1].startswith(
+        "incremental: 0 of 2 files' states reused, 2 files read"
+    ), out
+    assert lines[states[-1] + 2].startswith("era5-sst-mean: {"), out
     assert (list(logger.handlers), logger.level) == before

@@ -239,14 +239,19 @@ class Report:
         """One line for the log: what was reused and read."""
         mb = self.bytes_read / 1e6
         if not self.incremental:
-            return f"not incremental ({self.why}): read {self.files} files, {mb:.1f} MB"
+            return f"not incremental ({self.why}): read {_files(self.files)}, {mb:.1f} MB"
+        whose = "file's" if self.files == 1 else "files'"
         text = (
-            f"incremental: {self.files_reused} of {self.files} files' states reused, "
-            f"{self.files_read} files read ({mb:.1f} MB)"
+            f"incremental: {self.files_reused} of {self.files} {whose} states reused, "
+            f"{_files(self.files_read)} read ({mb:.1f} MB)"
         )
         if self.files_skipped:
             text += f", {self.files_skipped} not needed"
         return text + (f"; {self.caching}" if self.caching else "")
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
 
 
 def run(
