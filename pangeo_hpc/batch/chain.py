@@ -382,6 +382,6 @@ def _own_scalars(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
 
 
 def _as_dataset(value: Any, variable: str) -> xr.Dataset:
-    if isinstance(value, xr.Dataset):
-        return value
+    if isinstance(value, xr.Dataset):  # a trend and its statistics, computed from it
+        return value.assign(_not_inside_others(dict(value.data_vars)))
     return value.rename(value.name or variable).to_dataset()

@@ -427,7 +427,12 @@ def _put(
     else:
         arranged = xr.DataArray(value, dims=("\x00group", *cells))
         arranged = _select_groups(arranged, template, plan, labels)
-    return template.copy(data=arranged.transpose(*template.dims).values.astype(template.dtype))
+    out = template.copy(data=arranged.transpose(*template.dims).values.astype(template.dtype))
+    if template.chunks is None:
+        return out
+    # chunked as the whole graph has it: the steps after run the same code on the same
+    # values (a climatology of Dask data sums in float64, of NumPy data in float32)
+    return out.chunk(dict(zip(template.dims, template.chunks, strict=True)))
 
 
 def _select_groups(
