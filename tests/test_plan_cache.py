@@ -60,7 +60,7 @@ def _stored(tree: Path, months) -> int:
 
 @pytest.fixture(scope="module")
 def calibration(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    fit = RecipeFit(100e6, 5, 1.0, 3.0)
+    fit = RecipeFit(100e6, 5, 1.0, 3.0, task_cost=0.002, warmup=2.0)  # ratio: the files'
     cal = Calibration(
         host="test",
         cores=2,
