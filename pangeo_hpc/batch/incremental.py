@@ -370,11 +370,65 @@ def _rollup(cache: StateCache, prepared: Prepared, c: str) -> tuple[states.State
     if got is None:
         return None, set()
     arrays, _ = got
-    held = set(arrays.pop(_PIECES).tolist())
-    mine = {prepared.keys[c, i]: i for i in range(len(prepared.pieces))}
-    if not held <= mine.keys():
+    covered = _covered(prepared, c, arrays.pop(_PIECES))
+    if covered is None:
         return None, set()
-    return arrays, {mine[k] for k in held}
+    return arrays, covered
+
+
+def _covered(prepared: Prepared, c: str, held: np.ndarray) -> set[int] | None:
+    """The pieces of this run a roll-up of chain ``c`` holding the entry keys ``held``
+    covers, or ``None`` if it holds any other piece (then it is of no use)."""
+    keys = set(held.tolist())
+    mine = {prepared.keys[c, i]: i for i in range(len(prepared.pieces))}
+    if not keys <= mine.keys():
+        return None
+    return {mine[k] for k in keys}
+
+
+def unused_pieces(prepared: Prepared) -> set[int]:
+    """The pieces no result uses a step of (another season, a month the steps select
+    away): a run neither reads them nor needs their states."""
+    plans = prepared.chains.values()
+    return {
+        i for i in range(len(prepared.pieces)) if all(p.rows[i][0] == p.rows[i][1] for p in plans)
+    }
+
+
+def cached_pieces(prepared: Prepared, cache: StateCache) -> set[int]:
+    """The pieces :func:`run` would not read: for every chain that uses a piece, its state
+    is in ``cache``, as an entry of its own or inside the roll-up of the last run.
+
+    Cheap and read-only, for a plan: per-piece entries are looked for by name
+    (:meth:`~pangeo_hpc.batch.state_cache.StateCache.has`), of the roll-up only its list of
+    pieces is read (:meth:`~pangeo_hpc.batch.state_cache.StateCache.peek`); no state is
+    loaded and none is marked used. A damaged entry counts as cached here; the run finds it
+    out, removes it and reads its files. Unused pieces (:func:`unused_pieces`) are not in it.
+
+    Parameters
+    ----------
+    prepared : Prepared
+        From :func:`prepare` (with ``stamps=True``: the keys).
+    cache : StateCache
+        Where a run would look.
+
+    Returns
+    -------
+    set of int
+        Indexes into ``prepared.pieces``.
+    """
+    n = len(prepared.pieces)
+    cached = set(range(n)) - unused_pieces(prepared)
+    for c, plan in prepared.chains.items():
+        held = cache.peek(_rollup_key(prepared, c), _PIECES)
+        in_rollup = (None if held is None else _covered(prepared, c, held)) or set()
+        for i in list(cached):
+            a, b = plan.rows[i]
+            if a == b or i in in_rollup:
+                continue
+            if not cache.has(prepared.keys[c, i]):
+                cached.discard(i)
+    return cached
 
 
 def _save_rollup(

@@ -339,6 +339,21 @@ class StateCache:
             pass  # evicted by another process meanwhile: the arrays read are still right
         return arrays, meta_doc["meta"]
 
+    def has(self, key: str) -> bool:
+        """Whether an entry is stored under ``key``: its file exists. Nothing is read and
+        nothing is marked used (a damaged entry is found out by :meth:`get`)."""
+        return self._path(key).is_file()
+
+    def peek(self, key: str, name: str) -> np.ndarray | None:
+        """The array ``name`` of the entry under ``key``, read alone (an npz member), without
+        marking the entry used; ``None`` for a miss, an entry without it or a damaged one
+        (left for :meth:`get` to report and remove)."""
+        try:
+            with np.load(self._path(key), allow_pickle=False) as npz:
+                return npz[name]
+        except _DAMAGED:  # FileNotFoundError (a miss) is an OSError
+            return None
+
     def _damaged(self, path: Path, exc: BaseException) -> None:
         from pangeo_hpc.write.outputs import remove_file
 

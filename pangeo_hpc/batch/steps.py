@@ -33,6 +33,8 @@ from pangeo_hpc.storage import WarmupReport, warmup
 
 #: the warm-up's report line (INFO); the CLI prints it
 log = logging.getLogger(__name__)
+#: why a run is not incremental when it has no cache
+CACHE_OFF = "caching is off (--no-cache, or pangeo-hpc.cache.enabled)"
 
 
 @dataclass
@@ -228,9 +230,7 @@ def compute(
         log.info(warm.summary())
     t1 = time.perf_counter()
     store = open_cache(cache)
-    prepared: incremental.Prepared | str = (
-        "caching is off (--no-cache, or pangeo-hpc.cache.enabled)"
-    )
+    prepared: incremental.Prepared | str = CACHE_OFF
     if store is not None:
         prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3)
     if isinstance(prepared, str):

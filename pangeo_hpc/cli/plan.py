@@ -12,7 +12,21 @@ from pangeo_hpc.errors import InputError
 
 def _plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("recipe", help="recipe name, e.g. era5-sst-mean")
-    p.add_argument("--size", required=True, help="uncompressed size of the data, e.g. 300GB")
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--size", help="uncompressed size of the data, e.g. 300GB")
+    what.add_argument(
+        "--data",
+        help="plan the recipe's own files in this tree (a folder or s3://bucket/prefix): "
+        "a recipe that runs incrementally reads only the files whose states are not "
+        "cached, and the plan is of those bytes",
+    )
+    p.add_argument("--start", help="with --data: first month, YYYY-MM (default the recipe's)")
+    p.add_argument("--end", help="with --data: last month, YYYY-MM (default the recipe's)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="with --data: plan as if nothing were cached (as a run with --no-cache reads)",
+    )
     p.add_argument("--profile", default="local", help="site profile (default local)")
     p.add_argument(
         "--storage",
@@ -21,7 +35,11 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--price", help="USD per node-hour, e.g. 3.888/h (default the profile's)")
     p.add_argument("--nodes", help="node counts, e.g. 1,2,4,8 (default config plan.nodes)")
     p.add_argument("--chunk", help="uncompressed size of a read task (default data.time-chunk-mb)")
-    p.add_argument("--ratio", type=float, help="compression ratio (default the calibration's)")
+    p.add_argument(
+        "--ratio",
+        type=float,
+        help="compression ratio (default: with --data the files' own, else the calibration's)",
+    )
     p.add_argument("--startup", type=float, help="seconds billed per node besides the run")
     p.add_argument("--calibration", help="calibration file (default config plan.calibration)")
     p.add_argument("--plot", help="PNG to write (default <output.root>/plan-RECIPE.png)")
@@ -35,6 +53,8 @@ def _plan(a: argparse.Namespace) -> int:
 
     if a.ratio is not None and not a.ratio > 0:
         raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
+    if a.data is None and (a.start or a.end or a.no_cache):
+        raise InputError("--start, --end and --no-cache choose what to plan of --data: give --data")
     out = None
     if not a.no_plot:
         default = Path(config.get("output.root")) / f"plan-{a.recipe}.png"
@@ -44,6 +64,10 @@ def _plan(a: argparse.Namespace) -> int:
     result = plan(
         a.recipe,
         a.size,
+        data=a.data,
+        start=a.start,
+        end=a.end,
+        cache=False if a.no_cache else None,
         profile=a.profile,
         storage=a.storage,
         price=a.price,
@@ -138,7 +162,12 @@ VERBS = [
         "plan",
         "predict wall time and cost of a recipe per node count",
         "Predict wall time, efficiency, bottleneck and cost of a recipe per node count, from "
-        "the calibration (the calibrate verb measures it) and a site profile.",
+        "the calibration (the calibrate verb measures it) and a site profile, for a size "
+        "(--size 300GB) or for the recipe's files (--data TREE [--start YYYY-MM] [--end "
+        "YYYY-MM]). With --data, a recipe that runs incrementally is planned for the files "
+        "whose partial states are not in the state cache (pangeo-hpc.cache.folder) yet, e.g. "
+        "'239 of 240 files cached (...): 1 file, 2.9 MB to read'; a recipe that cannot says "
+        "why and is planned for all its files; --no-cache plans as if nothing were cached.",
         _plan_args,
         _plan,
     ),

@@ -85,7 +85,8 @@ class Model:
     Attributes
     ----------
     size : int
-        Uncompressed bytes the recipe reads (what xarray's ``nbytes`` says).
+        Uncompressed bytes the recipe reads (what xarray's ``nbytes`` says); 0 when it
+        reads nothing (every file's partial state cached): the fixed cost alone.
     ratio : float
         Uncompressed / stored bytes (compression ratio of the files).
     chunk : int
@@ -147,6 +148,8 @@ class Model:
         positive = ("size", "ratio", "chunk", "tasks_per_chunk", "process_rate", "processes")
         for name in (*positive, "cores"):
             value = getattr(self, name)
+            if name == "size" and value == 0 and not isinstance(value, bool):
+                continue  # nothing to read
             if not isinstance(value, int | float) or not value > 0 or not math.isfinite(value):
                 raise InputError(f"{name}={value!r} must be a number above 0", param=name)
         seconds = ("task_cost", "warmup", "task_overhead", "overhead_per_worker", "fixed")
@@ -168,7 +171,7 @@ class Model:
         if self.host_cores is not None:
             slots = min(slots, self.host_cores)
         active = min(slots, chunks)  # processes decoding at once
-        active_nodes = min(nodes, math.ceil(active / per_node))
+        active_nodes = max(1, min(nodes, math.ceil(active / per_node)))  # 1 reading nothing
         stored = self.size / self.ratio  # bytes read in all
         waves = math.ceil(chunks / slots)
         workers = nodes * self.processes
@@ -194,6 +197,8 @@ class Model:
         if self.host_cores is not None:  # workers and scheduler take turns on the cores
             cpu = workers * self.warmup + chunks * chunk_cpu + tasks * per_task
             limits["host CPU"] = cpu / self.host_cores
+        if chunks == 0:  # nothing to read: no worker warms up, the fixed cost alone
+            limits = {"none": 0.0}
         bound = max(limits, key=lambda k: limits[k])
         compute_s = limits[bound]
         wall = self.fixed + compute_s
@@ -203,10 +208,10 @@ class Model:
             "workers": workers,
             "tasks": tasks,
             "chunks_per_process": chunks / slots,
-            "chunk_s": compute_s / waves,
+            "chunk_s": compute_s / waves if waves else 0.0,
             "wall_s": wall,
             "efficiency": busy / (slots * wall),
-            "tail_efficiency": chunks / (waves * slots),
+            "tail_efficiency": chunks / (waves * slots) if waves else 1.0,
             "bottleneck": bound,
             "read_MB_s": self.size / self.ratio / wall / 1e6,
             "node_hours": nodes * (wall + self.startup) / 3600,

@@ -32,15 +32,27 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc import config
+from pangeo_hpc.batch.state_cache import StateCache
 from pangeo_hpc.clusters import profiles
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, named
 from pangeo_hpc.inputs.sizes import parse_rate, parse_size
 from pangeo_hpc.planning.calibration import Calibration, load_calibration
 from pangeo_hpc.planning.model import STORAGE_KINDS, Model, Storage, parse_storage
+from pangeo_hpc.planning.reads import Reads, reads
 from pangeo_hpc.tables import text_table
 
 # the model's names come with the planner that uses them
-__all__ = ["STORAGE_KINDS", "Model", "Plan", "Storage", "parse_storage", "plan", "with_model"]
+__all__ = [
+    "STORAGE_KINDS",
+    "Model",
+    "Plan",
+    "Reads",
+    "Storage",
+    "parse_storage",
+    "plan",
+    "reads",
+    "with_model",
+]
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -49,12 +61,14 @@ if TYPE_CHECKING:
 
 @dataclass
 class Plan:
-    """Predicted rows per node count, with what they were predicted from."""
+    """Predicted rows per node count, with what they were predicted from (``reads``: the
+    recipe's files and what of them is cached, for a plan from its data)."""
 
     recipe: str
     model: Model
     rows: list[dict[str, Any]]
     sources: dict[str, str] = field(default_factory=dict)
+    reads: Reads | None = None
 
     def table(self) -> pd.DataFrame:
         """The rows as a DataFrame indexed by nodes."""
@@ -73,9 +87,13 @@ class Plan:
     def text(self) -> str:
         """The plan as a table a terminal shows, with its inputs and a recommendation."""
         m = self.model
+        r = self.reads
         lines = [
-            f"plan for {self.recipe}: {m.size / 1e9:,.1f} GB uncompressed "
-            f"({m.size / m.ratio / 1e9:,.1f} GB stored, ratio {m.ratio:.2f}), "
+            f"plan for {self.recipe}"
+            + (f" on {r.period[0]}..{r.period[1]}" if r else "")
+            + f": {m.size / 1e9:,.1f} GB uncompressed "
+            + ("to read " if r else "")
+            + f"({m.size / m.ratio / 1e9:,.1f} GB stored, ratio {m.ratio:.2f}), "
             f"{math.ceil(m.size / m.chunk):,} chunks of {m.chunk / 1e6:,.0f} MB",
             f"nodes: {m.processes} processes, {m.cores} cores"
             + (f", network {m.network / 1e6:,.0f} MB/s" if m.network else "")
@@ -86,6 +104,8 @@ class Plan:
             f"scheduler (+{m.overhead_per_worker * 1e6:.2f} us per worker); "
             f"{m.warmup:.2f} s warm-up per worker; {m.fixed:.2f} s per run",
         ]
+        if r is not None:
+            lines.insert(1, f"inputs: {r.line()}")
         lines += [f"  {k}: {v}" for k, v in self.sources.items()]
         head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s", "wall", "effic.", "tail"]
         head += ["bottleneck", "read MB/s"] + (["cost $"] if m.price is not None else [])
@@ -106,6 +126,7 @@ class Plan:
             f"\nfewest nodes within 10 % of the fastest: {b['nodes']} "
             f"({_duration(b['wall_s'])}, {b['bottleneck']}-bound"
             + (f", ${b['cost']:.4f}" if b["cost"] is not None else "")
+            + (f"; {r.files_to_read} of {r.files} files to read" if r else "")
             + ")"
         )
         return "\n".join(lines)
@@ -176,8 +197,12 @@ def _nodes(value: Iterable[int] | str | None) -> list[int]:
 
 def plan(
     recipe: str,
-    size: int | str,
+    size: int | str | None = None,
     *,
+    data: str | Path | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    cache: StateCache | bool | None = None,
     profile: str = "local",
     storage: str | None = None,
     price: float | str | None = None,
@@ -194,8 +219,20 @@ def plan(
     ----------
     recipe : str
         A recipe name (``era5-sst-mean``); its calibration is used.
-    size : int or str
+    size : int or str, optional
         Uncompressed size of the data it reads, e.g. ``"300GB"`` (xarray's ``nbytes``).
+        Give it or ``data``.
+    data : str or Path, optional
+        The recipe's data (a folder or ``s3://bucket/prefix``): plan from its files over
+        ``start`` to ``end`` (:func:`~pangeo_hpc.planning.reads.reads`). A recipe that runs
+        incrementally reads only the files whose partial states are not cached: the plan
+        is of those bytes; the others say why not and plan all of them. The compression
+        ratio is then the files' own.
+    start, end : str, optional
+        With ``data``: first and last month, ``YYYY-MM``; default the recipe's period.
+    cache : StateCache or bool, optional
+        With ``data``: the state cache a run would use (default config
+        ``pangeo-hpc.cache.folder``); ``False``: as if nothing were cached (``--no-cache``).
     profile : str
         Site profile for processes, cores, network and price per node (``profiles``).
     storage : str, optional
@@ -209,7 +246,8 @@ def plan(
     chunk : int or str, optional
         Uncompressed bytes per read task; default config ``data.time-chunk-mb``.
     ratio : float, optional
-        Compression ratio of the files; default the calibration's.
+        Compression ratio of the files; default the files' own with ``data``, else the
+        calibration's.
     startup : float, optional
         Seconds billed per node besides the run; default config ``plan.startup``.
     calibration : Calibration or path, optional
@@ -225,8 +263,26 @@ def plan(
     Raises
     ------
     InputError
-        An unknown profile or recipe, a size, rate, price or node count that cannot be read.
+        An unknown profile or recipe, a size, rate, price or node count that cannot be read;
+        neither ``size`` nor ``data``, or both.
     """
+    if size is None and data is None:
+        raise InputError(
+            "a plan needs size= (the data's uncompressed size, e.g. '300GB') or data= (the "
+            "recipe's files, e.g. '/fsx/era5-pds')",
+            param=("size", "data"),
+        )
+    if size is not None and data is not None:
+        raise InputError(
+            f"{named('size', size)} and {named('data', data)} both given: plan either a "
+            "size or the recipe's files, not both",
+            param=("size", "data"),
+        )
+    if data is None and (start, end, cache) != (None, None, None):
+        raise InputError(
+            "start=, end= and cache= choose what to plan of data=: give data= too",
+            param=("start", "end", "data"),
+        )
     if not isinstance(calibration, Calibration):
         calibration = load_calibration(calibration)
     fit = calibration.recipe(recipe)
@@ -240,10 +296,14 @@ def plan(
         if not isinstance(site.get(key), int) or site[key] < 1:
             raise InputError(f"profile {profile!r} needs {key} (a whole number) for a plan")
     default_chunk = f"{config.get('data.time-chunk-mb')}MB"
+    inputs = None if data is None else reads(recipe, data, start=start, end=end, cache=cache)
     chunk_bytes = parse_size(chunk if chunk is not None else default_chunk, name="chunk")
+    if ratio is None:
+        ratio = inputs.ratio if inputs is not None else fit.ratio
     model = Model(
-        size=parse_size(size, name="size"),
-        ratio=float(ratio if ratio is not None else fit.ratio),
+        # with data: 0 when every file's state is cached (a given size is at least a byte)
+        size=inputs.size_to_read if inputs is not None else parse_size(size, name="size"),
+        ratio=float(ratio),
         chunk=chunk_bytes,
         tasks_per_chunk=fit.tasks_per_chunk,
         process_rate=fit.process_rate,
@@ -265,10 +325,11 @@ def plan(
     )
     rows = [model.predict(n) for n in _nodes(nodes)]
     sources = {"calibration": calibration.describe()}
-    return Plan(recipe=recipe, model=model, rows=rows, sources=sources)
+    return Plan(recipe=recipe, model=model, rows=rows, sources=sources, reads=inputs)
 
 
 def with_model(p: Plan, **changes: Any) -> Plan:
     """The same plan with some model inputs changed (``storage=...``, ``ratio=...``)."""
     model = replace(p.model, **changes)
-    return Plan(p.recipe, model, [model.predict(r["nodes"]) for r in p.rows], dict(p.sources))
+    rows = [model.predict(r["nodes"]) for r in p.rows]
+    return Plan(p.recipe, model, rows, dict(p.sources), p.reads)
