@@ -71,6 +71,7 @@ SHIPPED = [
     ("era5-sst-hovmoeller", None),
     ("era5-t2m-normals", "all"),
     ("era5-wind-speed", "all"),
+    ("era5-precip-p95", "precip"),
 ]
 
 
@@ -79,7 +80,7 @@ def test_shipped_recipes_equal_the_whole_graph(
     name, tree, demo_tree, all_variables_tree, client, tmp_path
 ):
     data = all_variables_tree if tree else demo_tree
-    start, end = ALL_PERIOD if tree else ("2000-01", "2002-12")
+    start, end = {None: ("2000-01", "2002-12"), "all": ALL_PERIOD, "precip": PRECIP_PERIOD}[tree]
     whole, parts = _both(name, data, client, tmp_path / "cache", start, end)
     assert parts.reads.incremental, parts.reads.why
     assert not whole.reads.incremental and "caching is off" in whole.reads.why
@@ -166,15 +167,13 @@ def test_a_changed_file_invalidates_its_own_state_only(demo_tree, client, tmp_pa
 @pytest.mark.parametrize(
     ("recipe", "why"),
     [
-        ("era5-precip-p95", "daily_totals' days cross file boundaries"),
         ("era5-t2m-warming", "select_region with mask= takes its land/ocean mask"),
     ],
 )
 def test_chains_that_cannot_split_run_whole_and_say_why(
     recipe, why, all_variables_tree, client, tmp_path
 ):
-    period = PRECIP_PERIOD if "precip" in recipe else ALL_PERIOD
-    inputs = open_inputs(recipe, data=all_variables_tree, start=period[0], end=period[1])
+    inputs = open_inputs(recipe, data=all_variables_tree, start=ALL_PERIOD[0], end=ALL_PERIOD[1])
     done = compute(inputs, client, cache=StateCache(tmp_path / "cache"))
     assert not done.reads.incremental
     assert why in done.reads.why

@@ -38,7 +38,13 @@ from pangeo_hpc.recipes.seasonal import SEASONS, group_index
 log = logging.getLogger(__name__)
 
 #: the state kind of each reduction (resample: its ``stat``)
-_KIND = {"time_mean": "mean", "climatology": "mean", "trend": "trend", "linear_trend": "trend"}
+_KIND = {
+    "time_mean": "mean",
+    "climatology": "mean",
+    "trend": "trend",
+    "linear_trend": "trend",
+    "daily_totals": "sum",
+}
 
 
 @dataclass
@@ -155,7 +161,7 @@ def _plan(
         for lo, hi, _ in pieces
     ]
     kind = _KIND.get(cut.reduction.name) or str(cut.options.get("stat", "mean"))
-    labels = _labels(cut, first[t])
+    labels = _labels(cut, first[t], data)
     years = None
     if kind == "trend":
         years = (tv - states.EPOCH).astype("timedelta64[s]").astype("f8") / (365.2425 * 86400)
@@ -165,10 +171,17 @@ def _plan(
     return ResultPlan(name, cut, kind, data_, dims, template, labels, years, rows, chain_hash)
 
 
-def _labels(cut: Split, time: xr.DataArray) -> np.ndarray:
+def _labels(cut: Split, time: xr.DataArray, data: xr.Dataset) -> np.ndarray:
     """The state group of each time step (see :mod:`pangeo_hpc.batch.states`)."""
     name, options = cut.reduction.name, cut.options
     values = time.values
+    if name == "daily_totals":  # the day each step's interval lies in (its start's)
+        bounds = data.get(str(time.attrs.get("bounds", "")))
+        if bounds is not None and bounds.dims[0] == time.dims[0]:
+            starts = bounds.sel({time.dims[0]: values}).values.min(axis=1)
+        else:
+            starts = values - np.median(np.diff(values))
+        return starts.astype("datetime64[D]").astype("datetime64[ns]").view("i8")
     if name == "resample":
         alias = FREQS.get(options["freq"], options["freq"])
         index = pd.DatetimeIndex(values)
@@ -499,16 +512,16 @@ def _select_groups(
         return arranged.isel({"\x00group": 0})
     dim = next(d for d in template.dims if d not in arranged.dims)
     coord = template[dim].values
-    if name == "resample":
+    if name in ("resample", "daily_totals"):
         wanted = coord.astype("datetime64[ns]").view("i8")
     elif dim == "season":
         wanted = np.array([SEASONS.index(str(s)) for s in coord])
     else:
         wanted = coord.astype("i8")
     at = np.searchsorted(labels, wanted)
-    if labels.size != wanted.size or not np.array_equal(
-        labels[np.minimum(at, labels.size - 1)], wanted
-    ):
+    # daily_totals leaves out the days the data do not wholly cover; the others, none
+    extra = labels.size != wanted.size and name != "daily_totals"
+    if extra or not np.array_equal(labels[np.minimum(at, labels.size - 1)], wanted):
         raise RuntimeError(
             f"{name}: the merged states hold groups {labels[:5]}... but the result wants "
             f"{wanted[:5]}...: a bug, please report it"

@@ -38,7 +38,7 @@ TIME_STEP_BY_STEP = {
 #: value for time step t depends on time step t alone, and it keeps the time axis)
 STEP_BY_STEP = "step_by_step"
 #: reductions along time whose partial states merge exactly (:mod:`pangeo_hpc.batch.states`)
-REDUCTIONS = {"time_mean", "resample", "climatology", "trend", "linear_trend"}
+REDUCTIONS = {"time_mean", "resample", "climatology", "trend", "linear_trend", "daily_totals"}
 
 #: why a step before the reduction stops the split
 _WHY = {
@@ -46,7 +46,6 @@ _WHY = {
     "cannot be merged from per-file states",
     "anomaly": "anomaly subtracts the climatology of the whole period",
     "running_mean": "running_mean's windows cross file boundaries",
-    "daily_totals": "daily_totals' days cross file boundaries (00 UTC closes the day before)",
     "nino34": "nino34 takes anomalies against the whole period",
     "time_series": "time_series is not split (write area_mean then resample)",
 }
@@ -107,8 +106,8 @@ def split(steps: Sequence[Step]) -> Split | str:
         if why is not None:
             return f"{step.where}: {why}"
     return (
-        "no reduction along time (time_mean, resample, climatology, trend): the result is as "
-        "long as the data"
+        "no reduction along time (time_mean, resample, climatology, trend, daily_totals): "
+        "the result is as long as the data"
     )
 
 
