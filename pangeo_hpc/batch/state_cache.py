@@ -357,9 +357,13 @@ class StateCache:
     def _damaged(self, path: Path, exc: BaseException) -> None:
         from pangeo_hpc.write.outputs import remove_file
 
+        why = f"{type(exc).__name__}: {exc}"
+        if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
+            # NumPy's own text suggests loading it with pickle: never for a cache entry
+            why = "it reads as pickled Python objects, which are never loaded"
         warnings.warn(
-            f"the cached state {str(path)!r} is damaged ({type(exc).__name__}: {exc}): it is "
-            "ignored, removed and rebuilt from its files",
+            f"the cached state {str(path)!r} is damaged ({why}): it is ignored, removed and "
+            "rebuilt from its files",
             CacheWarning,
             stacklevel=3,
         )

@@ -4,15 +4,19 @@ The library reports progress through :mod:`logging` (``logging.getLogger(__name_
 lines such as ``cluster: local, 2 workers, dashboard ...``): a notebook or another program
 sees them as its logging set-up decides (by default, warnings and worse only). The command
 line shows them as plain lines while a verb runs: INFO and below on stdout, warnings and
-worse on stderr, the message only.
+worse on stderr, the message only. The package's own warnings (:mod:`warnings`, e.g. a
+damaged cache entry or a full disk under the state cache) are one line on stderr too,
+``warning: MESSAGE``, instead of Python's two lines of source file, line and code.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 
 class _PlainLines(logging.Handler):
@@ -27,13 +31,18 @@ class _PlainLines(logging.Handler):
             self.handleError(record)
 
 
+def _is_ours(category: type[Warning]) -> bool:
+    return category.__module__.split(".")[0] == "pangeo_hpc"
+
+
 @contextmanager
 def library_lines(name: str = "pangeo_hpc", level: int = logging.INFO) -> Iterator[None]:
     """Print the records of logger ``name`` at ``level`` and above while the block runs.
 
     The handler and the logger's level are restored afterwards, so that ``main()`` called
     from Python leaves the caller's logging as it was. A level the user set lower (e.g.
-    ``DEBUG``) is kept.
+    ``DEBUG``) is kept. Warnings of the package's own categories are printed as one line,
+    ``warning: MESSAGE`` on the current ``sys.stderr``; others as Python prints them.
     """
     logger = logging.getLogger(name)
     handler = _PlainLines(level)
@@ -42,8 +51,29 @@ def library_lines(name: str = "pangeo_hpc", level: int = logging.INFO) -> Iterat
     if before == logging.NOTSET or before > level:
         logger.setLevel(level)
     logger.addHandler(handler)
+    shown = warnings.showwarning
+
+    def one_line(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if not _is_ours(category):
+            shown(message, category, filename, lineno, file, line)
+            return
+        try:
+            print(f"warning: {message}", file=sys.stderr, flush=True)
+        except OSError:
+            pass  # stderr gone (a closed pipe): as Python's own showwarning
+
+    warnings.showwarning = one_line
     try:
         yield
     finally:
+        if warnings.showwarning is one_line:  # unless the block replaced it in turn
+            warnings.showwarning = shown
         logger.removeHandler(handler)
         logger.setLevel(before)
