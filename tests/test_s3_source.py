@@ -372,3 +372,48 @@ def test_cache_is_keyed_by_etag_and_size(tmp_path):
         assert load_refs(ObjectStamp("s3://b/k.nc", 10, '"other"')) is None
         assert load_refs(ObjectStamp("s3://b/k.nc", 11, '"e"')) is None
         assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
+
+
+def test_incremental_runs_from_s3_reuse_states_by_etag(seaweedfs, demo_tree, aws, tmp_path):
+    """A recipe over S3 objects keeps each object's state under its ETag: a second run reads
+    nothing, an object whose bytes change is read again, alone."""
+    import h5py
+    from distributed import Client, LocalCluster
+
+    from pangeo_hpc.batch.state_cache import StateCache
+    from pangeo_hpc.batch.steps import compute, open_inputs
+
+    part = tmp_path / "tree"
+    for month in ("01", "02", "03"):
+        shutil.copytree(demo_tree / "2000" / month, part / "2000" / month)
+    publish_tree(seaweedfs.storage_options(), part, PRIVATE, "incremental")
+    url = f"s3://{PRIVATE}/incremental"
+    cache = StateCache(tmp_path / "cache")
+    with (
+        LocalCluster(n_workers=1, threads_per_worker=1, processes=False) as cluster,
+        Client(cluster) as client,
+    ):
+
+        def run(cache):
+            inputs = open_inputs("era5-sst-mean", data=url, end="2000-03", s3=aws, index="never")
+            return compute(inputs, client, cache=cache)
+
+        first, second = run(cache), run(cache)
+        assert (first.reads.files_read, second.reads.files_reused, second.reads.bytes_read) == (
+            3,
+            3,
+            0,
+        )
+        xr.testing.assert_identical(first.result, second.result)
+        # February's bytes change (one ocean value 10 K warmer): a new ETag
+        feb = part / "2000/02/data" / f"{VAR}.nc"
+        with h5py.File(feb, "r+") as f:
+            sst = f[VAR]
+            cell = tuple(int(i[0]) for i in np.nonzero(np.isfinite(sst[0]) & (sst[0] > 0)))
+            sst[(0, *cell)] = sst[(0, *cell)] + 10 / float(sst.attrs.get("scale_factor", 1))
+        seaweedfs.filesystem().put_file(str(feb), f"{url}/2000/02/data/{VAR}.nc")
+        third = run(cache)
+        assert (third.reads.files_reused, third.reads.files_read) == (2, 1)
+        whole = run(False)
+        xr.testing.assert_allclose(third.result, whole.result, rtol=1e-6)
+        assert not np.allclose(third.result["time_mean"], first.result["time_mean"], equal_nan=True)

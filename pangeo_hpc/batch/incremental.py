@@ -130,7 +130,9 @@ def prepare(
         plans.append(plan)
     prepared = Prepared(list(pieces), plans, [])
     if stamps:
-        prepared.stamps = [stamp_files(list(files), s3) for _, _, files in pieces]
+        every = stamp_files([f for _, _, files in pieces for f in files], s3)
+        at = iter(every)
+        prepared.stamps = [[next(at) for _ in files] for _, _, files in pieces]
         for i, (lo, hi, _) in enumerate(pieces):
             span = f"{times[lo]}/{times[hi - 1]}/{hi - lo}"
             for c in prepared.chains:

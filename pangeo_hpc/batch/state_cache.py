@@ -52,6 +52,7 @@ import warnings
 import zipfile
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -112,7 +113,8 @@ class FileStamp:
 
 def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[FileStamp]:
     """The identity of each file: size and mtime (``os.stat``), or size and ETag for
-    ``s3://`` objects (one HEAD request each, never from s3fs's listing cache).
+    ``s3://`` objects (one HEAD request each, 32 at a time, never from s3fs's listing
+    cache).
 
     Parameters
     ----------
@@ -131,17 +133,22 @@ def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[FileS
     FileNotFoundError
         For a file that does not exist (local or S3).
     """
-    stamps: list[FileStamp] = []
-    fs = None
-    for path in paths:
-        if is_s3(path):
-            if fs is None:
-                fs = (s3 or S3Options.resolve()).filesystem()
-            info = fs.info(path, refresh=True)
+    remote = [p for p in paths if is_s3(p)]
+    heads: dict[str, FileStamp] = {}
+    if remote:
+        fs = (s3 or S3Options.resolve()).filesystem()
+
+        def head(url: str) -> FileStamp:
+            info = fs.info(url, refresh=True)
             etag = info.get("ETag") or info.get("etag")
-            stamps.append(
-                FileStamp(path, int(info["size"]), etag=None if etag is None else str(etag))
-            )
+            return FileStamp(url, int(info["size"]), etag=None if etag is None else str(etag))
+
+        with ThreadPoolExecutor(max_workers=min(32, len(remote))) as pool:  # HEADs in flight
+            heads = dict(zip(remote, pool.map(head, remote), strict=True))
+    stamps: list[FileStamp] = []
+    for path in paths:
+        if path in heads:
+            stamps.append(heads[path])
         else:
             local = os.path.abspath(os.path.expanduser(os.fspath(path)))
             st = os.stat(local)
