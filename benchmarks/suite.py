@@ -11,6 +11,8 @@ the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
     B5  B1 at 1, 2, 4, 8 GB: time per GB (slope) and peak RSS per worker
     B4-LZ4HC  B4 with ``convert --codec lz4hc`` on 2 years
     WARMUP    warm-up of an rclone mount of a local S3 server: fresh mount and cluster per run
+    B7  incremental runs: one more month vs the full run; a run killed at 50 % (SIGKILL, and
+        a Slurm walltime through a throttled mount) resumed: bytes read vs the full run's
 
 Every case reports the peak RSS of the platform's worker processes. The README table is
 written only from a clean tree (``git status`` shows nothing but results and README.md),
@@ -40,6 +42,7 @@ SCRIPTS = {
     "B5": "b5_scaling.py",
     "B4-LZ4HC": "b4_zarr.py",
     "WARMUP": "warmup.py",
+    "B7": "b7_incremental.py",
 }
 #: fixed arguments of a case
 FIXED = {"B4-LZ4HC": ["--codec", "lz4hc", "--years", "2"]}
@@ -52,6 +55,7 @@ OPTIONS = {
     "B5": ("sizes",),
     "B4-LZ4HC": ("gb",),
     "WARMUP": (),
+    "B7": (),
 }
 
 

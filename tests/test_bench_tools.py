@@ -13,6 +13,7 @@ import pytest
 BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
+import b7_incremental  # noqa: E402
 import bounds  # noqa: E402
 import report  # noqa: E402
 from common import RSS_GOAL, cold, resident_fraction, rss_row, warm  # noqa: E402
@@ -140,3 +141,29 @@ def test_cold_and_warm_use_the_page_cache_of_the_package(tmp_path):
     assert resident_fraction([store]) == 1.0
     cold([store / "t" / "0"])
     assert resident_fraction([store]) == pytest.approx(70_003 / ((1 << 20) + 70_003))
+
+
+def test_b7_counts_cache_entries_not_writes_in_progress(tmp_path):
+    """B7 kills a run when half the pieces' states are in the cache: a temporary file of a
+    write in progress (atomic_file's name) or another file is not a state."""
+    key = "ab" * 32
+    for name in (f"{key}.npz", f"{'cd' * 32}.npz", f".{key}.npz.x1.tmp", ".pangeo-hpc.json"):
+        (tmp_path / name).write_bytes(b"")
+    (tmp_path / f"{'ef' * 31}.npz").write_bytes(b"")  # 62 hex digits: not a key
+    assert b7_incremental.entries(tmp_path) == 2
+    assert b7_incremental.entries(tmp_path / "missing") == 0
+
+
+def test_b7_differences_relative_to_each_value_and_to_the_variable():
+    """Relative to each value a near-zero anomaly blows up; scaled by the variable's
+    largest value it does not; a NaN in one answer only is infinitely different."""
+    import xarray as xr
+
+    truth = xr.Dataset({"a": ("x", [1e-3, 10.0]), "b": ("y", [2.0, np.nan])})
+    got = truth.copy(deep=True)
+    got["a"][0] = 1.1e-3
+    assert b7_incremental.max_difference(got, truth) == pytest.approx(0.1)
+    assert b7_incremental.scaled_difference(got, truth) == pytest.approx(1e-5)
+    got["b"][1] = 2.0
+    assert b7_incremental.max_difference(got, truth) == float("inf")
+    assert b7_incremental.max_difference(truth[["a"]], truth) == float("inf")
