@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -319,15 +320,20 @@ def run(
             log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
     read = worker_reads(client, before)
     reduced = {}
-    for c, plan in chains.items():
-        state, covered = rollups[c]
-        parts = [found[c, i] for i in range(n_pieces) if i not in covered]
-        merged = states.merge([*([state] if state else []), *parts], plan.kind)
-        if parts:  # something new: the next run starts from this
-            _save_rollup(cache, prepared, c, merged, _meta(recipe, prepared, c, None))
-        reduced[c] = fill(plan, merged)
-    values = _suffixes(prepared.results, reduced, data)
-    result = chain.finish(recipe, values).compute(scheduler="threads")
+    with ThreadPoolExecutor(max_workers=1) as writer:  # roll-ups written while the rest runs
+        saving = []
+        for c, plan in chains.items():
+            state, covered = rollups[c]
+            parts = [found[c, i] for i in range(n_pieces) if i not in covered]
+            merged = states.merge([*([state] if state else []), *parts], plan.kind)
+            if parts:  # something new: the next run starts from this
+                meta = _meta(recipe, prepared, c, None)
+                saving.append(writer.submit(_save_rollup, cache, prepared, c, merged, meta))
+            reduced[c] = fill(plan, merged)
+        values = _suffixes(prepared.results, reduced, data)
+        result = chain.finish(recipe, values).compute(scheduler="threads")
+        for done in saving:
+            done.result()
     files = lambda ids: sum(len(prepared.pieces[i][2]) for i in ids)  # noqa: E731
     reused = [i for i in range(n_pieces) if i not in todo and i not in skipped]
     report = Report(

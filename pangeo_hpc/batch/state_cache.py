@@ -260,7 +260,7 @@ class StateCache:
         others, or holds files that pangeo-hpc did not write (nothing is changed).
     """
 
-    __slots__ = ("_claimed", "disabled", "folder", "max_bytes")
+    __slots__ = ("_claimed", "_total", "disabled", "folder", "max_bytes")
 
     def __init__(self, folder: str | Path | None = None, max_bytes: int | None = None) -> None:
         given = _folder() if folder is None else Path(os.path.expandvars(str(folder)))
@@ -269,6 +269,10 @@ class StateCache:
         #: ``None``, or why writes stopped (a full disk); then :meth:`put` stores nothing
         self.disabled: str | None = None
         self._claimed = False
+        #: bytes of the entries as of the last scan plus those this instance stored since
+        #: (other processes' entries count from the next scan): a put scans the folder only
+        #: when this passes ``max_bytes``, not every time (240 puts a run)
+        self._total: int | None = None
         self._check()
 
     # -- the folder -------------------------------------------------------------------
@@ -430,7 +434,12 @@ class StateCache:
             )
             warnings.warn(f"state cache: {self.disabled}", CacheWarning, stacklevel=2)
             return False
-        self._evict(keep=path.name)
+        if self._total is None:
+            self._total = sum(size for _, size, _ in self._scan())
+        else:
+            self._total += _file_size(path)
+        if self._total > self.max_bytes:
+            self._evict(keep=path.name)
         return True
 
     def _scan(self) -> list[tuple[Path, int, float]]:
@@ -498,6 +507,7 @@ class StateCache:
         found = self._scan()
         total = sum(size for _, size, _ in found)
         removed = 0
+        self._total = total
         for path, size, _ in sorted(found, key=lambda t: (t[2], t[0].name)):
             if total <= self.max_bytes:
                 break
@@ -506,6 +516,7 @@ class StateCache:
             if remove_file(path, ours=_is_entry, flag=FLAG):
                 removed += 1
             total -= size  # gone either way (another process may have evicted it)
+        self._total = total
         self._remove_stale_parts()
         return removed
 
@@ -524,6 +535,13 @@ class StateCache:
             return
         for path in stale:
             remove_file(path, ours=_is_part, flag=FLAG)
+
+
+def _file_size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:  # evicted by another process already
+        return 0
 
 
 def _mtime(entry: os.DirEntry[str]) -> float:

@@ -105,6 +105,12 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
     return sums, counts
 
 
+def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """NaN-skipping sums (float64) and counts (int32) of the rows of ``x`` (time, cells) in
+    each of the ``k`` groups ``codes`` (0..k-1 per row) names: one compiled pass."""
+    return _group_sums(x, codes, k)
+
+
 def _partial(block: np.ndarray, codes: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """Per group present in ``block`` (groups ``codes`` along axis 0): NaN-skipping sums and
     counts over that axis, float64 and int32."""
