@@ -61,7 +61,8 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     )
     assert r.returncode == 0, r.stderr
     assert f"plot: {out / 'plot.png'}" in r.stdout
-    assert "progress: 100% of" in r.stdout  # plain lines, not a redrawn bar, in logs
+    # plain lines, not a redrawn bar, in logs: the states of the 24 files as they arrive
+    assert "states: 24 of 24 files" in r.stdout and "\r" not in r.stdout
     assert sorted(p.name for p in out.iterdir()) == ["plot.png", "result.nc", "summary.json"]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["files"] == 24 and summary["cluster"]["workers"] == 2

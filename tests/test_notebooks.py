@@ -221,8 +221,9 @@ def test_06_calibrate_then_plan(on_demo_data, tmp_path):
 def test_07_your_own_recipe(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[6], tmp_path, WORKDIR=str(tmp_path / "mine"))
     text = text_of(nb)
-    # the recipe file gives what the chain built by hand gave, to the last bit
-    assert number(r"largest difference from the chain built by hand: ([-+.\de]+)", text) == 0.0
+    # the recipe file gives what the chain built by hand gave: the run merges each file's
+    # float64 sums (incremental), so to rounding only (a wrong box is off by ~0.1 K)
+    assert number(r"largest difference from the chain built by hand: ([-+.\de]+)", text) < 1e-9
     # the known DJF index of the Nino3.4 box: the generator's noise-free signal, averaged
     # over the days of each winter (December with the January and February after it),
     # less the mean of all winters; printed to 2 decimals (0.005), noise about 0.003 K
