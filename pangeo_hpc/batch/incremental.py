@@ -334,20 +334,24 @@ def run(
         result = chain.finish(recipe, values).compute(scheduler="threads")
         for done in saving:
             done.result()
-    files = lambda ids: sum(len(prepared.pieces[i][2]) for i in ids)  # noqa: E731
     reused = [i for i in range(n_pieces) if i not in todo and i not in skipped]
     report = Report(
         incremental=True,
-        files=files(range(n_pieces)),
-        files_reused=files(reused),
-        files_read=files(todo),
-        files_skipped=files(skipped),
+        files=_count_files(prepared, range(n_pieces)),
+        files_reused=_count_files(prepared, reused),
+        files_read=_count_files(prepared, todo),
+        files_skipped=_count_files(prepared, skipped),
         bytes_read=read,
         states_saved=saved,
         cache=str(cache.folder),
         caching=cache.disabled,
     )
     return result, report
+
+
+def _count_files(prepared: Prepared, pieces: Any) -> int:
+    """The input files of ``pieces`` (one per variable each)."""
+    return sum(len(prepared.pieces[i][2]) for i in pieces)
 
 
 def _suffixes(
