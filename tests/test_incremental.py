@@ -213,3 +213,100 @@ def test_a_user_step_splits_only_when_it_says_it_works_step_by_step(
     np.testing.assert_allclose(
         parts.result["sea_surface_temperature"], 2 * plain.result["time_mean"], rtol=1e-6
     )
+
+
+def _rollups(cache: StateCache) -> list:
+    return [e for e in cache.entries() if e.meta["result"].endswith("(all files merged)")]
+
+
+def test_a_roll_up_of_finished_groups_is_not_used_when_a_new_file_adds_to_one(
+    demo_tree, client, tmp_path
+):
+    # a resampling's roll-up keeps each season's finished value; January and February
+    # 2001 belong to the DJF whose December the roll-up of 2000 holds: it must not be
+    # used (the wrong implementation, a roll-up used whenever its files are all in the
+    # run, gives DJF 2000/01 from December alone, or a season twice)
+    steps = [{"area_mean": {}}, {"resample": {"freq": "seasonal"}}]
+    spec = load(_recipe(tmp_path, steps, start="2000-01", end="2000-12"))
+    cache = StateCache(tmp_path / "cache")
+    compute(open_inputs(spec, data=demo_tree), client, cache=cache)
+    (rollup,) = _rollups(cache)
+    assert len(rollup.meta["files"]) == 12
+    whole, parts = (
+        compute(open_inputs(spec, data=demo_tree, end="2001-02"), client, cache=c)
+        for c in (False, cache)
+    )
+    assert (parts.reads.files_reused, parts.reads.files_read) == (12, 2)
+    _same(whole, parts)
+    assert parts.result["sea_surface_temperature"].sizes["time0"] == 5
+
+
+def test_a_month_more_keeps_the_roll_up_a_year_more_writes_it_again(demo_tree, client, tmp_path):
+    # one new file of 24: its own entry is loaded beside the roll-up, which is not written
+    # again (5 % of its files); twelve more: written again, holding all 36
+    cache = StateCache(tmp_path / "cache")
+    spec = load("era5-sst-trend")
+    runs = {}
+    for end in ("2001-12", "2002-01", "2002-12"):
+        runs[end] = compute(open_inputs(spec, data=demo_tree, end=end), client, cache=cache)
+        held = {len(e.meta["files"]) for e in _rollups(cache)}
+        assert held == {36 if end == "2002-12" else 24}, end
+    assert (runs["2002-01"].reads.files_reused, runs["2002-01"].reads.files_read) == (24, 1)
+    assert (runs["2002-12"].reads.files_reused, runs["2002-12"].reads.files_read) == (25, 11)
+    full = compute(open_inputs(spec, data=demo_tree, end="2002-12"), client, cache=False)
+    _same(full, runs["2002-12"])
+
+
+def test_the_steps_after_a_reduction_are_checked_before_the_files_are_read(
+    demo_tree, client, tmp_path
+):
+    # the opening checks the steps up to the reduction; a mistake after it (a reference
+    # period the data do not cover) stops the run before any file is read, not after
+    steps = [{"resample": {"freq": "monthly"}}, {"anomaly": {"reference": ["1990-01", "1990-12"]}}]
+    spec = load(_recipe(tmp_path, steps, start="2000-01", end="2000-06"))
+    inputs = open_inputs(spec, data=demo_tree)
+    cache = StateCache(tmp_path / "cache")
+    from pangeo_hpc.errors import InputError
+
+    with pytest.raises(InputError, match=r"reference=\['1990-01', '1990-12'\]"):
+        compute(inputs, client, cache=cache)
+    assert cache.entries() == []
+    with pytest.raises(InputError, match=r"reference=\['1990-01', '1990-12'\]"):
+        inputs.lazy  # noqa: B018 - the whole graph, built when first asked for
+
+
+def test_the_whole_graph_is_built_when_asked_for_and_from_the_steps_built_before(
+    demo_tree, all_variables_tree
+):
+    inputs = open_inputs("era5-sst-trend", data=demo_tree, end="2000-06")
+    assert inputs._lazy is None and inputs.memo  # the resampling, built and checked
+    (resampled,) = inputs.memo.values()
+    lazy = inputs.lazy
+    assert lazy is inputs.lazy and set(lazy) >= {"trend", "nino34", "global_mean_anomaly"}
+    assert resampled.data.name in lazy["trend"].data.dask.layers  # not built twice
+    # a recipe that runs whole is built (and checked) as it is opened
+    whole = open_inputs(
+        "era5-t2m-warming", data=all_variables_tree, start=ALL_PERIOD[0], end=ALL_PERIOD[1]
+    )
+    assert whole._lazy is not None
+
+
+def test_a_roll_up_damaged_inside_its_values_gives_way_to_the_files_states(
+    demo_tree, client, tmp_path
+):
+    # its list of files still reads (the run counts on it), its values do not (a CRC
+    # error): the run takes each file's own state instead, reads nothing, same answer
+    cache = StateCache(tmp_path / "cache")
+    spec = load("era5-sst-trend")
+    first = compute(open_inputs(spec, data=demo_tree, end="2000-12"), client, cache=cache)
+    (rollup,) = _rollups(cache)
+    raw = bytearray(rollup.path.read_bytes())
+    raw[len(raw) // 2] ^= 0xFF  # inside the largest member: the monthly values
+    rollup.path.write_bytes(bytes(raw))
+    from pangeo_hpc.batch.state_cache import CacheWarning
+
+    with pytest.warns(CacheWarning, match="is damaged"):
+        again = compute(open_inputs(spec, data=demo_tree, end="2000-12"), client, cache=cache)
+    assert (again.reads.files_reused, again.reads.files_read) == (12, 0)
+    _same(first, again, rtol=0)
+    assert len(_rollups(cache)) == 1  # written again

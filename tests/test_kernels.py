@@ -8,7 +8,13 @@ import pytest
 import xarray as xr
 
 from pangeo_hpc import recipes
-from pangeo_hpc.recipes.kernels import group_nanmean_blocks, weighted_nanmean_blocks
+from pangeo_hpc.recipes.kernels import (
+    TREND_SUMS,
+    group_nanmean_blocks,
+    group_subtract,
+    trend_sums,
+    weighted_nanmean_blocks,
+)
 
 
 def _data(shape=(100, 7, 9), seed=0):
@@ -21,26 +27,25 @@ def _data(shape=(100, 7, 9), seed=0):
 
 @pytest.mark.parametrize("time_chunk", [100, 33, 7, 1])
 @pytest.mark.parametrize("split_every", [2, 8])
-def test_group_nanmean_any_chunking(time_chunk, split_every):
+@pytest.mark.parametrize("cells", [(7, 9), (3, 4)])
+def test_group_nanmean_any_chunking(time_chunk, split_every, cells):
     x = _data()
     codes = np.sort(np.random.default_rng(1).integers(0, 5, 100))
     codes[:3] = 0
     with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning, match="empty slice"):
         want = np.stack([np.nanmean(x[codes == g].astype("f8"), axis=0) for g in range(5)])
-    lazy = da.from_array(x, chunks=(time_chunk, 7, 9))
+    lazy = da.from_array(x, chunks=(time_chunk, *cells))
     got = group_nanmean_blocks(lazy, codes, split_every=split_every)
-    assert got.dtype == np.float32 and got.chunks[0] == (1,) * 5
+    assert got.dtype == np.float32 and got.chunks == ((5,), *lazy.chunks[1:])
     np.testing.assert_allclose(got.compute(), want, rtol=1e-7)
     assert np.isnan(got.compute()[:, 0, 0]).all()
     np.testing.assert_allclose(group_nanmean_blocks(x, codes), want, rtol=1e-7)
 
 
-def test_group_nanmean_refuses_split_fields_and_wrong_codes():
+def test_group_nanmean_refuses_wrong_codes():
     x = da.zeros((10, 4, 4), chunks=(5, 2, 4))
-    with pytest.raises(ValueError, match="span all axes"):
-        group_nanmean_blocks(x, np.zeros(10, int))
     with pytest.raises(ValueError, match=r"codes has shape \(9,\)"):
-        group_nanmean_blocks(x.rechunk((5, 4, 4)), np.zeros(9, int))
+        group_nanmean_blocks(x, np.zeros(9, int))
 
 
 def test_weighted_mean_blocks_have_no_concatenation():
@@ -73,6 +78,56 @@ def test_climatology_kernel_matches_xarray_groupby():
     assert got.dims == want.dims and got.name == want.name
     xr.testing.assert_allclose(got.compute().drop_attrs(), want.drop_attrs(), rtol=1e-6)
     assert got.attrs["cell_methods"] == "time: mean (each calendar month over the years)"
-    # spatially chunked data go through xarray's groupby: the same answer
+    # spatially chunked and NumPy data go through the same kernel: the same float64 sums,
+    # so the same float32 values (xarray's groupby of NumPy float32 data differs in the
+    # last digits, and anomalies near zero then differ by more than 1e-6 relative)
     split = recipes.climatology(arr.chunk({"time0": 24, "lat": 3}))
-    xr.testing.assert_allclose(split.compute(), got.compute(), rtol=1e-6)
+    assert split.chunks == ((12,), (3, 3), (8,))
+    eager = recipes.climatology(arr)
+    assert eager.chunks is None
+    np.testing.assert_array_equal(split.values, got.values)
+    np.testing.assert_array_equal(eager.values, got.values)
+
+
+@pytest.mark.parametrize("chunks", [(100, 7, 9), (33, 7, 9), (7, 3, 4), (1, 7, 9)])
+def test_trend_sums_are_numpys_sums_of_the_valid_values(chunks):
+    # wrong implementations this catches: t counted where x is NaN (st, stt over all
+    # rows), blocks along time not added (only the last block's sums), float32 sums
+    x = _data()
+    t = np.linspace(-1.0, 1.0, 100)
+    valid = ~np.isnan(x)
+    x8 = np.where(valid, x, 0.0).astype("f8")
+    tt = t[:, None, None]
+    want = {
+        "n": valid.sum(0),
+        "st": (tt * valid).sum(0),
+        "stt": (tt**2 * valid).sum(0),
+        "sx": x8.sum(0),
+        "stx": (tt * x8).sum(0),
+        "sxx": (x8**2).sum(0),
+    }
+    for got in (trend_sums(x, t), trend_sums(da.from_array(x, chunks=chunks), t).compute()):
+        assert got.shape == (6, 7, 9) and got.dtype == np.float64
+        for i, k in enumerate(TREND_SUMS):
+            np.testing.assert_allclose(got[i], want[k], rtol=1e-12, atol=1e-9, err_msg=k)
+    assert (trend_sums(x, t)[0, 0, 0], trend_sums(x, t)[1, 0, 0]) == (0, 0)  # all NaN
+    with pytest.raises(ValueError, match="t has shape"):
+        trend_sums(x, t[:-1])
+
+
+@pytest.mark.parametrize("chunks", [(100, 7, 9), (33, 7, 9), (7, 3, 4)])
+def test_group_subtract_takes_each_rows_own_group(chunks):
+    # wrong implementations this catches: each block's codes taken from the start of the
+    # array (blocks after the first subtract the wrong month), a float64 result
+    x = _data()
+    ref = _data((5, 7, 9), seed=3)
+    codes = np.random.default_rng(4).integers(0, 5, 100)
+    want = x - ref[codes]
+    np.testing.assert_array_equal(group_subtract(x, ref, codes), want)
+    lazy = group_subtract(da.from_array(x, chunks=chunks), da.from_array(ref), codes)
+    assert lazy.dtype == np.float32 and lazy.chunks == da.from_array(x, chunks=chunks).chunks
+    np.testing.assert_array_equal(lazy.compute(), want)
+    series = group_subtract(x[:, 1, 1], ref[:, 1, 1], codes)  # an index: rows are numbers
+    np.testing.assert_array_equal(series, want[:, 1, 1])
+    with pytest.raises(ValueError, match="do not fit"):
+        group_subtract(x, ref[:, :3], codes)

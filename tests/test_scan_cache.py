@@ -49,6 +49,31 @@ def test_second_open_scans_nothing(demo_copy, tmp_path, counted_scans, monkeypat
     assert len(list((tmp_path / "cache").glob("*.json"))) == 1
 
 
+def test_the_first_files_header_is_read_once_while_it_is_unchanged(demo_copy, monkeypatch):
+    # wrong implementation this catches: a header kept after its file changed; and the
+    # datasets made from one header do not share attributes
+    reads: list[str] = []
+    head_of = catalog_module.Head.of
+
+    def count(path, variable):
+        reads.append(path)
+        return head_of(path, variable)
+
+    monkeypatch.setattr(catalog_module.Head, "of", count)
+    catalog_module._first_head.cache_clear()
+    first = open_era5(VAR, "2000-01", "2000-03", source=demo_copy)
+    first["lat"].attrs["units"] = "changed"
+    first[VAR].attrs["units"] = "changed"
+    again = open_era5(VAR, "2000-01", "2000-03", source=demo_copy)
+    assert len(reads) == 1
+    assert again["lat"].attrs["units"] == "degrees_north" and again[VAR].attrs["units"] == "K"
+    jan = demo_copy / "2000/01/data" / f"{VAR}.nc"
+    st = jan.stat()
+    os.utime(jan, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
+    open_era5(VAR, "2000-01", "2000-03", source=demo_copy)
+    assert len(reads) == 2  # the file changed: read again
+
+
 def test_a_changed_file_is_scanned_again(demo_copy, tmp_path, counted_scans):
     with dask.config.set({"pangeo-hpc.catalog.cache": str(tmp_path / "cache")}):
         open_era5(VAR, "2000-01", "2001-12", source=demo_copy)

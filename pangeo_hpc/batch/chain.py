@@ -301,22 +301,45 @@ def _is_lazy(value: Any) -> bool:
     return isinstance(value, xr.DataArray) and value.chunks is not None
 
 
-def run_steps(steps: Sequence[Step], value: Any, data: xr.Dataset) -> Any:
-    """Apply ``steps`` one after the other."""
+def step_key(step: Step) -> tuple[str, str]:
+    """What identifies a step's work: its function and options."""
+    return (step.name, repr(sorted(options_of(step).items())))
+
+
+#: values of chains already built on one dataset, by the step keys from its variable
+Memo = dict[tuple[tuple[str, str], ...], Any]
+
+
+def run_steps(
+    steps: Sequence[Step],
+    value: Any,
+    data: xr.Dataset,
+    memo: Memo | None = None,
+    key: tuple[tuple[str, str], ...] = (),
+) -> Any:
+    """Apply ``steps`` one after the other. With ``memo``: each value after a step is kept
+    under ``key`` (the steps that gave ``value``) and that step's key, and taken from there
+    when the same steps ran before."""
     for step in steps:
-        value = apply(step, value, data)
+        if memo is None:
+            value = apply(step, value, data)
+            continue
+        key = (*key, step_key(step))
+        if key not in memo:
+            memo[key] = apply(step, value, data)
+        value = memo[key]
     return value
 
 
-def build(recipe: Any, data: xr.Dataset) -> xr.Dataset:
+def build(recipe: Any, data: xr.Dataset, memo: Memo | None = None) -> xr.Dataset:
     """The results of ``recipe`` (a :class:`~pangeo_hpc.batch.recipe_yaml.Recipe`, which
     imports this module) on ``data``, lazy: a Dataset of the named results, or of the one
-    result (under its own name, else the input variable's)."""
+    result (under its own name, else the input variable's). Steps in ``memo`` (from the
+    same ``data``) are not built again."""
+    memo = {} if memo is None else memo
     first = data[recipe.variable]
-    shared = run_steps(recipe.steps, first, data)
-    if not recipe.results:
-        return finish(recipe, {"": shared})
-    return finish(recipe, {n: run_steps(s, shared, data) for n, s in recipe.results.items()})
+    values = {n: run_steps(s, first, data, memo) for n, s in result_chains(recipe).items()}
+    return finish(recipe, values)
 
 
 def result_chains(recipe: Any) -> dict[str, list[Step]]:

@@ -8,7 +8,11 @@ as soon as it arrives, keyed by the files' identity and the chain. States of fil
 in the cache are not computed again: a period with one more month reads that month, a run
 killed at any point goes on from the files it finished. The merged state gives the
 reduction's values, put into the reduction's own lazy result on the whole data (its
-coordinates, attributes and chunks; never computed), and the rest of the chain runs on that.
+coordinates and attributes; never computed) as NumPy data, and the rest of the chain runs
+on that in this process: the recipe functions' kernels (climatology, trend, area means) sum
+NumPy and Dask data alike in float64, so the answer is the whole graph's to float64
+rounding. Each chain also keeps a roll-up, its merged state over every file (for a
+resampling, the finished values), so that an update loads one entry and the new files'.
 """
 
 from __future__ import annotations
@@ -92,12 +96,14 @@ class ResultPlan:
 @dataclass
 class Prepared:
     """What an incremental run will do: its pieces, each result's plan, the cache keys (per
-    chain and piece: results whose chains agree up to the reduction share their states)."""
+    chain and piece: results whose chains agree up to the reduction share their states),
+    and the tree the files are of (``source_root``: names the roll-ups)."""
 
     pieces: list[Piece]
     results: list[ResultPlan]
     stamps: list[list[FileStamp]]
     keys: dict[tuple[str, int], str] = field(default_factory=dict)
+    root: str | None = None
 
     @property
     def chains(self) -> dict[str, ResultPlan]:
@@ -108,11 +114,30 @@ class Prepared:
         return out
 
 
+def check(recipe: Any, data: xr.Dataset, memo: chain.Memo) -> bool:
+    """Whether every result of ``recipe`` splits at a reduction; if so, each one's steps up
+    to its reduction are built on ``data`` (checked, kept in ``memo``). Nothing is built
+    for a recipe that will run whole."""
+    cuts = [split(steps) for steps in chain.result_chains(recipe).values()]
+    if any(isinstance(cut, str) for cut in cuts):
+        return False
+    for cut in cuts:
+        assert isinstance(cut, Split)
+        chain.run_steps([*cut.prefix, cut.reduction], data[recipe.variable], data, memo)
+    return True
+
+
 def prepare(
-    recipe: Any, data: xr.Dataset, *, s3: Any = None, stamps: bool = True
+    recipe: Any,
+    data: xr.Dataset,
+    *,
+    s3: Any = None,
+    stamps: bool = True,
+    memo: chain.Memo | None = None,
 ) -> Prepared | str:
     """Plan an incremental run of ``recipe`` on ``data`` (from
-    :func:`~pangeo_hpc.batch.steps.open_dataset`), or say why it must run whole."""
+    :func:`~pangeo_hpc.batch.steps.open_dataset`; ``memo``: the steps already built on
+    it), or say why it must run whole."""
     pieces = data.encoding.get("source_pieces")
     if not pieces:
         return "the data are not read file by file (a Zarr store): no per-file states"
@@ -125,11 +150,11 @@ def prepare(
         cut = split(steps)
         if isinstance(cut, str):
             return f"result {name!r}: {cut}" if name else cut
-        plan = _plan(name, cut, recipe, data, t, times, pieces)
+        plan = _plan(name, cut, recipe, data, t, times, pieces, {} if memo is None else memo)
         if isinstance(plan, str):
             return plan
         plans.append(plan)
-    prepared = Prepared(list(pieces), plans, [])
+    prepared = Prepared(list(pieces), plans, [], root=data.encoding.get("source_root"))
     if stamps:
         every = stamp_files([f for _, _, files in pieces for f in files], s3)
         at = iter(every)
@@ -149,11 +174,12 @@ def _plan(
     t: str,
     times: np.ndarray,
     pieces: Sequence[Piece],
+    memo: chain.Memo,
 ) -> ResultPlan | str:
-    value = chain.run_steps(cut.prefix, data[recipe.variable], data)
+    value = chain.run_steps(cut.prefix, data[recipe.variable], data, memo)
     if not isinstance(value, xr.DataArray) or t not in value.dims or time_name(value) != t:
         return f"result {name!r}: the steps before {cut.reduction.name} change the time axis"
-    template = chain.apply(cut.reduction, value, data)
+    template = chain.run_steps([*cut.prefix, cut.reduction], data[recipe.variable], data, memo)
     first = value.transpose(t, ...)
     tv = first[t].values
     rows = [
@@ -278,58 +304,39 @@ def run(
     cache: StateCache,
 ) -> tuple[xr.Dataset, Report]:
     """Compute the recipe's results from cached and new states (see the module's text)."""
-    from distributed import as_completed
-
     n_pieces = len(prepared.pieces)
     chains = prepared.chains
+    covered = {c: _rollup_pieces(cache, prepared, c) for c in chains}
     found: dict[tuple[str, int], states.State] = {}
-    rollups = {c: _rollup(cache, prepared, c) for c in chains}
-    for (c, i), key in prepared.keys.items():
-        if i in rollups[c][1]:
-            continue
-        got = cache.get(key)
-        if got is not None:
-            found[c, i] = got[0]
-    todo: dict[int, dict[str, Any]] = {}
-    skipped = set()
-    for i in range(n_pieces):
-        for c, plan in chains.items():
-            if (c, i) in found or i in rollups[c][1]:
-                continue
-            a, b = plan.rows[i]
-            if a == b:  # nothing of this file is used (another season, another month)
-                found[c, i] = states.empty(plan.kind, tuple(plan.data.shape[1:]))
-                continue
-            todo.setdefault(i, {})[c] = piece_state(plan, i)
-        if i not in todo and all(p.rows[i][0] == p.rows[i][1] for p in chains.values()):
-            skipped.add(i)
+    todo, skipped = _from_cache(prepared, cache, covered, found)
+    if len(todo) > 1:  # the steps after each reduction, checked before the reading
+        chain.finish(recipe, _suffixes(prepared.results, _templates(chains), data))
     before = worker_reads(client)
-    futures = {}
-    if todo:
-        bundles = [dask.delayed(dict)(todo[i]) for i in sorted(todo)]
-        for i, fut in zip(sorted(todo), client.compute(bundles), strict=True):
-            futures[fut] = i
-    saved = 0
-    t0 = time.perf_counter()
-    for done, fut in enumerate(as_completed(list(futures)), start=1):
-        i = futures[fut]
-        for c, state in fut.result().items():
-            found[c, i] = state
-            saved += bool(cache.put(prepared.keys[c, i], state, _meta(recipe, prepared, c, i)))
-        if done == len(futures) or done % max(1, len(futures) // 10) == 0:
-            log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
+    with ThreadPoolExecutor(max_workers=1) as background:
+        # the roll-ups load while the workers compute the new files' states
+        loading = {
+            c: background.submit(_load_rollup, cache, prepared, c, covered[c]) for c in chains
+        }
+        saved = _compute_states(recipe, prepared, client, cache, todo, found)
+        rolled = {c: loading[c].result() for c in chains}
+        lost = {c: set() for c in chains if covered[c] and rolled[c] is None}
+        if lost:  # a roll-up damaged or replaced since its pieces were read: file by file
+            covered.update(lost)
+            more, _ = _from_cache(prepared, cache, covered, found, only=lost)
+            saved += _compute_states(recipe, prepared, client, cache, more, found)
+            for i, work in more.items():
+                todo.setdefault(i, {}).update(work)
     read = worker_reads(client, before)
     reduced = {}
     with ThreadPoolExecutor(max_workers=1) as writer:  # roll-ups written while the rest runs
         saving = []
         for c, plan in chains.items():
-            state, covered = rollups[c]
-            parts = [found[c, i] for i in range(n_pieces) if i not in covered]
-            merged = states.merge([*([state] if state else []), *parts], plan.kind)
-            if parts:  # something new: the next run starts from this
+            parts = [found[c, i] for i in range(n_pieces) if i not in covered[c]]
+            values, keep = _reduce(plan, rolled[c], parts)
+            if parts and (rolled[c] is None or len(parts) >= ROLLUP_SHARE * len(covered[c])):
                 meta = _meta(recipe, prepared, c, None)
-                saving.append(writer.submit(_save_rollup, cache, prepared, c, merged, meta))
-            reduced[c] = fill(plan, merged)
+                saving.append(writer.submit(_save_rollup, cache, prepared, c, keep, meta))
+            reduced[c] = fill(plan, values)
         values = _suffixes(prepared.results, reduced, data)
         result = chain.finish(recipe, values).compute(scheduler="threads")
         for done in saving:
@@ -347,6 +354,126 @@ def run(
         caching=cache.disabled,
     )
     return result, report
+
+
+#: reductions to many groups (periods), a file's time steps in groups of their own or
+#: shared with the files beside it: their roll-up keeps the finished values (a float32 map
+#: per month rather than a float64 sum and an int32 count), which fill the result as they are
+_FINISHED = ("resample", "daily_totals")
+
+
+def _keeps_values(plan: ResultPlan) -> bool:
+    return plan.split.reduction.name in _FINISHED
+
+
+def _reduce(
+    plan: ResultPlan, rolled: states.State | None, parts: list[states.State]
+) -> tuple[dict[str, np.ndarray], states.State]:
+    """The reduction's values from the roll-up and the states of the other pieces, and
+    what the next roll-up keeps (the merged state, or for :data:`_FINISHED` reductions the
+    values with their labels)."""
+    parts = [p for p in parts if p["labels"].size]
+    if not _keeps_values(plan):
+        merged = states.merge([*([rolled] if rolled else []), *parts], plan.kind)
+        values = states.finish_values(merged, plan.kind, plan.split.options)
+        return {**values, "labels": merged["labels"]}, merged
+    dtype = plan.template.dtype
+    done = [] if rolled is None else [_finished(rolled, plan, dtype)]
+    if parts:
+        done.append(_finished(states.merge(parts, plan.kind), plan, dtype))
+    if not done:
+        raise ValueError("merge: no time step in any state")
+    # the roll-up's groups are not in the new pieces (_rollup_pieces): side by side, in order
+    labels = np.concatenate([d["labels"] for d in done])
+    order = np.argsort(labels, kind="stable")
+    value = np.concatenate([d["value"] for d in done])
+    if np.any(order[1:] < order[:-1]):
+        labels, value = labels[order], value[order]
+    values = {"labels": labels, "value": value}
+    return values, values
+
+
+def _finished(state: states.State, plan: ResultPlan, dtype: Any) -> dict[str, np.ndarray]:
+    """The values of a merged state (or a roll-up that holds them already)."""
+    if "value" in state:
+        return {"labels": state["labels"], "value": state["value"].astype(dtype, copy=False)}
+    value = states.finish_values(state, plan.kind, plan.split.options, dtype)["value"]
+    return {"labels": state["labels"], "value": value}
+
+
+def _piece_groups(plan: ResultPlan, pieces: Any) -> set[int]:
+    """The groups (labels) the time steps of ``pieces`` fall in."""
+    out: set[int] = set()
+    for i in pieces:
+        a, b = plan.rows[i]
+        out.update(int(v) for v in np.unique(plan.labels[a:b]) if v >= 0)
+    return out
+
+
+def _from_cache(
+    prepared: Prepared,
+    cache: StateCache,
+    covered: dict[str, set[int]],
+    found: dict[tuple[str, int], states.State],
+    only: Any = None,
+) -> tuple[dict[int, dict[str, Any]], set[int]]:
+    """Into ``found``: the cached state of each piece and chain (of chains ``only``) not in
+    its roll-up (``covered``), and an empty one where a chain uses nothing of a piece. Then
+    what is left to compute, per piece and chain (Delayed), and the pieces no chain uses."""
+    chains = {c: p for c, p in prepared.chains.items() if only is None or c in only}
+    for c in chains:
+        for i in range(len(prepared.pieces)):
+            if i not in covered[c] and (c, i) not in found:
+                got = cache.get(prepared.keys[c, i])
+                if got is not None:
+                    found[c, i] = got[0]
+    todo: dict[int, dict[str, Any]] = {}
+    skipped = set()
+    for i in range(len(prepared.pieces)):
+        for c, plan in chains.items():
+            if (c, i) in found or i in covered[c]:
+                continue
+            a, b = plan.rows[i]
+            if a == b:  # nothing of this file is used (another season, another month)
+                found[c, i] = states.empty(plan.kind, tuple(plan.data.shape[1:]))
+                continue
+            todo.setdefault(i, {})[c] = piece_state(plan, i)
+        if i not in todo and all(p.rows[i][0] == p.rows[i][1] for p in chains.values()):
+            skipped.add(i)
+    return todo, skipped
+
+
+def _compute_states(
+    recipe: Any,
+    prepared: Prepared,
+    client: Any,
+    cache: StateCache,
+    todo: dict[int, dict[str, Any]],
+    found: dict[tuple[str, int], states.State],
+) -> int:
+    """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
+    cache as it arrives (a killed run keeps them) and put into ``found``: how many saved."""
+    from distributed import as_completed
+
+    futures = {}
+    if todo:
+        bundles = [dask.delayed(dict)(todo[i]) for i in sorted(todo)]
+        for i, fut in zip(sorted(todo), client.compute(bundles), strict=True):
+            futures[fut] = i
+    saved = 0
+    t0 = time.perf_counter()
+    for done, fut in enumerate(as_completed(list(futures)), start=1):
+        i = futures[fut]
+        for c, state in fut.result().items():
+            found[c, i] = state
+            saved += bool(cache.put(prepared.keys[c, i], state, _meta(recipe, prepared, c, i)))
+        if done == len(futures) or done % max(1, len(futures) // 10) == 0:
+            log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
+    return saved
+
+
+def _templates(chains: dict[str, ResultPlan]) -> dict[str, Any]:
+    return {c: plan.template for c, plan in chains.items()}
 
 
 def _count_files(prepared: Prepared, pieces: Any) -> int:
@@ -372,12 +499,19 @@ def _suffixes(
     return values
 
 
+#: a roll-up is written again once the pieces outside it (each loaded from its own entry)
+#: are this share of those it holds: a month added to 20 years loads one small entry more
+#: rather than writing 20 years of states again
+ROLLUP_SHARE = 0.05
 #: the array of a roll-up entry that lists the entry keys of the pieces merged into it
 _PIECES = "merged_pieces"
 
 
 def _rollup_key(prepared: Prepared, c: str) -> str:
-    """The roll-up of chain ``c`` over this tree: one entry, replaced by each run."""
+    """The roll-up of chain ``c`` over this tree (``source_root``, else the folder its
+    files share): one entry, replaced as runs go on."""
+    if prepared.root:
+        return entry_key([], f"rollup:{c}:{prepared.root}")
     parts = [f.split("/") for _, _, fs in prepared.pieces for f in fs]
     common = []
     for column in zip(*parts, strict=False):
@@ -387,18 +521,40 @@ def _rollup_key(prepared: Prepared, c: str) -> str:
     return entry_key([], f"rollup:{c}:{'/'.join(common)}")
 
 
-def _rollup(cache: StateCache, prepared: Prepared, c: str) -> tuple[states.State | None, set[int]]:
-    """The merged state of the last run of chain ``c`` on this tree and the pieces of this
-    run it holds, if every piece it holds is one of this run's (else none: a file changed,
-    or the period starts later)."""
+def _rollup_pieces(cache: StateCache, prepared: Prepared, c: str, report: bool = True) -> set[int]:
+    """The pieces of this run the roll-up of chain ``c`` holds (its list of pieces read
+    alone): none if it holds a piece this run has not (a file changed, the period starts
+    later), or finished groups a piece outside it adds to. ``report``: a roll-up that
+    cannot be read is reported and removed (:meth:`StateCache.get`)."""
+    key = _rollup_key(prepared, c)
+    held = cache.peek(key, _PIECES)
+    if held is None:
+        if report and cache.has(key):
+            cache.get(key)  # damaged: a warning, removed
+        return set()
+    covered = _covered(prepared, c, held) or set()
+    plan = prepared.chains[c]
+    if covered and _keeps_values(plan):  # finished groups: no other file may add to them
+        others = set(range(len(prepared.pieces))) - covered
+        if _piece_groups(plan, covered) & _piece_groups(plan, others):
+            return set()
+    return covered
+
+
+def _load_rollup(
+    cache: StateCache, prepared: Prepared, c: str, covered: set[int]
+) -> states.State | None:
+    """The roll-up of chain ``c`` if it still holds just the pieces ``covered`` (another run
+    may have replaced it since, or it may be damaged: then none)."""
+    if not covered:
+        return None
     got = cache.get(_rollup_key(prepared, c))
     if got is None:
-        return None, set()
+        return None
     arrays, _ = got
-    covered = _covered(prepared, c, arrays.pop(_PIECES))
-    if covered is None:
-        return None, set()
-    return arrays, covered
+    if _covered(prepared, c, arrays.pop(_PIECES)) != covered:
+        return None
+    return arrays
 
 
 def _covered(prepared: Prepared, c: str, held: np.ndarray) -> set[int] | None:
@@ -445,8 +601,7 @@ def cached_pieces(prepared: Prepared, cache: StateCache) -> set[int]:
     n = len(prepared.pieces)
     cached = set(range(n)) - unused_pieces(prepared)
     for c, plan in prepared.chains.items():
-        held = cache.peek(_rollup_key(prepared, c), _PIECES)
-        in_rollup = (None if held is None else _covered(prepared, c, held)) or set()
+        in_rollup = _rollup_pieces(cache, prepared, c, report=False)
         for i in list(cached):
             a, b = plan.rows[i]
             if a == b or i in in_rollup:
@@ -479,21 +634,17 @@ def _meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[str, A
     }
 
 
-def fill(plan: ResultPlan, merged: states.State) -> xr.DataArray | xr.Dataset:
-    """The reduction's result on the whole data (``plan.template``) with the merged state's
-    values, chunked as the template."""
-    values = states.finish_values(merged, plan.kind, plan.split.options)
-    template = plan.template
+def fill(plan: ResultPlan, values: dict[str, np.ndarray]) -> xr.DataArray | xr.Dataset:
+    """The reduction's result on the whole data (``plan.template``) with ``values`` (of
+    :func:`~pangeo_hpc.batch.states.finish_values`, and their ``labels``), in memory."""
+    template, labels = plan.template, values["labels"]
     if plan.kind == "trend":
         if isinstance(template, xr.Dataset):
             return xr.Dataset(
-                {
-                    k: _put(template[k], values[k], plan, merged["labels"])
-                    for k in template.data_vars
-                }
+                {k: _put(template[k], values[k], plan, labels) for k in template.data_vars}
             ).assign_attrs(template.attrs)
-        return _put(template, values["trend"], plan, merged["labels"])
-    return _put(template, values["value"], plan, merged["labels"])
+        return _put(template, values["trend"], plan, labels)
+    return _put(template, values["value"], plan, labels)
 
 
 def _put(
@@ -506,12 +657,10 @@ def _put(
     else:
         arranged = xr.DataArray(value, dims=("\x00group", *cells))
         arranged = _select_groups(arranged, template, plan, labels)
-    out = template.copy(data=arranged.transpose(*template.dims).values.astype(template.dtype))
-    if template.chunks is None:
-        return out
-    # chunked as the whole graph has it: the steps after run the same code on the same
-    # values (a climatology of Dask data sums in float64, of NumPy data in float32)
-    return out.chunk(dict(zip(template.dims, template.chunks, strict=True)))
+    # in memory: the steps after run on NumPy data, through the same kernels as the whole
+    # graph's Dask data (climatology, trend, area means), so to float64 rounding the same
+    value = arranged.transpose(*template.dims).values.astype(template.dtype, copy=False)
+    return template.copy(data=value)
 
 
 def _select_groups(
@@ -538,7 +687,9 @@ def _select_groups(
             f"{name}: the merged states hold groups {labels[:5]}... but the result wants "
             f"{wanted[:5]}...: a bug, please report it"
         )
-    return arranged.isel({"\x00group": at}).rename({"\x00group": dim})
+    if not np.array_equal(at, np.arange(labels.size)):  # not every group, in order: pick
+        arranged = arranged.isel({"\x00group": at})
+    return arranged.rename({"\x00group": dim})
 
 
 def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:

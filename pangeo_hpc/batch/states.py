@@ -112,7 +112,17 @@ def merge(states: Sequence[State], kind: str) -> State:
     states = [s for s in states if s["labels"].size]
     if not states:
         raise ValueError("merge: no time step in any state")
-    labels = np.unique(np.concatenate([s["labels"] for s in states]))
+    if len(states) == 1:
+        return states[0]
+    every = np.concatenate([s["labels"] for s in states])
+    labels = np.unique(every)
+    if labels.size == every.size:  # no group in two states (months of files): side by side
+        order = np.argsort(every, kind="stable")
+        out_: State = {"labels": every[order]}
+        for f in fields_of(kind):
+            joined = np.concatenate([s[f] for s in states])
+            out_[f] = joined if np.all(order[1:] > order[:-1]) else joined[order]
+        return out_
     cells = states[0][fields_of(kind)[0]].shape[1:]
     out: State = {"labels": labels}
     for f in fields_of(kind):
@@ -150,21 +160,23 @@ def _depth(grid: Any) -> int:
     return d
 
 
-def finish_values(state: State, kind: str, options: dict[str, Any]) -> dict[str, np.ndarray]:
+def finish_values(
+    state: State, kind: str, options: dict[str, Any], dtype: Any = "f8"
+) -> dict[str, np.ndarray]:
     """What the reduction gives, per group, from a merged state: ``value`` (mean, sum,
-    minimum, maximum; NaN where a group has no valid value), or ``trend`` (and with
-    ``stats``: ``trend_stderr``, ``trend_p_value``) as :func:`pangeo_hpc.recipes.trend`."""
+    minimum, maximum, as ``dtype``; NaN where a group has no valid value), or ``trend``
+    (and with ``stats``: ``trend_stderr``, ``trend_p_value``) as
+    :func:`pangeo_hpc.recipes.trend`."""
     if kind == "trend":
         return _trend(state, options)
     count = state["count"]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if kind == "mean":
-            value = state["sum"] / count
-        elif kind == "sum":
-            value = state["sum"]
-        else:
-            value = state[kind]
-    return {"value": np.where(count > 0, value, np.nan)}
+    if kind == "mean":  # a group without valid values has sum 0: 0 / 0 is NaN
+        value = np.empty(count.shape, dtype)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            np.divide(state["sum"], count, out=value, casting="unsafe")
+        return {"value": value}
+    value = state["sum"] if kind == "sum" else state[kind]
+    return {"value": np.where(count > 0, value, np.nan).astype(dtype, copy=False)}
 
 
 def _trend(state: State, options: dict[str, Any]) -> dict[str, np.ndarray]:

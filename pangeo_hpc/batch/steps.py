@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,20 +49,29 @@ class Inputs:
         The data: a folder, ``s3://bucket/prefix`` or a Zarr store.
     dataset : xarray.Dataset
         The inputs, lazy (:func:`pangeo_hpc.io.era5.open_era5`).
-    lazy : xarray.Dataset
-        The chain's result, lazy: nothing is computed yet.
     seconds : float
         Wall time of the opening.
     s3 : S3Options, optional
         How ``s3://`` data were reached (their ETags identify them in the cache).
+    memo : dict
+        The steps built so far on ``dataset`` (:func:`pangeo_hpc.batch.chain.run_steps`).
     """
 
     spec: Recipe
     root: str | Path
     dataset: xr.Dataset
-    lazy: xr.Dataset
     seconds: float
     s3: S3Options | None = None
+    memo: chain.Memo = field(default_factory=dict)
+    _lazy: xr.Dataset | None = field(default=None, repr=False)
+
+    @property
+    def lazy(self) -> xr.Dataset:
+        """The chain's result, lazy: nothing is computed yet (built on first use when the
+        opening only checked the steps up to each reduction, see :func:`open_inputs`)."""
+        if self._lazy is None:
+            self._lazy = chain.build(self.spec, self.dataset, self.memo)
+        return self._lazy
 
     @property
     def period(self) -> tuple[str, str]:
@@ -102,6 +111,12 @@ def open_inputs(
 ) -> Inputs:
     """Open the recipe's data lazily and build its chain's lazy result; nothing is computed.
 
+    Every step is checked on the opened data before anything is read (a step that computes,
+    options the data cannot meet, a reference period the data do not cover). A recipe whose
+    results all split at a reduction (:func:`pangeo_hpc.batch.splitting.split`) is checked
+    up to its reductions here; the steps after them are checked by :func:`compute` before
+    it reads more than one file, and ``Inputs.lazy`` is built when first used.
+
     Parameters
     ----------
     spec : Recipe or str
@@ -128,8 +143,9 @@ def open_inputs(
         spec = load(spec)
     root = data_root(data, profile)
     ds = open_dataset(spec, root, start=start, end=end, s3=s3, index=index, client=client)
-    lazy = chain.build(spec, ds)
-    return Inputs(spec, spec.files or root, ds, lazy, time.perf_counter() - t0, s3)
+    memo: chain.Memo = {}
+    lazy = None if incremental.check(spec, ds, memo) else chain.build(spec, ds, memo)
+    return Inputs(spec, spec.files or root, ds, time.perf_counter() - t0, s3, memo, lazy)
 
 
 def open_dataset(
@@ -232,7 +248,7 @@ def compute(
     store = open_cache(cache)
     prepared: incremental.Prepared | str = CACHE_OFF
     if store is not None:
-        prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3)
+        prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3, memo=inputs.memo)
     if isinstance(prepared, str):
         result, reads = _whole(inputs, client, progress, prepared)
     else:

@@ -9,6 +9,7 @@ attributes.
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from collections.abc import Sequence
@@ -116,6 +117,14 @@ def catalog(
     return _local_catalog(Path(root), variable, start, end)
 
 
+@functools.lru_cache(maxsize=16)
+def _first_head(path: str, variable: str, stamp: tuple[int, ...]) -> Head:
+    """The first file's :class:`Head`, read once per process while the file is unchanged
+    (``stamp``: its size and mtime): a notebook that opens a tree again reads no header.
+    (The datasets made from it get their own attributes: xarray copies them.)"""
+    return Head.of(path, variable)
+
+
 def _local_catalog(root: Path, variable: str, start: str | None, end: str | None) -> Catalog:
     if start is None or end is None:
         first, last = _available_span(root, variable)
@@ -146,7 +155,7 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
         entries[f] = cache_entry(info, st)
     if any(entries[f] is not cached.get(names[f]) for f in files):
         scan_cache.save(cache_file, {**cached, **{names[f]: entries[f] for f in files}})
-    head = Head.of(files[0], variable)
+    head = _first_head(files[0], variable, tuple(scan_cache.stamp(stats[0])))
     return Catalog(
         root=str(root),
         files=files,

@@ -21,7 +21,7 @@ from pangeo_hpc.io.assemble import (
 )
 from pangeo_hpc.io.catalog import catalog
 from pangeo_hpc.io.zarr_reader import is_zarr_store, open_store
-from pangeo_hpc.s3.options import S3Options
+from pangeo_hpc.s3.options import S3Options, is_s3
 
 
 def open_era5(
@@ -81,7 +81,8 @@ def open_era5(
         variable; ``encoding["source_access"]`` says how they are read: ``local``,
         ``s3-indexed``, ``s3-direct`` or ``s3-mixed``; ``encoding["source_pieces"]`` the
         spans of the time axis that come from one file per variable
-        (:func:`~pangeo_hpc.io.assemble.time_pieces`).
+        (:func:`~pangeo_hpc.io.assemble.time_pieces`); ``encoding["source_root"]`` the
+        tree, whatever the period (absolute path or ``s3://`` URL).
 
     Notes
     -----
@@ -120,6 +121,7 @@ def open_era5(
     ds.encoding["source_pieces"] = time_pieces(spans, ds.sizes[ds[names[0]].dims[0]])
     accesses = {cat.access for cat in cats}
     ds.encoding["source_access"] = accesses.pop() if len(accesses) == 1 else "s3-mixed"
+    ds.encoding["source_root"] = str(root) if is_s3(str(root)) else os.path.abspath(root)
     return ds
 
 

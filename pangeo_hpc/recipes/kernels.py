@@ -141,10 +141,13 @@ def group_nanmean_blocks(x: Any, codes: np.ndarray, split_every: int = 8) -> Any
     of the rows ``i`` of ``x`` with ``codes[i] == g`` (``codes``: 0..G-1, every group
     present).
 
-    For Dask, blocks must span every other axis whole. Each block yields sums and counts of
-    just the groups it holds (one compiled pass, float64); per group, those of the blocks
-    that hold it are added in a tree of ``split_every`` and divided. No block is copied,
-    transposed or sent whole to another worker. Floating results keep ``x``'s dtype.
+    For Dask, each block yields sums and counts of just the groups it holds (one compiled
+    pass, float64); per group and block of the other axes, those of the blocks along axis 0
+    that hold it are added in a tree of ``split_every``, then divided, all groups in one
+    block. No block is copied,
+    transposed or sent whole to another worker. Floating results keep ``x``'s dtype. NumPy
+    data go through the same kernel in the same order: a block holding all of axis 0 gives
+    the same values as the NumPy array.
     """
     codes = np.asarray(codes)
     if codes.shape != (x.shape[0],):
@@ -155,32 +158,145 @@ def group_nanmean_blocks(x: Any, codes: np.ndarray, split_every: int = 8) -> Any
     if not isinstance(x, da.Array):
         part = _partial(np.asarray(x), codes)
         return np.concatenate([_finalize([part], g, field, dtype) for g in range(groups)])
-    if any(len(c) != 1 for c in x.chunks[1:]):
-        raise ValueError("every block must span all axes but the first (one chunk each)")
     from dask.highlevelgraph import HighLevelGraph
 
     token = tokenize(x, codes, split_every)
     part_name, out_name = f"group-sums-{token}", f"group-nanmean-{token}"
     dsk: dict[Any, Any] = {}
-    holders: dict[int, list[Any]] = {g: [] for g in range(groups)}
     edges = np.cumsum((0, *x.chunks[0]))
-    zeros = (0,) * (x.ndim - 1)
-    for i in range(len(x.chunks[0])):
-        block_codes = codes[edges[i] : edges[i + 1]]
-        if block_codes.size == 0:
-            continue
-        dsk[(part_name, i)] = (_partial, (x.name, i, *zeros), block_codes)
-        for g in np.unique(block_codes):
-            holders[int(g)].append((part_name, i))
-    for g, keys in holders.items():
-        level = 0
-        while len(keys) > split_every:  # a tree: no task adds more than split_every parts
-            name = f"group-combine-{level}-{token}"
-            keys_next = []
-            for j in range(0, len(keys), split_every):
-                dsk[(name, g, j)] = (_combine, keys[j : j + split_every], g)
-                keys_next.append((name, g, j))
-            keys, level = keys_next, level + 1
-        dsk[(out_name, g, *zeros)] = (_finalize, keys, g, field, dtype)
+    for cell in np.ndindex(*(len(c) for c in x.chunks[1:])):  # each block of the other axes
+        shape = tuple(x.chunks[1 + k][j] for k, j in enumerate(cell))
+        holders: dict[int, list[Any]] = {g: [] for g in range(groups)}
+        for i in range(len(x.chunks[0])):
+            block_codes = codes[edges[i] : edges[i + 1]]
+            if block_codes.size == 0:
+                continue
+            dsk[(part_name, i, *cell)] = (_partial, (x.name, i, *cell), block_codes)
+            for g in np.unique(block_codes):
+                holders[int(g)].append((part_name, i, *cell))
+        for g, keys in holders.items():
+            level = 0
+            while len(keys) > split_every:  # a tree: no task adds more than split_every parts
+                name = f"group-combine-{level}-{token}"
+                keys_next = []
+                for j in range(0, len(keys), split_every):
+                    dsk[(name, g, j, *cell)] = (_combine, keys[j : j + split_every], g)
+                    keys_next.append((name, g, j, *cell))
+                keys, level = keys_next, level + 1
+            holders[g] = keys
+        # one block of every group: the climatology's users index it by group (anomaly)
+        dsk[(out_name, 0, *cell)] = (_finalize_all, list(holders.values()), shape, dtype)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x])
-    return da.Array(graph, out_name, chunks=((1,) * groups, *x.chunks[1:]), dtype=dtype)
+    return da.Array(graph, out_name, chunks=((groups,), *x.chunks[1:]), dtype=dtype)
+
+
+def _finalize_all(parts: list[list[dict]], shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    return np.concatenate([_finalize(p, g, shape, dtype) for g, p in enumerate(parts)])
+
+
+#: the sums :func:`trend_sums` gives, in order
+TREND_SUMS = ("n", "st", "stt", "sx", "stx", "sxx")
+
+
+@njit
+def _trend_sums(x: np.ndarray, t: np.ndarray) -> np.ndarray:  # pragma: no cover - jitted
+    n, m = x.shape
+    out = np.zeros((6, m))
+    for i in range(n):
+        ti = t[i]
+        tt = ti * ti
+        for j in range(m):
+            v = np.float64(x[i, j])  # float32 data: products in float64 too
+            if v == v:  # not NaN
+                out[0, j] += 1.0
+                out[1, j] += ti
+                out[2, j] += tt
+                out[3, j] += v
+                out[4, j] += ti * v
+                out[5, j] += v * v
+    return out
+
+
+def _trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:data:`TREND_SUMS` over axis 0 of one block, stacked first: ``(6, *x.shape[1:])``."""
+    x = np.asarray(x)
+    flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
+    return _trend_sums(flat, np.asarray(t, dtype="f8")).reshape((6, *x.shape[1:]))
+
+
+def _trend_of_block(x: np.ndarray, t: np.ndarray, block_info: Any = None) -> np.ndarray:
+    lo, hi = block_info[0]["array-location"][0]
+    return _trend_block(x, t[lo:hi])
+
+
+def trend_sums(x: Any, t: np.ndarray) -> Any:
+    """NaN-skipping sums of a least-squares fit along axis 0 in one compiled pass:
+    ``(6, *x.shape[1:])`` float64, the :data:`TREND_SUMS` count, Σt, Σt², Σx, Σtx, Σx² of
+    each cell, with ``t`` (float64, one per row) where ``x`` is valid.
+
+    A Dask array gives one task per block (its sums) and a tree of additions over the
+    blocks along time; no block is concatenated with another.
+    """
+    t = np.asarray(t, dtype="f8")
+    if t.shape != (x.shape[0],):
+        raise ValueError(f"t has shape {t.shape}, need ({x.shape[0]},)")
+    if not isinstance(x, da.Array):
+        return _trend_block(x, t)
+    n_blocks = len(x.chunks[0])
+    parts = da.map_blocks(
+        _trend_of_block,
+        x,
+        t,
+        chunks=((6,) * n_blocks, *x.chunks[1:]),
+        dtype="f8",
+        meta=np.empty((0,) * x.ndim),
+    )
+    if n_blocks == 1:
+        return parts
+    return parts.reshape((n_blocks, 6, *x.shape[1:])).sum(axis=0)
+
+
+def _subtract_block(x: np.ndarray, ref: np.ndarray, codes: np.ndarray) -> np.ndarray:
+    x = np.asarray(x)
+    ref = np.asarray(ref, dtype=x.dtype)
+    if x.ndim == 1:  # a series: rows are numbers
+        return x - ref[np.asarray(codes)]
+    out = np.empty_like(x)
+    for i, g in enumerate(np.asarray(codes).tolist()):  # a row at a time: no (n, ...) copy
+        np.subtract(x[i], ref[g], out=out[i])
+    return out
+
+
+def group_subtract(x: Any, ref: Any, codes: np.ndarray) -> Any:
+    """``x[i] - ref[codes[i]]`` for each row ``i`` of ``x`` (a monthly anomaly from its
+    climatology), in ``x``'s dtype, row by row into one new array (``x - ref[codes]``
+    would copy ``ref`` to ``x``'s size first).
+
+    ``ref`` has a row per group and ``x``'s other axes; for Dask, in one chunk along its
+    first axis and chunked as ``x`` along the others. Each block of ``x`` becomes one task.
+    """
+    codes = np.asarray(codes)
+    if codes.shape != (x.shape[0],) or tuple(ref.shape[1:]) != tuple(x.shape[1:]):
+        raise ValueError(
+            f"x {x.shape}, ref {ref.shape} and codes {codes.shape} do not fit: need "
+            "(n, ...), (groups, ...) and (n,)"
+        )
+    if not isinstance(x, da.Array) and not isinstance(ref, da.Array):
+        return _subtract_block(x, ref, codes)
+    x = da.asarray(x)
+    ref = da.asarray(ref).rechunk((ref.shape[0], *x.chunks[1:]))
+    tokens = da.from_array(codes, chunks=(x.chunks[0],), name="codes-" + tokenize(codes))
+    lead = "".join(chr(ord("i") + k) for k in range(x.ndim - 1))
+    return da.blockwise(
+        _subtract_block,
+        "t" + lead,
+        x,
+        "t" + lead,
+        ref,
+        "g" + lead,
+        tokens,
+        "t",
+        dtype=x.dtype,
+        concatenate=True,
+        meta=np.empty((0,) * x.ndim, x.dtype),
+    )

@@ -17,7 +17,7 @@ from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
-from pangeo_hpc.recipes.kernels import group_nanmean_blocks
+from pangeo_hpc.recipes.kernels import group_nanmean_blocks, group_subtract
 
 #: the seasons in CDO's order (``yseasmean``); December belongs to the DJF of its year
 SEASONS = ("DJF", "MAM", "JJA", "SON")
@@ -59,9 +59,10 @@ def climatology(
 
     Notes
     -----
-    Dask arrays chunked along time only (whole fields per block, as ``open_era5`` gives)
-    are reduced block by block with a compiled kernel; anything else with xarray's
-    ``groupby``. Both agree to float32 precision (the kernel sums in float64).
+    Data with time first, NumPy or Dask however chunked, are reduced block by block with a
+    compiled kernel that sums in float64 (:func:`~pangeo_hpc.recipes.kernels.group_nanmean_blocks`):
+    the same values from the same numbers whatever the chunks, to float64 rounding. Other
+    layouts go through xarray's ``groupby``, which agrees to float32 precision.
     """
     check_dataarray(da, "climatology")
     dim, words = _grouping(freq, "climatology")
@@ -155,6 +156,7 @@ def anomaly(
         what = "the mean"
     else:
         dim, _ = _grouping(freq, "anomaly")
+        own = clim is None  # of these data: the same grid, in the same layout
         if clim is None:
             clim = climatology(da, freq=freq, reference=reference)  # type: ignore[arg-type]
         index = group_index(da[t], freq)
@@ -166,8 +168,13 @@ def anomaly(
                 f"(reference={shown(reference)}): give a reference period that holds them",
                 param="reference",
             )
-        key = xr.DataArray(wanted, dims=(t,))
-        out = da - clim.sel({dim: key}).drop_vars(dim)
+        if own and _time_blocks(da, t):  # one pass, one new array (compiled)
+            at = {v: k for k, v in enumerate(clim[dim].values.tolist())}
+            codes = np.array([at[v] for v in wanted.tolist()], dtype=np.intp)
+            out = da.copy(data=group_subtract(da.data, clim.data, codes))
+        else:
+            key = xr.DataArray(wanted, dims=(t,))
+            out = da - clim.sel({dim: key}).drop_vars(dim)
         what = f"the {freq} climatology"
     # the same units (a temperature difference for a temperature), the input's cell methods
     # (each value is still, say, a monthly mean), but no standard name: an anomaly of
@@ -253,10 +260,5 @@ def _period_words(reference: Sequence[str] | None) -> str:
 
 
 def _time_blocks(da: xr.DataArray, t: str) -> bool:
-    """Dask-backed, time first, every other dimension in one chunk."""
-    return (
-        da.chunks is not None
-        and da.dims[0] == t
-        and da.sizes[t] > 0
-        and all(len(c) == 1 for c in da.chunks[1:])
-    )
+    """Time first (the kernel's layout), and some time steps."""
+    return da.dims[0] == t and da.sizes[t] > 0

@@ -17,6 +17,7 @@ from pangeo_hpc.recipes.cf_attrs import (
 )
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.kernels import TREND_SUMS, trend_sums
 from pangeo_hpc.recipes.means import global_mean
 from pangeo_hpc.recipes.student import t_two_sided_p
 from pangeo_hpc.recipes.years import decimal_years
@@ -59,8 +60,9 @@ def trend(
 
     Notes
     -----
-    One pass over the data: sums of t, t², x, tx (and x²) per cell, with time centred on
-    the middle of the period, in float64. The slope is ``Stx / Stt``, the residual sum of
+    One compiled pass over the data (:func:`~pangeo_hpc.recipes.kernels.trend_sums`): sums
+    of 1, t, t², x, tx and x² per cell over the valid values, with time centred on the
+    middle of the period, in float64. The slope is ``Stx / Stt``, the residual sum of
     squares ``Sxx - slope Stx`` (S: sums of products of departures from the means); this
     loses digits only where the data's variance is below ~1e-10 of their squared mean.
     """
@@ -77,15 +79,18 @@ def trend(
         )
     t = time_name(da)
     years = decimal_years(da[t])
-    tc = xr.DataArray((years - years.mean()) / _YEARS[per], dims=(t,))
-    valid = da.notnull()
-    x = da.astype("f8").fillna(0.0)
-    n = valid.sum(t)
+    tc = (years - years.mean()) / _YEARS[per]
+    cells = [d for d in da.dims if d != t]
+    first = da.transpose(t, *cells)
+    sums = trend_sums(first.data, tc)
+    coords = {k: v for k, v in first.coords.items() if t not in v.dims}
+    n, st, sx, stt, stx, sxx = (
+        xr.DataArray(sums[TREND_SUMS.index(k)], dims=cells, coords=coords)
+        for k in ("n", "st", "sx", "stt", "stx", "sxx")
+    )
     nn = n.where(n > 0)  # no 0/0 (and its warning) where a cell is never valid
-    st = (tc * valid).sum(t)
-    sx = x.sum(t)
-    stt = (tc**2 * valid).sum(t) - st**2 / nn
-    stx = (tc * x).sum(t) - st * sx / nn
+    stt = stt - st**2 / nn
+    stx = stx - st * sx / nn
     enough = n >= max(min_count, 3 if stats else 2)
     slope = (stx / stt.where(stt > 0)).where(enough)
     name = da.attrs.get("long_name", da.name or "field")
@@ -97,7 +102,7 @@ def trend(
     out = out.assign_coords(period)
     if not stats:
         return out
-    sxx = (x**2).sum(t) - sx**2 / nn
+    sxx = sxx - sx**2 / nn
     dof = n - 2
     sse = (sxx - slope * stx).clip(min=0.0)
     stderr = np.sqrt(sse / dof.where(dof > 0) / stt.where(stt > 0)).where(enough)
