@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dask
 import dask.array as da
 import numpy as np
 import pytest
@@ -127,6 +128,12 @@ def test_group_subtract_takes_each_rows_own_group(chunks):
     lazy = group_subtract(da.from_array(x, chunks=chunks), da.from_array(ref), codes)
     assert lazy.dtype == np.float32 and lazy.chunks == da.from_array(x, chunks=chunks).chunks
     np.testing.assert_array_equal(lazy.compute(), want)
+    # the same months cut into other blocks, in one graph: each keeps its own cut (an
+    # array of the codes named by their values alone made Dask lose dependencies)
+    other = group_subtract(da.from_array(x, chunks=(50, 7, 9)), da.from_array(ref), codes)
+    both = dask.compute(lazy, other)
+    np.testing.assert_array_equal(both[0], want)
+    np.testing.assert_array_equal(both[1], want)
     series = group_subtract(x[:, 1, 1], ref[:, 1, 1], codes)  # an index: rows are numbers
     np.testing.assert_array_equal(series, want[:, 1, 1])
     with pytest.raises(ValueError, match="do not fit"):

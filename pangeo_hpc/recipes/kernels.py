@@ -285,7 +285,9 @@ def group_subtract(x: Any, ref: Any, codes: np.ndarray) -> Any:
         return _subtract_block(x, ref, codes)
     x = da.asarray(x)
     ref = da.asarray(ref).rechunk((ref.shape[0], *x.chunks[1:]))
-    tokens = da.from_array(codes, chunks=(x.chunks[0],), name="codes-" + tokenize(codes))
+    # named by the values and their chunks: the same months cut another way is another array
+    name = "codes-" + tokenize(codes, x.chunks[0])
+    tokens = da.from_array(codes, chunks=(x.chunks[0],), name=name)
     lead = "".join(chr(ord("i") + k) for k in range(x.ndim - 1))
     return da.blockwise(
         _subtract_block,
