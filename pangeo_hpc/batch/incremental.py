@@ -17,6 +17,7 @@ resampling, the finished values), so that an update loads one entry and the new 
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Sequence
@@ -145,12 +146,17 @@ def prepare(
     times = data[t].values
     if times.dtype.kind != "M":
         return f"the time axis {t!r} is not in the standard calendar (datetime64)"
-    plans = []
+    plans: list[ResultPlan] = []
+    memo = {} if memo is None else memo
     for name, steps in chain.result_chains(recipe).items():
         cut = split(steps)
         if isinstance(cut, str):
             return f"result {name!r}: {cut}" if name else cut
-        plan = _plan(name, cut, recipe, data, t, times, pieces, {} if memo is None else memo)
+        same = next((p for p in plans if p.chain == cut.chain_hash(recipe.variables)), None)
+        if same is not None:  # a chain planned already: the same data, labels and template
+            plans.append(dataclasses.replace(same, name=name, split=cut))
+            continue
+        plan = _plan(name, cut, recipe, data, t, times, pieces, memo)
         if isinstance(plan, str):
             return plan
         plans.append(plan)
