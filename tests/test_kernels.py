@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pickle
+
 import dask
 import dask.array as da
 import numpy as np
@@ -112,6 +114,12 @@ def test_trend_sums_are_numpys_sums_of_the_valid_values(chunks):
         for i, k in enumerate(TREND_SUMS):
             np.testing.assert_allclose(got[i], want[k], rtol=1e-12, atol=1e-9, err_msg=k)
     assert (trend_sums(x, t)[0, 0, 0], trend_sums(x, t)[1, 0, 0]) == (0, 0)  # all NaN
+    # two cuts of the same times in one graph, each block with its own times only
+    a, b = (trend_sums(da.from_array(x, chunks=c), t) for c in (chunks, (50, 7, 9)))
+    for got in dask.compute(a, b):
+        np.testing.assert_allclose(got[3], want["sx"], rtol=1e-12, atol=1e-9)
+    tasks = [v for k, v in dict(a.__dask_graph__()).items() if "trend_of_block" in str(k)]
+    assert tasks and all(len(pickle.dumps(v)) < t.nbytes for v in tasks)
     with pytest.raises(ValueError, match="t has shape"):
         trend_sums(x, t[:-1])
 

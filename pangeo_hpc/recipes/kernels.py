@@ -144,10 +144,9 @@ def group_nanmean_blocks(x: Any, codes: np.ndarray, split_every: int = 8) -> Any
     For Dask, each block yields sums and counts of just the groups it holds (one compiled
     pass, float64); per group and block of the other axes, those of the blocks along axis 0
     that hold it are added in a tree of ``split_every``, then divided, all groups in one
-    block. No block is copied,
-    transposed or sent whole to another worker. Floating results keep ``x``'s dtype. NumPy
-    data go through the same kernel in the same order: a block holding all of axis 0 gives
-    the same values as the NumPy array.
+    block. No block is copied, transposed or sent whole to another worker. Floating results
+    keep ``x``'s dtype. NumPy data go through the same kernel in the same order: a block
+    holding all of axis 0 gives the same values as the NumPy array.
     """
     codes = np.asarray(codes)
     if codes.shape != (x.shape[0],):
@@ -224,9 +223,8 @@ def _trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     return _trend_sums(flat, np.asarray(t, dtype="f8")).reshape((6, *x.shape[1:]))
 
 
-def _trend_of_block(x: np.ndarray, t: np.ndarray, block_info: Any = None) -> np.ndarray:
-    lo, hi = block_info[0]["array-location"][0]
-    return _trend_block(x, t[lo:hi])
+def _trend_of_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    return _trend_block(x, np.asarray(t).ravel())
 
 
 def trend_sums(x: Any, t: np.ndarray) -> Any:
@@ -243,10 +241,16 @@ def trend_sums(x: Any, t: np.ndarray) -> Any:
     if not isinstance(x, da.Array):
         return _trend_block(x, t)
     n_blocks = len(x.chunks[0])
+    # each block's own times, as a block of their own (not every time in every task),
+    # named by the values and their chunks
+    name = "trend-times-" + tokenize(t, x.chunks[0])
+    times = da.from_array(t, chunks=(x.chunks[0],), name=name)[
+        (slice(None),) + (None,) * (x.ndim - 1)
+    ]
     parts = da.map_blocks(
         _trend_of_block,
         x,
-        t,
+        times,
         chunks=((6,) * n_blocks, *x.chunks[1:]),
         dtype="f8",
         meta=np.empty((0,) * x.ndim),
