@@ -43,3 +43,39 @@ def test_full_key_has_one_entry_per_axis(key, expected):
 def test_full_key_refuses_new_axes():
     with pytest.raises(TypeError, match="do not add axes"):
         full_key((None, 0), 3)
+
+
+def test_the_collector_is_off_while_any_translation_runs_and_on_after():
+    # a collection on zarr's loop thread while a translator holds h5py's lock hung an
+    # index build (h5py#2019): off from the first translation in to the last out, back on
+    # (and run) after; a user who had it off keeps it off
+    import gc
+    import threading
+
+    from pangeo_hpc.io.references import _no_collection
+
+    inside = threading.Event()
+    leave = threading.Event()
+
+    def translate():
+        with _no_collection():
+            inside.set()
+            leave.wait(10)
+
+    assert gc.isenabled()
+    other = threading.Thread(target=translate)
+    other.start()
+    inside.wait(10)
+    with _no_collection():
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # the other translation still runs
+    leave.set()
+    other.join(10)
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _no_collection():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()

@@ -14,12 +14,15 @@ can open it too: ``xr.open_dataset(path, engine="kerchunk")``.
 from __future__ import annotations
 
 import base64
+import contextlib
+import gc
 import hashlib
 import json
 import os
 import re
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -144,8 +147,39 @@ def scan_refs(url: str, opts: S3Options) -> dict[str, Any]:
     from kerchunk.hdf import SingleHdf5ToZarr
 
     fs = opts.filesystem()
-    with fs.open(url, "rb", cache_type="first", block_size=4 << 20) as f:
+    with _no_collection(), fs.open(url, "rb", cache_type="first", block_size=4 << 20) as f:
         return SingleHdf5ToZarr(f, url, inline_threshold=INLINE_BYTES, error="raise").translate()
+
+
+_gc_lock = threading.Lock()
+#: translations running, and whether the collector was on when the first started
+_gc_state = {"users": 0, "was_enabled": True}
+
+
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector off while any thread translates a file.
+
+    kerchunk's translator holds h5py's global lock while it writes each array's metadata
+    through zarr, whose writes run on zarr's event-loop thread. A collection that starts on
+    that thread and finalizes an h5py object needs the same lock: neither thread moves
+    again (h5py/h5py#2019; kerchunk under zarr 3, fsspec/kerchunk#588). It hung an index
+    build here. The collector is off from the first translation that starts to the last
+    that ends (a count, as threads overlap), then runs once on this thread.
+    """
+    with _gc_lock:
+        if _gc_state["users"] == 0:
+            _gc_state["was_enabled"] = gc.isenabled()
+            gc.disable()
+        _gc_state["users"] += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_state["users"] -= 1
+            if _gc_state["users"] == 0 and _gc_state["was_enabled"]:
+                gc.enable()
+                gc.collect()
 
 
 def build_index(
