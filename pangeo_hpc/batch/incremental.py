@@ -17,12 +17,11 @@ resampling, the finished values), so that an update loads one entry and the new 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import dask
@@ -154,7 +153,7 @@ def prepare(
             return f"result {name!r}: {cut}" if name else cut
         same = next((p for p in plans if p.chain == cut.chain_hash(recipe.variables)), None)
         if same is not None:  # a chain planned already: the same data, labels and template
-            plans.append(dataclasses.replace(same, name=name, split=cut))
+            plans.append(replace(same, name=name, split=cut))
             continue
         plan = _plan(name, cut, recipe, data, t, times, pieces, memo)
         if isinstance(plan, str):
