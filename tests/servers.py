@@ -231,6 +231,11 @@ class SeaweedFS:
         Size at which a volume is full. Small, so that the number of volumes (``-volume.max=0``:
         free disk over this size) does not run out: each bucket gets volumes of its own, and
         the default of 8 volumes is used up by the first bucket.
+    min_free_space
+        Free disk below which weed makes every volume read-only (``-volume.minFreeSpace``).
+        weed's default is 1 % of the disk: 2.5 GB of a 252 GB disk, which the suite's own
+        temporary files can reach, and then every PutObject fails with ``500
+        InternalError`` ("Not enough data nodes found" in weed's log).
 
     Attributes
     ----------
@@ -253,6 +258,7 @@ class SeaweedFS:
         timeout: float = 60.0,
         public_buckets: Collection[str] = ("era5-public",),
         volume_size_limit_mb: int = 128,
+        min_free_space: str = "256MiB",
     ) -> None:
         self.workdir = Path(workdir)
         self.key = key
@@ -260,6 +266,7 @@ class SeaweedFS:
         self.weed = weed or find_weed()
         self.timeout = timeout
         self.volume_size_limit_mb = volume_size_limit_mb
+        self.min_free_space = min_free_space
         self.public_buckets = tuple(public_buckets)
         self.s3_port = self.master_port = self.volume_port = self.filer_port = 0
         self.startup_seconds: float | None = None
@@ -346,6 +353,8 @@ class SeaweedFS:
         g = GRPC_OFFSET
         return [
             self.weed,
+            # weed's own glog files go here rather than to /tmp
+            f"-logdir={self.workdir}",
             "server",
             f"-dir={self.data_dir}",
             f"-ip={HOST}",
@@ -362,6 +371,7 @@ class SeaweedFS:
             f"-s3.config={self.workdir / 's3.json'}",
             f"-master.volumeSizeLimitMB={self.volume_size_limit_mb}",
             "-volume.max=0",
+            f"-volume.minFreeSpace={self.min_free_space}",
             # the default waits 10 s between "stop heartbeats" and stopping
             "-volume.preStopSeconds=0",
             # where this weed has them (newer ones): no usage report to the internet, and no
@@ -486,6 +496,23 @@ class SeaweedFS:
                 for volumes in nodes.values():
                     ids.update(v["Id"] for v in volumes or ())
         return ids
+
+    def diagnosis(self) -> str:
+        """Free disk under the data and the tail of weed's log: what a failed request needs.
+
+        Returns
+        -------
+        str
+            Several lines, for a test report.
+        """
+        try:
+            free = shutil.disk_usage(self.data_dir).free / 2**30
+            disk = (
+                f"{free:.1f} GiB free under {self.data_dir} (read-only below {self.min_free_space})"
+            )
+        except OSError as err:
+            disk = f"free disk unknown: {err}"
+        return f"SeaweedFS on {self.endpoint_url}: {disk}\nlog {self.log_path}:\n{_tail(self.log_path, 15)}"
 
     def stop(self, grace: float = 3.0) -> None:
         """Stop the server: SIGTERM, then SIGKILL after `grace` seconds.
