@@ -69,7 +69,13 @@ def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, 
     assert a.keys() == b.keys() and a["timings_s"].keys() == b["timings_s"].keys()
     for key in ("recipe", "steps", "answer", "inputs", "warmup", "outputs"):
         assert a[key] == b[key], key
-    assert a["cluster"] == {"kind": "local", "profile": None, "workers": 1, "jobs": None}
+    assert a["cluster"] == {
+        "kind": "local",
+        "profile": None,
+        "workers": 1,
+        "jobs": None,
+        "in_process": None,
+    }
     assert b["cluster"] == a["cluster"]
     assert a["timings_s"]["cluster_start"] > 0 and b["timings_s"]["cluster_start"] is None
     assert b["timings_s"]["total"] >= b["timings_s"]["compute"] + b["timings_s"]["write"]
@@ -105,3 +111,57 @@ def test_the_cli_prints_the_library_lines_and_leaves_logging_as_it_was(demo_tree
     ), out
     assert lines[states[-1] + 2].startswith("era5-sst-mean: {"), out
     assert (list(logger.handlers), logger.level) == before
+
+
+@pytest.mark.slow
+def test_an_update_with_a_file_or_two_to_read_starts_no_worker_processes(demo_tree, tmp_path):
+    """One more month (or a re-run) computes in the client's threads: starting two worker
+    processes took 1.7 s of a 6.5 s update. A run with nothing cached, or with more files
+    than IN_PROCESS_FILES to read, starts its worker processes as before."""
+    from pangeo_hpc.batch.execute import IN_PROCESS_FILES
+    from pangeo_hpc.batch.state_cache import StateCache
+
+    assert IN_PROCESS_FILES == 2
+    spec, cache = load("era5-sst-trend"), StateCache(tmp_path / "cache")
+    logger, seen = logging.getLogger("pangeo_hpc"), _Records()
+    level = logger.level
+    logger.setLevel(logging.INFO)
+    logger.addHandler(seen)
+
+    def run(end, out, **kw):
+        kw.setdefault("cache", cache)
+        seen.records.clear()
+        done = run_recipe(spec, data=demo_tree, start="2000-01", end=end, workers=2,
+                          out=tmp_path / out, **kw)  # fmt: skip
+        lines = [r.getMessage() for r in seen.records if r.getMessage().startswith("cluster: ")]
+        return done.summary, lines
+
+    try:
+        # nothing cached: one file to read, but worker processes as for any first run
+        first, lines = run("2000-01", "first", cache=StateCache(tmp_path / "other"))
+        assert first["cluster"]["in_process"] is None and first["cluster"]["workers"] == 2
+        assert lines[0].startswith("cluster: local, 2 workers"), lines
+        full, _ = run("2000-12", "full")
+        assert full["cluster"]["in_process"] is None and full["reads"]["files_read"] == 12
+        update, lines = run("2001-01", "update")
+        assert update["reads"]["files_read"] == 1
+        assert update["cluster"]["in_process"] == "1 file to read, 12 cached"
+        assert update["cluster"]["workers"] == 1  # one worker of this process, two threads
+        assert lines == [
+            "cluster: none started (1 file to read, 12 cached), computed in this process's threads"
+        ]
+        two, _ = run("2001-03", "two")  # 2001-02 and 2001-03 new
+        assert two["cluster"]["in_process"] == "2 files to read, 13 cached"
+        three, _ = run("2001-06", "three")  # 2001-04..06 new: worker processes
+        assert three["cluster"]["in_process"] is None and three["reads"]["files_read"] == 3
+        whole, _ = run("2001-01", "whole", cache=False)
+        assert whole["reads"]["incremental"] is False and whole["cluster"]["in_process"] is None
+    finally:
+        logger.removeHandler(seen)
+        logger.setLevel(level)
+    with (
+        xr.open_dataset(tmp_path / "update" / "result.nc") as got,
+        xr.open_dataset(tmp_path / "whole" / "result.nc") as want,
+    ):
+        for name in want.data_vars:
+            xr.testing.assert_allclose(got[name], want[name], rtol=1e-6)

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from distributed import Client
+
 from pangeo_hpc import config
+from pangeo_hpc.batch import incremental
 from pangeo_hpc.batch.recipe_yaml import Recipe
 from pangeo_hpc.batch.results import (
     RunResult,
@@ -23,11 +27,23 @@ from pangeo_hpc.batch.results import (
     write_outputs,
 )
 from pangeo_hpc.batch.state_cache import StateCache
-from pangeo_hpc.batch.steps import check_warmup, compute, data_root, open_cache, open_inputs
-from pangeo_hpc.clusters.start import kind_of, running_cluster
+from pangeo_hpc.batch.steps import (
+    Inputs,
+    check_warmup,
+    compute,
+    data_root,
+    open_cache,
+    open_inputs,
+)
+from pangeo_hpc.clusters.start import kind_of, local_cluster, resolve_kind, running_cluster
 from pangeo_hpc.s3.options import S3Options, is_s3
 
-__all__ = ["RunResult", "run_recipe"]
+__all__ = ["IN_PROCESS_FILES", "RunResult", "run_recipe"]
+
+#: a local run that finds states in the cache and has at most this many files to read
+#: computes in this process's threads: starting and stopping worker processes would take
+#: longer than the work (1.7 s of an update's 6.5 s through the CLI)
+IN_PROCESS_FILES = 2
 
 #: the cluster line (INFO) once the cluster is up; the CLI prints it
 log = logging.getLogger(__name__)
@@ -65,6 +81,9 @@ def run_recipe(
     (see :func:`pangeo_hpc.io.era5.open_era5`); with ``index="build"`` the missing indexes
     are built on the cluster's workers. ``cache`` keeps each input file's partial state
     (see :func:`pangeo_hpc.batch.steps.compute`): ``False`` runs whole and caches nothing.
+    A local run that finds states in the cache and has at most :data:`IN_PROCESS_FILES`
+    files to read (one more month, a re-run) starts no worker processes: it computes in
+    this process's threads, and ``summary.json``'s ``cluster.in_process`` says why.
     Progress lines (the cluster, the warm-up, the states) are logged at INFO
     (``pangeo_hpc.batch``); the command line prints them.
     """
@@ -81,27 +100,69 @@ def run_recipe(
     where = {"data": root, "start": start, "end": end, "s3": s3}
     inputs = open_inputs(spec, **where, index="never" if build_first else index)
     t_open = time.perf_counter()
-    started = running_cluster(
-        cluster,  # type: ignore[arg-type]
-        profile=profile,
-        workers=workers,
-        jobs=jobs,
-        adapt=adapt,
-        **(batch or {}),
-    )
+    small = None
+    if store is not None and not (warm_inputs or build_first or is_s3(str(root))):
+        small = _few_to_read(inputs, store, cluster, profile)
+    if small is not None:
+        started = _in_process(workers)
+    else:
+        started = running_cluster(
+            cluster,  # type: ignore[arg-type]
+            profile=profile,
+            workers=workers,
+            jobs=jobs,
+            adapt=adapt,
+            **(batch or {}),
+        )
     with started as (cl, client):
         n_workers = len(client.scheduler_info()["workers"])
-        log.info(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
+        if small is not None:
+            log.info(f"cluster: none started ({small}), computed in this process's threads")
+        else:
+            log.info(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
         if build_first:
             inputs = open_inputs(spec, **where, index="build", client=client)
         t_ready = time.perf_counter()
         computed = compute(
             inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
         )
-    asked = {"profile": profile, "jobs": jobs}  # recorded beside what compute() saw
+    asked: dict[str, Any] = {"profile": profile, "jobs": jobs}  # beside what compute() saw
+    if small is not None:
+        asked["in_process"] = small
     computed = replace(computed, cluster={**computed.cluster, **asked})
     timings = {
         "open": t_open - t0,
         "cluster_start": t_ready - t_open + computed.warmup_seconds,
     }
     return write_outputs(inputs, computed, out=out, fmt=fmt, timings=timings, started=t0)
+
+
+def _few_to_read(
+    inputs: Inputs, store: StateCache, cluster: str, profile: str | None
+) -> str | None:
+    """Why this run needs no worker processes, or None: a local run that finds its states
+    in the cache for all but at most :data:`IN_PROCESS_FILES` files (one more month, a
+    re-run)."""
+    if resolve_kind(cluster, profile)[0] != "local":
+        return None  # on a batch cluster the user chose where the work runs
+    prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3, memo=inputs.memo)
+    if isinstance(prepared, str):
+        return None
+    cached = incremental.cached_pieces(prepared, store)
+    skip = cached | incremental.unused_pieces(prepared)
+    files = {f for i, (_, _, fs) in enumerate(prepared.pieces) if i not in skip for f in fs}
+    if not cached or len(files) > IN_PROCESS_FILES:
+        return None
+    held = sum(len(prepared.pieces[i][2]) for i in cached)
+    return f"{len(files)} file{'' if len(files) == 1 else 's'} to read, {held} cached"
+
+
+@contextmanager
+def _in_process(workers: int | None) -> Iterator[tuple[Any, Client]]:
+    """A cluster of one worker in this process (threads): no processes to start and stop."""
+    cl = local_cluster(workers=workers, processes=False)
+    try:
+        with Client(cl) as client:
+            yield cl, client
+    finally:
+        cl.close()

@@ -82,7 +82,9 @@ def summarise(
             "bytes_uncompressed": nbytes,
         },
         "reads": None if computed.reads is None else computed.reads.as_dict(),
-        "cluster": {k: computed.cluster.get(k) for k in ("kind", "profile", "workers", "jobs")},
+        "cluster": {
+            k: computed.cluster.get(k) for k in ("kind", "profile", "workers", "jobs", "in_process")
+        },
         "timings_s": {
             "open": round(float(timings.get("open", inputs.seconds) or 0.0), 3),
             "cluster_start": _rounded(timings.get("cluster_start")),

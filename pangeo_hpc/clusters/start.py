@@ -122,8 +122,13 @@ def local_cluster(
     workers: int | None = None,
     threads_per_worker: int | None = None,
     memory_limit: str | None = None,
+    processes: bool = True,
 ) -> LocalCluster:
-    """A :class:`distributed.LocalCluster` of worker processes on 127.0.0.1."""
+    """A :class:`distributed.LocalCluster` of worker processes on 127.0.0.1.
+
+    With ``processes=False``: one worker in this process, with a thread per requested
+    worker process (no processes to spawn: for a run that reads a file or two).
+    """
     # the CPUs this process may use (cgroup quota and affinity), not the host's: in a
     # container or a binder pod os.cpu_count() is the whole node's
     n = config.get("cluster.workers", workers) or CPU_COUNT
@@ -134,6 +139,14 @@ def local_cluster(
     # distributed sets MALLOC_TRIM_THRESHOLD_=65536 in workers, which pins glibc's mmap
     # threshold at 128 KiB: every HDF5 chunk buffer is then mmapped and page-faulted anew
     # (measured here: HDF5 reads 15 % slower). Keep glibc's adaptive default instead.
+    if not processes:
+        return LocalCluster(
+            n_workers=1,
+            threads_per_worker=n * threads,
+            processes=False,
+            dashboard_address="127.0.0.1:0",
+            memory_limit=config.get("cluster.memory-limit", memory_limit),
+        )
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
         return LocalCluster(
             n_workers=n,

@@ -71,7 +71,8 @@ def resample(
     if out is None:
         series = one_chunk_if_small(da, t)
         grouped = series.resample({t: alias})
-        out = grouped.sum(min_count=1) if stat == "sum" else getattr(grouped, stat)()
+        kw = _engine()
+        out = grouped.sum(min_count=1, **kw) if stat == "sum" else getattr(grouped, stat)(**kw)
         # periods that hold no time step (a gap in the data): counted on the coordinate
         steps = xr.ones_like(da[t].drop_vars(list(da[t].coords)), dtype="i4")
         counts = steps.assign_coords({t: da[t].values}).resample({t: alias}).sum().values
@@ -81,6 +82,13 @@ def resample(
     out = _fewer_chunks(out, t)
     word = f"{_WORDS[alias]} {STATS[stat]}"
     return with_attrs(out, period_attrs(da, t, word, f"{t}: {STATS[stat]}"))
+
+
+def _engine() -> dict[str, str]:
+    """flox's NumPy engine for xarray's resampling. Its default when numbagg is installed,
+    numbagg, compiles its kernels at each new process's first call (0.8 s here, in every
+    worker and in the client of a run), more than a series of monthly values takes."""
+    return {"engine": "flox"} if xr.get_options()["use_flox"] else {}
 
 
 def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.DataArray:
