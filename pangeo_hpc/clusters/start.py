@@ -136,9 +136,6 @@ def local_cluster(
         raise InputError(f"workers={n!r} must be a positive whole number, e.g. 2", param="workers")
     threads = int(config.get("cluster.threads-per-worker", threads_per_worker))
     os.environ.setdefault("HDF5_USE_FILE_LOCKING", worker_env()["HDF5_USE_FILE_LOCKING"])
-    # distributed sets MALLOC_TRIM_THRESHOLD_=65536 in workers, which pins glibc's mmap
-    # threshold at 128 KiB: every HDF5 chunk buffer is then mmapped and page-faulted anew
-    # (measured here: HDF5 reads 15 % slower). Keep glibc's adaptive default instead.
     if not processes:
         return LocalCluster(
             n_workers=1,
@@ -147,6 +144,9 @@ def local_cluster(
             dashboard_address="127.0.0.1:0",
             memory_limit=config.get("cluster.memory-limit", memory_limit),
         )
+    # distributed sets MALLOC_TRIM_THRESHOLD_=65536 in workers, which pins glibc's mmap
+    # threshold at 128 KiB: every HDF5 chunk buffer is then mmapped and page-faulted anew
+    # (measured here: HDF5 reads 15 % slower). Keep glibc's adaptive default instead.
     with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}):
         return LocalCluster(
             n_workers=n,

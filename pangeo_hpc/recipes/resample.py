@@ -75,7 +75,7 @@ def resample(
         out = grouped.sum(min_count=1, **kw) if stat == "sum" else getattr(grouped, stat)(**kw)
         # periods that hold no time step (a gap in the data): counted on the coordinate
         steps = xr.ones_like(da[t].drop_vars(list(da[t].coords)), dtype="i4")
-        counts = steps.assign_coords({t: da[t].values}).resample({t: alias}).sum().values
+        counts = steps.assign_coords({t: da[t].values}).resample({t: alias}).sum(**kw).values
         held = np.nan_to_num(counts) > 0  # an empty period's sum is NaN or 0 (xarray versions)
         if not held.all():
             out = out.isel({t: np.flatnonzero(held)})
