@@ -48,7 +48,7 @@ def test_full_key_refuses_new_axes():
 def test_the_collector_is_off_while_any_translation_runs_and_on_after():
     # a collection on zarr's loop thread while a translator holds h5py's lock hung an
     # index build (h5py#2019): off from the first translation in to the last out, back on
-    # (and run) after; a user who had it off keeps it off
+    # after; a user who had it off keeps it off
     import gc
     import threading
 
