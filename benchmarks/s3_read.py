@@ -80,9 +80,10 @@ def main() -> None:
     from sst_mean import demo_data
 
     from pangeo_hpc.clusters.start import get_cluster
+    from pangeo_hpc.inputs.stamps import Stamp
     from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.io.layout import find_files
-    from pangeo_hpc.io.references import ObjectStamp, build_index
+    from pangeo_hpc.io.references import build_index
     from pangeo_hpc.s3.options import S3Options
 
     # the s3fs baseline ships its file objects in the graph; that is its cost, not news
@@ -111,7 +112,7 @@ def main() -> None:
                 import obstore
 
                 meta = obstore.head(opts.store("era5-pds"), u[len(url) + 1 :])
-                stamps.append(ObjectStamp(u, int(meta["size"]), meta["e_tag"]))
+                stamps.append(Stamp.of_object(u, meta["size"], meta["e_tag"], meta.get("version")))
                 assert meta["size"] == os.path.getsize(f)
             report = build_index(stamps, opts, client=client)
             print(report.summary())

@@ -275,6 +275,21 @@ def test_the_steps_after_a_reduction_are_checked_before_the_files_are_read(
         inputs.lazy  # noqa: B018 - the whole graph, built when first asked for
 
 
+def test_a_mistake_after_the_reduction_caches_nothing_even_with_one_file_to_read(
+    demo_tree, client, tmp_path
+):
+    # a running mean longer than the monthly series: found before the one file's state is
+    # computed, so neither its state nor a roll-up is left for a later run (issue 27)
+    steps = [{"resample": {"freq": "monthly"}}, {"running_mean": {"window": 12}}]
+    spec = load(_recipe(tmp_path, steps, start="2000-01", end="2000-01"))
+    cache = StateCache(tmp_path / "cache")
+    from pangeo_hpc.errors import InputError
+
+    with pytest.raises(InputError, match=r"window"):
+        compute(open_inputs(spec, data=demo_tree), client, cache=cache)
+    assert cache.entries() == []
+
+
 def test_the_whole_graph_is_built_when_asked_for_and_from_the_steps_built_before(
     demo_tree, all_variables_tree
 ):

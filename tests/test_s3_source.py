@@ -15,8 +15,9 @@ from conftest import aws_environment, run_cli
 from servers import free_port, publish_tree
 
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io.era5 import open_era5
-from pangeo_hpc.io.references import ObjectStamp, build_index, cache_file, load_refs
+from pangeo_hpc.io.references import build_index, cache_file, load_refs
 from pangeo_hpc.recipes import global_mean
 from pangeo_hpc.s3 import options as s3
 
@@ -57,14 +58,14 @@ def _forget_clients() -> None:
     s3fs.S3FileSystem.clear_instance_cache()
 
 
-def _stamps(ds: xr.Dataset, opts: s3.S3Options) -> list[ObjectStamp]:
+def _stamps(ds: xr.Dataset, opts: s3.S3Options) -> list[Stamp]:
     import obstore
 
     out = []
     for url in ds.encoding["source_files"]:
         bucket, key = s3.split_url(url)
         meta = obstore.head(opts.store(bucket), key)
-        out.append(ObjectStamp(url, meta["size"], meta["e_tag"]))
+        out.append(Stamp.of_object(url, meta["size"], meta["e_tag"], meta.get("version")))
     return out
 
 
@@ -362,15 +363,21 @@ def test_chunk_table_reads_edges_and_absent_chunks():
         ChunkTable.from_refs(refs, "y")
 
 
-def test_cache_is_keyed_by_etag_and_size(tmp_path):
+def test_cache_is_keyed_by_size_etag_and_version(tmp_path):
     from pangeo_hpc.io.references import save_refs
 
     with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path)}):
-        stamp = ObjectStamp("s3://b/k.nc", 10, '"e"')
+        stamp = Stamp.of_object("s3://b/k.nc", 10, '"e"')
         path = save_refs(stamp, {"version": 1, "refs": {}})
         assert load_refs(stamp) is not None
-        assert load_refs(ObjectStamp("s3://b/k.nc", 10, '"other"')) is None
-        assert load_refs(ObjectStamp("s3://b/k.nc", 11, '"e"')) is None
+        assert load_refs(Stamp.of_object("s3://b/k.nc", 10, '"other"')) is None
+        assert load_refs(Stamp.of_object("s3://b/k.nc", 11, '"e"')) is None
+        assert load_refs(Stamp.of_object("s3://b/k.nc", 10, '"e"', "v2")) is None
+        # an index of the earlier format (size and ETag, no stamp) is built again
+        doc = json.loads(path.read_text())
+        doc[next(k for k in doc if k.startswith("pangeo-hpc-references"))].pop("stamp")
+        path.write_text(json.dumps(doc))
+        assert load_refs(stamp) is None
         assert [p.name for p in path.parent.iterdir()] == [path.name]  # no temporary left
 
 

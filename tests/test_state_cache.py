@@ -20,13 +20,13 @@ import pytest
 
 from pangeo_hpc.batch.state_cache import (
     CacheWarning,
-    FileStamp,
     StateCache,
     entry_key,
     stamp_files,
 )
 from pangeo_hpc.cli import main as cli
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.write.outputs import remove_file
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,7 +51,7 @@ def _state(i: int, n: int = 16) -> dict[str, np.ndarray]:
 
 
 def _key(i: int) -> str:
-    return entry_key([FileStamp(f"/data/{i:04d}.nc", 100 + i, mtime_ns=i)], "chain")
+    return entry_key([Stamp(f"/data/{i:04d}.nc", 100 + i, mtime_ns=i)], "chain")
 
 
 def _snapshot(root: Path) -> dict[str, tuple[int, int, int]]:
@@ -96,7 +96,10 @@ def test_a_touched_file_changes_only_its_own_key(tmp_path):
     os.utime(a, ns=(1_000_000_000, 1_000_000_000))
     os.utime(b, ns=(2_000_000_000, 2_000_000_000))
     sa, sb = stamp_files([str(a), str(b)])
-    assert sa == FileStamp(str(a), 100, mtime_ns=1_000_000_000, etag=None)
+    st = a.stat()
+    assert sa == Stamp(
+        str(a), 100, 1_000_000_000, st.st_ctime_ns, st.st_ino, st.st_dev, etag=None, version=None
+    )
     keys = {p: entry_key([s], "c1") for p, s in (("a", sa), ("b", sb))}
     assert len(set(keys.values())) == 2 and all(len(k) == 64 for k in keys.values())
     assert entry_key([sa, sb], "c1") == entry_key([sb, sa], "c1")  # order of listing
@@ -115,7 +118,39 @@ def test_a_touched_file_changes_only_its_own_key(tmp_path):
     assert stamp_files([rel]) == [sb]
 
 
-def test_s3_objects_are_stamped_by_size_and_etag(monkeypatch):
+def test_a_file_rewritten_with_its_size_and_mtime_put_back_has_another_key(tmp_path):
+    """``touch -r``, ``cp -p``, ``rsync -t``: only ctime (rewrite in place) or the inode
+    (a copy renamed over it) tells; a stamp of size and mtime alone would not."""
+    a = tmp_path / "2000-01.nc"
+    a.write_bytes(b"x" * 100)
+    (before,) = stamp_files([str(a)])
+    with a.open("r+b") as f:  # in place: the same inode
+        f.write(b"y")
+    os.utime(a, ns=(before.mtime_ns, before.mtime_ns))
+    (inplace,) = stamp_files([str(a)])
+    for _ in range(500):  # the kernel's ctime clock is coarse (a tick): until it moves
+        if inplace.ctime_ns != before.ctime_ns:
+            break
+        time.sleep(0.01)
+        os.utime(a, ns=(before.mtime_ns, before.mtime_ns))  # sets ctime to now
+        (inplace,) = stamp_files([str(a)])
+    assert (inplace.size, inplace.mtime_ns, inplace.inode) == (
+        before.size, before.mtime_ns, before.inode,
+    )  # fmt: skip
+    assert inplace.ctime_ns != before.ctime_ns
+    assert entry_key([inplace], "c") != entry_key([before], "c")
+
+    copy = tmp_path / "copy.nc"
+    copy.write_bytes(b"z" * 100)
+    os.utime(copy, ns=(before.mtime_ns, before.mtime_ns))
+    os.replace(copy, a)  # a copy with the same size and mtime, renamed over it
+    (replaced,) = stamp_files([str(a)])
+    assert (replaced.size, replaced.mtime_ns) == (before.size, before.mtime_ns)
+    assert replaced.inode != inplace.inode
+    assert entry_key([replaced], "c") not in {entry_key([s], "c") for s in (before, inplace)}
+
+
+def test_s3_objects_are_stamped_by_size_etag_and_version(monkeypatch):
     from pangeo_hpc.s3.options import S3Options
 
     heads = []
@@ -123,14 +158,15 @@ def test_s3_objects_are_stamped_by_size_and_etag(monkeypatch):
     class FakeS3:  # what s3fs's info() returns for an object (one HEAD, not the dir cache)
         def info(self, path, refresh=False):
             heads.append((path, refresh))
-            return {"size": 42, "ETag": '"abc"', "type": "file"}
+            return {"size": 42, "ETag": '"abc"', "VersionId": "v1", "type": "file"}
 
     monkeypatch.setattr(S3Options, "filesystem", lambda self: FakeS3())
     (s,) = stamp_files(["s3://era5-pds/2000/01/data/sst.nc"], S3Options())
-    assert s == FileStamp("s3://era5-pds/2000/01/data/sst.nc", 42, mtime_ns=None, etag='"abc"')
+    assert s == Stamp("s3://era5-pds/2000/01/data/sst.nc", 42, etag='"abc"', version="v1")
     assert heads == [("s3://era5-pds/2000/01/data/sst.nc", True)]
-    other = FileStamp(s.path, 42, etag='"abd"')
-    assert entry_key([s], "c") != entry_key([other], "c")
+    other = Stamp(s.path, 42, etag='"abd"', version="v1")
+    older = Stamp(s.path, 42, etag='"abc"', version="v0")
+    assert len({entry_key([x], "c") for x in (s, other, older)}) == 3
 
 
 # --------------------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc import recipes
+from pangeo_hpc.batch.code_identity import SOURCE_ATTR
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import OWNER
 
@@ -177,15 +178,25 @@ def user_function(step: Step) -> Callable[..., Any]:
     module = None
     local = step.folder / f"{module_name.replace('.', '/')}.py" if step.folder else None
     if local is not None and local.is_file():
-        # one module per file: two recipe folders may each have their own steps.py
+        # one module per file and version of it: two recipe folders may each have their
+        # own steps.py, and an edited file is loaded again (the code that runs is the
+        # file's, and the cache keys hold it: code_identity.SOURCE_ATTR)
+        source = local.read_bytes()
+        digest = hashlib.sha256(source).hexdigest()
         key = hashlib.sha1(str(local.resolve()).encode()).hexdigest()[:10]
-        unique = f"pangeo_hpc_user_{key}.{module_name}"
+        unique = f"pangeo_hpc_user_{key}_{digest[:16]}.{module_name}"
         module = sys.modules.get(unique)
         if module is None:
-            spec = importlib.util.spec_from_file_location(unique, local)
+            spec = importlib.util.spec_from_loader(unique, loader=None, origin=str(local))
             module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-            sys.modules[spec.name] = module  # type: ignore[union-attr]
-            spec.loader.exec_module(module)  # type: ignore[union-attr]
+            module.__file__ = str(local)
+            setattr(module, SOURCE_ATTR, digest)
+            sys.modules[unique] = module
+            try:
+                exec(compile(source, str(local), "exec"), module.__dict__)
+            except BaseException:
+                del sys.modules[unique]
+                raise
             import cloudpickle
 
             cloudpickle.register_pickle_by_value(module)

@@ -32,7 +32,8 @@ import xarray as xr
 
 from pangeo_hpc.batch import chain, states
 from pangeo_hpc.batch.splitting import Split, split
-from pangeo_hpc.batch.state_cache import FileStamp, StateCache, entry_key, stamp_files
+from pangeo_hpc.batch.state_cache import StateCache, entry_key, stamp_files
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io.assemble import Piece
 from pangeo_hpc.io.reader import bytes_read
 from pangeo_hpc.recipes.grid import time_name
@@ -101,7 +102,7 @@ class Prepared:
 
     pieces: list[Piece]
     results: list[ResultPlan]
-    stamps: list[list[FileStamp]]
+    stamps: list[list[Stamp]]
     keys: dict[tuple[str, int], str] = field(default_factory=dict)
     root: str | None = None
 
@@ -161,7 +162,7 @@ def prepare(
         plans.append(plan)
     prepared = Prepared(list(pieces), plans, [], root=data.encoding.get("source_root"))
     if stamps:
-        every = stamp_files([f for _, _, files in pieces for f in files], s3)
+        every = _stamps([f for _, _, files in pieces for f in files], data, s3)
         at = iter(every)
         prepared.stamps = [[next(at) for _ in files] for _, _, files in pieces]
         for i, (lo, hi, _) in enumerate(pieces):
@@ -169,6 +170,15 @@ def prepare(
             for c in prepared.chains:
                 prepared.keys[c, i] = entry_key(prepared.stamps[i], f"{c}:{span}")
     return prepared
+
+
+def _stamps(files: list[str], data: xr.Dataset, s3: Any) -> list[Stamp]:
+    """The stamps the catalog made when it opened ``files`` (``source_stamps``), else made
+    now: a file's identity is taken once, where it is first looked at."""
+    carried = data.encoding.get("source_stamps") or {}
+    if all(f in carried for f in files):
+        return [carried[f] for f in files]
+    return stamp_files(files, s3)
 
 
 def _plan(
@@ -314,7 +324,7 @@ def run(
     covered = {c: _rollup_pieces(cache, prepared, c) for c in chains}
     found: dict[tuple[str, int], states.State] = {}
     todo, skipped = _from_cache(prepared, cache, covered, found)
-    if len(todo) > 1:  # the steps after each reduction, checked before the reading
+    if todo:  # the steps after each reduction, checked before anything is read or cached
         chain.finish(recipe, _suffixes(prepared.results, _templates(chains), data))
     before = worker_reads(client)
     with ThreadPoolExecutor(max_workers=1) as background:

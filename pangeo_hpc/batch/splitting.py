@@ -17,9 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pangeo_hpc.batch.chain import Step, options_of
-
-#: bump when the states of a reduction change meaning: older cache entries are not reused
-STATE_VERSION = 1
+from pangeo_hpc.batch.code_identity import function_code, package_code
 
 #: recipe functions that treat each time step on its own (the time axis kept, maybe fewer
 #: steps): a file's part of their result depends on that file alone
@@ -74,9 +72,13 @@ class Split:
 
     def chain_hash(self, variables: Sequence[str]) -> str:
         """What a file's state depends on besides the file: the variables, the prefix, the
-        reduction and its options (hex)."""
+        reduction and its options, and the code of all of them (hex): pangeo-hpc's and its
+        libraries' (:func:`~pangeo_hpc.batch.code_identity.package_code`), and each user
+        function's (:func:`~pangeo_hpc.batch.code_identity.function_code`)."""
+        steps = [*self.prefix, self.reduction]
         doc = {
-            "version": STATE_VERSION,
+            "code": package_code(),
+            "user": [[s.name, function_code(s.function())] for s in steps if s.is_user],
             "variables": list(variables),
             "steps": [[s.name, _plain(options_of(s))] for s in self.prefix],
             "reduction": [self.reduction.name, _plain(self.options)],

@@ -6,9 +6,11 @@ per-month sums, ...). Kept here, a later run of the same chain over the same fil
 only the files that are new or changed and merges the states it finds.
 
 * **Keys.** An entry's key (:func:`entry_key`) is the SHA-256 of its files' identities
-  (:class:`FileStamp`: path, size and mtime of a local file, size and ETag of an S3
-  object) and of the hash of the chain up to the reduction. A changed file has another
-  key, so it invalidates only its own state; nothing is ever looked up by path.
+  (:class:`~pangeo_hpc.inputs.stamps.Stamp`: path, device, inode, size, mtime and ctime of
+  a local file; size, ETag and version of an S3 object) and of the hash of the chain up to
+  the reduction, which holds the code of its steps
+  (:meth:`~pangeo_hpc.batch.splitting.Split.chain_hash`). A changed file has another key,
+  so it invalidates only its own state; nothing is ever looked up by path.
 * **Files.** One ``<key>.npz`` per entry (``np.savez``, never pickle: loaded with
   ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), in one
   flat per-user folder (``pangeo-hpc.cache.folder``; made ``0700`` with the package's
@@ -61,12 +63,12 @@ import numpy as np
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError, StorageError, named
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.s3.options import S3Options, is_s3
 
 __all__ = [
     "CacheWarning",
     "Entry",
-    "FileStamp",
     "StateCache",
     "cache_enabled",
     "entry_key",
@@ -83,7 +85,7 @@ _PART = re.compile(r"\.[0-9a-f]{64}\.npz\.[^/]+\.tmp|\.pangeo-hpc\.json\.[^/]+\.
 #: the member of an entry's npz holding its meta (JSON bytes) and key
 _META = "__meta__"
 #: what goes into every key besides stamps and chain: a new layout makes new keys
-_FORMAT = "pangeo-hpc-state-1"
+_FORMAT = "pangeo-hpc-state-2"  # 2: stamps with ctime, inode, device, version
 #: a temporary file older than this was left by a killed writer: eviction removes it
 _STALE_PART_S = 3600.0
 #: what a damaged npz raises on load
@@ -97,24 +99,11 @@ class CacheWarning(UserWarning):
     """The state cache ignored something (a damaged entry, a full disk); the run goes on."""
 
 
-@dataclass(frozen=True, slots=True)
-class FileStamp:
-    """A file's identity: a cached state is valid for exactly this version of the file.
-
-    ``path`` is the file as opened (an absolute local path, or ``s3://bucket/key``),
-    ``mtime_ns`` is set for local files and ``etag`` for S3 objects.
-    """
-
-    path: str
-    size: int
-    mtime_ns: int | None = None
-    etag: str | None = None
-
-
-def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[FileStamp]:
-    """The identity of each file: size and mtime (``os.stat``), or size and ETag for
-    ``s3://`` objects (one HEAD request each, 32 at a time, never from s3fs's listing
-    cache).
+def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[Stamp]:
+    """The identity of each file (``os.stat``), or of each ``s3://`` object (one HEAD
+    request each, 32 at a time, never from s3fs's listing cache). A dataset that the
+    catalog opened carries its stamps already (``encoding["source_stamps"]``): this is for
+    files given otherwise.
 
     Parameters
     ----------
@@ -125,7 +114,7 @@ def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[FileS
 
     Returns
     -------
-    list of FileStamp
+    list of Stamp
         In the order of ``paths``.
 
     Raises
@@ -134,29 +123,21 @@ def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[FileS
         For a file that does not exist (local or S3).
     """
     remote = [p for p in paths if is_s3(p)]
-    heads: dict[str, FileStamp] = {}
+    heads: dict[str, Stamp] = {}
     if remote:
         fs = (s3 or S3Options.resolve()).filesystem()
 
-        def head(url: str) -> FileStamp:
+        def head(url: str) -> Stamp:
             info = fs.info(url, refresh=True)
             etag = info.get("ETag") or info.get("etag")
-            return FileStamp(url, int(info["size"]), etag=None if etag is None else str(etag))
+            return Stamp.of_object(url, info["size"], etag, info.get("VersionId"))
 
         with ThreadPoolExecutor(max_workers=min(32, len(remote))) as pool:  # HEADs in flight
             heads = dict(zip(remote, pool.map(head, remote), strict=True))
-    stamps: list[FileStamp] = []
-    for path in paths:
-        if path in heads:
-            stamps.append(heads[path])
-        else:
-            local = os.path.abspath(os.path.expanduser(os.fspath(path)))
-            st = os.stat(local)
-            stamps.append(FileStamp(local, st.st_size, mtime_ns=st.st_mtime_ns))
-    return stamps
+    return [heads[path] if path in heads else Stamp.of_file(path) for path in paths]
 
 
-def entry_key(stamps: Sequence[FileStamp], chain: str) -> str:
+def entry_key(stamps: Sequence[Stamp], chain: str) -> str:
     """The key of the state of ``stamps`` under ``chain``: 64 hex digits (SHA-256).
 
     The stamps count in the order of their paths (the same files listed otherwise give the
@@ -165,12 +146,12 @@ def entry_key(stamps: Sequence[FileStamp], chain: str) -> str:
 
     Examples
     --------
-    >>> a = FileStamp("/d/2000-01.nc", 10, mtime_ns=1)
-    >>> b = FileStamp("/d/2000-02.nc", 10, mtime_ns=2)
+    >>> a = Stamp("/d/2000-01.nc", 10, mtime_ns=1)
+    >>> b = Stamp("/d/2000-02.nc", 10, mtime_ns=2)
     >>> entry_key([a, b], "c") == entry_key([b, a], "c") != entry_key([a, b], "d")
     True
     """
-    files = sorted([s.path, s.size, s.mtime_ns, s.etag] for s in stamps)
+    files = sorted((s.fields for s in stamps), key=json.dumps)
     doc = json.dumps({"format": _FORMAT, "chain": chain, "files": files}, separators=(",", ":"))
     return hashlib.sha256(doc.encode()).hexdigest()
 

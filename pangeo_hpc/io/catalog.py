@@ -22,6 +22,7 @@ from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.periods import Month, month_ranges, months, parse_month
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.hdf5_meta import (
     FileInfo,
@@ -34,7 +35,7 @@ from pangeo_hpc.io.hdf5_meta import (
 )
 from pangeo_hpc.io.layout import find_files, key_month
 from pangeo_hpc.io.reader import H5Source, RefSource, S3H5Source, Source
-from pangeo_hpc.io.references import ChunkTable, ObjectStamp, build_index, load_refs
+from pangeo_hpc.io.references import ChunkTable, build_index, load_refs
 from pangeo_hpc.s3.options import S3Options, explain, is_s3, split_url
 
 INDEX_MODES = ("auto", "build", "never")
@@ -50,8 +51,9 @@ class Catalog:
         The tree's folder or ``s3://`` URL.
     files : list of str
         Paths or URLs, one per month, in time order.
-    sizes : list of int
-        Bytes of each file as stored.
+    stamps : list of Stamp
+        The identity of each file (its size too), as the catalog found it: what the
+        caches made from it are keyed by.
     infos : list of FileInfo
         Their time axes, grids and chunking.
     sources : list of Source
@@ -65,11 +67,16 @@ class Catalog:
 
     root: str
     files: list[str]
-    sizes: list[int]
+    stamps: list[Stamp]
     infos: list[FileInfo]
     sources: list[Source]
     head: Head
     access: str
+
+    @property
+    def sizes(self) -> list[int]:
+        """Bytes of each file as stored."""
+        return [s.size for s in self.stamps]
 
 
 def catalog(
@@ -120,7 +127,7 @@ def catalog(
 @functools.lru_cache(maxsize=16)
 def _first_head(path: str, variable: str, stamp: tuple[int, ...]) -> Head:
     """The first file's :class:`Head`, read once per process while the file is unchanged
-    (``stamp``: its size and mtime): a notebook that opens a tree again reads no header.
+    (``stamp``: its :attr:`Stamp.identity`): a notebook that opens a tree again reads no header.
     (The datasets made from it get their own attributes: xarray copies them.)"""
     return Head.of(path, variable)
 
@@ -135,31 +142,31 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
     names = {f: os.path.relpath(f, root) for f in files}  # the same from any working folder
     entries = {f: cached.get(names[f]) for f in files}
 
-    def stat(path: str) -> os.stat_result:
-        st = os.stat(path)
+    def stat(path: str) -> Stamp:
+        stamp = Stamp.of_file(path)
         entry = entries[path]
-        if entry is None or entry["stamp"] != scan_cache.stamp(st):
+        if entry is None or entry["stamp"] != stamp.identity:
             prefetch_head(path)  # to be scanned: start reading its metadata now
-        return st
+        return stamp
 
     with ThreadPoolExecutor(16) as pool:  # stat() releases the GIL: metadata servers in parallel
-        stats = list(pool.map(stat, files))
+        stamps = list(pool.map(stat, files))
     infos: list[FileInfo] = []
-    for f, st in zip(files, stats, strict=True):
+    for f, stamp in zip(files, stamps, strict=True):
         entry = entries[f]
-        if entry is not None and entry["stamp"] == scan_cache.stamp(st):
+        if entry is not None and entry["stamp"] == stamp.identity:
             infos.append(from_cache_entry(entry))
             continue
         info = scan_file(f, variable) if not infos else scan_like(f, variable, infos[0])
         infos.append(info)
-        entries[f] = cache_entry(info, st)
+        entries[f] = cache_entry(info, stamp)
     if any(entries[f] is not cached.get(names[f]) for f in files):
         scan_cache.save(cache_file, {**cached, **{names[f]: entries[f] for f in files}})
-    head = _first_head(files[0], variable, tuple(scan_cache.stamp(stats[0])))
+    head = _first_head(files[0], variable, tuple(stamps[0].identity))
     return Catalog(
         root=str(root),
         files=files,
-        sizes=[st.st_size for st in stats],
+        stamps=stamps,
         infos=infos,
         sources=[H5Source(p, variable) for p in files],
         head=head,
@@ -177,7 +184,7 @@ def _s3_catalog(
     client: Any,
 ) -> Catalog:
     stamps = objects_to_index(root, opts, variable=variable, start=start, end=end)
-    urls = [s.url for s in stamps]
+    urls = [s.path for s in stamps]
     if mode == "build":
         report = build_index(stamps, opts, client=client)
         if report.failed:
@@ -236,7 +243,7 @@ def _s3_catalog(
     return Catalog(
         root=root,
         files=urls,
-        sizes=[s.size for s in stamps],
+        stamps=list(stamps),
         infos=[d[0] for d in described],
         sources=[d[1] for d in described],
         head=head,
@@ -252,7 +259,7 @@ def objects_to_index(
     start: str | None = None,
     end: str | None = None,
     suffixes: Sequence[str] = (".nc", ".nc4", ".h5", ".hdf5"),
-) -> list[ObjectStamp]:
+) -> list[Stamp]:
     """The objects under ``url`` that ``index`` makes byte-range indexes for.
 
     With ``variable``: its monthly files in the era5-pds layout from ``start`` to ``end``
@@ -289,7 +296,7 @@ def objects_to_index(
 
     bucket, prefix = split_url(url)
     found = [
-        ObjectStamp(f"s3://{bucket}/{o.key}", o.size, o.etag)
+        Stamp.of_object(f"s3://{bucket}/{o.key}", o.size, o.etag)
         for o in list_objects(url, opts)
         if o.key.endswith(tuple(suffixes))
     ]
@@ -305,7 +312,7 @@ def objects_to_index(
     # a period without a variable: every variable's files of those months (era5-pds layout)
     dated = []
     for stamp in found:
-        key = stamp.url[len(f"s3://{bucket}/") :]
+        key = stamp.path[len(f"s3://{bucket}/") :]
         hit = key_month(key[len(prefix) :].lstrip("/") if prefix else key)
         if hit is not None:
             dated.append((hit[0], stamp))
@@ -345,8 +352,8 @@ def _check_bucket(url: str, opts: S3Options) -> None:
         raise (explain(exc, url, opts) or exc) from exc
 
 
-def _head(url: str, opts: S3Options) -> ObjectStamp | None:
-    """Size and ETag of ``url``, or ``None`` if it does not exist."""
+def _head(url: str, opts: S3Options) -> Stamp | None:
+    """The stamp of ``url`` (size, ETag, version), or ``None`` if it does not exist."""
     import obstore
     from obstore.exceptions import NotFoundError
 
@@ -357,7 +364,7 @@ def _head(url: str, opts: S3Options) -> ObjectStamp | None:
         return None
     except Exception as exc:
         raise (explain(exc, url, opts) or exc) from exc
-    return ObjectStamp(url, int(meta["size"]), meta.get("e_tag"))
+    return Stamp.of_object(url, meta["size"], meta.get("e_tag"), meta.get("version"))
 
 
 def _s3_span(root: str, variable: str, opts: S3Options) -> tuple[str, str]:

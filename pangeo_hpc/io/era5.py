@@ -81,7 +81,9 @@ def open_era5(
         variable; ``encoding["source_access"]`` says how they are read: ``local``,
         ``s3-indexed``, ``s3-direct`` or ``s3-mixed``; ``encoding["source_pieces"]`` the
         spans of the time axis that come from one file per variable
-        (:func:`~pangeo_hpc.io.assemble.time_pieces`); ``encoding["source_root"]`` the
+        (:func:`~pangeo_hpc.io.assemble.time_pieces`); ``encoding["source_stamps"]``
+        each file's :class:`~pangeo_hpc.inputs.stamps.Stamp` (file -> stamp);
+        ``encoding["source_root"]`` the
         tree, whatever the period (absolute path or ``s3://`` URL).
 
     Notes
@@ -117,6 +119,9 @@ def open_era5(
     ds = parts[0][1] if len(parts) == 1 else merge_variables(parts)
     ds.encoding["source_files"] = [f for cat in cats for f in cat.files]
     ds.encoding["source_bytes"] = int(sum(sum(cat.sizes) for cat in cats))
+    ds.encoding["source_stamps"] = {
+        f: s for cat in cats for f, s in zip(cat.files, cat.stamps, strict=True)
+    }
     spans = [file_spans(c.files, [i.length for i in c.infos]) for c in cats]
     ds.encoding["source_pieces"] = time_pieces(spans, ds.sizes[ds[names[0]].dims[0]])
     accesses = {cat.access for cat in cats}

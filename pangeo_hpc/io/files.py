@@ -28,6 +28,7 @@ import xarray as xr
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.assemble import (
     clip_spans,
@@ -90,7 +91,8 @@ def open_files(
         time and the horizontal grid (OISST's ``zlev``) are dropped and their coordinate
         kept as a scalar, so ``sst(time, zlev, lat, lon)`` gives ``sst(time, lat, lon)``.
         ``encoding``: ``source_files`` (every file read, in time order per variable),
-        ``source_bytes``, ``source_access`` (``"local"``).
+        ``source_bytes``, ``source_stamps`` (each file's
+        :class:`~pangeo_hpc.inputs.stamps.Stamp`), ``source_access`` (``"local"``).
 
     Raises
     ------
@@ -107,7 +109,7 @@ def open_files(
     if chunk_mb <= 0:
         raise InputError(f"time_chunk_mb={chunk_mb} must be positive, e.g. 128")
     period = _period(start, end)
-    scans, holds, sizes = _scan(files, names)
+    scans, holds, stamps = _scan(files, names)
     for path in files:
         if not any(v in scans[path] for v in names):
             raise DataNotFoundError(
@@ -132,7 +134,8 @@ def open_files(
         spans.append(kept)
     ds = parts[0][1] if len(parts) == 1 else merge_variables(parts)
     ds.encoding["source_files"] = list(dict.fromkeys(used))  # a file of u and v once
-    ds.encoding["source_bytes"] = int(sum(sizes[f] for f in dict.fromkeys(used)))
+    ds.encoding["source_bytes"] = int(sum(stamps[f].size for f in dict.fromkeys(used)))
+    ds.encoding["source_stamps"] = {f: stamps[f] for f in dict.fromkeys(used)}
     ds.encoding["source_access"] = "local"
     ds.encoding["source_pieces"] = time_pieces(spans, ds.sizes[ds[names[0]].dims[0]])
     return ds
@@ -267,7 +270,7 @@ def _shown(pattern: object) -> str:
 
 def _scan(
     files: list[str], names: list[str]
-) -> tuple[dict[str, dict[str, FileInfo]], dict[str, list[str]], dict[str, int]]:
+) -> tuple[dict[str, dict[str, FileInfo]], dict[str, list[str]], dict[str, Stamp]]:
     """Each file's scans of ``names`` (those it holds), the variables it holds and its
     size: from the scan cache where the file has not changed, else by one full scan (the
     files need not be laid out alike, so no low-level scan as for era5-pds trees)."""
@@ -277,27 +280,27 @@ def _scan(
     rel = {f: os.path.relpath(f, root) for f in files}
     entries = {f: cached.get(rel[f]) for f in files}
 
-    def stat(path: str) -> os.stat_result:
-        st = os.stat(path)
+    def stat(path: str) -> Stamp:
+        stamp = Stamp.of_file(path)
         entry = entries[path]
-        if entry is None or entry["stamp"] != scan_cache.stamp(st):
+        if entry is None or entry["stamp"] != stamp.identity:
             prefetch_head(path)
-        return st
+        return stamp
 
     with ThreadPoolExecutor(16) as pool:
-        stats = dict(zip(files, pool.map(stat, files), strict=True))
+        stamps = dict(zip(files, pool.map(stat, files), strict=True))
     scans: dict[str, dict[str, FileInfo]] = {}
     holds: dict[str, list[str]] = {}
     changed = False
     for f in files:
-        entry, st = entries[f], stats[f]
-        if entry is None or entry["stamp"] != scan_cache.stamp(st):
+        entry, stamp = entries[f], stamps[f]
+        if entry is None or entry["stamp"] != stamp.identity:
             infos, holds[f] = scan_variables(f, names)
             infos = {v: i for v, i in infos.items() if i.length}  # an empty file adds nothing
             entries[f] = {
-                "stamp": scan_cache.stamp(st),
+                "stamp": stamp.identity,
                 "holds": holds[f],
-                "vars": {v: cache_entry(i, st) for v, i in infos.items()},
+                "vars": {v: cache_entry(i, stamp) for v, i in infos.items()},
             }
             scans[f] = infos
             changed = True
@@ -306,4 +309,4 @@ def _scan(
             scans[f] = {v: from_cache_entry(e) for v, e in entry["vars"].items()}
     if changed:
         scan_cache.save(cache_file, {**cached, **{rel[f]: entries[f] for f in files}})
-    return scans, holds, {f: stats[f].st_size for f in files}
+    return scans, holds, stamps

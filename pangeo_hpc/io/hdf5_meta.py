@@ -17,6 +17,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import DataNotFoundError, InputError
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.reader import Decoding
 
@@ -209,10 +210,10 @@ def prefetch_head(path: str) -> None:
         os.close(fd)
 
 
-def cache_entry(info: FileInfo, st: os.stat_result) -> dict[str, Any]:
+def cache_entry(info: FileInfo, stamp: Stamp) -> dict[str, Any]:
     d = info.decoding
     return {
-        "stamp": scan_cache.stamp(st),
+        "stamp": stamp.identity,
         "length": info.length,
         "field_shape": list(info.field_shape),
         "dtype": info.dtype.str,

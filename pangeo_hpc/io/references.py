@@ -31,20 +31,12 @@ import numpy as np
 
 from pangeo_hpc import config
 from pangeo_hpc.extras import require
+from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.s3.options import S3Options
 
 #: chunks smaller than this many bytes (coordinates) are stored inside the index
 INLINE_BYTES = 1000
 _FORMAT = "pangeo-hpc-references-1"
-
-
-@dataclass(frozen=True, slots=True)
-class ObjectStamp:
-    """An object's identity: URL, size and ETag; an index is valid for exactly this."""
-
-    url: str
-    size: int
-    etag: str | None
 
 
 @dataclass
@@ -80,18 +72,19 @@ def cache_file(url: str) -> Path:
     return cache_root() / digest[:2] / f"{digest}.json"
 
 
-def load_refs(stamp: ObjectStamp) -> dict[str, Any] | None:
+def load_refs(stamp: Stamp) -> dict[str, Any] | None:
     """The cached references of ``stamp``, or ``None`` if absent or made for another version
-    of the object (different ETag or size)."""
-    path = cache_file(stamp.url)
+    of the object (another :attr:`~pangeo_hpc.inputs.stamps.Stamp.identity`: size, ETag,
+    version)."""
+    path = cache_file(stamp.path)
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError):
         return None
     meta = doc.get(_FORMAT, {})
-    if meta.get("url") != stamp.url or meta.get("size") != stamp.size:
+    if not isinstance(meta, dict) or meta.get("url") != stamp.path:
         return None
-    if stamp.etag is not None and meta.get("etag") != stamp.etag:
+    if meta.get("stamp") != stamp.identity:  # an index of an earlier version has none
         return None
     return doc
 
@@ -117,12 +110,12 @@ def _is_refs(path: Path) -> bool:
         return False
 
 
-def save_refs(stamp: ObjectStamp, refs: dict[str, Any]) -> Path:
+def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
     """Write the references of ``stamp`` into the cache (temporary name, then rename)."""
     from pangeo_hpc.write.outputs import atomic_file
 
-    path = cache_file(stamp.url)
-    doc = {**refs, _FORMAT: {"url": stamp.url, "size": stamp.size, "etag": stamp.etag}}
+    path = cache_file(stamp.path)
+    doc = {**refs, _FORMAT: {"url": stamp.path, "stamp": stamp.identity}}
     with atomic_file(path, flag="pangeo-hpc.s3.index-cache", mode=0o600, ours=_is_refs) as tmp:
         tmp.write_text(json.dumps(doc, separators=(",", ":")))
     return path
@@ -184,7 +177,7 @@ def _no_collection() -> Iterator[None]:
 
 
 def build_index(
-    stamps: Sequence[ObjectStamp],
+    stamps: Sequence[Stamp],
     opts: S3Options,
     *,
     rebuild: bool = False,
@@ -195,7 +188,7 @@ def build_index(
 
     Parameters
     ----------
-    stamps : sequence of ObjectStamp
+    stamps : sequence of Stamp
         The objects, with size and ETag from a listing.
     opts : S3Options
         How to reach the store.
@@ -218,7 +211,7 @@ def build_index(
     report = IndexReport(reused=len(stamps) - len(todo), cache=str(cache_root()))
     for i, (stamp, result) in enumerate(_scan_all(todo, opts, client), 1):
         if isinstance(result, BaseException):
-            report.failed.append((stamp.url, f"{type(result).__name__}: {result}"))
+            report.failed.append((stamp.path, f"{type(result).__name__}: {result}"))
         else:
             save_refs(stamp, result)
             report.built += 1
@@ -235,15 +228,13 @@ def _scan_or_error(url: str, opts: S3Options) -> dict[str, Any] | BaseException:
         return exc
 
 
-def _scan_all(
-    todo: Sequence[ObjectStamp], opts: S3Options, client: Any
-) -> Iterable[tuple[ObjectStamp, Any]]:
+def _scan_all(todo: Sequence[Stamp], opts: S3Options, client: Any) -> Iterable[tuple[Stamp, Any]]:
     if not todo:
         return
     if client is not None:
         from distributed import as_completed
 
-        futures = client.map(_scan_or_error, [s.url for s in todo], opts=opts, pure=False)
+        futures = client.map(_scan_or_error, [s.path for s in todo], opts=opts, pure=False)
         which = {f.key: s for f, s in zip(futures, todo, strict=True)}
         for future, result in as_completed(futures, with_results=True):
             yield which[future.key], result
@@ -251,7 +242,7 @@ def _scan_all(
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(min(8, len(todo))) as pool:
-        yield from zip(todo, pool.map(lambda s: _scan_or_error(s.url, opts), todo), strict=True)
+        yield from zip(todo, pool.map(lambda s: _scan_or_error(s.path, opts), todo), strict=True)
 
 
 @dataclass(frozen=True)

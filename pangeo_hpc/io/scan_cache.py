@@ -4,8 +4,9 @@ Opening a tree of 1,000 monthly files costs one HDF5 metadata scan per file (tim
 shape, chunking), serial because HDF5 is, and slow when the metadata are not in the page
 cache (Lustre's metadata server, an NFS home, a cold disk). The scans are kept in one JSON
 file per tree and variable (config ``pangeo-hpc.catalog.cache``; ``false`` turns it off),
-each entry stamped with the file's size, mtime, ctime and inode: a file that changed in any
-of these is scanned again. Writes are atomic; a cache that cannot be read or written is
+each entry stamped with the file's identity (:class:`~pangeo_hpc.inputs.stamps.Stamp`:
+device, inode, size, mtime and ctime): a file that changed in any of these is scanned
+again. Writes are atomic; a cache that cannot be read or written is
 ignored (opening never fails because of it).
 """
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from pangeo_hpc import config
 
-_FORMAT = "pangeo-hpc-scan-cache-2"  # 2: time bounds, units, calendar and grid
+_FORMAT = "pangeo-hpc-scan-cache-3"  # 2: time bounds, units, calendar and grid; 3: Stamp
 
 
 def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
@@ -33,11 +34,6 @@ def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
     name = f"{root.resolve()}\0{variable}" + (f"\0{kind}" if kind else "")
     key = hashlib.sha256(name.encode()).hexdigest()[:24]
     return Path(os.path.expandvars(str(folder))).expanduser() / f"{key}.json"
-
-
-def stamp(st: os.stat_result) -> list[int]:
-    """What must not change for a cached scan to stay valid."""
-    return [st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino]
 
 
 def load(path: Path | None) -> dict[str, Any]:

@@ -1,0 +1,115 @@
+"""The identity of the code a cached state depends on: ours, the libraries', the user's.
+
+A state cached from a file is valid only for the code that computed it. Its key
+(:meth:`pangeo_hpc.batch.splitting.Split.chain_hash`) therefore holds, besides the step
+names and options:
+
+* :func:`package_code`: pangeo-hpc's version, a SHA-256 of the sources that read the files
+  and compute the states (``recipes/``, ``io/``, the state and chain modules of
+  ``batch/``, ``jit.py``), and the versions of the libraries that compute with them
+  (NumPy, pandas, xarray, Dask, flox, numbagg, numba, h5py). An editable install whose
+  kernel changed, or an upgrade of any of these, misses the old states (what Bazel and
+  Nix do: the tool is part of the key). Hashed once per process (about 5 ms).
+* :func:`function_code`: a user function's source as it runs (its compiled code, with
+  constants and defaults) and the bytes of the module file it comes from (helpers and
+  module constants it uses), as ``joblib.Memory`` keys a function by its source. A user
+  module beside a recipe is loaded again when its file changes
+  (:func:`pangeo_hpc.batch.chain.user_function`), so the code that runs is the file's.
+
+What it does not see: a user function's imports of other modules of the user (their
+changes are not in the key; put the helpers in the same module), and data read by a user
+function from elsewhere than its arguments.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib.metadata
+import marshal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SOURCE_ATTR", "function_code", "package_code"]
+
+#: the attribute of a user module loaded from a recipe's folder: the SHA-256 of the file's
+#: bytes as loaded (the code that runs, whatever the file says later)
+SOURCE_ATTR = "__pangeo_hpc_source_sha256__"
+
+#: the package's sources a state depends on, relative to the package's folder
+_SOURCES = (
+    "recipes",
+    "io",
+    "batch/states.py",
+    "batch/splitting.py",
+    "batch/incremental.py",
+    "batch/chain.py",
+    "batch/steps.py",
+    "jit.py",
+)
+#: the libraries whose versions a state depends on
+_LIBRARIES = ("numpy", "pandas", "xarray", "dask", "flox", "numbagg", "numba", "h5py")
+
+
+@functools.lru_cache(maxsize=1)
+def package_code() -> str:
+    """The SHA-256 (hex) of pangeo-hpc's version, its state-making sources and the
+    versions of :data:`_LIBRARIES` in this process."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    h.update(_version("pangeo-hpc").encode())
+    for lib in _LIBRARIES:
+        h.update(f"\0{lib}={_version(lib)}".encode())
+    files: list[Path] = []
+    for name in _SOURCES:
+        path = root / name
+        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+    for path in files:
+        h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
+        h.update(path.read_bytes())
+    return h.hexdigest()
+
+
+def function_code(fn: Callable[..., Any]) -> str:
+    """The SHA-256 (hex) of a user function's code: its compiled code (every constant,
+    name and nested function), its defaults, and its module's file as loaded (a module
+    beside a recipe) or as it is now (a module on the Python path).
+
+    Examples
+    --------
+    >>> def f(x):
+    ...     return x * 1.0
+    >>> def g(x):
+    ...     return x * 2.0
+    >>> function_code(f) != function_code(g)
+    True
+    """
+    h = hashlib.sha256()
+    target = getattr(fn, "__wrapped__", fn)
+    code = getattr(target, "__code__", None)
+    if code is not None:
+        h.update(marshal.dumps(code))
+    else:  # a callable object or a builtin: its type's qualified name
+        h.update(f"{type(target).__module__}.{type(target).__qualname__}".encode())
+    for extra in ("__defaults__", "__kwdefaults__"):
+        h.update(repr(getattr(target, extra, None)).encode())
+    module = sys.modules.get(getattr(target, "__module__", "") or "")
+    loaded = getattr(module, SOURCE_ATTR, None)
+    if loaded is not None:
+        h.update(str(loaded).encode())
+    else:
+        file = getattr(module, "__file__", None)
+        try:
+            h.update(Path(file).read_bytes() if file else b"")
+        except OSError:
+            h.update(b"<unreadable module file>")
+    return h.hexdigest()
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "-"
