@@ -103,6 +103,98 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert xr.open_zarr(out / "result.zarr").trend.attrs["units"] == "K/(10 year)"  # UDUNITS
 
 
+def _number(value) -> str:
+    return "n/a" if value is None else f"{value:g}"
+
+
+@pytest.mark.slow
+def test_a_run_prints_its_answer_as_a_table_and_what_it_truly_read(
+    demo_tree, tmp_path, capsys, monkeypatch
+):
+    """An update that reads 2 of 6 files prints those 2 and their bytes (not the 6 files'),
+    a run that reads nothing says so instead of a rate; the answer is a table of
+    summary.json's numbers, and --json prints that JSON back."""
+    monkeypatch.setattr("pangeo_hpc.cli.main._interruptible", lambda: None)  # pytest's signals
+    common = ["era5-sst-mean", "--data", str(demo_tree), "--start", "2000-01"]
+    common += ["--workers", "1", "--no-progress"]
+
+    def run(end: str, name: str, *more: str) -> tuple[list[str], dict]:
+        code = cli.main([*common, "--end", end, "--out", str(tmp_path / name), *more])
+        printed = capsys.readouterr()
+        assert code == 0, printed.err
+        summary = json.loads((tmp_path / name / "summary.json").read_text())
+        return printed.out.splitlines(), summary
+
+    run("2000-04", "first")  # 4 files read, their states cached
+    lines, summary = run("2000-06", "update")
+    reads = summary["reads"]
+    assert (reads["files"], reads["files_read"], reads["files_reused"]) == (6, 2, 4)
+    on_disk = sum(p.stat().st_size for p in month_files(demo_tree, "2000-05", "2000-06"))
+    assert 0.5 * on_disk < reads["bytes_read"] <= on_disk  # the 2 files', not all 6
+    seconds = summary["timings_s"]["compute"]
+    rate = summary["throughput_MB_per_s"]
+    assert rate == pytest.approx(reads["bytes_read"] / 1e6 / seconds, abs=0.06)
+    read = next(line for line in lines if line.startswith("read "))
+    assert read.startswith(
+        f"read 2 of 6 files (4 cached, 0 not needed): {reads['bytes_read'] / 1e6:.1f} MB "
+        f"in {seconds:.1f} s ({rate:.1f} MB/s); "
+    ), read
+
+    # the table: a row per result, the numbers of summary.json's answer, digit for digit
+    top = lines.index("era5-sst-mean, 2000-01-01 to 2000-06-30:")
+    head = "result kind units mean min max first last trend per decade notes"
+    assert lines[top + 1].split() == head.split() and set(lines[top + 2]) == {"-", " "}
+    rows = {line.split()[0]: line.split() for line in lines[top + 3 : top + 6]}
+    answer = summary["answer"]
+    scalar, series, field = answer["global_mean"], answer["global_mean_series"], answer["time_mean"]
+    assert rows["global_mean"] == ["global_mean", "scalar", "K", _number(scalar["value"])]
+    numbers = [series[k] for k in ("mean", "min", "max", "first", "last", "trend_per_decade")]
+    assert rows["global_mean_series"] == [
+        "global_mean_series", "series", "K", *map(_number, numbers), "6", "steps"
+    ]  # fmt: skip
+    share = f"{100 * field['valid_share']:.0f}"
+    numbers = [field[k] for k in ("area_mean", "min", "max")]
+    assert rows["time_mean"] == [
+        "time_mean", "map", "K", *map(_number, numbers), "values", "in", share, "%", "of", "cells"
+    ]  # fmt: skip
+    with xr.open_dataset(tmp_path / "update" / "result.nc") as result:  # the file's answer
+        assert float(rows["global_mean"][3]) == pytest.approx(result.global_mean.item(), 1e-5)
+
+    lines, summary = run("2000-06", "again")  # every state from the cache
+    assert (summary["reads"]["files_read"], summary["reads"]["bytes_read"]) == (0, 0)
+    assert summary["throughput_MB_per_s"] is None
+    read = next(line for line in lines if line.startswith("read "))
+    assert read.startswith(
+        "read 0 of 6 files (6 cached, 0 not needed): nothing read, every state from the cache; "
+    ), read
+    assert not any("MB/s" in line for line in lines), lines
+
+    lines, summary = run("2000-06", "json", "--json")  # today's JSON line, for programs
+    (line,) = [line for line in lines if line.startswith("era5-sst-mean: ")]
+    assert json.loads(line.removeprefix("era5-sst-mean: ")) == summary["answer"]
+    assert not any(line.startswith("result ") for line in lines)  # no table
+
+
+def test_the_reads_line_of_a_whole_run_and_of_uncounted_reads():
+    from pangeo_hpc.batch.results import reads_line, throughput
+
+    why = "caching is off (--no-cache, or pangeo-hpc.cache.enabled)"
+    reads = {"incremental": False, "why": why, "files": 240, "files_reused": 0,
+             "files_read": 240, "files_skipped": 0, "bytes_read": 1_900_000_000}  # fmt: skip
+    took = {"compute": 30.04, "total": 35.0}
+    rate = throughput(reads, took["compute"])
+    assert rate == pytest.approx(63.2, abs=0.05)
+    summary = {"reads": reads, "timings_s": took, "throughput_MB_per_s": rate}
+    assert reads_line(summary) == (
+        f"read 240 of 240 files: 1.90 GB in 30.0 s (63.2 MB/s); 35.0 s in all; not incremental: {why}"
+    )
+    # files read but no bytes counted (a reader that does not count): no rate, and it says so
+    reads |= {"bytes_read": 0}
+    assert throughput(reads, 30.0) is None and throughput(None, 30.0) is None
+    summary |= {"throughput_MB_per_s": None}
+    assert reads_line(summary).startswith("read 240 of 240 files: bytes not counted, answered in ")
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

@@ -12,7 +12,7 @@ import pytest
 import xarray as xr
 from conftest import require_tool
 
-from pangeo_hpc.batch.headlines import headlines, rounded
+from pangeo_hpc.batch.headlines import headline_table, headlines, rounded
 
 LAT = np.arange(-80.0, 80.1, 20.0)  # 9 cell-centred latitudes: edges every 20 degrees
 LON = np.arange(0.0, 360.0, 30.0)
@@ -144,6 +144,65 @@ def test_everything_is_json_ready():
     assert all(
         type(v) in (float, int, str, dict, type(None)) for e in out.values() for v in e.values()
     )
+
+
+def test_the_table_has_a_row_per_result_and_its_numbers_as_in_the_answer():
+    """Each kind in its columns (a scalar's value and a map's area mean under mean, a
+    series' first, last and trend), a panel per row, n/a for a number not known."""
+    answer = {
+        "global_mean": {"kind": "scalar", "units": "K", "value": 291.478},
+        "series": {
+            "kind": "series", "units": "K", "mean": 291.5, "min": 290.1, "max": 292.25,
+            "first": 290.8, "last": 292.0, "steps": 240, "trend_per_decade": 0.200712,
+            "trend_units": "K per decade",
+        },
+        "trend": {
+            "kind": "map", "units": "K/(10 year)", "area_mean": 0.2007, "min": -0.0123,
+            "max": 0.451, "valid_share": 0.7104,
+        },
+        "normals": {
+            "kind": "maps", "units": "K", "min": 230.5, "max": 310.0,
+            "area_mean": {"DJF": 277.1, "JJA": None},
+        },
+        "hov": {"kind": "hovmoeller", "units": "m s-1", "min": 0.5, "max": 12.25},
+        "other": {"kind": "other", "units": "", "dims": {"a": 2, "b": 3}},
+    }  # fmt: skip
+    assert headline_table(answer) == [
+        "result       kind        units           mean      min     max  first  last"
+        "  trend per decade  notes",
+        "-----------  ----------  -----------  -------  -------  ------  -----  ----"
+        "  ----------------  -----------------------",
+        "global_mean  scalar      K            291.478",
+        "series       series      K              291.5    290.1  292.25  290.8   292"
+        "          0.200712  240 steps",
+        "trend        map         K/(10 year)   0.2007  -0.0123   0.451"
+        "                                 values in 71 % of cells",
+        "normals      maps        K                       230.5     310",
+        "  DJF                                   277.1",
+        "  JJA                                     n/a",
+        "hov          hovmoeller  m s-1                     0.5   12.25",
+        "other        other                                                           "
+        "                  a 2 x b 3",
+    ]
+
+
+def test_the_table_shows_every_number_headlines_gives_and_only_the_columns_used():
+    maps = field(np.ones((2, 9, 12)), ("season", "lat", "lon"), RATE, season=["DJF", "JJA"])
+    ds = xr.Dataset(
+        {
+            "s": field(np.nan, (), RATE),
+            "m": field(np.arange(108.0).reshape(9, 12), ("lat", "lon"), RATE, lat=LAT, lon=LON),
+            "p": maps.assign_coords(lat=LAT, lon=LON),
+        }
+    )
+    out = headlines(ds)
+    lines = headline_table(out)
+    assert lines[0].split() == ["result", "kind", "units", "mean", "min", "max", "notes"]
+    rows = [line.split() for line in lines[2:]]
+    assert rows[0] == ["s", "scalar", "mm/day", "n/a"]  # NaN: no value
+    numbers = [f"{out['m'][k]:g}" for k in ("area_mean", "min", "max")]
+    assert rows[1][:6] == ["m", "map", "mm/day", *numbers]
+    assert rows[2:] == [["p", "maps", "mm/day", "1", "1"], ["DJF", "1"], ["JJA", "1"]]
 
 
 @pytest.mark.cdo

@@ -109,7 +109,7 @@ def test_the_cli_prints_the_library_lines_and_leaves_logging_as_it_was(demo_tree
     assert lines[states[-1] + 1].startswith(
         "incremental: 0 of 2 files' states reused, 2 files read"
     ), out
-    assert lines[states[-1] + 2].startswith("era5-sst-mean: {"), out
+    assert lines[states[-1] + 2] == "era5-sst-mean, 2000-01-01 to 2000-02-29:", out
     assert (list(logger.handlers), logger.level) == before
 
 

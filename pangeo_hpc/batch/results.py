@@ -1,7 +1,8 @@
 """The last step of a recipe run: the result file (``result.nc`` or ``result.zarr``), its
 figure (``plot.png``) and ``summary.json``, written together or not at all
 (:func:`pangeo_hpc.write.outputs.atomic_dir`), from what
-:mod:`pangeo_hpc.batch.steps` opened and computed."""
+:mod:`pangeo_hpc.batch.steps` opened and computed; and the summary as a person reads it
+(:func:`summary_text`: the answer's table and what was read)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import xarray as xr
 
 from pangeo_hpc import config
 from pangeo_hpc.batch.chain import FIRST
-from pangeo_hpc.batch.headlines import headlines
+from pangeo_hpc.batch.headlines import headline_table, headlines
 from pangeo_hpc.batch.recipe_yaml import Recipe
 from pangeo_hpc.batch.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError
@@ -68,6 +69,7 @@ def summarise(
     spec, ds, root = inputs.spec, inputs.dataset, inputs.root
     nbytes = int(sum(ds[v].nbytes for v in spec.variables))
     compute_s = computed.seconds
+    reads = None if computed.reads is None else computed.reads.as_dict()
     return {
         "recipe": spec.name,
         "steps": steps_text(spec),
@@ -81,7 +83,7 @@ def summarise(
             "bytes_on_disk": ds.encoding["source_bytes"],
             "bytes_uncompressed": nbytes,
         },
-        "reads": None if computed.reads is None else computed.reads.as_dict(),
+        "reads": reads,
         "cluster": {
             k: computed.cluster.get(k) for k in ("kind", "profile", "workers", "jobs", "in_process")
         },
@@ -99,13 +101,90 @@ def summarise(
             "skipped": computed.warmup.skipped,
             "failed": computed.warmup.failed,
         },
-        "throughput_MB_per_s": round(nbytes / 1e6 / max(compute_s, 1e-9), 1),
+        "throughput_MB_per_s": throughput(reads, compute_s),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": {
             p: version(p) for p in ("pangeo-hpc", "xarray", "dask", "distributed", "h5py")
         },
         "host": platform.node(),
     }
+
+
+def throughput(reads: Mapping[str, Any] | None, seconds: float) -> float | None:
+    """MB per second of the bytes the run read (``reads["bytes_read"]``: as stored, counted
+    by the reader), over the computation's ``seconds``; ``None`` when nothing was read (every
+    state from the cache) or the reads were not counted. Files whose states came from the
+    cache are not in it: they were not read."""
+    read = 0 if reads is None else reads.get("bytes_read", 0)
+    return round(read / 1e6 / max(seconds, 1e-9), 1) if read else None
+
+
+def _size(nbytes: int) -> str:
+    return f"{nbytes / 1e9:.2f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"
+
+
+def reads_line(summary: Mapping[str, Any]) -> str:
+    """One line of what a run read, from its ``summary.json``: the files read, cached and
+    not needed, the bytes read (as stored, :func:`throughput`) and the time.
+
+    Examples
+    --------
+    >>> took = {"compute": 2.14, "total": 9.31}
+    >>> reads = {"incremental": True, "files": 24, "files_reused": 18, "files_read": 6,
+    ...          "files_skipped": 0, "bytes_read": 17_612_345}
+    >>> reads_line({"reads": reads, "timings_s": took, "throughput_MB_per_s": 8.2})
+    'read 6 of 24 files (18 cached, 0 not needed): 17.6 MB in 2.1 s (8.2 MB/s); 9.3 s in all'
+    >>> reads |= {"files_reused": 24, "files_read": 0, "bytes_read": 0}
+    >>> print(reads_line({"reads": reads, "timings_s": took, "throughput_MB_per_s": None}))
+    read 0 of 24 files (24 cached, 0 not needed): nothing read, every state from the cache; 9.3 s in all
+    """  # noqa: E501
+    took, reads = summary["timings_s"], summary.get("reads")
+    compute = f"{took['compute']:.1f} s"
+    if reads is None:  # a summary made without compute()'s count
+        parts = [f"answered in {compute} (reads not counted)"]
+    else:
+        n, read = reads["files"], reads["files_read"]
+        text = f"read {read} of {n} file{'' if n == 1 else 's'}"
+        if reads["incremental"]:
+            text += f" ({reads['files_reused']} cached, {reads['files_skipped']} not needed)"
+        rate = summary.get("throughput_MB_per_s")
+        if rate is not None:
+            text += f": {_size(reads['bytes_read'])} in {compute} ({rate:.1f} MB/s)"
+        elif read:  # files read, bytes not counted (a reader that does not count them)
+            text += f": bytes not counted, answered in {compute}"
+        else:
+            text += ": nothing read"
+            if reads["files_reused"]:
+                text += ", every state from the cache"
+        parts = [text]
+    if took.get("total") is not None:
+        parts.append(f"{took['total']:.1f} s in all")
+    if reads is not None and not reads["incremental"]:
+        parts.append(f"not incremental: {reads['why']}")
+    return "; ".join(parts)
+
+
+def summary_text(summary: Mapping[str, Any], *, as_json: bool = False) -> list[str]:
+    """A run's answer and reads as the command line prints them, from its ``summary.json``.
+
+    Parameters
+    ----------
+    summary : mapping
+        :attr:`RunResult.summary`, or ``summary.json`` read back.
+    as_json : bool
+        The answer as one line, ``RECIPE: {JSON}`` (``summary["answer"]``, for programs),
+        instead of the table (:func:`~pangeo_hpc.batch.headlines.headline_table`).
+
+    Returns
+    -------
+    list of str
+        The lines: the recipe and period, the answer, :func:`reads_line`.
+    """
+    name = summary["recipe"]
+    if as_json:
+        return [f"{name}: " + json.dumps(summary["answer"]), reads_line(summary)]
+    start, end = summary["inputs"]["period"]
+    return [f"{name}, {start} to {end}:", *headline_table(summary["answer"]), reads_line(summary)]
 
 
 def steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 
 from pangeo_hpc.cli.common import (
     Verb,
@@ -84,6 +83,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
+        "--json",
+        action="store_true",
+        help="the answer as one line RECIPE: {JSON} (summary.json's answer) instead of a table",
+    )
+    p.add_argument(
         "--no-cache",
         action="store_true",
         help="run whole: neither reuse nor save the input files' partial states",
@@ -99,6 +103,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 def _run(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.execute import run_recipe
     from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.batch.results import summary_text
     from pangeo_hpc.cli.progress import show_progress
 
     spec = load(a.recipe)
@@ -122,19 +127,10 @@ def _run(a: argparse.Namespace) -> int:
         index=a.index,
         cache=False if a.no_cache else None,
     )
-    print(f"{spec.name}: " + json.dumps(run.summary["answer"]))
-    s = run.summary
-    reads = s["reads"]
-    if reads["incremental"] and reads["files_reused"]:
-        took = f"{reads['files_read']} of {s['inputs']['files']} files read"
-    else:
-        took = f"read {s['inputs']['files']} files"
-    print(
-        f"{took}, {s['inputs']['bytes_uncompressed'] / 1e9:.2f} GB uncompressed in all, answered "
-        f"in {s['timings_s']['compute']:.1f} s ({s['throughput_MB_per_s']:.0f} MB/s)"
-    )
+    print("\n".join(summary_text(run.summary, as_json=a.json)))
     print(f"plot: {run.out / 'plot.png'}")
-    print(f"data: {run.out / s['outputs']['data']}   summary: {run.out / 'summary.json'}")
+    data = run.out / run.summary["outputs"]["data"]
+    print(f"data: {data}   summary: {run.out / 'summary.json'}")
     return 0
 
 
@@ -191,7 +187,8 @@ VERBS = [
         "run",
         "run a recipe on a Dask cluster (or give just RECIPE)",
         "Run a recipe (a name the list verb shows, or a YAML file) on a Dask cluster and "
-        "write its result, plot and summary.json into the output folder, all at once. "
+        "write its result, plot and summary.json into the output folder, all at once; print "
+        "the answer as a table (--json: as JSON) and the files and bytes it read. "
         "PROG RECIPE ... does the same; run RECIPE also reaches a recipe named like a verb.",
         _run_args,
         _run,
