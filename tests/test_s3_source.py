@@ -145,12 +145,12 @@ def test_index_is_reused_and_rebuilt_when_an_object_changes(s3_tree, demo_tree, 
     assert build_index(stamps, aws).built == 3
     again = build_index(stamps, aws)
     assert (again.built, again.reused) == (0, 3)
-    refs = json.loads(cache_file(stamps[0].url).read_text())
+    refs = json.loads(cache_file(stamps[0].path).read_text())
     assert refs["version"] == 1 and f"{VAR}/.zarray" in refs["refs"]  # a kerchunk set
 
     # replace January by February's bytes: new ETag and size, so its index is stale
     fs = seaweedfs.filesystem()
-    fs.put_file(str(demo_tree / "2000/02/data" / f"{VAR}.nc"), stamps[0].url)
+    fs.put_file(str(demo_tree / "2000/02/data" / f"{VAR}.nc"), stamps[0].path)
     changed = _stamps(ds, aws)
     assert changed[0].etag != stamps[0].etag and changed[1:] == stamps[1:]
     assert load_refs(changed[0]) is None and load_refs(changed[1]) is not None
@@ -163,7 +163,7 @@ def test_index_is_reused_and_rebuilt_when_an_object_changes(s3_tree, demo_tree, 
     assert now.encoding["source_access"] == "s3-indexed"
     feb = open_era5(VAR, "2000-02", "2000-02", source=demo_tree)
     np.testing.assert_array_equal(now[VAR].values[:29], feb[VAR].values)  # the new bytes
-    fs.put_file(str(demo_tree / "2000/01/data" / f"{VAR}.nc"), stamps[0].url)  # restore
+    fs.put_file(str(demo_tree / "2000/01/data" / f"{VAR}.nc"), stamps[0].path)  # restore
 
 
 def test_public_bucket_anonymously(s3_tree, demo_tree, aws, seaweedfs, monkeypatch):

@@ -296,7 +296,7 @@ def objects_to_index(
 
     bucket, prefix = split_url(url)
     found = [
-        Stamp.of_object(f"s3://{bucket}/{o.key}", o.size, o.etag)
+        Stamp.of_object(f"s3://{bucket}/{o.key}", o.size, o.etag, o.version)
         for o in list_objects(url, opts)
         if o.key.endswith(tuple(suffixes))
     ]

@@ -74,12 +74,15 @@ class ObjectInfo(NamedTuple):
         The ETag as S3 gives it (quoted, e.g. ``'"9b2cf535f27731c974343645a3985328"'``).
     last_modified : datetime or None
         When the object was written (timezone-aware, UTC).
+    version : str or None
+        Its version id, in a bucket that keeps versions.
     """
 
     key: str
     size: int
     etag: str | None
     last_modified: datetime | None
+    version: str | None = None
 
 
 class Lister:
@@ -308,7 +311,10 @@ def list_objects(
 
     def take(_prefix: str | None, batch: Sequence[ObjectMeta]) -> None:
         found.extend(
-            [ObjectInfo(o["path"], o["size"], o["e_tag"], o["last_modified"]) for o in batch]
+            [
+                ObjectInfo(o["path"], o["size"], o["e_tag"], o["last_modified"], o.get("version"))
+                for o in batch
+            ]
         )
 
     def body(lister: Lister, prefix: str) -> list[ObjectInfo]:
