@@ -12,6 +12,7 @@ give the ``--no-cache`` answer. The property test is shown to fail with the old 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import random
 import shutil
@@ -314,3 +315,53 @@ def test_a_changed_kernel_of_the_package_misses_its_old_states(tmp_path):
     means.write_text(text + CHANGED_KERNEL)
     again = _cli(recipe, cwd=tmp_path, pythonpath=copy)
     assert again == pytest.approx(first + 1.0, rel=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# a FUSE mount, where ctime and inode do not follow the file: the content fingerprint
+
+
+@pytest.mark.s3
+def test_on_an_rclone_mount_a_rewrite_in_place_is_seen_by_the_fingerprint(
+    fuse, client, tmp_path, monkeypatch
+):
+    """Measured on rclone's mount: ctime is the mtime and the inode comes from the path, so
+    a rewrite in place with the mtime put back leaves size, mtime, ctime and inode as they
+    were; only the fingerprint tells. A remount and a first read change nothing (no false
+    miss)."""
+    from servers import FolderMount
+
+    from pangeo_hpc.io import fingerprint
+
+    data = _dataset(tmp_path)
+    mnt = tmp_path / "mnt"
+    recipe = load(_recipe(tmp_path, mnt))
+    cache = StateCache(tmp_path / "cache")
+    changed = "sst_2002.nc"
+    with FolderMount(data, mnt, tmp_path / "rclone-cache"):
+        before = fingerprint.stamp(str(mnt / changed))
+        assert before.fingerprint is not None  # a FUSE mount: fingerprinted
+        compute(open_inputs(recipe), client, cache=cache)
+    with FolderMount(data, mnt, tmp_path / "rclone-cache"):  # mounted again
+        assert fingerprint.stamp(str(mnt / changed)) == before
+        _keep_times(data / changed, lambda p: _add(p, 10.0))
+        after = fingerprint.stamp(str(mnt / changed))
+        # what the mount shows of the rewritten file is what it showed before, but for the
+        # fingerprint (rclone 1.60 as Debian ships it)
+        assert dataclasses.replace(after, fingerprint=None) == dataclasses.replace(
+            before, fingerprint=None
+        )
+        assert after.fingerprint != before.fingerprint
+        cached = compute(open_inputs(recipe), client, cache=cache)
+        fresh = compute(open_inputs(recipe), client, cache=False)
+        assert cached.reads.files_read == 1
+        np.testing.assert_allclose(_values(cached.result), _values(fresh.result), rtol=1e-6)
+
+        # without the fingerprint the stale state is taken: this test can fail
+        monkeypatch.setattr(fingerprint, "needs_fingerprint", lambda stamp: False)
+        compute(open_inputs(recipe), client, cache=cache)  # states keyed without it
+        _keep_times(data / changed, lambda p: _add(p, 10.0))
+        stale = compute(open_inputs(recipe), client, cache=cache)
+        fresh = compute(open_inputs(recipe), client, cache=False)
+        assert stale.reads.files_read == 0
+        assert not np.allclose(_values(stale.result), _values(fresh.result), rtol=1e-6)

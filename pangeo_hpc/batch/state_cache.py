@@ -64,6 +64,7 @@ import numpy as np
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError, StorageError, named
 from pangeo_hpc.inputs.stamps import Stamp
+from pangeo_hpc.io import fingerprint
 from pangeo_hpc.s3.options import S3Options, is_s3
 
 __all__ = [
@@ -134,7 +135,7 @@ def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[Stamp
 
         with ThreadPoolExecutor(max_workers=min(32, len(remote))) as pool:  # HEADs in flight
             heads = dict(zip(remote, pool.map(head, remote), strict=True))
-    return [heads[path] if path in heads else Stamp.of_file(path) for path in paths]
+    return [heads[path] if path in heads else fingerprint.stamp(path) for path in paths]
 
 
 def entry_key(stamps: Sequence[Stamp], chain: str) -> str:

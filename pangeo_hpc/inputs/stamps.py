@@ -13,6 +13,9 @@ staleness costs most (a wrong answer). The fields are those git's index compares
   replaced by a copy has a new inode (and ctime).
 * **S3 objects**: size, ETag and version id (where the bucket keeps versions). An object
   written again has a new ETag (and version).
+* **files on FUSE mounts** (rclone, s3fs, ...), where ctime is the mtime and the inode a
+  number made from the path: a content fingerprint besides
+  (:mod:`pangeo_hpc.io.fingerprint`).
 
 The path is part of the identity: the same bytes at another path are another file (a
 cached state never outlives a rename; a false miss is a re-read, a false hit a wrong
@@ -45,6 +48,10 @@ class Stamp:
     etag, version : str or None
         An S3 object's ETag and version id; ``None`` for a local file (and ``version`` for
         a bucket without versioning).
+    fingerprint : str or None
+        A digest of the file's storage map and sampled bytes, for a file on a file system
+        that does not keep ctime and inode (FUSE: :mod:`pangeo_hpc.io.fingerprint`);
+        ``None`` elsewhere.
     """
 
     path: str
@@ -55,6 +62,7 @@ class Stamp:
     device: int | None = None
     etag: str | None = None
     version: str | None = None
+    fingerprint: str | None = None
 
     @classmethod
     def of_stat(cls, path: str | os.PathLike[str], st: os.stat_result) -> Stamp:
@@ -102,6 +110,7 @@ class Stamp:
             self.device,
             self.etag,
             self.version,
+            self.fingerprint,
         ]
 
     @property

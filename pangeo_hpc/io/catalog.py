@@ -23,7 +23,7 @@ from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.periods import Month, month_ranges, months, parse_month
 from pangeo_hpc.inputs.stamps import Stamp
-from pangeo_hpc.io import scan_cache
+from pangeo_hpc.io import fingerprint, scan_cache
 from pangeo_hpc.io.hdf5_meta import (
     FileInfo,
     Head,
@@ -143,7 +143,7 @@ def _local_catalog(root: Path, variable: str, start: str | None, end: str | None
     entries = {f: cached.get(names[f]) for f in files}
 
     def stat(path: str) -> Stamp:
-        stamp = Stamp.of_file(path)
+        stamp = fingerprint.stamp(path)
         entry = entries[path]
         if entry is None or entry["stamp"] != stamp.identity:
             prefetch_head(path)  # to be scanned: start reading its metadata now

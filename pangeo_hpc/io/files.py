@@ -29,7 +29,7 @@ import xarray as xr
 from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.inputs.stamps import Stamp
-from pangeo_hpc.io import scan_cache
+from pangeo_hpc.io import fingerprint, scan_cache
 from pangeo_hpc.io.assemble import (
     clip_spans,
     decode_times,
@@ -281,7 +281,7 @@ def _scan(
     entries = {f: cached.get(rel[f]) for f in files}
 
     def stat(path: str) -> Stamp:
-        stamp = Stamp.of_file(path)
+        stamp = fingerprint.stamp(path)
         entry = entries[path]
         if entry is None or entry["stamp"] != stamp.identity:
             prefetch_head(path)
