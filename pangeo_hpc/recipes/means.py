@@ -7,7 +7,7 @@ from typing import Literal
 
 import xarray as xr
 
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import (
     TIME_PERIOD,
     area_where,
@@ -56,7 +56,7 @@ def area_mean(
     Raises
     ------
     InputError
-        When ``min_valid_share`` is not a number in [0, 1].
+        When ``min_valid_share`` is not a number in [0, 1], or ``weights`` not a DataArray.
     """
     return _area_mean(da, "area_mean", min_valid_share, weights, "area-weighted mean")
 
@@ -79,6 +79,12 @@ def _area_mean(
     lat, lon = horizontal_names(da)
     if weights is None:
         weights = cell_area(da[lat], da[lon])
+    elif not isinstance(weights, xr.DataArray):
+        raise InputError(
+            f"{recipe}: weights={shown(weights)} is not a DataArray of cell areas: pass one on "
+            "the horizontal dimensions, or leave weights out for the cells' true areas",
+            param="weights",
+        )
     dims = tuple(dict.fromkeys(da[lat].dims + da[lon].dims))
     weights = weights.fillna(0.0)
     if _whole_fields(da, dims):
