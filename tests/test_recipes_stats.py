@@ -123,6 +123,31 @@ def test_area_mean_rejects_shares_outside_0_1(bad):
     assert e.value.param == ("min_valid_share",)
 
 
+def test_area_mean_matches_given_weights_to_the_cells_by_label():
+    """Weights in another order, or of a larger grid than a region's, weigh each cell by
+    its own weight: in the compiled path (whole fields per chunk) as in xarray's."""
+    lat, lon = np.arange(80.0, -81.0, -20.0), np.arange(0.0, 360.0, 30.0)
+    x = np.random.default_rng(3).random((2, lat.size, lon.size))
+    x[0, 2, 3:6] = np.nan
+    da = xr.DataArray(x, dims=("time", "lat", "lon"), coords={"lat": lat, "lon": lon})
+    w = np.outer(np.arange(1.0, lat.size + 1), np.arange(1.0, lon.size + 1))  # all different
+    weights = xr.DataArray(w, dims=("lat", "lon"), coords={"lat": lat, "lon": lon})
+    shuffled = weights.isel(lat=slice(None, None, -1), lon=np.roll(np.arange(lon.size), 5))
+
+    def by_hand(values, w):  # NaN skipped
+        ok = np.isfinite(values)
+        return np.where(ok, values * w, 0).sum((-2, -1)) / (ok * w).sum((-2, -1))
+
+    for data in (da, da.chunk({"time": 1}), da.chunk({"lat": 2})):
+        got = recipes.area_mean(data, weights=shuffled).values
+        np.testing.assert_allclose(got, by_hand(x, w), rtol=1e-12)
+        region = recipes.area_mean(data.isel(lat=slice(1, 4)), weights=shuffled).values
+        np.testing.assert_allclose(region, by_hand(x[:, 1:4], w[1:4]), rtol=1e-12)
+    with pytest.raises(InputError, match=r"area_mean: weights have no value at lat=80\.0") as e:
+        recipes.area_mean(da, weights=weights.isel(lat=slice(1, None)))
+    assert e.value.param == ("weights",)
+
+
 # --- zonal_mean, time_mean ----------------------------------------------------------------
 
 
