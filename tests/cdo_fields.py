@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 from conftest import require_tool
+from known import cell_areas
 
 #: the grids' variants, as the tests name them
 CONVENTIONS = ("0..360", "-180..180")
@@ -93,3 +94,45 @@ def cdo_trend_b(path: Path, folder: Path) -> np.ndarray:
     with xr.open_dataset(b) as ds:
         (name,) = [k for k in ds.data_vars if "bnds" not in str(k)]
         return ds[name].values[0].astype("f8")
+
+
+def sums_rtol(cells: int) -> float:
+    """Relative tolerance between two float64 area means over ``cells`` cells of the same
+    values with the same weights, CDO's and ours: only the rounding of their sums differs.
+
+    A sum of n float64 terms of one sign (every field here) is exact to (n - 1) eps/2 in
+    any order, and a mean is the ratio of two (values times weights, and weights): each
+    mean is exact to about n eps, so (2 n + 32) eps bounds their difference, with room for
+    the products, CDO's normalised weights and the divisions. 3e-13 for r36x19, 3e-11 for
+    r360x181 (measured: 5e-15 and 2e-13), orders below what a wrong mean is off by: means
+    with CDO's gridarea and with the exact areas differ by 7e-8 to 6e-6 (the areas by up to
+    5e-5 at 1 degree, 5e-3 at the 10-degree poles), which put the old comparison of the
+    two at rtol 1e-5 on the edge (issue 27).
+    """
+    return (2 * cells + 32) * float(np.finfo("f8").eps)
+
+
+def cdo_cell_areas(path: Path, out: Path) -> xr.DataArray:
+    """CDO's own cell areas (``gridarea``, m², float64) of the grid of ``path``, on the
+    file's latitude and longitude: the weights of CDO's ``fldmean`` there."""
+    cdo("-b F64 -gridarea", path, out=out)
+    with xr.open_dataset(out) as ds:
+        return ds["cell_area"].load()
+
+
+def exact_areas_file(path: Path, out: Path) -> Path:
+    """The exact cell areas of the grid of ``path`` (the spherical bands of
+    ``known.cell_areas``), in the file's order, for ``cdo -setgridarea,OUT``: CDO's
+    ``fldmean`` then weighs by them instead of by its ``gridarea``."""
+    with xr.open_dataset(path) as ds:
+        lat = next(ds[n] for n in ("lat", "latitude") if n in ds.coords)
+        lon = next(ds[n] for n in ("lon", "longitude") if n in ds.coords)
+        areas = xr.DataArray(
+            cell_areas(lat.values, lon.values),
+            dims=(lat.dims[0], lon.dims[0]),
+            coords={lat.name: lat.variable, lon.name: lon.variable},
+            name="cell_area",
+            attrs={"units": "m2", "standard_name": "cell_area"},
+        )
+    areas.to_dataset().to_netcdf(out)
+    return out

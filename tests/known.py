@@ -51,6 +51,21 @@ def band_weights(lat: np.ndarray) -> np.ndarray:
     return np.sin(north) - np.sin(south)
 
 
+#: m, the sphere CDO uses for cell areas (written here, not imported from the package)
+EARTH_RADIUS = 6_371_000.0
+
+
+def cell_areas(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+    """Exact areas in m² of the cells of a regular lat/lon grid, ``(lat, lon)`` in the
+    order given: the spherical band, ``R² Δλ (sin φ_north - sin φ_south)``, with edges
+    halfway between centres, half cells at the poles (:func:`band_weights`), and ``Δλ``
+    the longitudes' spacing (a global grid or a region, in any order)."""
+    lon = np.asarray(lon, dtype="f8")
+    spacing = np.min(np.diff(np.sort(np.mod(lon, 360.0))))
+    width = np.full(lon.size, np.deg2rad(spacing))
+    return EARTH_RADIUS**2 * np.outer(band_weights(lat), width)
+
+
 def daily_global_means(files: Iterable[Path], weights=band_weights) -> list[np.ndarray]:
     """Per file, the area-weighted mean over the ocean (finite values) of each time step."""
     out = []

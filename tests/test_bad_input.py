@@ -21,6 +21,14 @@ from conftest import missing
 from pangeo_hpc.cli import main as run
 
 FILE = "2000/01/data/sea_surface_temperature.nc"
+#: a recipe asking for cos(latitude) weights by name: weights takes a variable ($name)
+WEIGHTS_COS = """\
+name: weights-cos
+dataset: {variable: sea_surface_temperature, start: "2000-01", end: "2000-02"}
+steps:
+  - area_mean: {weights: cos}
+  - time_mean: {}
+"""
 
 # (id, argv, text the one line must contain)
 CASES = [
@@ -114,6 +122,12 @@ CASES = [
         "127.0.0.1:9",
     ),
     ("s3 flags on a folder", ["hydration", "{tree}", "--anon"], "--anon"),
+    # recipe files: an option's value of a kind the step cannot take, refused when read
+    (
+        "area_mean weights cos",
+        ["run", "{tmp}/recipes/weights-cos.yaml", "--data", "{tree}", "--workers", "1"],
+        "steps[0] (area_mean): weights='cos'",
+    ),
     # files the recipe cannot use
     (
         "truncated file",
@@ -132,6 +146,8 @@ def dirs(demo_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> di
     shutil.copytree(demo_tree / "2000" / "01", bad / "2000" / "01")
     path = bad / FILE
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])  # truncated mid-copy
+    (tmp_path / "recipes").mkdir()
+    (tmp_path / "recipes" / "weights-cos.yaml").write_text(WEIGHTS_COS)
     return {"tmp": str(tmp_path), "tree": str(demo_tree), "bad": str(bad)}
 
 
@@ -148,9 +164,13 @@ def _one_line_exit_2(argv: list[str], must: str, capsys, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize(("argv", "must"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_bad_input_exits_2_with_one_line_naming_it(argv, must, dirs, capsys, tmp_path):
+def test_bad_input_exits_2_with_one_line_naming_it(
+    argv, must, dirs, capsys, tmp_path, _state_cache_per_test
+):
     argv = [a.format(**dirs) for a in argv]
     _one_line_exit_2(argv, must, capsys, tmp_path)
+    states = Path(_state_cache_per_test)  # this test's own state cache (conftest)
+    assert not states.exists() or not any(states.rglob("*")), "a cache entry was left"
 
 
 def test_a_file_on_another_grid_is_named(demo_tree, tmp_path, capsys, monkeypatch):
@@ -244,6 +264,11 @@ def _public_calls(tree: str) -> list[tuple[str, object, str]]:
         ),
         ("nino34 str", lambda: recipes.nino34("sst"), "'sst'"),
         ("anomaly list", lambda: recipes.anomaly([1, 2, 3]), "[1, 2, 3]"),
+        (
+            "area_mean weights str",
+            lambda: recipes.area_mean(_field(), weights="cos"),
+            "weights='cos'",
+        ),
         ("time_series freq", lambda: recipes.time_series(_field(), freq="weekly"), "'weekly'"),
         ("linear_trend per", lambda: recipes.linear_trend(_field(), per="eon"), "'eon'"),
         ("climatology no time", lambda: recipes.climatology(_field().isel(time=0)), "time"),

@@ -101,6 +101,79 @@ def _run_menu(page, item: str) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{re.escape(item)}$")).click()
 
 
+#: ceilings, not expected durations (the notebook's cells take 10-30 s on an idle machine):
+#: a wait ends at its event, and only a hang reaches these, then fails saying what it
+#: waited for. The test's own pytest timeout is 900 s.
+RUN_CEILING = 600_000  # ms: code cells to finish (and the kernel to start)
+PAGE_CEILING = 120_000  # ms: a page, a rendered cell or a widget to appear
+
+#: JavaScript, polled: once the kernel is idle, no cell is queued or running ("[*]:") and
+#: one of the code cells ``indices`` shows an execution count it did not show before
+#: (``before``: the run has started), their prompts and error texts; else null. A cell
+#: that raises aborts the ones queued after it (their prompts go back to "[ ]:"), so the
+#: wait ends at once. textContent, not innerText: Lab skips the layout of cells out of
+#: view (content-visibility), and innerText is empty there.
+_RUN_OVER = r"""([indices, before]) => {
+  const status = document.querySelector(".jp-Notebook-ExecutionIndicator")?.dataset.status;
+  const code = [...document.querySelectorAll(".jp-Notebook .jp-CodeCell")];
+  const cells = indices.map((i) => code[i]);
+  if (cells.some((c) => !c)) return null;  // not rendered yet
+  const prompts = cells.map((c) => c.querySelector(".jp-InputPrompt").textContent.trim());
+  if (status !== "idle" || prompts.includes("[*]:")) return null;
+  const counted = (p, k) => /^\[\d+\]:$/.test(p) && p !== before[k];
+  if (!prompts.some(counted)) return null;
+  const stderr = '.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]';
+  return cells.map((c, k) => ({
+    prompt: prompts[k],
+    ran: counted(prompts[k], k),
+    stderr: [...c.querySelectorAll(stderr)].map((o) => o.textContent),
+  }));
+}"""
+
+
+def _prompts(page, indices: list[int]) -> list[str]:
+    code = page.locator(".jp-Notebook .jp-CodeCell")
+    return [(code.nth(i).locator(".jp-InputPrompt").text_content() or "").strip() for i in indices]
+
+
+def _error(texts: list[str]) -> str | None:
+    """The traceback among a cell's stderr outputs (warnings go there too), if any."""
+    for text in texts:
+        last = text.strip().splitlines()[-1:] or [""]
+        if "Traceback (most recent call last)" in text or re.match(
+            r"\w*(Error|Exception)\b", last[0]
+        ):
+            return text
+    return None
+
+
+def _wait_for_cells(page, indices: list[int], before: list[str], what: str) -> None:
+    """Wait until the code cells ``indices`` (0-based), whose prompts were ``before``, have
+    run and the kernel is idle, for at most :data:`RUN_CEILING`; fail at once, with its
+    traceback, when one of them raised, and say where it stood when the ceiling is hit."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    try:
+        handle = page.wait_for_function(
+            _RUN_OVER, arg=[indices, before], timeout=RUN_CEILING, polling=500
+        )
+    except PlaywrightTimeout:
+        status = page.locator(".jp-Notebook-ExecutionIndicator").get_attribute("data-status")
+        pytest.fail(
+            f"{what}: not done in {RUN_CEILING / 1000:.0f} s: kernel {status}, prompts "
+            f"{_prompts(page, indices)} (before: {before})"
+        )
+    cells = handle.json_value()
+    for i, cell in zip(indices, cells, strict=True):
+        error = _error(cell["stderr"])
+        if error is not None:
+            pytest.fail(f"{what}: code cell {i + 1} {cell['prompt']} raised:\n{error[-3000:]}")
+    not_run = [
+        f"{i + 1} {c['prompt']}" for i, c in zip(indices, cells, strict=True) if not c["ran"]
+    ]
+    assert not not_run, f"{what}: code cells {not_run} did not run"
+
+
 def test_lab_runs_the_sst_notebook_and_shows_the_dashboard(chromium, lab):
     from playwright.sync_api import sync_playwright
 
@@ -111,7 +184,7 @@ def test_lab_runs_the_sst_notebook_and_shows_the_dashboard(chromium, lab):
         try:
             page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
             try:
-                _notebook_and_dashboard(page, browser, base, token, shots)
+                _notebook_and_dashboard(page, base, token, shots)
             except BaseException:
                 page.screenshot(path=str(shots / "failed.png"), full_page=True)
                 raise
@@ -121,73 +194,82 @@ def test_lab_runs_the_sst_notebook_and_shows_the_dashboard(chromium, lab):
         assert (shots / name).stat().st_size > 10_000, name
 
 
-def _notebook_and_dashboard(page, browser, base: str, token: str, shots: Path) -> None:
+def _notebook_and_dashboard(page, base: str, token: str, shots: Path) -> None:
     from playwright.sync_api import expect
 
-    if True:
-        if True:
-            page.goto(f"{base}/lab/tree/{SST_NOTEBOOK}?token={token}")
-            indicator = page.locator(".jp-Notebook-ExecutionIndicator")
-            expect(indicator).to_have_attribute("data-status", "idle", timeout=60_000)
+    page.goto(f"{base}/lab/tree/{SST_NOTEBOOK}?token={token}")
+    # the kernel started and connected: the status bar names it and says Idle. The execution
+    # indicator says "idle" before there is a kernel at all (then initializing, connecting,
+    # unknown, idle): cells run then are lost while the kernel connects, and nothing comes.
+    kernel = re.compile(r"^(?!No Kernel).+ \| Idle$")
+    expect(page.locator(".jp-StatusBar-TextItem", has_text=kernel)).to_be_visible(
+        timeout=RUN_CEILING
+    )
 
-            # run everything but the last cell (which closes the cluster), as a user
-            # who wants to look at the dashboard afterwards
-            news = page.get_by_role("button", name="No", exact=True)  # "official Jupyter news?"
-            if news.is_visible():
-                news.click()
-            cells = page.locator(".jp-Notebook .jp-CodeCell")
-            # all cells rendered (Lab renders a notebook lazily), then select the last
-            expect(cells).to_have_count(_code_cells(ROOT / "notebooks" / SST_NOTEBOOK))
-            cells.last.locator(".jp-InputPrompt").click()
-            expect(page.locator(".jp-Notebook .jp-Cell.jp-mod-selected")).to_have_count(1)
-            assert "cluster.close()" in page.locator(".jp-Cell.jp-mod-selected").inner_text()
-            _run_menu(page, "Run All Above Selected Cell")
-            images = page.locator(".jp-OutputArea-output img")
-            expect(images).to_have_count(2, timeout=150_000)
-            expect(indicator).to_have_attribute("data-status", "idle", timeout=120_000)
-            sst_map = images.first
-            sst_map.scroll_into_view_if_needed()
-            box = sst_map.bounding_box()
-            assert box and box["width"] > 400 and box["height"] > 150
-            sst_map.screenshot(path=str(shots / "sst-map.png"))
-            page.screenshot(path=str(shots / "lab-sst-notebook.png"))
+    # run everything but the last cell (which closes the cluster), as a user who wants to
+    # look at the dashboard afterwards
+    news = page.get_by_role("button", name="No", exact=True)  # "official Jupyter news?"
+    if news.is_visible():
+        news.click()
+    cells = page.locator(".jp-Notebook .jp-CodeCell")
+    # all cells rendered (Lab renders a notebook lazily), then select the last
+    n = _code_cells(ROOT / "notebooks" / SST_NOTEBOOK)
+    expect(cells).to_have_count(n, timeout=PAGE_CEILING)
+    cells.last.locator(".jp-InputPrompt").click()
+    expect(page.locator(".jp-Notebook .jp-Cell.jp-mod-selected")).to_have_count(1)
+    assert "cluster.close()" in page.locator(".jp-Cell.jp-mod-selected").inner_text()
+    above = list(range(n - 1))
+    before = _prompts(page, above)
+    _run_menu(page, "Run All Above Selected Cell")
+    _wait_for_cells(page, above, before, "Run All Above Selected Cell")
+    # every cell has run: its outputs are in, two of them the map and the series
+    images = page.locator(".jp-OutputArea-output img")
+    expect(images).to_have_count(2, timeout=PAGE_CEILING)  # rendering what has arrived
+    sst_map = images.first
+    sst_map.scroll_into_view_if_needed()
+    box = sst_map.bounding_box()
+    assert box and box["width"] > 400 and box["height"] > 150
+    sst_map.screenshot(path=str(shots / "sst-map.png"))
+    page.screenshot(path=str(shots / "lab-sst-notebook.png"))
 
-            text = page.locator(".jp-Notebook").inner_text()
-            assert re.search(r"global-mean SST: 2\d\d\.\d+ K", text), text[-2000:]
-            link = re.search(r"dashboard: (/proxy/(\d+)/status)", text)
-            assert link, f"no proxied dashboard link in the notebook's output:\n{text[:2000]}"
+    text = page.locator(".jp-Notebook").text_content() or ""  # innerText: only cells in view
+    assert re.search(r"global-mean SST: 2\d\d\.\d+ K", text), text[-2000:]
+    link = re.search(r"dashboard: (/proxy/(\d+)/status)", text)
+    assert link, f"no proxied dashboard link in the notebook's output:\n{text[:2000]}"
 
-            # the dashboard through jupyter-server-proxy, in the same browser session
-            status = page.context.new_page()  # same session: the login cookie
-            status.goto(f"{base}{link.group(1)}")
-            expect(status).to_have_title(re.compile("Dask.*Status"), timeout=30_000)
-            expect(status.locator("canvas").first).to_be_visible(timeout=30_000)
+    # the dashboard through jupyter-server-proxy, in the same browser session
+    status = page.context.new_page()  # same session: the login cookie
+    status.goto(f"{base}{link.group(1)}", timeout=PAGE_CEILING)
+    expect(status).to_have_title(re.compile("Dask.*Status"), timeout=PAGE_CEILING)
+    expect(status.locator("canvas").first).to_be_visible(timeout=PAGE_CEILING)
 
-            # dask-labextension: the sidebar takes the same link, lists the dashboard's plots,
-            # and docks one beside the notebook
-            page.bring_to_front()
-            url_input = page.locator(".dask-URLInput input")
-            if not url_input.is_visible():
-                page.locator("li.lm-TabBar-tab[data-id='dask-dashboard-launcher']").click()
-            url_input.fill(link.group(1))
-            url_input.press("Enter")
-            task_stream = page.locator(".dask-DashboardListing-item button", has_text="Task Stream")
-            expect(task_stream).to_be_enabled(timeout=30_000)
-            task_stream.click()
-            docked = page.locator(".lm-TabBar-tab", has_text="Task Stream")
-            expect(docked).to_be_visible()
+    # dask-labextension: the sidebar takes the same link, lists the dashboard's plots, and
+    # docks one beside the notebook
+    page.bring_to_front()
+    url_input = page.locator(".dask-URLInput input")
+    if not url_input.is_visible():
+        page.locator("li.lm-TabBar-tab[data-id='dask-dashboard-launcher']").click()
+    url_input.fill(link.group(1))
+    url_input.press("Enter")
+    task_stream = page.locator(".dask-DashboardListing-item button", has_text="Task Stream")
+    expect(task_stream).to_be_enabled(timeout=PAGE_CEILING)
+    task_stream.click()
+    docked = page.locator(".lm-TabBar-tab", has_text="Task Stream")
+    expect(docked).to_be_visible(timeout=PAGE_CEILING)
 
-            # compute again while both watch: the global mean and map cell
-            page.locator(".lm-TabBar-tab", has_text=SST_NOTEBOOK).click()
-            compute = cells.filter(has_text="dask.compute(")
-            compute.locator(".jp-InputPrompt").click()
-            _run_menu(page, "Run Selected Cell and Do not Advance")
-            expect(indicator).to_have_attribute("data-status", "busy", timeout=10_000)
-            expect(indicator).to_have_attribute("data-status", "idle", timeout=180_000)
-            docked.click()
-            time.sleep(2)  # let Bokeh draw
-            status.bring_to_front()
-            time.sleep(1)
-            status.screenshot(path=str(shots / "dask-status-via-proxy.png"))
-            page.bring_to_front()
-            page.screenshot(path=str(shots / "lab-dask-sidebar.png"))
+    # compute again while both watch: the global mean and map cell, until it shows a new
+    # execution count (a short run can go busy and idle between two looks at the kernel)
+    page.locator(".lm-TabBar-tab", has_text=SST_NOTEBOOK).click()
+    again = [i for i in above if "dask.compute(" in (cells.nth(i).text_content() or "")]
+    assert len(again) == 1, again
+    cells.nth(again[0]).locator(".jp-InputPrompt").click()
+    before = _prompts(page, again)
+    _run_menu(page, "Run Selected Cell and Do not Advance")
+    _wait_for_cells(page, again, before, "the compute cell run again")
+    docked.click()
+    time.sleep(2)  # let Bokeh draw (screenshots only: nothing is asserted on them)
+    status.bring_to_front()
+    time.sleep(1)
+    status.screenshot(path=str(shots / "dask-status-via-proxy.png"))
+    page.bring_to_front()
+    page.screenshot(path=str(shots / "lab-dask-sidebar.png"))

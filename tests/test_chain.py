@@ -147,6 +147,15 @@ def test_a_user_function_that_computes_is_an_error_naming_it(tmp_path):
         ([{"function": "os.path"}], r"must be written 'module:function'"),
         ([{"function": "os:no_such_fn"}], r"module 'os' has no function 'no_such_fn'"),
         ([{"anomaly": {"clim": "$nope"}}], r"clim='\$nope' names no variable.*\['\$sst'\]"),
+        # values of a kind the function's annotation does not take (batch/option_values.py)
+        (
+            [{"area_mean": {"weights": "cos"}}],
+            r"steps\[0\] \(area_mean\): weights='cos' must be \$NAME.*\['\$sst'\]",
+        ),
+        ([{"trend": {"per": "eon"}}], r"per='eon' must be one of \['year', 'decade', 'century'\]"),
+        ([{"area_mean": {"min_valid_share": "half"}}], r"min_valid_share='half' must be a number"),
+        ([{"running_mean": {"window": True}}], r"window=True must be an integer"),
+        ([{"wind_speed": {"v": None}}], r"v=None must be \$NAME"),
         ([3], r"steps\[0\]: 3 is not a step"),
         ("global_mean", r"steps must be a list"),
     ],

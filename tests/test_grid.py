@@ -5,6 +5,7 @@ import dask
 import numpy as np
 import pytest
 import xarray as xr
+from known import cell_areas
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.grid import EARTH_RADIUS, cell_area, horizontal_names, time_name
@@ -29,6 +30,29 @@ def _coords(lat, lon, latname="lat", lonname="lon"):
 def test_cell_areas_cover_the_sphere(lat, lon):
     area = cell_area(*_coords(lat, lon))
     assert area.sum().item() == pytest.approx(SPHERE, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("lat", "lon"),
+    [
+        (np.linspace(-90, 90, 19), np.arange(0, 360, 10.0)),  # CDO's r36x19: poles, 10 deg
+        (np.linspace(90, -90, 19), np.arange(-180, 180, 10.0)),  # the same, ERA5's order
+        (np.linspace(90, -90, 91), np.arange(0, 360, 2.0)),  # the 2-degree demo grid
+        (np.linspace(-90, 90, 181), np.arange(360.0)),  # r360x181
+        (np.linspace(-89.75, 89.75, 360), np.arange(0.25, 360, 0.5)),  # r720x360, no poles
+        (np.arange(-20, 41, 10.0), np.r_[0:41:10, 320:351:10].astype("f8")),  # across 0
+    ],
+    ids=["r36x19", "r36x19 north-south -180..180", "2 degrees", "r360x181", "r720x360", "box"],
+)
+def test_cell_areas_are_the_spherical_bands(lat, lon):
+    """R² Δλ (sin φ2 - sin φ1), half cells at the poles (tests/known.py), to 1e-12; near
+    the poles a band's sine difference keeps only its absolute error, a few eps, so there
+    to 4 eps of R² Δλ: its float64 rounding, 1e-8 of a polar half cell at 1 degree."""
+    want = cell_areas(lat, lon)
+    got = cell_area(*_coords(lat, lon)).values
+    dlon = np.deg2rad(np.min(np.diff(np.sort(lon))))
+    atol = 4 * np.finfo("f8").eps * EARTH_RADIUS**2 * dlon
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=atol)
 
 
 def test_polar_cells_are_half_cells():

@@ -27,9 +27,11 @@ from pangeo_hpc.demo import expected
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
 BUCKET = "era5-notebooks"
-#: seconds a notebook may take here, cells and kernel start included (pytest-timeout); they
-#: take 10-30 s on the 2-degree demo tree
-BUDGET = 240
+#: seconds, a ceiling for the kernel to start and for each cell, not an expected duration
+#: (a notebook takes 10-30 s on the 2-degree demo tree): nbclient waits for each cell to
+#: finish and fails at once with the traceback of a cell that raises; only a hang reaches
+#: this, and nbclient then names the cell. A whole notebook has pytest's 900 s.
+CELL_CEILING = 600
 
 
 def test_there_are_the_seven_notebooks():
@@ -62,7 +64,11 @@ def execute(path: Path, workdir: Path, **parameters: Any) -> nbformat.NotebookNo
     lines = [f"{name} = {value!r}" for name, value in parameters.items()]
     nb.cells.insert(at + 1, nbformat.v4.new_code_cell("\n".join(lines)))
     NotebookClient(
-        nb, timeout=BUDGET, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
+        nb,
+        timeout=CELL_CEILING,
+        startup_timeout=CELL_CEILING,
+        kernel_name="python3",
+        resources={"metadata": {"path": str(workdir)}},
     ).execute()
     return nb
 
@@ -115,7 +121,6 @@ def demo_mount(seaweedfs, demo_bucket: str, fuse: None, tmp_path: Path) -> Itera
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(BUDGET)
 def test_01_getting_started(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[0], tmp_path, LOGIN="hpc.example.org")
     text = text_of(nb)
@@ -128,7 +133,6 @@ def test_01_getting_started(on_demo_data, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.s3
-@pytest.mark.timeout(BUDGET)
 def test_02_warmup_hydrates_a_lazy_mount(demo_mount: Path, tmp_path):
     nb = execute(NOTEBOOKS[1], tmp_path, DATA=str(demo_mount), SAMPLE_BYTES=20e6)
     text = text_of(nb)
@@ -150,7 +154,6 @@ def test_02_warmup_hydrates_a_lazy_mount(demo_mount: Path, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(BUDGET)
 def test_03_era5_sst_mean(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[2], tmp_path)
     text = text_of(nb)
@@ -164,7 +167,6 @@ def test_03_era5_sst_mean(on_demo_data, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(BUDGET)
 def test_04_climate_signal(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[3], tmp_path)
     text = text_of(nb)
@@ -183,7 +185,6 @@ def test_04_climate_signal(on_demo_data, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.s3
-@pytest.mark.timeout(BUDGET)
 def test_05_storage_survey_of_local_and_s3(
     seaweedfs, demo_bucket: str, on_demo_data: Path, monkeypatch, tmp_path
 ):
@@ -200,7 +201,6 @@ def test_05_storage_survey_of_local_and_s3(
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(BUDGET)
 def test_06_calibrate_then_plan(on_demo_data, tmp_path):
     cal = tmp_path / "calibration.json"
     nb = execute(NOTEBOOKS[5], tmp_path, CALIBRATION_FILE=str(cal), CALIBRATION_BYTES="16MB")
@@ -217,7 +217,6 @@ def test_06_calibrate_then_plan(on_demo_data, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(BUDGET)
 def test_07_your_own_recipe(on_demo_data, tmp_path):
     nb = execute(NOTEBOOKS[6], tmp_path, WORKDIR=str(tmp_path / "mine"))
     text = text_of(nb)

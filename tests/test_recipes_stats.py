@@ -13,10 +13,13 @@ import xarray as xr
 from cdo_fields import (
     CONVENTIONS,
     cdo,
+    cdo_cell_areas,
     cdo_field,
     cdo_trend_b,
     cdo_values,
+    exact_areas_file,
     other_convention,
+    sums_rtol,
 )
 from conftest import raise_if_dask_computes
 
@@ -62,11 +65,33 @@ def _close(got, expected, rtol=RTOL):
 # --- area_mean ---------------------------------------------------------------------------
 
 
+def _cells(da: xr.DataArray) -> int:
+    return da.lat.size * da.lon.size
+
+
+def _fldmean(path: Path, folder: Path, *, exact_areas: bool = False) -> np.ndarray:
+    """CDO's fldmean of each time step in float64 (-b F64: float32 output would round to
+    6e-8), weighted by CDO's gridarea or, with ``exact_areas``, by the exact cell areas
+    (tests/known.py) set with setgridarea."""
+    if not exact_areas:
+        return cdo_values("-b F64 -fldmean", path, out=folder / "fldmean.nc").ravel()
+    areas = exact_areas_file(path, folder / "exact-areas.nc")
+    operators = f"-b F64 -fldmean -setgridarea,{areas}"
+    return cdo_values(operators, path, out=folder / "fldmean-exact.nc").ravel()
+
+
 @pytest.mark.parametrize(("mask", "conv"), CASES)
 def test_area_mean_equals_fldmean(fields, tmp_path, mask, conv):
+    """The same NaN-skipping weighted mean as CDO's, checked with the same weights both
+    ways: ours with CDO's gridarea, CDO's with the exact areas ours uses by default. (Our
+    exact areas and CDO's gridarea differ by up to 5e-3 at this grid's poles: a mean with
+    one against the other differs by ~1e-5, the tolerance this test used to sit on.)"""
     path = fields[mask][conv]
+    rtol = sums_rtol(_cells(_open(path)))
+    with_cdo_areas = recipes.area_mean(_open(path), weights=cdo_cell_areas(path, tmp_path / "a.nc"))
+    _close(with_cdo_areas.compute(), _fldmean(path, tmp_path), rtol=rtol)
     got = recipes.area_mean(_open(path)).compute()
-    _close(got, cdo_values("-fldmean", path, out=tmp_path / "f.nc").ravel())
+    _close(got, _fldmean(path, tmp_path, exact_areas=True), rtol=rtol)
     assert got.attrs["units"] == "K" and got.attrs["cell_methods"] == "area: mean"
     xr.testing.assert_identical(
         got, recipes.global_mean(_open(path)).compute().assign_attrs(got.attrs)
@@ -76,17 +101,25 @@ def test_area_mean_equals_fldmean(fields, tmp_path, mask, conv):
 @pytest.mark.parametrize("conv", CONVENTIONS)
 def test_area_mean_of_a_region_across_the_seam_equals_fldmean(fields, tmp_path, conv):
     """40W-40E, 20S-40N, cut by CDO's sellonlatbox, and by xarray in the grid's order:
-    across 0 in the 0..360 grid its longitudes are 0..40 then 320..350."""
+    across 0 in the 0..360 grid its longitudes are 0..40 then 320..350. Means compared
+    with the same weights, as in test_area_mean_equals_fldmean."""
     path = fields["holes"][conv]
     box = cdo("-sellonlatbox,-40,40,-20,40", path, out=tmp_path / "box.nc")
-    expected = cdo_values("-fldmean", box, out=tmp_path / "f.nc").ravel()
-    _close(recipes.area_mean(_open(box)).compute(), expected)
+    expected = _fldmean(box, tmp_path)
+    rtol = sums_rtol(_cells(_open(box)))
+    areas = cdo_cell_areas(box, tmp_path / "a.nc")  # longitudes -40..40
+    _close(recipes.area_mean(_open(box), weights=areas).compute(), expected, rtol=rtol)
+    exact = _fldmean(box, tmp_path, exact_areas=True)
+    _close(recipes.area_mean(_open(box)).compute(), exact, rtol=rtol)
     da = _open(path)
     lon = np.mod(da.lon.values + 180, 360) - 180
     ours = da.isel(lon=np.flatnonzero(np.abs(lon) <= 40)).where(
         (da.lat >= -20) & (da.lat <= 40), drop=True
     )
-    _close(recipes.area_mean(ours).compute(), expected)
+    if conv == "0..360":  # CDO's areas on the grid's longitudes (matched by label)
+        areas = areas.assign_coords(lon=np.mod(areas.lon, 360.0))
+    _close(recipes.area_mean(ours, weights=areas).compute(), expected, rtol=rtol)
+    _close(recipes.area_mean(ours).compute(), exact, rtol=rtol)
 
 
 def test_area_mean_min_valid_share_by_construction():
@@ -121,6 +154,31 @@ def test_area_mean_rejects_shares_outside_0_1(bad):
     with pytest.raises(InputError, match=r"area_mean: min_valid_share=.* from 0 .* to 1") as e:
         recipes.area_mean(da, min_valid_share=bad)
     assert e.value.param == ("min_valid_share",)
+
+
+def test_area_mean_matches_given_weights_to_the_cells_by_label():
+    """Weights in another order, or of a larger grid than a region's, weigh each cell by
+    its own weight: in the compiled path (whole fields per chunk) as in xarray's."""
+    lat, lon = np.arange(80.0, -81.0, -20.0), np.arange(0.0, 360.0, 30.0)
+    x = np.random.default_rng(3).random((2, lat.size, lon.size))
+    x[0, 2, 3:6] = np.nan
+    da = xr.DataArray(x, dims=("time", "lat", "lon"), coords={"lat": lat, "lon": lon})
+    w = np.outer(np.arange(1.0, lat.size + 1), np.arange(1.0, lon.size + 1))  # all different
+    weights = xr.DataArray(w, dims=("lat", "lon"), coords={"lat": lat, "lon": lon})
+    shuffled = weights.isel(lat=slice(None, None, -1), lon=np.roll(np.arange(lon.size), 5))
+
+    def by_hand(values, w):  # NaN skipped
+        ok = np.isfinite(values)
+        return np.where(ok, values * w, 0).sum((-2, -1)) / (ok * w).sum((-2, -1))
+
+    for data in (da, da.chunk({"time": 1}), da.chunk({"lat": 2})):
+        got = recipes.area_mean(data, weights=shuffled).values
+        np.testing.assert_allclose(got, by_hand(x, w), rtol=1e-12)
+        region = recipes.area_mean(data.isel(lat=slice(1, 4)), weights=shuffled).values
+        np.testing.assert_allclose(region, by_hand(x[:, 1:4], w[1:4]), rtol=1e-12)
+    with pytest.raises(InputError, match=r"area_mean: weights have no value at lat=80\.0") as e:
+        recipes.area_mean(da, weights=weights.isel(lat=slice(1, None)))
+    assert e.value.param == ("weights",)
 
 
 # --- zonal_mean, time_mean ----------------------------------------------------------------
@@ -348,8 +406,12 @@ def test_demo_data_against_cdo(demo_file, tmp_path, conv):
     t = da.dims[0]
     da = da.chunk({t: 31})
     assert np.isnan(da[0].values).mean() > 0.3  # land and ice masked
+    # the area mean with the same weights both ways (test_area_mean_equals_fldmean)
+    areas, rtol = cdo_cell_areas(path, tmp_path / "a.nc"), sums_rtol(_cells(da))
+    _close(recipes.area_mean(da, weights=areas).compute(), _fldmean(path, tmp_path), rtol=rtol)
+    exact = _fldmean(path, tmp_path, exact_areas=True)
+    _close(recipes.area_mean(da).compute(), exact, rtol=rtol)
     checks = {
-        "-fldmean": (recipes.area_mean(da), lambda v: v.ravel()),
         "-zonmean": (recipes.zonal_mean(da), lambda v: v[..., 0]),
         "-timmean": (recipes.time_mean(da), lambda v: v[0]),
         "-ymonmean": (recipes.climatology(da, reference=["2001-01", "2001-12"]), lambda v: v),

@@ -7,8 +7,9 @@ the recipe file's folder or the Python path. An option written ``$name`` is the 
 variable ``name`` (the v wind of a wind speed, the SST whose NaN mask is the ocean).
 
 Everything is checked before data are opened (:func:`check_steps`: known functions,
-options they take); while the chain is built (:func:`build`) a step that computes is an
-error naming it, since recipe functions must stay lazy.
+options they take, values of the kinds their annotations name,
+:mod:`~pangeo_hpc.batch.option_values`); while the chain is built (:func:`build`) a step
+that computes is an error naming it, since recipe functions must stay lazy.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ import xarray as xr
 
 from pangeo_hpc import recipes
 from pangeo_hpc.batch.code_identity import SOURCE_ATTR
+from pangeo_hpc.batch.option_values import check_values
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import OWNER
 
@@ -105,8 +107,9 @@ FIRST = "\x00first"
 
 
 def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
-    """Every step names a known function and gives it options it takes; ``$name``
-    options name a variable of the dataset."""
+    """Every step names a known function and gives it options it takes, each a value of
+    the kind the function's annotation names (recipe functions; user functions check their
+    own); ``$name`` options name a variable of the dataset."""
     known = step_functions()
     for step in steps:
         if not step.is_user and step.name not in known:
@@ -116,6 +119,8 @@ def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
             )
         fn = step.function()
         _bind(fn, step)
+        if not step.is_user:
+            check_values(fn, _options(fn, step), step.where, variables)
         for key, value in _options(fn, step).items():
             name = _reference(value)
             # a coordinate such as time1_bounds is known once the data are open (apply)

@@ -7,7 +7,7 @@ from typing import Literal
 
 import xarray as xr
 
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import (
     TIME_PERIOD,
     area_where,
@@ -44,8 +44,10 @@ def area_mean(
         share of the domain's area (0, the default: NaN only where no cell is valid; 1:
         only complete fields). CDO has no direct equivalent.
     weights : DataArray, optional
-        Cell areas (or any weights) on the horizontal dimensions. By default the true
-        areas of the grid's cells, as CDO's ``fldmean`` uses (half cells at the poles).
+        Cell areas (or any weights) on the horizontal dimensions, matched to ``da`` by
+        their coordinates' labels where they have them (any order; a larger grid's areas
+        serve a region cut from it). By default the true areas of the grid's cells, as
+        CDO's ``fldmean`` uses (half cells at the poles).
 
     Returns
     -------
@@ -56,7 +58,8 @@ def area_mean(
     Raises
     ------
     InputError
-        When ``min_valid_share`` is not a number in [0, 1].
+        When ``min_valid_share`` is not a number in [0, 1], or ``weights`` not a DataArray
+        with a value for each cell of ``da``.
     """
     return _area_mean(da, "area_mean", min_valid_share, weights, "area-weighted mean")
 
@@ -77,9 +80,11 @@ def _area_mean(
     check_dataarray(da, recipe)
     share = _share(min_valid_share, recipe)
     lat, lon = horizontal_names(da)
+    dims = tuple(dict.fromkeys(da[lat].dims + da[lon].dims))
     if weights is None:
         weights = cell_area(da[lat], da[lon])
-    dims = tuple(dict.fromkeys(da[lat].dims + da[lon].dims))
+    else:
+        weights = _on_grid(weights, da, dims, recipe)
     weights = weights.fillna(0.0)
     if _whole_fields(da, dims):
         # one compiled pass per block instead of xarray's fillna/notnull/dot passes
@@ -99,6 +104,29 @@ def _area_mean(
             out = out.where(valid >= share * weights.sum(list(dims)) * (1 - 1e-12))
     method = f"area: mean{area_where(da)}"
     return with_attrs(out, _mean_attrs(da, what, method))
+
+
+def _on_grid(weights: object, da: xr.DataArray, dims: tuple[str, ...], recipe: str) -> xr.DataArray:
+    """``weights`` in the order of ``da`` along ``dims``, matched by coordinate label where
+    both have an index (as xarray's weighted mean matches them; the compiled path reads
+    values by position), e.g. areas with latitude ascending for data with it descending,
+    or the areas of the whole grid for a region cut from it."""
+    if not isinstance(weights, xr.DataArray):
+        raise InputError(
+            f"{recipe}: weights={shown(weights)} is not a DataArray of cell areas: pass one on "
+            "the horizontal dimensions, or leave weights out for the cells' true areas",
+            param="weights",
+        )
+    labels = {d: da.indexes[d] for d in dims if d in da.indexes and d in weights.indexes}
+    for d, index in labels.items():
+        absent = index.difference(weights.indexes[d])
+        if len(absent):
+            raise InputError(
+                f"{recipe}: weights have no value at {d}={absent.tolist()[0]!r} ({len(absent)} "
+                f"of the data's {len(index)} {d} values): give them on the data's grid",
+                param="weights",
+            )
+    return weights.sel(labels)
 
 
 def _share(value: object, recipe: str) -> float:
