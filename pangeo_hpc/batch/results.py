@@ -19,6 +19,7 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import config
+from pangeo_hpc.batch import provenance
 from pangeo_hpc.batch.chain import FIRST
 from pangeo_hpc.batch.headlines import headline_table, headlines
 from pangeo_hpc.batch.recipe_yaml import Recipe
@@ -107,6 +108,7 @@ def summarise(
             p: version(p) for p in ("pangeo-hpc", "xarray", "dask", "distributed", "h5py")
         },
         "host": platform.node(),
+        "provenance": provenance.record(inputs, computed),
     }
 
 
@@ -249,11 +251,11 @@ def write_outputs(
     summary = summarise(inputs, computed, timings or {})
     period = inputs.period
     result.attrs.update(recipe=spec.name, source=str(root), period=" to ".join(period))
+    result.attrs.update(provenance.file_attributes(summary["provenance"]))
     # CF for the file: Conventions, history, coordinate attributes, time bounds, encodings
     made_by = (
-        f"{summary['created']}: python -m pangeo_hpc.run {spec.name} "
-        f"(pangeo-hpc {summary['versions']['pangeo-hpc']}) on {', '.join(spec.variables)} "
-        f"of {root}, {period[0]} to {period[1]}"
+        f"{summary['created']}: {summary['provenance']['command']} "
+        f"(pangeo-hpc {summary['versions']['pangeo-hpc']})"
     )
     title = spec.description.splitlines()[0] if spec.description else spec.name
     written = prepare_for_file(result, history=made_by, title=title)

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from distributed import KilledWorker
 
-from pangeo_hpc.cli import cache, clusters, data, index, plan, s3, storage
+from pangeo_hpc.cli import cache, clusters, data, index, plan, provenance, s3, storage
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
 from pangeo_hpc.cli.logs import library_lines
 from pangeo_hpc.clusters.diagnostics import lost_task
@@ -36,6 +36,7 @@ VERBS: list[Verb] = [
     *s3.VERBS,
     *index.VERBS,
     *cache.VERBS,
+    *provenance.VERBS,
 ]
 
 _DESCRIPTION = """\
