@@ -67,7 +67,7 @@ WRITERS: dict[str, tuple[str, list[str]]] = {
 }
 # verbs that write nothing a user named: they print, read, or keep private files in
 # folders of their own (lab: a new 0700 folder per job; job logs)
-READERS = {"list", "profiles", "job-script", "tunnel", "hydration", "warmup", "lab"}
+READERS = {"list", "profiles", "job-script", "tunnel", "hydration", "warmup", "lab", "provenance"}
 
 
 def test_every_verb_is_listed_as_writing_or_not():

@@ -26,10 +26,10 @@ misses the sampled blocks) is not seen.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import hashlib
 import os
+from dataclasses import replace
 from typing import Any
 
 from pangeo_hpc.inputs.stamps import Stamp
@@ -54,7 +54,7 @@ def stamp(path: str) -> Stamp:
     plain = Stamp.of_file(path)
     if not needs_fingerprint(plain):
         return plain
-    return dataclasses.replace(plain, fingerprint=_fingerprint(plain.path, plain.size))
+    return replace(plain, fingerprint=_fingerprint(plain.path, plain.size))
 
 
 def needs_fingerprint(plain: Stamp) -> bool:
