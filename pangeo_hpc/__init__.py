@@ -20,14 +20,12 @@ checks it with import-linter, contract in ``pyproject.toml``)::
 shared by all.
 """
 
-from pangeo_hpc import _moved, config, recipes
+from pangeo_hpc import config, recipes
 from pangeo_hpc.clusters import get_cluster, running_cluster, start_cluster
 from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.io.files import open_files
-
-_moved.install()
 
 __all__ = [
     "DataNotFoundError",

@@ -189,7 +189,7 @@ def test_a_failing_step_is_named_in_the_error():
         ),
         ({"name": "t", "dataset": {**DATASET, "varaible": "x"}, "steps": []}, "varaible"),
         ({"name": "t", "dataset": DATASET, "results": ["a"]}, "results must map"),
-        ({"name": "t", "dataset": DATASET, "chain": "nope"}, r"chain 'nope': write its steps"),
+        ({"name": "t", "dataset": DATASET, "chain": "sst-mean"}, r"unknown key\(s\) \['chain'\]"),
     ],
 )
 def test_bad_recipe_files_are_refused(doc, message):
@@ -200,17 +200,6 @@ def test_bad_recipe_files_are_refused(doc, message):
 def test_a_files_dataset_needs_no_period():
     r = from_dict({"name": "t", "dataset": {"variable": "sst", "files": "/x/*.nc"}, "steps": []})
     assert r.files == "/x/*.nc" and r.start is None and r.variables == ("sst",)
-
-
-def test_a_recipe_of_0_1_still_loads_with_a_warning_as_its_steps():
-    doc = {"name": "t", "dataset": DATASET, "chain": "sst-mean", "options": {"frequency": "annual"}}
-    with pytest.warns(FutureWarning, match="replaced by the steps"):
-        r = from_dict(doc)
-    assert set(r.results) == {"time_mean", "global_mean_series", "global_mean"}
-    assert r.results["global_mean_series"][1].options == {"freq": "annual"}
-    with pytest.warns(FutureWarning, match="recipe: sst-trend"):
-        old = from_dict({"name": "t", "dataset": DATASET, "recipe": "sst-trend"})
-    assert [s.name for s in old.steps] == ["resample"]
 
 
 def test_dask_stays_dask_through_a_user_function_using_map_blocks(tmp_path):

@@ -12,8 +12,6 @@ from pathlib import Path
 import grimp
 import pytest
 
-from pangeo_hpc._moved import ALSO, MOVED
-
 ROOT = Path(__file__).resolve().parents[1]
 LINT = Path(sys.executable).with_name("lint-imports")
 
@@ -145,18 +143,6 @@ def test_the_circle_finder_finds_one():
     graph.add_import(importer="p.b", imported="p.a")
     graph.add_import(importer="p.c", imported="p.a")
     assert _cycles(graph, {"p.a", "p.b", "p.c"}) == [["p.a", "p.b"]]
-
-
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_an_old_module_name_imports_with_a_warning(old):
-    new = MOVED[old]
-    sys.modules.pop(old, None)
-    with pytest.warns(FutureWarning, match=rf"{old} is now {new}: import from there"):
-        module = importlib.import_module(old)
-    for name in (new, *ALSO.get(old, ())):
-        target = importlib.import_module(name)
-        public = getattr(target, "__all__", [n for n in dir(target) if not n.startswith("_")])
-        assert public and all(getattr(module, n) is getattr(target, n) for n in public)
 
 
 def test_an_unknown_old_name_is_still_an_import_error():

@@ -8,7 +8,6 @@ checked here, before any data are opened (:mod:`pangeo_hpc.batch.chain`).
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,6 @@ import yaml
 
 from pangeo_hpc import config
 from pangeo_hpc.batch.chain import Step, check_steps, parse_steps
-from pangeo_hpc.batch.legacy import LEGACY_CHAINS
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
 
@@ -114,7 +112,6 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     where = f"recipe {str(path if path is not None else named)!r}"
     if not isinstance(doc, dict):
         raise InputError(f"{where} must be a YAML mapping with name, dataset and steps")
-    doc = _legacy(doc, where)
     unknown = sorted(set(doc) - set(_KEYS))
     if unknown:
         raise InputError(f"{where}: unknown key(s) {unknown}: a recipe has {list(_KEYS)}")
@@ -174,25 +171,3 @@ def _variables(dataset: dict[str, Any], where: str) -> tuple[str, ...]:
     if not isinstance(names, list) or not names or not all(isinstance(v, str) for v in names):
         raise InputError(f"{where}: dataset.variables {names!r} must be a list of names")
     return tuple(names)
-
-
-def _legacy(doc: dict[str, Any], where: str) -> dict[str, Any]:
-    """A recipe of 0.1 (``chain: sst-mean`` or ``recipe: sst-mean`` with ``options:``) as
-    the steps that compute the same, with a FutureWarning."""
-    key = "chain" if "chain" in doc else "recipe" if "recipe" in doc else None
-    if key is None:
-        return doc
-    name, options = doc[key], doc.get("options") or {}
-    if name not in LEGACY_CHAINS:
-        raise InputError(
-            f"{where} names {key} {name!r}: write its steps: instead "
-            f"(the 0.1 chains were {sorted(LEGACY_CHAINS)})"
-        )
-    warnings.warn(
-        f"{where}: '{key}: {name}' is replaced by the steps it stands for; write them as "
-        "steps:/results: (see recipes/era5-sst-mean.yaml)",
-        FutureWarning,
-        stacklevel=4,
-    )
-    new = {k: v for k, v in doc.items() if k not in (key, "options")}
-    return {**new, **LEGACY_CHAINS[name](**options)}
