@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from cf import cfchecks, unavailable
-from conftest import missing, run_cli
+from conftest import missing, require_tool, run_cli
 
 from pangeo_hpc.recipes.cf_attrs import per_time_units
 
@@ -27,15 +27,45 @@ def cf_tools() -> None:
         missing("cfchecks", why)
 
 
+#: a recipe of what no shipped recipe writes: text labels (the seasons), results on time
+#: axes of their own (JJA means beside monthly values), windows, a percentile
+SEASONS_RECIPE = """
+name: seasons
+description: |
+  Seasonal climatology, JJA means, a 12-month running mean and a percentile of SST.
+dataset:
+  variable: sea_surface_temperature
+  start: "2000-01"
+  end: "2001-12"
+results:
+  seasons:
+    - climatology: {freq: seasonal}
+  jja:
+    - area_mean: {}
+    - select_season: {season: JJA}
+    - resample: {freq: seasonal}
+  smooth:
+    - area_mean: {}
+    - resample: {freq: monthly}
+    - running_mean: {window: 12}
+  p90:
+    - select_region: {name: nino34}
+    - percentile: {q: 90}
+"""
+RECIPES = ("era5-sst-mean", "era5-sst-trend", "seasons")
+
+
 @pytest.fixture(scope="module")
 def outputs(demo_tree, tmp_path_factory) -> dict[str, Path]:
-    """result.nc of both shipped recipes on two years of the demo tree."""
+    """result.nc of two shipped recipes and of :data:`SEASONS_RECIPE` on two years of the
+    demo tree."""
     base = tmp_path_factory.mktemp("cf-outputs")
+    (base / "seasons.yaml").write_text(SEASONS_RECIPE)
     out = {}
-    for recipe in ("era5-sst-mean", "era5-sst-trend"):
+    for recipe in RECIPES:
         folder = base / recipe
         r = run_cli(
-            recipe,
+            str(base / "seasons.yaml") if recipe == "seasons" else recipe,
             "--data",
             str(demo_tree),
             *PERIOD,
@@ -52,7 +82,7 @@ def outputs(demo_tree, tmp_path_factory) -> dict[str, Path]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", ["era5-sst-mean", "era5-sst-trend"])
+@pytest.mark.parametrize("recipe", RECIPES)
 def test_result_passes_cfchecks(cf_tools, outputs, recipe, tmp_path):
     report = cfchecks(outputs[recipe], tmp_path / "tables")
     print(report.output)
@@ -63,7 +93,7 @@ def test_result_passes_cfchecks(cf_tools, outputs, recipe, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("recipe", ["era5-sst-mean", "era5-sst-trend"])
+@pytest.mark.parametrize("recipe", RECIPES)
 def test_compliance_checker_finds_no_errors(cf_tools, outputs, recipe):
     exe = Path(sys.executable).parent / "compliance-checker"
     if not exe.is_file() and shutil.which("compliance-checker") is None:
@@ -101,6 +131,11 @@ def test_metadata_follows_the_data(cf_tools, outputs):
     period = mean[mean.time_period.attrs["bounds"]].values
     np.testing.assert_array_equal(period, np.array(["2000-01-01", "2002-01-01"], "M8[ns]"))
     np.testing.assert_array_equal(trend[trend.time_period.attrs["bounds"]].values, period)
+    # every time in the data's calendar (the demo files': gregorian), not xarray's default
+    for path in (outputs["era5-sst-mean"], outputs["era5-sst-trend"]):
+        with xr.open_dataset(path, decode_times=False) as raw:
+            for name in ("time0", "time_period"):
+                assert raw[name].attrs["calendar"] == "gregorian", (path.parent.name, name)
     # coordinates: no _FillValue, with standard_name and axis
     import netCDF4
 
@@ -170,3 +205,45 @@ def test_zarr_outputs_open_without_warnings(demo_tree, tmp_path):
     trend = xr.open_zarr(out / "result.zarr")
     assert trend.trend.attrs["units"] == "K/(10 year)"
     assert xr.open_zarr(store).sea_surface_temperature.sizes["time0"] == 731
+
+
+@pytest.mark.slow
+def test_seasons_are_text_cdo_and_xarray_read(outputs, tmp_path):
+    """The season labels are a char array (CF 2.2), not netCDF-4 strings: CDO opens the
+    file ("NetCDF: Not a valid data type" before), xarray reads the labels back."""
+    import netCDF4
+
+    path = outputs["seasons"]
+    cdo = require_tool("cdo")
+    r = subprocess.run([cdo, "-s", "sinfon", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert all(name in r.stdout for name in ("seasons", "jja", "smooth", "p90")), r.stdout
+    with netCDF4.Dataset(path) as nc:
+        assert nc["season"].dtype == np.dtype("S1") and nc["season"].ndim == 2
+        assert nc["seasons"].coordinates.split()[0] == "season"  # a label, CF 6.1
+    res = xr.open_dataset(path)
+    assert res.season.values.tolist() == ["DJF", "MAM", "JJA", "SON"]
+    assert res.seasons.sel(season="JJA").notnull().any()
+
+
+@pytest.mark.slow
+def test_time_bounds_say_what_was_averaged(outputs):
+    res = xr.open_dataset(outputs["seasons"])
+    # JJA means from a seasonal resample: June to August, on a time axis of their own
+    jja = res[res[res.jja.dims[0]].attrs["bounds"]].values.astype("M8[D]")
+    want = [["2000-06-01", "2000-09-01"], ["2001-06-01", "2001-09-01"]]
+    np.testing.assert_array_equal(jja, np.array(want, "M8[D]"))
+    assert res.jja.attrs["cell_methods"] == f"area: mean where sea {res.jja.dims[0]}: mean"
+    # a 12-month running mean: its twelve months
+    smooth = res[res[res.smooth.dims[0]].attrs["bounds"]].values.astype("M8[D]")
+    np.testing.assert_array_equal(smooth[0], np.array(["2000-01-01", "2001-01-01"], "M8[D]"))
+    np.testing.assert_array_equal(smooth[-1], np.array(["2001-01-01", "2002-01-01"], "M8[D]"))
+    # a percentile: one of the values, not their mean, and which percentile
+    assert res.p90.attrs["cell_methods"] == (
+        "time: point (90th percentile over time, method nrank)"
+    )
+    assert "percentile 90" in res.p90.attrs["comment"]
+    assert res.p90.attrs["long_name"] == (
+        "90th percentile over time of Sea surface temperature in nino34 (5S-5N 170W-120W), "
+        "2000-2001"
+    )

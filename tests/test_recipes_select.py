@@ -16,6 +16,7 @@ from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.recipes import select_months, select_region, select_season
+from pangeo_hpc.recipes.cf_attrs import AREA_TYPE
 
 pytestmark = pytest.mark.cdo
 
@@ -42,6 +43,19 @@ BOXES = [
     (-90, -80, -180, 180),  # the whole circle in -180..180, down to the pole
     (-5, 5, 175, 185),  # a single column at the dateline
 ]
+#: how each box is named in long_name (longitudes in -180..180; the whole circle unnamed)
+BOX_WORDS = {
+    (-5, 5, 190, 240): "5S-5N 170W-120W",
+    (-5, 5, -170, -120): "5S-5N 170W-120W",
+    (-30, 30, 170, -170): "30S-30N 170E-170W",
+    (-30, 30, 170, 190): "30S-30N 170E-170W",
+    (-40, 40, 350, 10): "40S-40N 10W-10E",
+    (-40, 40, -30, 30): "40S-40N 30W-30E",
+    (40, -40, 5, 25): "40S-40N 5E-25E",
+    (60, 90, 0, 360): "60N-90N",
+    (-90, -80, -180, 180): "90S-80S",
+    (-5, 5, 175, 185): "5S-5N 175E-175W",
+}
 
 
 def run_cdo(*args: str) -> None:
@@ -86,7 +100,9 @@ def test_box_equals_cdo_sellonlatbox(fields, tmp_path, field, south, north, west
     with raise_if_dask_computes():
         got = select_region(da, lat=[south, north], lon=[west, east])
     assert_same(got.compute(), expected)
-    assert got.attrs == da.attrs
+    # the attributes as they were, the name saying which box selected the cells
+    name = f"{da.name} in {BOX_WORDS[south, north, west, east]}"
+    assert got.attrs == {**da.attrs, "long_name": name}
 
 
 @pytest.mark.parametrize("field", ["random-180", "ocean-180-desc"])
@@ -230,13 +246,23 @@ def monthly(tmp_path_factory) -> Path:
     return path
 
 
-@pytest.mark.parametrize("months", [[12, 1, 2], [7], [3, 11]])
-def test_select_months_equals_cdo_selmon(monthly, tmp_path, months):
+@pytest.mark.parametrize(
+    ("months", "words"),
+    [
+        ([12, 1, 2], "DJF"),
+        ([7], "Jul"),
+        ([3, 11], "Mar+Nov"),
+        ([11, 12, 1, 3, 4], "Nov-Jan+Mar-Apr"),
+    ],
+)
+def test_select_months_equals_cdo_selmon(monthly, tmp_path, months, words):
     expected = cdo_result(monthly, tmp_path, f"-selmon,{','.join(map(str, months))}")
     with raise_if_dask_computes():
         got = select_months(opened(monthly), months=months)
     np.testing.assert_array_equal(got.time.values, expected.time.values)
     np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
+    # the months that selected the data are in their name (a season's by its letters)
+    assert got.attrs == {"units": "m", "long_name": f"topo in {words}"}
 
 
 @pytest.mark.parametrize("season", ["DJF", "MAM", "JJA", "son"])
@@ -246,6 +272,7 @@ def test_select_season_equals_cdo_selseason(monthly, tmp_path, season):
     np.testing.assert_array_equal(got.time.values, expected.time.values)
     np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
     assert got.sizes["time"] in (6, 7)  # Nov 1999 - Dec 2001
+    assert got.attrs["long_name"] == f"topo in {season.upper()}"
 
 
 def test_months_errors(monthly):
@@ -284,21 +311,26 @@ def demo(tmp_path_factory) -> tuple[Path, Path]:
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "ops"),
+    ("kwargs", "ops", "words"),
     [
-        ({"name": "nino34"}, "-sellonlatbox,190,240,-5,5"),
-        ({"lat": [-20, 30], "lon": [-40, 20]}, "-sellonlatbox,-40,20,-20,30"),
+        ({"name": "nino34"}, "-sellonlatbox,190,240,-5,5", "in nino34 (5S-5N 170W-120W)"),
+        ({"lat": [-20, 30], "lon": [-40, 20]}, "-sellonlatbox,-40,20,-20,30", "in 20S-30N 40W-20E"),
         (
             {"mask": "land", "lat": [-10, 10], "lon": [0, 40]},
             "-sellonlatbox,0,40,-10,10 -ifnotthen -setmisstoc,0 -addc,1000 -timmax {merged}",
+            "over land in 10S-10N 0-40E",
         ),
     ],
 )
-def test_demo_sst_equals_cdo(demo, tmp_path, kwargs, ops):
+def test_demo_sst_equals_cdo(demo, tmp_path, kwargs, ops, words):
     root, merged = demo
     sst = open_era5(source=root, start="2000-11", end="2001-03").sea_surface_temperature
     expected = cdo_result(merged, tmp_path, ops.format(merged=merged))
     with raise_if_dask_computes():
         got = select_region(sst, **kwargs)
     assert_same(got.compute(), expected)
-    assert got.dtype == np.float32 and got.attrs == sst.attrs
+    assert got.dtype == np.float32
+    # what selected the cells is in their name; a mask's area type is kept for area_mean
+    attrs = {k: v for k, v in got.attrs.items() if k != AREA_TYPE}
+    assert attrs == {**sst.attrs, "long_name": f"Sea surface temperature {words}"}
+    assert got.attrs.get(AREA_TYPE) == ("land" if "mask" in kwargs else None)

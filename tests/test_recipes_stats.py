@@ -198,7 +198,7 @@ def test_time_mean_equals_timmean(fields, tmp_path, mask, conv):
     _close(got, cdo_values("-timmean", path, out=tmp_path / "t.nc")[0])
     assert got.attrs == {
         "units": "K",
-        "long_name": "time-mean sst",
+        "long_name": "time-mean sst, 2000-2003",  # 48 months from 2000-01: the years
         "cell_methods": "time: mean",
     }
     period = got[TIME_PERIOD]

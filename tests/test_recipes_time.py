@@ -16,7 +16,15 @@ from conftest import raise_if_dask_computes, require_tool
 from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.io.era5 import open_era5
-from pangeo_hpc.recipes import daily_totals, resample, running_mean
+from pangeo_hpc.recipes import (
+    daily_totals,
+    percentile,
+    resample,
+    running_mean,
+    select_season,
+    time_mean,
+)
+from pangeo_hpc.recipes.cf_attrs import TIME_PERIOD, prepare_for_file
 
 pytestmark = pytest.mark.cdo
 
@@ -298,3 +306,115 @@ def test_periods_that_are_the_chunks_are_reduced_block_by_block_as_xarray(stat):
     np.testing.assert_array_equal(fast.time.values, slow.time.values)
     # chunks that are not the periods: not this path
     assert resample_module._by_block(da.chunk({"time": 50}), "time", "MS", stat) is None
+
+
+# -- time bounds: what each value covers, as CDO writes time_bnds -------------------
+
+
+@pytest.fixture(scope="module")
+def bounded(tmp_path_factory) -> dict[str, Path]:
+    """CDO fields whose steps have bounds (``settbounds``), so that CDO's statistics write
+    the bounds of what they reduced: daily steps over 800 days from 2000-01-01 (a first
+    DJF of January and February alone), and 24 monthly steps from 2015-01."""
+    base = tmp_path_factory.mktemp("bounded")
+    out = {}
+    for name, (start, step, count, bounds) in {
+        "daily": ("2000-01-01,00:00:00", "1day", 800, "day"),
+        "monthly": ("2015-01-01,00:00:00", "1month", 24, "month"),
+    }.items():
+        out[name] = base / f"{name}.nc"
+        run_cdo(
+            f"-settbounds,{bounds}",
+            "-settunits,hours",
+            f"-settaxis,{start},{step}",
+            f"-duplicate,{count}",
+            "-random,r12x7,7",
+            str(out[name]),
+        )
+    return out
+
+
+def written_bounds(da: xr.DataArray, tmp_path: Path) -> np.ndarray:
+    """The bounds of the time coordinate of ``da`` (a dimension, else the scalar
+    ``time_period``) in the file a run writes (:func:`prepare_for_file`)."""
+    path = tmp_path / "ours.nc"
+    prepare_for_file(da.to_dataset(name="x"), history="test").to_netcdf(path)
+    with xr.open_dataset(path) as ds:
+        time = TIME_PERIOD if TIME_PERIOD in ds.coords else "time"
+        return ds[ds[time].attrs["bounds"]].values.astype("datetime64[s]").reshape(-1, 2)
+
+
+def cdo_bounds(tmp_path: Path, *args: str | Path) -> np.ndarray:
+    """``time_bnds`` of ``cdo ARGS OUT``."""
+    out = tmp_path / "cdo-bounds.nc"
+    run_cdo(*map(str, args), str(out))
+    with xr.open_dataset(out) as ds:
+        return ds.time_bnds.values.astype("datetime64[s]")
+
+
+def opened_field(path: Path) -> xr.DataArray:
+    """The field of a file with time bounds (``time_bnds`` is a data variable of it)."""
+    ds = xr.open_dataset(path, chunks={"time": 10})
+    return ds[next(str(v) for v in ds.data_vars if "bnds" not in str(v))]
+
+
+def _jja(da: xr.DataArray) -> xr.DataArray:
+    return select_season(da, season="JJA")
+
+
+BOUNDS_CASES = {
+    # JJA means: June to August, not the year to the next JJA's label
+    "seasmean of JJA": ("daily", "-seasmean -selseason,JJA",
+                        lambda da: resample(_jja(da), freq="seasonal")),
+    # every season; the first DJF holds January and February alone
+    "seasmean": ("daily", "-seasmean", lambda da: resample(da, freq="seasonal")),
+    "yearmean of JJA": ("daily", "-yearmean -selseason,JJA",
+                        lambda da: resample(_jja(da), freq="annual")),
+    "monmax": ("daily", "-monmax", lambda da: resample(da, freq="monthly", stat="max")),
+    # twelve months each: 2015-01-01 to 2016-01-01, not a month around the middle label
+    "runmean,12": ("monthly", "-runmean,12", lambda da: running_mean(da, window=12)),
+    "runmean,3 of seasmean": ("monthly", "-runmean,3 -seasmean",
+                              lambda da: running_mean(resample(da, freq="seasonal"), window=3)),
+    # whole periods: the first step's start to the last step's end
+    "timmean": ("daily", "-timmean", time_mean),
+    "timmean of JJA": ("daily", "-timmean -selseason,JJA", lambda da: time_mean(_jja(da))),
+    "timmean of DJF means": ("daily", "-timmean -seasmean -selseason,DJF",
+                             lambda da: time_mean(resample(
+                                 select_season(da, season="DJF"), freq="seasonal"))),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(BOUNDS_CASES))
+def test_time_bounds_equal_cdo(bounded, tmp_path, case):
+    name, ops, ours = BOUNDS_CASES[case]
+    expected = cdo_bounds(tmp_path, *ops.split(), bounded[name])
+    with raise_if_dask_computes():
+        got = ours(opened_field(bounded[name]))
+    np.testing.assert_array_equal(written_bounds(got, tmp_path), expected)
+
+
+def test_percentile_bounds_equal_timpctl(bounded, tmp_path):
+    path = bounded["daily"]
+    expected = cdo_bounds(tmp_path, "-timpctl,90", path, "-timmin", path, "-timmax", path)
+    got = percentile(opened_field(path), q=90)
+    np.testing.assert_array_equal(written_bounds(got, tmp_path), expected)
+
+
+def test_time_bounds_in_the_data_calendar(tmp_path):
+    """A noleap calendar's dates: intervals, periods and files in that calendar."""
+    time = xr.date_range("2001-01-01", periods=365 * 2, freq="D", calendar="noleap",
+                         use_cftime=True)  # fmt: skip
+    da = xr.DataArray(np.arange(time.size, dtype="f8"), dims="time", coords={"time": time})
+    da["time"].encoding.update(units="days since 2001-01-01", calendar="noleap")
+    jja = resample(_jja(da), freq="seasonal")
+    bounds = written_bounds(jja, tmp_path)
+    assert [str(b)[:10] for b in bounds[0]] == ["2001-06-01", "2001-09-01"]
+    mean = time_mean(da)
+    path = tmp_path / "mean.nc"
+    prepare_for_file(mean.to_dataset(name="x"), history="test").to_netcdf(path)
+    with xr.open_dataset(path, decode_times=False) as ds:
+        # the bounds in their coordinate's units and calendar (xarray writes them there)
+        assert ds[TIME_PERIOD].attrs["calendar"] == "noleap"
+        # two years of 365 days: the middle is day 365, 2002-01-01
+        np.testing.assert_array_equal(ds[f"{TIME_PERIOD}_bnds"].values, [0.0, 730.0])
+        assert float(ds[TIME_PERIOD]) == 365.0

@@ -4,6 +4,7 @@ known answers; each result passes the CF checker; each recipe reads its data onc
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from dataclasses import replace
 from pathlib import Path
@@ -26,6 +27,7 @@ from pangeo_hpc.demo import (
     expected_t2m_trends,
 )
 from pangeo_hpc.recipes import area_mean
+from pangeo_hpc.write.figures import draw_result
 
 SHIPPED = (
     "era5-nino34",
@@ -186,6 +188,65 @@ def test_every_result_passes_cfchecks(runs, recipe, tmp_path):
         missing("cfchecks", why)
     report = cfchecks(runs[recipe] / "result.nc", tmp_path / "tables")
     assert report.errors == [], "\n".join(report.errors)
+
+
+@pytest.mark.slow
+@pytest.mark.cdo
+@pytest.mark.parametrize("recipe", SHIPPED)
+def test_every_result_opens_in_cdo_and_xarray(runs, recipe):
+    path = runs[recipe] / "result.nc"
+    cdo = require_tool("cdo")
+    r = subprocess.run([cdo, "-s", "sinfon", str(path)], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    res = xr.open_dataset(path).load()
+    results = [str(v) for v in res.data_vars if not str(v).endswith("_bnds")]
+    assert set(results) == set(answer(runs, recipe))
+    for name in results:  # CDO lists every result it read
+        assert re.search(rf":\s+{re.escape(name)}\s*$", r.stdout, re.MULTILINE), (name, r.stdout)
+
+
+def _panel_titles(res: xr.Dataset) -> list[str]:
+    """The title of each result's panel in the run's figure (the small multiples'
+    heading), as drawn from the file."""
+    fig = draw_result(res[[v for v in res.data_vars if not str(v).endswith("_bnds")]], "run")
+    titles = []
+    for sub in fig.subfigs:
+        heading = sub._suptitle.get_text() if sub._suptitle is not None else ""
+        titles.append(heading or sub.axes[0].get_title())
+    return titles
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", SHIPPED)
+def test_no_two_results_share_a_name_or_a_title(runs, recipe):
+    """Each result says what it is: no two long names, no two panel titles alike."""
+    res = result(runs, recipe)
+    names = [res[v].attrs.get("long_name") for v in res.data_vars if not str(v).endswith("_bnds")]
+    assert None not in names and len(set(names)) == len(names), names
+    titles = _panel_titles(res)
+    assert len(set(titles)) == len(titles) == len(names), titles
+
+
+@pytest.mark.slow
+def test_results_name_what_selected_them(runs):
+    """The season, the land or ocean mask, the box and the period are in each result's
+    name and title, from the steps that selected them (not the recipe's name)."""
+    years = f"{ALL_PERIOD[0][:4]}-{ALL_PERIOD[1][:4]}"
+    normals = result(runs, "era5-t2m-normals")
+    for season, other in (("DJF", "JJA"), ("JJA", "DJF")):
+        name = normals[season].attrs["long_name"]
+        assert name == f"time-mean 2 metre temperature in {season}, {years}"
+        assert other not in name
+    warming = result(runs, "era5-t2m-warming")
+    for mask, area_type in (("land", "land"), ("ocean", "sea")):
+        name = warming[mask].attrs["long_name"]
+        assert name.startswith(f"2 metre temperature over {mask}, area-weighted mean"), name
+        assert warming[mask].attrs["cell_methods"] == f"area: mean where {area_type} time0: mean"
+    djf = result(runs, "era5-nino34-djf").sea_surface_temperature.attrs["long_name"]
+    assert "in 5S-5N 170W-120W in DJF" in djf
+    for res in (normals, warming):
+        assert _panel_titles(res) == [res[v].attrs["long_name"] for v in res.data_vars
+                                      if not str(v).endswith("_bnds")]  # fmt: skip
 
 
 @pytest.mark.parametrize("recipe", SHIPPED)

@@ -32,7 +32,8 @@ from pangeo_hpc import recipes
 from pangeo_hpc.batch.code_identity import SOURCE_ATTR
 from pangeo_hpc.batch.option_values import check_values
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes.cf_attrs import OWNER
+from pangeo_hpc.recipes import time_bounds
+from pangeo_hpc.recipes.cf_attrs import OWNER, renamed_in_cell_methods
 
 USER = "function"
 
@@ -377,7 +378,37 @@ def finish(recipe: Any, values: dict[str, Any]) -> xr.Dataset:
         else:
             parts = {name: value.rename(name)}
         out.update(parts)
-    return xr.Dataset(_own_scalars(_not_inside_others(out)))
+    return xr.Dataset(_own_scalars(_own_time_axes(_not_inside_others(out))))
+
+
+def _own_time_axes(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:
+    """The results, each whose time dimension holds other labels or other intervals
+    (:mod:`pangeo_hpc.recipes.time_bounds`) than an earlier result's of the same name (an
+    annual series beside a monthly one; annual means of JJA beside annual means) with
+    that dimension renamed ``{t}_{result}``: one dimension has one set of time bounds,
+    and xarray would otherwise pad each series to the union of the labels."""
+    seen: dict[str, xr.Dataset] = {}
+    out = {}
+    for name, da in results.items():
+        rename: dict[str, str] = {}
+        for t in map(str, da.dims):
+            if t not in da.coords or time_bounds.bounds_names(t)[0] not in da.coords:
+                continue
+            axis = da[t].reset_coords()
+            if t not in seen:
+                seen[t] = axis
+            elif not axis.equals(seen[t]):
+                new = f"{t}_{name}"
+                old_names = (t, *time_bounds.bounds_names(t))
+                new_names = (new, *time_bounds.bounds_names(new))
+                rename |= dict(zip(old_names, new_names, strict=True))
+        if rename:  # its cell methods name the dimension by its new name
+            methods = renamed_in_cell_methods(str(da.attrs.get("cell_methods", "")), rename)
+            da = da.rename(rename)
+            if methods:
+                da.attrs["cell_methods"] = methods
+        out[name] = da
+    return out
 
 
 def _not_inside_others(results: dict[str, xr.DataArray]) -> dict[str, xr.DataArray]:

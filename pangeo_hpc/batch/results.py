@@ -268,8 +268,11 @@ def write_outputs(
             written.to_netcdf(tmp / data_file)
         else:
             write_zarr(written, tmp / data_file)
-        title = spec.description.splitlines()[0] if spec.description else spec.name
-        plot_result(result, tmp / "plot.png", title)
+        # the recipe's words, then what this run read (a recipe's description may name
+        # its default period: a run with --start/--end read another)
+        plot_result(
+            result, tmp / "plot.png", f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
+        )
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)

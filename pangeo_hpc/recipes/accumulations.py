@@ -10,6 +10,7 @@ import pandas as pd
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes import time_bounds
 from pangeo_hpc.recipes.cf_attrs import with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
@@ -85,9 +86,14 @@ def daily_totals(da: xr.DataArray, *, bounds: xr.DataArray | None = None) -> xr.
             param="da",
         )
     keep = np.flatnonzero(day.isin(whole))
+    da = time_bounds.without_intervals(da, t)
     steps = da.isel({t: keep}).assign_coords({t: (t, start.values[keep], da[t].attrs)})
     out = steps.resample({t: "D"}).sum(min_count=1)
     out = out.sel({t: whole.values})  # days missing in the middle of the data stay out
+    # each total covers its whole day (the intervals of its accumulations)
+    out = time_bounds.with_intervals(out, t, whole.values, (whole + pd.Timedelta(1, "D")).values)
+    out[t].attrs = dict(da[t].attrs)
+    out[t].encoding.update(time_bounds.calendar_encoding(da[t]))
     return with_attrs(out, period_attrs(da, t, "daily total", f"{t}: sum"))
 
 

@@ -17,6 +17,8 @@ import numpy as np
 import pandas as pd
 import xarray as xr
 
+from pangeo_hpc.recipes import time_bounds
+
 #: the version written to ``Conventions`` (cfchecker 4.1 checks up to CF-1.8)
 CONVENTIONS = "CF-1.8"
 #: name of the scalar time coordinate of values that stand for a whole period (a time
@@ -26,6 +28,9 @@ TIME_PERIOD = "time_period"
 OWNER = "_result"
 #: name of the bounds dimension
 BOUNDS_DIM = "bnds"
+#: attribute (not written) that :func:`~pangeo_hpc.recipes.select_region` sets on land or
+#: ocean cells (``land``, ``sea``: CF area types), for the ``where`` of an area mean after
+AREA_TYPE = "_area_type"
 
 #: ``per`` -> a UDUNITS spelling. UDUNITS has no "decade"; ``K/(10 year)`` parses and
 #: converts to 0.1 K/year (cfunits, cf_units). Its ``year`` is 365.242198781 days, ours
@@ -52,11 +57,14 @@ def per_time_units(units: str | None, per: str) -> str:
 
 
 def area_where(da: xr.DataArray) -> str:
-    """`` where sea`` (or ``land``) when the standard name says where the values live; a
-    mean that skips NaN averages over those cells only. Else ``""``."""
+    """`` where sea`` (or ``land``) when a land or ocean mask selected the cells
+    (:data:`AREA_TYPE`) or the standard name says where the values live; a mean that skips
+    NaN averages over those cells only. Else ``""``."""
     inherited = re.search(r"area:[^:]*\bwhere\s+(\S+)", str(da.attrs.get("cell_methods", "")))
     if inherited:
         return f" where {inherited.group(1)}"
+    if da.attrs.get(AREA_TYPE):
+        return f" where {da.attrs[AREA_TYPE]}"
     name = str(da.attrs.get("standard_name", ""))
     for prefixes, area_type in _AREA_TYPES:
         if name.startswith(prefixes):
@@ -70,9 +78,7 @@ def cell_methods(da: xr.DataArray, method: str, *, gone: Mapping[str, str] | Non
     ``gone`` renames dimensions the result no longer has in the inherited entries (the
     time dimension becomes CF's ``time``), so every name still refers to something real.
     """
-    before = str(da.attrs.get("cell_methods", "")).strip()
-    for old, new in (gone or {}).items():
-        before = re.sub(rf"(?<!\S){re.escape(old)}:", f"{new}:", before)
+    before = renamed_in_cell_methods(str(da.attrs.get("cell_methods", "")).strip(), gone or {})
     # the mean of monthly means over the same months is still that: no second entry
     # (cfchecks rejects a dimension named twice)
     done = {e.strip() for e in _ENTRY.findall(before)}
@@ -80,57 +86,104 @@ def cell_methods(da: xr.DataArray, method: str, *, gone: Mapping[str, str] | Non
     return " ".join([before, *parts]).strip()
 
 
-def time_span(time: xr.DataArray) -> tuple[np.datetime64, np.datetime64]:
-    """Start and end of the period the values of ``time`` cover: from the first label to
-    the last label plus one step (a month for month starts, a day for days)."""
-    values = pd.DatetimeIndex(np.asarray(time.values, dtype="datetime64[ns]"))
-    first, last = values[0], values[-1]
-    return np.datetime64(first, "ns"), np.datetime64(last + _step(values), "ns")
+def renamed_in_cell_methods(methods: str, names: Mapping[str, str]) -> str:
+    """``methods`` (a ``cell_methods`` string) with the dimension names ``names`` renamed
+    (``{"time0": "time"}``: ``time0: mean`` becomes ``time: mean``)."""
+    for old, new in names.items():
+        methods = re.sub(rf"(?<!\S){re.escape(old)}:", f"{new}:", methods)
+    return methods
+
+
+def time_span(time: xr.DataArray) -> tuple[Any, Any]:
+    """Start and end of the period the values of ``time`` cover: from the first step's
+    lower bound to the last step's upper bound (:func:`~pangeo_hpc.recipes.time_bounds.span`:
+    the intervals a reduction carries, else each label to the next step, a month for month
+    starts, a day for days), as datetime64 or cftime dates in the data's calendar."""
+    return time_bounds.span(time)
 
 
 def _step(values: pd.DatetimeIndex) -> pd.DateOffset | pd.Timedelta:
-    """The length of one step of ``values``: whole months (or years) for labels on the first
-    of a month at midnight a constant number of months apart, else their (median) spacing.
-    Not ``pd.infer_freq``: pandas 3 warns about its return type."""
-    if values.size < 2:
-        return pd.Timedelta(0)
-    if (values.day == 1).all() and (values == values.normalize()).all():
-        months = np.diff(values.year * 12 + values.month)
-        if (months == months[0]).all() and months[0] > 0:
-            return pd.DateOffset(months=int(months[0]))
-    ns = values.values.astype("datetime64[ns]").astype("i8")  # whatever the index's unit
-    return pd.Timedelta(int(np.median(np.diff(ns))), "ns")
+    """The length of one step of ``values``
+    (:func:`~pangeo_hpc.recipes.time_bounds.step_of`), as pandas adds it to dates."""
+    kind, n = time_bounds.step_of(np.asarray(values.values))
+    return pd.DateOffset(months=int(n)) if kind == "months" else pd.Timedelta(float(n), "s")
 
 
 def period_coord(time: xr.DataArray, what: str) -> xr.DataArray:
     """A scalar time coordinate for a value that stands for the whole period of ``time``:
-    its middle, with bounds (made by :func:`prepare_for_file`) from :func:`time_span`."""
+    its middle, with bounds (made by :func:`prepare_for_file`) from :func:`time_span`, in
+    the units and calendar of ``time``."""
     start, end = time_span(time)
-    middle = start + (end - start) // 2
-    return xr.DataArray(
-        middle,
+    out = xr.DataArray(
+        time_bounds.middle(start, end),
         attrs={
             "standard_name": "time",
             "long_name": f"period of the {what}",
             "bounds": f"{TIME_PERIOD}_{BOUNDS_DIM}",
-            "period_start": str(start)[:19],
-            "period_end": str(end)[:19],
+            "period_start": _iso(start),
+            "period_end": _iso(end),
         },
+    )
+    out.encoding.update(time_bounds.calendar_encoding(time))
+    return out
+
+
+def period_words(time: xr.DataArray) -> str:
+    """The years (``2000-2019``, ``2000``) or months (``2000-12 to 2001-02``) of the time
+    labels ``time``: years when they run from the first to the last of their months in
+    the year (January to December; June to August for JJA data; January to December
+    for DJF data of whole years), else months."""
+    values = np.asarray(time.values)
+    if values.size == 0:
+        return "no time steps"
+    years = np.asarray(time.dt.year.values, dtype=int)
+    months = np.asarray(time.dt.month.values, dtype=int)
+    if months[0] == months.min() and months[-1] == months.max():
+        first, last = int(years[0]), int(years[-1])
+        return f"{first}" if first == last else f"{first}-{last}"
+    return f"{years[0]:04d}-{months[0]:02d} to {years[-1]:04d}-{months[-1]:02d}"
+
+
+def _iso(date: Any) -> str:
+    """``2000-01-01T00:00:00`` of a datetime64 or cftime date."""
+    if isinstance(date, np.datetime64):
+        return str(np.datetime64(date, "s"))
+    return str(date.isoformat())[:19]
+
+
+def _dates(texts: list[str], like: Any) -> np.ndarray:
+    """ISO dates ``texts`` as dates of the kind and calendar of ``like``."""
+    if isinstance(like, np.datetime64):
+        return np.array(texts, dtype="datetime64[ns]")
+    calendar = like.calendar
+    return np.array(
+        [xr.date_range(d, periods=1, calendar=calendar, use_cftime=True)[0] for d in texts]
     )
 
 
 def _is_time(coord: xr.DataArray) -> bool:
-    return np.issubdtype(coord.dtype, np.datetime64) or coord.attrs.get("standard_name") == "time"
+    """Dates (datetime64 or cftime, any calendar), or CF's ``standard_name: time``."""
+    if np.issubdtype(coord.dtype, np.datetime64) or coord.attrs.get("standard_name") == "time":
+        return True
+    return coord.dtype == object and coord.size > 0 and hasattr(coord.values.flat[0], "calendar")
 
 
 def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) -> xr.Dataset:
     """A copy of ``ds`` ready to be written as CF: attributes of latitude, longitude and
     time (``standard_name``, ``axis``), time bounds where a value stands for a period, no
-    ``_FillValue`` on coordinates and bounds, ``Conventions``, ``history`` and ``title``.
+    ``_FillValue`` on coordinates and bounds, text as character arrays, ``Conventions``,
+    ``history`` and ``title``.
 
-    Bounds of a time dimension come from its spacing (month starts: one month) and are
-    added when a variable's ``cell_methods`` name it; those of :data:`TIME_PERIOD` from the
-    span it records.
+    Bounds of a time dimension are the intervals its values carry (a reduction's,
+    :mod:`pangeo_hpc.recipes.time_bounds`), else, when a variable's ``cell_methods`` name
+    it, each label to the next step (month starts: one month); those of
+    :data:`TIME_PERIOD` come from the span it records. Every time is written in the units
+    and calendar of the data it was made from.
+
+    Text (the ``season`` labels of a seasonal climatology, any string coordinate) is
+    written as a fixed-length character array with a string-length dimension (CF 2.2),
+    never as netCDF-4 variable-length strings, which CDO ("NetCDF: Not a valid data type")
+    and cfchecks cannot read; xarray reads it back as the same strings.
     """
     from pangeo_hpc.recipes.grid import horizontal_names
 
@@ -150,24 +203,47 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
     time_dims = [str(d) for d in ds.dims if d in ds.coords and _is_time(ds[d])]
     for t in time_dims:
         ds.variables[t].attrs.update(standard_name="time", axis="T")
-        if ds.sizes[t] >= 1 and re.search(rf"(?<!\S){re.escape(t)}:", methods):
-            values = pd.DatetimeIndex(np.asarray(ds[t].values, dtype="datetime64[ns]"))
-            step = _step(values)
-            if step != pd.Timedelta(0):
-                bnds = np.stack([values.values, (values + step).values], axis=1)
-                ds[f"{t}_{BOUNDS_DIM}"] = ((t, BOUNDS_DIM), bnds)
+        carried = all(n in ds.coords for n in time_bounds.bounds_names(t))
+        named = re.search(rf"(?<!\S){re.escape(t)}:", methods) is not None
+        if ds.sizes[t] >= 1 and (carried or named):
+            lower, upper = time_bounds.intervals(ds[t])
+            if not (lower == upper).all():
+                ds[f"{t}_{BOUNDS_DIM}"] = ((t, BOUNDS_DIM), np.stack([lower, upper], axis=1))
                 ds.variables[t].attrs["bounds"] = f"{t}_{BOUNDS_DIM}"
+    carriers = [str(c) for c in ds.coords if time_bounds.is_bounds_coord(str(c))]
+    ds = ds.drop_vars(carriers)
     for name in [c for c in ds.coords if "period_start" in ds.variables[c].attrs]:
         attrs = ds.variables[name].attrs
         start, end = attrs.pop("period_start"), attrs.pop("period_end")
-        ds[attrs["bounds"]] = ((BOUNDS_DIM,), np.array([start, end], dtype="datetime64[ns]"))
+        ds[attrs["bounds"]] = ((BOUNDS_DIM,), _dates([start, end], ds[name].values[()]))
     # a scalar coordinate of one result only (its own period): on that variable alone
     owners = {str(c): ds.variables[c].attrs.pop(OWNER) for c in ds.coords if OWNER in ds[c].attrs}
+    for var in ds.variables.values():
+        var.attrs.pop(AREA_TYPE, None)
     _encode(ds, time_dims, owners)
     ds.attrs = {"Conventions": CONVENTIONS, **ds.attrs, "history": history}
     if title:
         ds.attrs["title"] = title
     return ds
+
+
+def _is_text(var: xr.Variable) -> bool:
+    if var.dtype.kind in "US":
+        return True
+    return var.dtype.kind == "O" and var.size > 0 and isinstance(var.values.flat[0], str)
+
+
+def _calendar(ds: xr.Dataset) -> dict[str, str]:
+    """The units and calendar of the data's times: those a time variable of ``ds`` was read
+    or made with (:func:`~pangeo_hpc.recipes.time_bounds.calendar_encoding`), else hours
+    since 1970 in the proleptic Gregorian calendar (datetime64's)."""
+    found: dict[str, str] = {}
+    for var in ds.variables.values():
+        if _is_time(xr.DataArray(var)):
+            enc = time_bounds.calendar_encoding(xr.DataArray(var))
+            if "calendar" in enc:
+                found = {**enc, **found}
+    return {"units": "hours since 1970-01-01 00:00:00", "calendar": "proleptic_gregorian"} | found
 
 
 def _encode(ds: xr.Dataset, time_dims: list[str], owners: Mapping[str, str]) -> None:
@@ -180,23 +256,39 @@ def _encode(ds: xr.Dataset, time_dims: list[str], owners: Mapping[str, str]) -> 
     enc = {str(k): v.encoding for k, v in ds.variables.items()}
     for name in [*map(str, ds.coords), *bounds]:
         enc[name]["_FillValue"] = None
+    for name, var in ds.variables.items():
+        if _is_text(var):  # a char array with a string-length dimension, not vlen strings
+            enc[str(name)]["dtype"] = "S1"
+    for name, var in ds.coords.items():  # CF 1.8 (2.2) has no 64-bit integers: the month
+        values = var.values if var.dtype == np.int64 and "dtype" not in enc[str(name)] else None
+        if values is not None and np.abs(values).max(initial=0) < 2**31:
+            enc[str(name)]["dtype"] = "int32"
+    calendar = _calendar(ds)
+    for name in time_dims:  # a time dimension without bounds: in the data's calendar too
+        if not np.issubdtype(ds[name].dtype, np.datetime64) or "calendar" in enc[name]:
+            continue
+        enc[name].update({k: v for k, v in calendar.items() if k not in enc[name]})
     for name, parent in bounds.items():
         if _is_time(ds[parent]):  # bounds in the units and calendar of their coordinate
-            enc[parent].setdefault("units", "hours since 1970-01-01 00:00:00")
-            enc[parent].setdefault("calendar", "proleptic_gregorian")
+            for key, value in calendar.items():
+                enc[parent].setdefault(key, value)
             enc[name].update(units=enc[parent]["units"], calendar=enc[parent]["calendar"])
             # float64, not xarray's int64: cfchecks 4.1 takes int64 bounds for "non-numeric"
             # (it knows the type codes i, f and d only); whole hours are exact in float64
             enc[parent]["dtype"] = enc[name]["dtype"] = "float64"
     scalars = [str(k) for k, v in ds.coords.items() if v.ndim == 0]
+    # a text dimension coordinate, a char array of two dimensions, is named as a coordinate
+    # of each variable along it: else cfchecks warns "Possible incorrect declaration of a
+    # coordinate variable" (CF 6.1 labels are auxiliary coordinates)
+    labels = [str(d) for d in ds.dims if d in ds.coords and _is_text(ds.variables[d])]
     for name, var in ds.data_vars.items():
         if name in bounds:  # bounds take their coordinate's coordinates (CF 7.1)
             enc[str(name)]["coordinates"] = None
             continue
-        if not scalars:
+        if not scalars and not labels:
             continue
         timed = any(d in time_dims for d in var.dims)
-        keep = [
+        keep = [d for d in labels if d in var.dims] + [
             c
             for c in scalars
             if not (timed and _is_time(ds[c])) and owners.get(c, str(name)) == str(name)

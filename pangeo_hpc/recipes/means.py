@@ -9,15 +9,18 @@ import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import (
+    AREA_TYPE,
     TIME_PERIOD,
     area_where,
     cell_methods,
     period_coord,
+    period_words,
     with_attrs,
 )
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import cell_area, horizontal_names, longitude_edges, time_name
 from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
+from pangeo_hpc.recipes.resample import resample
 
 _FREQ = {"monthly": "MS", "annual": "YS"}
 
@@ -189,12 +192,15 @@ def time_mean(da: xr.DataArray) -> xr.DataArray:
         Without the time dimension, with a scalar coordinate ``time_period`` (the middle of
         the period, with its start and end for the file's bounds,
         :func:`~pangeo_hpc.recipes.cf_attrs.period_coord`). Units and standard name kept;
-        ``cell_methods`` gains ``time: mean``. NaN where a cell is never valid.
+        ``cell_methods`` gains ``time: mean``; ``long_name`` says the years (or months)
+        averaged, ``time-mean 2 metre temperature in JJA, 2000-2019``. NaN where a cell
+        is never valid.
     """
     check_dataarray(da, "time_mean")
     t = time_name(da)
-    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name")}
-    attrs["long_name"] = f"time-mean {da.attrs.get('long_name', da.name or 'field')}"
+    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name", AREA_TYPE)}
+    name = da.attrs.get("long_name", da.name or "field")
+    attrs["long_name"] = f"time-mean {name}, {period_words(da[t])}"
     attrs["cell_methods"] = cell_methods(da, "time: mean", gone={t: "time"})
     out = with_attrs(da.mean(t, skipna=True), attrs)
     return out.assign_coords({TIME_PERIOD: period_coord(da[t], "time mean")})
@@ -216,19 +222,19 @@ def time_series(
         Averaging period; each value is labelled with the period's first day.
     weights : DataArray, optional
         As for :func:`global_mean`.
+
+    Returns
+    -------
+    DataArray
+        :func:`~pangeo_hpc.recipes.resample` of the :func:`global_mean`: each value's time
+        interval is the steps it averages.
     """
     check_dataarray(da, "time_series")
     if freq not in _FREQ:
         raise InputError(f"freq={freq!r} is not one of {sorted(_FREQ)}")
-    t = time_name(da)
     gm = global_mean(da, weights=weights)
-    if gm.chunks is not None:
-        # the series is small: one chunk makes the resampling a single task, not thousands
-        gm = gm.chunk({t: -1})
-    out = gm.resample({t: _FREQ[freq]}).mean()
-    # each value stands for its month or year: the file gets time bounds for it
-    # (pangeo_hpc.recipes.cf_attrs.prepare_for_file)
-    return with_attrs(out, {**gm.attrs, "cell_methods": cell_methods(gm, f"{t}: mean")})
+    # one value per month or year, its time bounds the steps it holds, as resample's
+    return resample(gm, freq=_FREQ[freq])
 
 
 def _mean_attrs(da: xr.DataArray, what: str, method: str) -> dict[str, str]:

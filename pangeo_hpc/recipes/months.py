@@ -13,6 +13,8 @@ from pangeo_hpc.recipes.grid import time_name
 
 #: the seasons ``select_season`` knows, as CDO's ``selseason`` defines them
 SEASONS = {"DJF": (12, 1, 2), "MAM": (3, 4, 5), "JJA": (6, 7, 8), "SON": (9, 10, 11)}
+#: month 1..12 -> its name in three letters (``MONTH_NAMES[0] == "Jan"``)
+MONTH_NAMES = tuple("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())
 
 
 def select_months(da: xr.DataArray, *, months: Sequence[int]) -> xr.DataArray:
@@ -29,6 +31,8 @@ def select_months(da: xr.DataArray, *, months: Sequence[int]) -> xr.DataArray:
     -------
     DataArray
         The same data and attributes at those time steps only; lazy (an ``isel``).
+        ``long_name`` gains the months: ``in DJF`` for a season's, else ``in Jun-Jul``,
+        ``in Jan+Mar`` (:func:`months_words`).
 
     Raises
     ------
@@ -55,7 +59,8 @@ def select_season(da: xr.DataArray, *, season: str) -> xr.DataArray:
     Returns
     -------
     DataArray
-        The same data at those time steps only.
+        The same data at those time steps only; ``long_name`` gains ``in DJF`` (the
+        season).
     """
     check_dataarray(da, "select_season")
     key = str(season).upper()
@@ -64,6 +69,32 @@ def select_season(da: xr.DataArray, *, season: str) -> xr.DataArray:
             f"select_season: season={season!r} is not one of {list(SEASONS)}", param="season"
         )
     return _select(da, SEASONS[key], "select_season", f"season={season!r}")
+
+
+def months_words(months: Sequence[int]) -> str:
+    """The months ``months`` in a few letters: a season's name (``DJF`` for 12, 1, 2 in
+    any order), else runs of consecutive months (``Jun-Aug``, ``Jan+Mar``, ``Nov-Feb``).
+
+    >>> months_words([1, 12, 2]), months_words([6, 7]), months_words([1, 3, 4])
+    ('DJF', 'Jun-Jul', 'Jan+Mar-Apr')
+    """
+    wanted = set(months)
+    for name, season in SEASONS.items():
+        if wanted == set(season):
+            return name
+    runs: list[list[int]] = []
+    for m in range(1, 13):
+        if m in wanted:
+            if runs and runs[-1][-1] == m - 1:
+                runs[-1].append(m)
+            else:
+                runs.append([m])
+    if len(runs) > 1 and runs[0][0] == 1 and runs[-1][-1] == 12:  # across the new year
+        runs = [runs[-1] + runs[0], *runs[1:-1]]
+    names = [
+        MONTH_NAMES[r[0] - 1] + (f"-{MONTH_NAMES[r[-1] - 1]}" if len(r) > 1 else "") for r in runs
+    ]
+    return "+".join(names)
 
 
 def _month_numbers(months: Sequence[int] | int) -> tuple[int, ...]:
@@ -93,7 +124,10 @@ def _select(da: xr.DataArray, wanted: Sequence[int], recipe: str, given: str) ->
             "give months the data hold or a longer period",
             param=given.split("=")[0],
         )
-    return da.isel({t: np.flatnonzero(np.isin(month, list(wanted)))})
+    out = da.isel({t: np.flatnonzero(np.isin(month, list(wanted)))})
+    # what selected the data, in their name (a JJA mean is not a DJF mean)
+    name = da.attrs.get("long_name", da.name or "field")
+    return out.assign_attrs(long_name=f"{name} in {months_words(wanted)}")
 
 
 def _date(value: object) -> str:

@@ -11,6 +11,7 @@ import xarray as xr
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.extras import require
+from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import SPACING, horizontal_names, time_name
 from pangeo_hpc.recipes.lonlatbox import box_indices, cdo_longitudes, lat_indices
@@ -108,8 +109,10 @@ def select_region(
             "regrid to a regular lat/lon grid first (CDO remapbil)"
         )
     out = da
+    words = []  # what selected the data, for their long_name
     if mask is not None:
         out = _land_or_ocean(out, mask, mask_from, la, lo)
+        words.append(f"over {mask}")
     if name is not None:
         if lat is not None or lon is not None:
             raise InputError(
@@ -120,6 +123,7 @@ def select_region(
             lat, lon = REGIONS[name]["lat"], REGIONS[name]["lon"]
         else:
             out = _in_region(out, name, regions, la, lo)
+            words.append(f"in region {name}")
     if lat is not None:
         out = out.isel(
             {da[la].dims[0]: lat_indices(np.asarray(da[la].values), lat, "select_region")}
@@ -135,7 +139,45 @@ def select_region(
         if out.sizes[out[c].dims[0]] == 1 and da.sizes[da[c].dims[0]] > 1:
             step = float(np.median(np.abs(np.diff(np.asarray(da[c].values, dtype="f8")))))
             out[c].attrs[SPACING] = step
-    return out
+    if lat is not None or lon is not None:  # checked above: two numbers each
+        box = box_words(lat, lon)
+        words.append(f"in {name} ({box})" if name is not None else f"in {box}")
+    attrs = dict(da.attrs)
+    attrs["long_name"] = " ".join([str(da.attrs.get("long_name", da.name or "field")), *words])
+    if mask is not None:  # the CF area type of the cells kept, for an area mean's "where"
+        attrs[AREA_TYPE] = "land" if mask == "land" else "sea"
+    return with_attrs(out, attrs)
+
+
+def box_words(lat: Sequence[float] | None, lon: Sequence[float] | None) -> str:
+    """A lon/lat box as people write it: ``5S-5N 170W-120W`` for ``lat=[-5, 5]``,
+    ``lon=[190, 240]`` (longitudes in -180..180, whichever convention was given).
+
+    >>> box_words([-5, 5], [190, 240]), box_words([66.5, 90], None), box_words([0, 90], [0, 360])
+    ('5S-5N 170W-120W', '66.5N-90N', '0-90N')
+    """
+    parts = []
+    if lat is not None:
+        south, north = sorted(float(v) for v in lat)
+        parts.append(f"{_degrees(south, 'S', 'N')}-{_degrees(north, 'S', 'N')}")
+    if lon is not None:
+        west, east = (float(v) for v in lon)
+        if west == east or (east - west) % 360 != 0:  # [0, 360]: every longitude, no words
+            parts.append(f"{_degrees(_pm180(west), 'W', 'E')}-{_degrees(_pm180(east), 'W', 'E')}")
+    return " ".join(parts) or "all longitudes"
+
+
+def _pm180(lon: float) -> float:
+    """A longitude in (-180, 180]."""
+    x = (lon + 180.0) % 360.0 - 180.0
+    return 180.0 if x == -180.0 else x
+
+
+def _degrees(value: float, negative: str, positive: str) -> str:
+    """``-5`` -> ``5S``, ``23.5`` -> ``23.5N``, ``0`` -> ``0`` (the equator or meridian)."""
+    if value == 0:
+        return "0"
+    return f"{abs(value):g}{negative if value < 0 else positive}"
 
 
 def _in_region(da: xr.DataArray, name: str, regions: Any, la: str, lo: str) -> xr.DataArray:

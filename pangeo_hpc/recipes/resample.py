@@ -3,14 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
+from pangeo_hpc.recipes import time_bounds
+from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
 
@@ -50,7 +51,11 @@ def resample(
     -------
     DataArray
         Labelled with each period's start (``2000-12-01`` for DJF 2000/01); periods with no
-        time step at all are left out, as CDO leaves them. Units and standard name as
+        time step at all are left out, as CDO leaves them. Each value's time interval
+        (:mod:`~pangeo_hpc.recipes.time_bounds`, the file's ``time_bnds``) runs from the
+        start of its first step to the end of its last, as CDO's: a JJA mean covers June
+        to August, a DJF of January and February alone those two months (its label, the
+        December before, then lies outside them: cfchecks warns). Units and standard name as
         ``da`` (a sum of m is m); ``cell_methods`` gains ``time: mean`` (``minimum``,
         ``maximum``, ``sum``). Dask data stay lazy: a small series is made one chunk
         first; a large field keeps its chunks (no rechunk), each period reduced from
@@ -67,6 +72,8 @@ def resample(
     if stat not in STATS:
         raise InputError(f"resample: stat={stat!r} is not one of {list(STATS)}", param="stat")
     t = time_name(da)
+    lower, upper = time_bounds.intervals(da[t])
+    da = time_bounds.without_intervals(da, t)
     out = _by_block(da, t, alias, stat)
     if out is None:
         series = one_chunk_if_small(da, t)
@@ -80,8 +87,26 @@ def resample(
         if not held.all():
             out = out.isel({t: np.flatnonzero(held)})
     out = _fewer_chunks(out, t)
+    # each value covers its steps: the first one's start to the last one's end (CDO's
+    # time_bnds), not its period (JJA only of a year) nor the step to the next label
+    first, last = _members(da[t], out[t], alias)
+    out = time_bounds.with_intervals(out, t, *time_bounds.grouped(lower, upper, first, last))
+    out[t].attrs = dict(da[t].attrs)
+    out[t].encoding.update(time_bounds.calendar_encoding(da[t]))
     word = f"{_WORDS[alias]} {STATS[stat]}"
     return with_attrs(out, period_attrs(da, t, word, f"{t}: {STATS[stat]}"))
+
+
+def _members(time: xr.DataArray, labels: xr.DataArray, alias: str) -> tuple[Any, Any]:
+    """Positions of the first and the last step of ``time`` in the period of each of
+    ``labels`` (the periods that hold steps, as :func:`resample` keeps them)."""
+    t = str(time.dims[0])
+    positions = xr.DataArray(
+        np.arange(time.size), dims=(t,), coords={t: np.asarray(time.values)}
+    ).resample({t: alias})
+    first, last = positions.min(**_engine()), positions.max(**_engine())
+    at = {t: np.asarray(labels.values)}
+    return first.sel(at).values, last.sel(at).values
 
 
 def _engine() -> dict[str, str]:
@@ -112,7 +137,9 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
     DataArray
         ``n - window + 1`` values for ``n`` time steps (no partial windows at the ends).
         NaN in a window are skipped (CDO ``runmean``, not ``runavg``); a window of NaN only
-        gives NaN. Units as ``da``; ``cell_methods`` gains ``time: mean``.
+        gives NaN. Units as ``da``; ``cell_methods`` gains ``time: mean``. Each mean's time
+        interval is its window's, from the start of its first step to the end of its
+        last (CDO's ``time_bnds``: 2015-01-01 to 2016-01-01 for twelve months of 2015).
     """
     check_dataarray(da, "running_mean")
     t = time_name(da)
@@ -134,6 +161,10 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
     else:
         labels = last
     out = out.assign_coords({t: (t, labels, da[t].attrs)})
+    out[t].encoding.update(time_bounds.calendar_encoding(da[t]))
+    # each mean covers its window: the first step's start to the last step's end (CDO)
+    lower, upper = time_bounds.intervals(da[t])
+    out = time_bounds.with_intervals(out, t, lower[: n - window + 1], upper[window - 1 :])
     word = f"{window}-step running mean"
     return with_attrs(out, period_attrs(da, t, word, f"{t}: mean"))
 
@@ -216,7 +247,8 @@ def one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
 def period_attrs(da: xr.DataArray, t: str, what: str, method: str) -> dict[str, str]:
     """Attributes of a statistic over time of ``da``: the same quantity and units, a
     ``long_name`` saying ``what``, the input's cell methods followed by ``method``."""
-    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "standard_name", "long_name")}
+    kept = ("units", "standard_name", "long_name", AREA_TYPE)
+    attrs = {k: v for k, v in da.attrs.items() if k in kept}
     attrs["long_name"] = f"{attrs.get('long_name', da.name or 'field')}, {what}"
     attrs["cell_methods"] = cell_methods(da, method)
     return attrs

@@ -26,6 +26,12 @@ _SEASON_OF_MONTH = np.array([0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3, 0])
 #: grouping -> (dimension of the climatology, words of long names and cell methods)
 _GROUPING = {"monthly": ("month", "calendar month"), "seasonal": ("season", "season")}
 _MONTH = re.compile(r"^(\d{4})-(\d{2})$")
+#: attributes of the climatology's dimension coordinate (written as CF wants a coordinate:
+#: a long name, and units for numbers; the season names as text, prepare_for_file)
+_LABEL_ATTRS = {
+    "month": {"long_name": "month of the year", "units": "1"},
+    "season": {"long_name": "season (DJF: December with the January and February after it)"},
+}
 
 
 def climatology(
@@ -72,22 +78,23 @@ def climatology(
     present, codes = np.unique(index, return_inverse=True)
     labels = present if dim == "month" else np.array([SEASONS[i] for i in present])
     # the time dimension is gone: CF's name "time" in the inherited entries
-    method = f"time: mean (each {words} over the years{_period_words(reference)})"
+    period = _period_words(reference, ref[t])
+    method = f"time: mean (each {words} over the years{period})"
     attrs = {
         **da.attrs,
-        "long_name": f"{da.attrs.get('long_name', da.name or 'field')}, {freq} climatology",
+        "long_name": f"{da.attrs.get('long_name', da.name or 'field')}, {freq} climatology{period}",
         "cell_methods": cell_methods(da, method, gone={t: "time"}),
     }
     if not _time_blocks(ref, t):
         key = xr.DataArray(codes.ravel(), dims=(t,), coords={t: ref[t]}, name=dim)
         out = ref.groupby(key).mean(t, skipna=True)
-        return out.assign_coords({dim: labels}).assign_attrs(attrs)
+        return out.assign_coords({dim: (dim, labels, _LABEL_ATTRS[dim])}).assign_attrs(attrs)
     data = group_nanmean_blocks(ref.data, codes.ravel())
     coords = {k: v for k, v in ref.coords.items() if t not in v.dims}
     return xr.DataArray(
         data,
         dims=(dim, *ref.dims[1:]),
-        coords={dim: (dim, labels), **coords},
+        coords={dim: (dim, labels, _LABEL_ATTRS[dim]), **coords},
         name=da.name,
         attrs=attrs,
     )
@@ -148,6 +155,9 @@ def anomaly(
         freq = freq or "annual"
     elif freq is None:
         freq = infer_grouping(da[t])
+    # the reference period: as given, else all the data's months; unknown for a
+    # climatology given
+    period = "" if clim is not None else _period_words(reference, da[t])
     if freq == "annual":
         if clim is None:
             ref = reference_period(da, reference, "anomaly")
@@ -181,7 +191,7 @@ def anomaly(
     # sea_surface_temperature is not a sea_surface_temperature (and CF has no name for it)
     attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods")}
     name = da.attrs.get("long_name", da.name or "field")
-    attrs["long_name"] = f"{name} anomaly from {what}{_period_words(reference)}"
+    attrs["long_name"] = f"{name} anomaly from {what}{period}"
     return with_attrs(out, attrs)
 
 
@@ -255,8 +265,15 @@ def _ym(month_number: int) -> str:
     return f"{month_number // 12:04d}-{month_number % 12 + 1:02d}"
 
 
-def _period_words(reference: Sequence[str] | None) -> str:
-    return "" if reference is None else f" {reference[0]} to {reference[1]}"
+def _period_words(reference: Sequence[str] | None, time: xr.DataArray) -> str:
+    """`` 1991-01 to 2020-12``: the reference period given, else the first and last month
+    of the time labels ``time`` (all the data)."""
+    if reference is not None:
+        return f" {reference[0]} to {reference[1]}"
+    if time.size == 0:
+        return ""
+    months = _month_numbers(time)
+    return f" {_ym(int(months[0]))} to {_ym(int(months[-1]))}"
 
 
 def _time_blocks(da: xr.DataArray, t: str) -> bool:

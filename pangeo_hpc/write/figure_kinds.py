@@ -49,6 +49,16 @@ def long_name(da: xr.DataArray) -> str:
     return str(da.attrs.get("long_name") or da.name or "result")
 
 
+#: characters per line of a panel's title (a long name that names its selection, period
+#: and every step is often longer than the figure is wide)
+TITLE_WIDTH = 95
+
+
+def title(da: xr.DataArray) -> str:
+    """The panel's title: :func:`long_name`, wrapped to the figure's width."""
+    return textwrap.fill(long_name(da), TITLE_WIDTH)
+
+
 def units(da: xr.DataArray) -> str:
     return str(da.attrs.get("units", "") or "").strip()
 
@@ -85,7 +95,7 @@ def colours(da: xr.DataArray, values: np.ndarray) -> dict:
 def _text(sub: FigureBase, heading: str, body: str, *, size: float = 11) -> Axes:
     ax = sub.subplots()
     ax.set_axis_off()
-    ax.set_title(heading)
+    ax.set_title(textwrap.fill(heading, TITLE_WIDTH))
     ax.text(0.5, 0.5, textwrap.fill(body, 90), ha="center", va="center", fontsize=size)
     return ax
 
@@ -145,7 +155,13 @@ def draw_series(sub: FigureBase, shape: Shape) -> None:
     ax = sub.subplots()
     x, ticks = _along(da, t)
     values = np.asarray(da.values, dtype="f8")
-    ax.plot(x, values, lw=1.2, marker="." if values.size < 40 else None, label=long_name(da))
+    ax.plot(
+        x,
+        values,
+        lw=1.2,
+        marker="." if values.size < 40 else None,
+        label=textwrap.fill(long_name(da), 80),
+    )
     slope = trend_per_decade(da, t)
     if slope is not None:
         years = years_along(da, t)
@@ -159,7 +175,7 @@ def draw_series(sub: FigureBase, shape: Shape) -> None:
     ax.legend(loc="best", fontsize=8)
     ax.set_xlabel(t)
     ax.set_ylabel(units(da) or "value")
-    ax.set_title(long_name(da))
+    ax.set_title(title(da))
     ax.grid(alpha=0.3)
 
 
@@ -167,7 +183,7 @@ def draw_map(sub: FigureBase, shape: Shape) -> None:
     values = np.asarray(shape.data.values, dtype="f8")
     ax = sub.subplots()
     mesh = _map_axes(ax, shape, shape.data, colours(shape.data, values))
-    ax.set_title(long_name(shape.data))
+    ax.set_title(title(shape.data))
     sub.colorbar(mesh, ax=ax, label=quantity(shape.data), shrink=0.85)
 
 
@@ -188,7 +204,7 @@ def draw_hovmoeller(sub: FigureBase, shape: Shape) -> None:
         ax.set_xticks(x, ticks)
     ax.set_xlabel(t)
     ax.set_ylabel(LAT_LABEL)
-    ax.set_title(long_name(da))
+    ax.set_title(title(da))
     sub.colorbar(mesh, ax=ax, label=quantity(da), shrink=0.9)
 
 
@@ -205,7 +221,7 @@ def draw_zonal(sub: FigureBase, shape: Shape) -> None:
         ax.axhline(0, color="0.4", lw=0.8)
     ax.set_xlabel(LAT_LABEL)
     ax.set_ylabel(quantity(da, 30))
-    ax.set_title(long_name(da))
+    ax.set_title(title(da))
     ax.grid(alpha=0.3)
 
 
@@ -229,7 +245,7 @@ def draw_maps(sub: FigureBase, shape: Shape) -> None:
         ax.label_outer()
     for ax in axes[n:]:
         ax.set_visible(False)
-    sub.suptitle(long_name(da))
+    sub.suptitle(title(da))
     sub.colorbar(mesh, ax=list(axes[:n]), label=quantity(da), shrink=0.85)
 
 

@@ -32,6 +32,7 @@ import xarray as xr
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.grid import horizontal_names, time_name
+from pangeo_hpc.recipes.months import MONTH_NAMES
 from pangeo_hpc.recipes.years import decimal_years
 
 #: the kinds, in the order the table above lists them
@@ -40,7 +41,6 @@ KINDS = ("scalar", "series", "map", "hovmoeller", "zonal", "maps", "other")
 MAX_PANELS = 12
 #: dimensions that stand for a position in the year; no trend is fitted along them
 CYCLIC = ("month", "season")
-_MONTHS = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
 #: a stand-in longitude, so that horizontal_names finds the latitude of a zonal mean
 _PROBE = "__pangeo_hpc_probe_longitude__"
 
@@ -186,7 +186,7 @@ def labels(da: xr.DataArray, dim: str) -> list[str]:
         and np.issubdtype(values.dtype, np.integer)
         and set(values) <= set(range(1, 13))
     ):
-        return [_MONTHS[int(v) - 1] for v in values]
+        return [MONTH_NAMES[int(v) - 1] for v in values]
     if np.issubdtype(values.dtype, np.datetime64):
         return [str(v)[:10] for v in values.astype("datetime64[D]")]
     return [str(v)[:10] if hasattr(v, "calendar") else str(v) for v in values]

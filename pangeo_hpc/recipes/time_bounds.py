@@ -1,0 +1,183 @@
+"""The interval of time each value stands for, from the step that makes it to the file.
+
+A reduction along time knows what each of its values covers: the steps it reduced. Their
+union, from the first step's start to the last step's end, is the value's interval, as CDO
+writes it in ``time_bnds`` (``seasmean``, ``runmean``, ``timmean``: the first input
+step's lower bound and the last one's upper bound). A JJA mean from a seasonal resample
+then covers June to August, not the year to the next label; a 12-month running mean its
+twelve months, not one month around its label.
+
+**Where intervals live.** CF writes them as a ``(time, bnds)`` variable, which a
+DataArray cannot hold (its coordinates use its own dimensions only). They travel as two
+coordinates along the time dimension, ``{t}_bnds_lower`` and ``{t}_bnds_upper``
+(:func:`bounds_names`): a selection (``isel``, ``where``) keeps them, a mean over space or
+an anomaly keeps them, a reduction along time replaces or removes them.
+:func:`pangeo_hpc.recipes.cf_attrs.prepare_for_file` writes them as ``{t}_bnds``.
+
+**Steps without intervals** (the input data) stand for ``[label, label + step)``: whole
+months (or years) for labels on the first of a month at midnight (the smallest number of
+months between them: monthly data of one season are still months), else the median
+spacing of the labels, the convention of :func:`time_span` since the first time means.
+
+Dates are ``datetime64`` or cftime dates of any calendar: the arithmetic is pandas' for
+the first, xarray's ``CFTimeIndex`` for the second, so that an interval is in the data's
+own calendar.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import xarray as xr
+
+#: suffixes of the two coordinates that carry the intervals of a time dimension
+LOWER, UPPER = "_bnds_lower", "_bnds_upper"
+
+
+def bounds_names(t: str) -> tuple[str, str]:
+    """Names of the coordinates that hold the lower and upper bounds of time dimension
+    ``t``: ``("time_bnds_lower", "time_bnds_upper")`` for ``time``."""
+    return f"{t}{LOWER}", f"{t}{UPPER}"
+
+
+def is_bounds_coord(name: str) -> bool:
+    """Whether ``name`` is one of the coordinates :func:`bounds_names` makes."""
+    return name.endswith((LOWER, UPPER))
+
+
+def _index(values: np.ndarray) -> pd.DatetimeIndex | xr.CFTimeIndex:
+    """Dates as an index with date arithmetic: pandas' for datetime64, xarray's for
+    cftime (its calendar kept)."""
+    if np.issubdtype(values.dtype, np.datetime64):
+        return pd.DatetimeIndex(values.astype("datetime64[ns]"))
+    return xr.CFTimeIndex(values)
+
+
+def _values(index: pd.DatetimeIndex | xr.CFTimeIndex) -> np.ndarray:
+    """An index's dates as a NumPy array (datetime64[ns] or cftime objects)."""
+    return np.asarray(index.values if isinstance(index, pd.DatetimeIndex) else np.asarray(index))
+
+
+def step_of(values: np.ndarray) -> tuple[str, int | float]:
+    """The length of one step of the dates ``values``: ``("months", n)`` for labels on the
+    first of a month at midnight (n the smallest positive number of months between two),
+    else ``("seconds", median spacing)``; ``("seconds", 0)`` for fewer than two dates."""
+    if values.size < 2:
+        return "seconds", 0
+    index = _index(values)
+    midnight = (index.hour == 0) & (index.minute == 0) & (index.second == 0)
+    if (np.asarray(index.day) == 1).all() and np.asarray(midnight).all():
+        months = np.diff(np.asarray(index.year) * 12 + np.asarray(index.month))
+        positive = months[months > 0]
+        if positive.size:
+            return "months", int(positive.min())
+    seconds = [_seconds(d) for d in np.diff(values)]
+    return "seconds", float(np.median(seconds))
+
+
+def _seconds(delta: Any) -> float:
+    if isinstance(delta, datetime.timedelta):
+        return delta.total_seconds()
+    return float(np.timedelta64(delta, "ns").astype("i8")) / 1e9
+
+
+def shifted(values: np.ndarray, step: tuple[str, int | float]) -> np.ndarray:
+    """``values`` plus one ``step`` (:func:`step_of`), in their calendar."""
+    kind, n = step
+    index = _index(values)
+    if kind == "months":
+        if isinstance(index, pd.DatetimeIndex):
+            return _values(index + pd.DateOffset(months=int(n)))
+        return _values(index.shift(int(n), "MS"))
+    if isinstance(index, pd.DatetimeIndex):
+        return _values(index + pd.Timedelta(float(n), "s"))
+    return _values(index + datetime.timedelta(seconds=float(n)))
+
+
+def intervals(time: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
+    """Lower and upper bound of each step of the time coordinate ``time`` (``da[t]``,
+    whose coordinates hold the carried intervals, if any), else ``[label, label + step)``."""
+    t = str(time.dims[0])
+    lower, upper = bounds_names(t)
+    if lower in time.coords and upper in time.coords:
+        return _in_memory(time[lower]), _in_memory(time[upper])
+    values = np.asarray(time.values)
+    return values, shifted(values, step_of(values))
+
+
+def _in_memory(coord: xr.DataArray) -> np.ndarray:
+    """A coordinate's values. ``DataArray.chunk`` makes Dask arrays of the coordinates
+    along the chunked dimension too; these were NumPy arrays (:func:`with_intervals`):
+    taken back without the scheduler, which a recipe chain forbids while it is built."""
+    data = coord.variable.data
+    if hasattr(data, "dask"):
+        import dask
+
+        (data,) = dask.compute(data, scheduler="sync")
+    return np.asarray(data)
+
+
+def with_intervals(da: xr.DataArray, t: str, lower: np.ndarray, upper: np.ndarray) -> xr.DataArray:
+    """``da`` with the intervals of its time dimension ``t`` (replacing any it had)."""
+    lo, up = bounds_names(t)
+    return da.assign_coords({lo: (t, np.asarray(lower)), up: (t, np.asarray(upper))})
+
+
+def without_intervals(da: xr.DataArray, t: str) -> xr.DataArray:
+    """``da`` without the interval coordinates of ``t`` (before a reduction along it)."""
+    return da.drop_vars([n for n in bounds_names(t) if n in da.coords])
+
+
+def span(time: xr.DataArray) -> tuple[Any, Any]:
+    """Start and end of all the steps of ``time``: the first lower and the last upper
+    bound of :func:`intervals` (the earliest and latest, whatever the order)."""
+    lower, upper = intervals(time)
+    return min(lower), max(upper)
+
+
+def middle(start: Any, end: Any) -> Any:
+    """The date halfway between ``start`` and ``end`` (datetime64 or cftime)."""
+    if isinstance(start, np.datetime64):
+        start, end = np.datetime64(start, "ns"), np.datetime64(end, "ns")
+        return start + (end - start) // 2
+    return start + (end - start) / 2
+
+
+def grouped(
+    lower: np.ndarray, upper: np.ndarray, first: np.ndarray, last: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Intervals of values that each reduce the steps ``first[i]`` to ``last[i]``
+    (positions, inclusive, steps in time order): from the first one's lower bound to the
+    last one's upper bound."""
+    first, last = np.asarray(first, dtype=np.intp), np.asarray(last, dtype=np.intp)
+    return np.asarray(lower)[first], np.asarray(upper)[last]
+
+
+def calendar_encoding(time: xr.DataArray) -> dict[str, str]:
+    """``units`` and ``calendar`` of ``time`` as read from its file (its encoding), or the
+    calendar of its cftime dates: what a new time coordinate made from it is written in."""
+    enc = {k: str(time.encoding[k]) for k in ("units", "calendar") if k in time.encoding}
+    values = np.asarray(time.values)
+    if "calendar" not in enc and values.size and hasattr(values.flat[0], "calendar"):
+        enc["calendar"] = str(values.flat[0].calendar)
+    return enc
+
+
+__all__ = [
+    "LOWER",
+    "UPPER",
+    "bounds_names",
+    "calendar_encoding",
+    "grouped",
+    "intervals",
+    "is_bounds_coord",
+    "middle",
+    "shifted",
+    "span",
+    "step_of",
+    "with_intervals",
+    "without_intervals",
+]
