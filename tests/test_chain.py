@@ -342,3 +342,34 @@ def test_a_result_that_another_is_made_from_computes_on_a_cluster(tmp_path):
     with Client(processes=False, n_workers=1, threads_per_worker=1) as client:
         out = client.compute(chain.build(r, ds)).result()
     np.testing.assert_allclose(out.double, 2 * out["index"])
+
+
+# --------------------------------------------------------------------- how a chain splits
+
+
+def test_a_split_follows_what_each_function_declares(monkeypatch):
+    """Where an incremental run cuts a chain comes from the functions' own declarations
+    (pangeo_hpc.recipes.traits), never from a list of names."""
+    from pangeo_hpc import recipes
+    from pangeo_hpc.batch.splitting import Split, split
+    from pangeo_hpc.recipes import traits
+
+    steps = chain.parse_steps(
+        [{"area_mean": {}}, {"resample": {"freq": "monthly", "stat": "max"}}], "steps"
+    )
+    cut = split(steps)
+    assert isinstance(cut, Split) and cut.kind == "max" and cut.how.periods
+    assert isinstance(split(chain.parse_steps([{"time_mean": {}}], "s")), Split)
+    masked = chain.parse_steps([{"select_region": {"mask": "land"}}, {"time_mean": {}}], "s")
+    assert "mask= takes its land/ocean mask from every time step" in split(masked)
+    whole = chain.parse_steps([{"running_mean": {"window": 3}}, {"time_mean": {}}], "s")
+    assert split(whole) == "s[0] (running_mean): running_mean's windows cross file boundaries"
+
+    monkeypatch.delattr(recipes.area_mean, traits.STEP_BY_STEP)
+    assert (
+        split(steps)
+        == "steps[0] (area_mean): area_mean is not known to work time step by time step"
+    )
+    monkeypatch.delattr(recipes.resample, traits.REDUCTION)
+    later = chain.parse_steps([{"resample": {"freq": "monthly"}}], "s")
+    assert split(later) == "s[0] (resample): resample is not known to work time step by time step"

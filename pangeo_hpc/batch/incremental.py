@@ -27,7 +27,6 @@ from typing import Any
 import dask
 import dask.array as darr
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from pangeo_hpc.batch import chain, states
@@ -37,20 +36,9 @@ from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io.assemble import Piece
 from pangeo_hpc.io.reader import bytes_read
 from pangeo_hpc.recipes.grid import time_name
-from pangeo_hpc.recipes.resample import FREQS
-from pangeo_hpc.recipes.seasonal import SEASONS, group_index
 
 #: progress lines (INFO): the CLI prints them
 log = logging.getLogger(__name__)
-
-#: the state kind of each reduction (resample: its ``stat``)
-_KIND = {
-    "time_mean": "mean",
-    "climatology": "mean",
-    "trend": "trend",
-    "linear_trend": "trend",
-    "daily_totals": "sum",
-}
 
 
 @dataclass
@@ -204,8 +192,8 @@ def _plan(
         )
         for lo, hi, _ in pieces
     ]
-    kind = _KIND.get(cut.reduction.name) or str(cut.options.get("stat", "mean"))
-    labels = _labels(cut, first[t], data)
+    kind = cut.kind
+    labels = cut.how.labels(first[t], cut.options, data)
     years = None
     if kind == "trend":
         years = (tv - states.EPOCH).astype("timedelta64[s]").astype("f8") / (365.2425 * 86400)
@@ -213,34 +201,6 @@ def _plan(
     data_ = first.data if isinstance(first.data, darr.Array) else darr.asarray(first.data)
     dims = tuple(str(d) for d in first.dims)
     return ResultPlan(name, cut, kind, data_, dims, template, labels, years, rows, chain_hash)
-
-
-def _labels(cut: Split, time: xr.DataArray, data: xr.Dataset) -> np.ndarray:
-    """The state group of each time step (see :mod:`pangeo_hpc.batch.states`)."""
-    name, options = cut.reduction.name, cut.options
-    values = time.values
-    if name == "daily_totals":  # the day each step's interval lies in (its start's)
-        bounds = data.get(str(time.attrs.get("bounds", "")))
-        if bounds is not None and bounds.dims[0] == time.dims[0]:
-            starts = bounds.sel({time.dims[0]: values}).values.min(axis=1)
-        else:
-            starts = values - np.median(np.diff(values))
-        return starts.astype("datetime64[D]").astype("datetime64[ns]").view("i8")
-    if name == "resample":
-        alias = FREQS.get(options["freq"], options["freq"])
-        index = pd.DatetimeIndex(values)
-        starts = pd.Series(index, index=index).resample(alias).min().index.values
-        at = np.searchsorted(starts, values, "right") - 1
-        return starts[at].astype("datetime64[ns]").view("i8")
-    if name == "climatology":
-        codes = group_index(time, options.get("freq", "monthly")).astype("i8")
-        reference = options.get("reference")
-        if reference is not None:
-            month = values.astype("datetime64[M]")
-            first, last = (np.datetime64(str(r)[:7], "M") for r in reference)
-            codes = np.where((month >= first) & (month <= last), codes, -1)
-        return codes
-    return np.zeros(values.size, "i8")
 
 
 def piece_state(plan: ResultPlan, piece: int) -> Any:
@@ -371,21 +331,19 @@ def run(
     return result, report
 
 
-#: reductions to many groups (periods), a file's time steps in groups of their own or
-#: shared with the files beside it: their roll-up keeps the finished values (a float32 map
-#: per month rather than a float64 sum and an int32 count), which fill the result as they are
-_FINISHED = ("resample", "daily_totals")
-
-
 def _keeps_values(plan: ResultPlan) -> bool:
-    return plan.split.reduction.name in _FINISHED
+    """Reductions to periods (a file's time steps in periods of their own or shared with
+    the files beside it, :attr:`~pangeo_hpc.recipes.traits.Reduction.periods`): their
+    roll-up keeps the finished values (a float32 map per month rather than a float64 sum
+    and an int32 count), which fill the result as they are."""
+    return plan.split.how.periods
 
 
 def _reduce(
     plan: ResultPlan, rolled: states.State | None, parts: list[states.State]
 ) -> tuple[dict[str, np.ndarray], states.State]:
     """The reduction's values from the roll-up and the states of the other pieces, and
-    what the next roll-up keeps (the merged state, or for :data:`_FINISHED` reductions the
+    what the next roll-up keeps (the merged state, or for reductions to periods the
     values with their labels)."""
     parts = [p for p in parts if p["labels"].size]
     if not _keeps_values(plan):
@@ -683,20 +641,14 @@ def _select_groups(
 ) -> xr.DataArray:
     """The groups of ``arranged`` in the order of the template's group axis (none for a
     time mean), named as the template's."""
-    name = plan.split.reduction.name
-    if name == "time_mean":
+    name, how = plan.split.reduction.name, plan.split.how
+    if how.result_groups is None:  # one group (a time mean)
         return arranged.isel({"\x00group": 0})
     dim = next(d for d in template.dims if d not in arranged.dims)
-    coord = template[dim].values
-    if name in ("resample", "daily_totals"):
-        wanted = coord.astype("datetime64[ns]").view("i8")
-    elif dim == "season":
-        wanted = np.array([SEASONS.index(str(s)) for s in coord])
-    else:
-        wanted = coord.astype("i8")
+    wanted = how.result_groups(template[dim].values)
     at = np.searchsorted(labels, wanted)
     # daily_totals leaves out the days the data do not wholly cover; the others, none
-    extra = labels.size != wanted.size and name != "daily_totals"
+    extra = labels.size != wanted.size and not how.partial_left_out
     if extra or not np.array_equal(labels[np.minimum(at, labels.size - 1)], wanted):
         raise RuntimeError(
             f"{name}: the merged states hold groups {labels[:5]}... but the result wants "

@@ -18,35 +18,12 @@ from typing import Any
 
 from pangeo_hpc.batch.chain import Step, options_of
 from pangeo_hpc.batch.code_identity import function_code, package_code
+from pangeo_hpc.recipes import traits
 
-#: recipe functions that treat each time step on its own (the time axis kept, maybe fewer
-#: steps): a file's part of their result depends on that file alone
-TIME_STEP_BY_STEP = {
-    "select_months",
-    "select_season",
-    "area_mean",
-    "global_mean",
-    "zonal_mean",
-    "convert_units",
-    "wind_speed",
-    "magnitude",
-    "select_region",  # but not with mask=: see _why_not
-}
 #: the attribute by which a user function says it treats each time step on its own (its
-#: value for time step t depends on time step t alone, and it keeps the time axis)
-STEP_BY_STEP = "step_by_step"
-#: reductions along time whose partial states merge exactly (:mod:`pangeo_hpc.batch.states`)
-REDUCTIONS = {"time_mean", "resample", "climatology", "trend", "linear_trend", "daily_totals"}
-
-#: why a step before the reduction stops the split
-_WHY = {
-    "percentile": "an exact percentile needs all the values of a cell's series at once; it "
-    "cannot be merged from per-file states",
-    "anomaly": "anomaly subtracts the climatology of the whole period",
-    "running_mean": "running_mean's windows cross file boundaries",
-    "nino34": "nino34 takes anomalies against the whole period",
-    "time_series": "time_series is not split (write area_mean then resample)",
-}
+#: value for time step t depends on time step t alone, and it keeps the time axis); the
+#: recipe functions declare the same, and what they reduce (:mod:`pangeo_hpc.recipes.traits`)
+STEP_BY_STEP = traits.STEP_BY_STEP
 
 
 @dataclass(frozen=True)
@@ -63,12 +40,21 @@ class Split:
         Steps run on the merged result.
     options : dict
         The reduction's options with their defaults (``freq``, ``stat``, ``per``...).
+    how : Reduction
+        What the reduction's function declares: its state and groups
+        (:class:`~pangeo_hpc.recipes.traits.Reduction`).
     """
 
     prefix: tuple[Step, ...]
     reduction: Step
     suffix: tuple[Step, ...]
     options: dict[str, Any]
+    how: traits.Reduction
+
+    @property
+    def kind(self) -> str:
+        """The kind of the reduction's partial states (mean, sum, min, max, trend)."""
+        return self.how.kind(self.options)
 
     def chain_hash(self, variables: Sequence[str]) -> str:
         """What a file's state depends on besides the file: the variables, the prefix, the
@@ -90,7 +76,9 @@ class Split:
 def split(steps: Sequence[Step]) -> Split | str:
     """Cut ``steps`` at their first reduction, or say (one sentence) why they cannot be."""
     for i, step in enumerate(steps):
-        if step.name in REDUCTIONS:
+        fn = step.function()
+        how = None if step.is_user else getattr(fn, traits.REDUCTION, None)
+        if isinstance(how, traits.Reduction):
             suffix = tuple(steps[i + 1 :])
             for later in suffix:
                 ref = next((v for v in options_of(later).values() if _is_ref(v)), None)
@@ -99,12 +87,11 @@ def split(steps: Sequence[Step]) -> Split | str:
                         f"{later.where} uses {ref} after the reduction: that needs the whole "
                         "data again"
                     )
-            fn = step.function()
             bound = inspect.signature(fn).bind(None, **options_of(step))
             bound.apply_defaults()
             options = dict(list(bound.arguments.items())[1:])
-            return Split(tuple(steps[:i]), step, suffix, options)
-        why = _why_not(step)
+            return Split(tuple(steps[:i]), step, suffix, options, how)
+        why = _why_not(step, fn)
         if why is not None:
             return f"{step.where}: {why}"
     return (
@@ -113,20 +100,24 @@ def split(steps: Sequence[Step]) -> Split | str:
     )
 
 
-def _why_not(step: Step) -> str | None:
-    """Why ``step`` (before any reduction) stops the split; None if it works step by step."""
+def _why_not(step: Step, fn: Any) -> str | None:
+    """Why ``step`` (before any reduction) stops the split; None if it works step by step
+    (as its function declares: :mod:`pangeo_hpc.recipes.traits`)."""
+    says = getattr(fn, STEP_BY_STEP, None)
     if step.is_user:
-        if getattr(step.function(), STEP_BY_STEP, False) is True:
+        if says is True:
             return None
         return (
             "a user function that does not say it works time step by time step (set "
             f"{step.name.split(':')[1]}.{STEP_BY_STEP} = True if it does)"
         )
-    if step.name == "select_region" and options_of(step).get("mask") is not None:
-        return "select_region with mask= takes its land/ocean mask from every time step"
-    if step.name in TIME_STEP_BY_STEP:
+    if says is True:
         return None
-    return _WHY.get(step.name, f"{step.name} is not known to work time step by time step")
+    if callable(says):
+        return says(options_of(step))
+    return getattr(fn, traits.WHOLE_SERIES, None) or (
+        f"{step.name} is not known to work time step by time step"
+    )
 
 
 def _is_ref(value: Any) -> bool:

@@ -4,6 +4,8 @@ after ``shifttime,-1hour``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -14,7 +16,8 @@ from pangeo_hpc.recipes import time_bounds
 from pangeo_hpc.recipes.cf_attrs import with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
-from pangeo_hpc.recipes.resample import period_attrs
+from pangeo_hpc.recipes.resample import period_attrs, period_starts
+from pangeo_hpc.recipes.traits import Reduction, reduces
 
 #: units of quantities a sum over time makes no sense of: temperatures and rates
 _NOT_SUMMABLE = re.compile(
@@ -23,6 +26,19 @@ _NOT_SUMMABLE = re.compile(
 _DAY = np.timedelta64(1, "D")
 
 
+def _day_groups(time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset) -> np.ndarray:
+    """The day (ns) each step's interval lies in: its start's (the hour ending at 00 UTC
+    counts in the day before), from the time bounds where the data have them."""
+    values = time.values
+    bounds = data.get(str(time.attrs.get("bounds", "")))
+    if bounds is not None and bounds.dims[0] == time.dims[0]:
+        starts = bounds.sel({time.dims[0]: values}).values.min(axis=1)
+    else:
+        starts = values - np.median(np.diff(values))
+    return starts.astype("datetime64[D]").astype("datetime64[ns]").view("i8")
+
+
+@reduces(Reduction("sum", _day_groups, period_starts, periods=True, partial_left_out=True))
 def daily_totals(da: xr.DataArray, *, bounds: xr.DataArray | None = None) -> xr.DataArray:
     """Sum of each day's accumulations, each hour counted in the day its interval lies in.
 

@@ -13,8 +13,10 @@ from pangeo_hpc.recipes.means import area_mean
 from pangeo_hpc.recipes.regions import select_region
 from pangeo_hpc.recipes.resample import resample, running_mean
 from pangeo_hpc.recipes.seasonal import anomaly
+from pangeo_hpc.recipes.traits import whole_series
 
 
+@whole_series("nino34 takes anomalies against the whole period")
 def nino34(
     da: xr.DataArray, *, smooth: int = 1, reference: list[str] | None = None
 ) -> xr.DataArray:

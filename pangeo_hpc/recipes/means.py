@@ -21,10 +21,12 @@ from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import cell_area, horizontal_names, longitude_edges, time_name
 from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
 from pangeo_hpc.recipes.resample import resample
+from pangeo_hpc.recipes.traits import Reduction, reduces, step_by_step, whole_series
 
 _FREQ = {"monthly": "MS", "annual": "YS"}
 
 
+@step_by_step
 def area_mean(
     da: xr.DataArray,
     *,
@@ -67,6 +69,7 @@ def area_mean(
     return _area_mean(da, "area_mean", min_valid_share, weights, "area-weighted mean")
 
 
+@step_by_step
 def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.DataArray:
     """Area-weighted mean over the whole grid: :func:`area_mean` of a global field, CDO
     ``fldmean``, with ``long_name`` saying "over the globe"."""
@@ -151,6 +154,7 @@ def _whole_fields(da: xr.DataArray, dims: tuple[str, ...]) -> bool:
     return all(len(da.chunksizes[d]) == 1 for d in dims)
 
 
+@step_by_step
 def zonal_mean(da: xr.DataArray) -> xr.DataArray:
     """Mean along longitude, weighted by cell width, skipping NaN: CDO ``zonmean``.
 
@@ -178,6 +182,7 @@ def zonal_mean(da: xr.DataArray) -> xr.DataArray:
     return with_attrs(out, _mean_attrs(da, "zonal mean", "longitude: mean"))
 
 
+@reduces(Reduction("mean"))
 def time_mean(da: xr.DataArray) -> xr.DataArray:
     """Mean over all time steps, skipping NaN: CDO ``timmean``.
 
@@ -206,6 +211,7 @@ def time_mean(da: xr.DataArray) -> xr.DataArray:
     return out.assign_coords({TIME_PERIOD: period_coord(da[t], "time mean")})
 
 
+@whole_series("time_series is not split (write area_mean then resample)")
 def time_series(
     da: xr.DataArray,
     *,

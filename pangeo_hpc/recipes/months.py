@@ -10,6 +10,7 @@ import xarray as xr
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.traits import step_by_step
 
 #: the seasons ``select_season`` knows, as CDO's ``selseason`` defines them
 SEASONS = {"DJF": (12, 1, 2), "MAM": (3, 4, 5), "JJA": (6, 7, 8), "SON": (9, 10, 11)}
@@ -17,6 +18,7 @@ SEASONS = {"DJF": (12, 1, 2), "MAM": (3, 4, 5), "JJA": (6, 7, 8), "SON": (9, 10,
 MONTH_NAMES = tuple("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split())
 
 
+@step_by_step
 def select_months(da: xr.DataArray, *, months: Sequence[int]) -> xr.DataArray:
     """The time steps in the calendar months ``months``, in time order (CDO ``selmon``).
 
@@ -44,6 +46,7 @@ def select_months(da: xr.DataArray, *, months: Sequence[int]) -> xr.DataArray:
     return _select(da, wanted, "select_months", f"months={list(wanted)!r}")
 
 
+@step_by_step
 def select_season(da: xr.DataArray, *, season: str) -> xr.DataArray:
     """The time steps of one season in every year (CDO ``selseason``).
 

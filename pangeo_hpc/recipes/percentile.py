@@ -46,11 +46,16 @@ from pangeo_hpc.recipes.cf_attrs import (
 )
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.traits import whole_series
 
 Method = Literal["nrank", "nist", "rtype8", "linear", "lower", "higher", "nearest", "midpoint"]
 METHODS: tuple[str, ...] = Method.__args__  # type: ignore[attr-defined]
 
 
+@whole_series(
+    "an exact percentile needs all the values of a cell's series at once; it cannot be "
+    "merged from per-file states"
+)
 def percentile(
     da: xr.DataArray,
     *,

@@ -15,6 +15,7 @@ from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import SPACING, horizontal_names, time_name
 from pangeo_hpc.recipes.lonlatbox import box_indices, cdo_longitudes, lat_indices
+from pangeo_hpc.recipes.traits import step_by_step
 
 if TYPE_CHECKING:
     import regionmask
@@ -49,6 +50,14 @@ _AR6_FIX = (
 )
 
 
+def _mask_why(options: Mapping[str, Any]) -> str | None:
+    """Why select_region does not work step by step: its mask comes from every step."""
+    if options.get("mask") is not None:
+        return "select_region with mask= takes its land/ocean mask from every time step"
+    return None
+
+
+@step_by_step(unless=_mask_why)
 def select_region(
     da: xr.DataArray,
     *,

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
@@ -14,6 +15,7 @@ from pangeo_hpc.recipes import time_bounds
 from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.traits import Reduction, reduces, whole_series
 
 #: the periods by name -> pandas aliases; each labels a period with its first day
 FREQS = {"daily": "D", "monthly": "MS", "seasonal": "QS-DEC", "annual": "YS"}
@@ -24,6 +26,27 @@ STATS = {"mean": "mean", "min": "minimum", "max": "maximum", "sum": "sum"}
 SMALL_BYTES = 16 * 2**20
 
 
+def period_starts(coord: np.ndarray) -> np.ndarray:
+    """The labels of periods (their first instants) as int64 nanoseconds: the groups of a
+    resampling, or of days."""
+    return coord.astype("datetime64[ns]").view("i8")
+
+
+def _stat(options: Mapping[str, Any]) -> str:
+    return str(options.get("stat", "mean"))
+
+
+def _period_groups(time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset) -> np.ndarray:
+    """The start of each time step's period (ns), as pandas' resampling groups them."""
+    alias = FREQS.get(options["freq"], options["freq"])
+    values = time.values
+    index = pd.DatetimeIndex(values)
+    starts = pd.Series(index, index=index).resample(alias).min().index.values
+    at = np.searchsorted(starts, values, "right") - 1
+    return starts[at].astype("datetime64[ns]").view("i8")
+
+
+@reduces(Reduction(_stat, _period_groups, period_starts, periods=True))
 def resample(
     da: xr.DataArray,
     *,
@@ -116,6 +139,7 @@ def _engine() -> dict[str, str]:
     return {"engine": "flox"} if xr.get_options()["use_flox"] else {}
 
 
+@whole_series("running_mean's windows cross file boundaries")
 def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.DataArray:
     """Mean over ``window`` consecutive time steps, one value per full window (CDO
     ``runmean,window``).

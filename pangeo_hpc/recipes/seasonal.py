@@ -7,8 +7,8 @@ inclusive. The values in it are those whose time label falls in one of its month
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 import numpy as np
 import xarray as xr
@@ -18,6 +18,7 @@ from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.recipes.kernels import group_nanmean_blocks, group_subtract
+from pangeo_hpc.recipes.traits import Reduction, reduces, whole_series
 
 #: the seasons in CDO's order (``yseasmean``); December belongs to the DJF of its year
 SEASONS = ("DJF", "MAM", "JJA", "SON")
@@ -34,6 +35,29 @@ _LABEL_ATTRS = {
 }
 
 
+def _calendar_groups(coord: np.ndarray) -> np.ndarray:
+    """The groups of a climatology's ``month`` (1-12) or ``season`` (DJF...) coordinate, as
+    :func:`group_index` numbers them."""
+    if coord.dtype.kind in "USO":
+        return np.array([SEASONS.index(str(s)) for s in coord], dtype="i8")
+    return coord.astype("i8")
+
+
+def _climatology_groups(
+    time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset
+) -> np.ndarray:
+    """Each time step's calendar month or season (:func:`group_index`); -1 outside the
+    reference period."""
+    codes = group_index(time, options.get("freq", "monthly")).astype("i8")
+    reference = options.get("reference")
+    if reference is not None:
+        month = time.values.astype("datetime64[M]")
+        first, last = (np.datetime64(str(r)[:7], "M") for r in reference)
+        codes = np.where((month >= first) & (month <= last), codes, -1)
+    return codes
+
+
+@reduces(Reduction("mean", _climatology_groups, _calendar_groups))
 def climatology(
     da: xr.DataArray,
     *,
@@ -100,6 +124,7 @@ def climatology(
     )
 
 
+@whole_series("anomaly subtracts the climatology of the whole period")
 def anomaly(
     da: xr.DataArray,
     clim: xr.DataArray | None = None,

@@ -20,11 +20,13 @@ from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.recipes.kernels import TREND_SUMS, trend_sums
 from pangeo_hpc.recipes.means import global_mean
 from pangeo_hpc.recipes.student import t_two_sided_p
+from pangeo_hpc.recipes.traits import Reduction, reduces
 from pangeo_hpc.recipes.years import decimal_years
 
 _YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
 
 
+@reduces(Reduction("trend"))
 def trend(
     da: xr.DataArray,
     *,
@@ -135,6 +137,7 @@ def _p_value(slope: np.ndarray, stderr: np.ndarray, dof: np.ndarray) -> np.ndarr
         return t_two_sided_p(np.asarray(slope) / np.asarray(stderr), dof)
 
 
+@reduces(Reduction("trend"))
 def linear_trend(
     da: xr.DataArray, *, per: Literal["year", "decade", "century"] = "decade", min_count: int = 3
 ) -> xr.DataArray:

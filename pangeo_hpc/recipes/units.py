@@ -32,6 +32,7 @@ from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.cf_attrs import per_time_units, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.rates import accumulation_period, rate_attrs
+from pangeo_hpc.recipes.traits import step_by_step
 
 if TYPE_CHECKING:
     import pint
@@ -250,6 +251,7 @@ def convert(
     )
 
 
+@step_by_step
 def convert_units(
     da: xr.DataArray,
     *,

@@ -8,6 +8,7 @@ import xarray as xr
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.cf_attrs import with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.traits import step_by_step
 from pangeo_hpc.recipes.units import convert, same_units
 
 #: standard names of two components -> that of their magnitude (CF standard-name table)
@@ -35,6 +36,7 @@ def _standard(da: xr.DataArray) -> str | None:
     return next((n for n in known if str(da.name or "").startswith(n)), None)
 
 
+@step_by_step
 def magnitude(da: xr.DataArray, *, other: xr.DataArray, name: str | None = None) -> xr.DataArray:
     """``sqrt(da² + other²)``, lazily, point by point: the length of the vector whose
     components are ``da`` and ``other``. CDO: ``expr,'ws=sqrt(u*u+v*v)'``.
@@ -106,6 +108,7 @@ def _magnitude(
     return with_attrs(out.rename(name or standard), attrs)
 
 
+@step_by_step
 def wind_speed(u: xr.DataArray, *, v: xr.DataArray) -> xr.DataArray:
     """Wind speed ``sqrt(u² + v²)`` from the eastward ``u`` and northward ``v`` wind, in
     the units of ``u`` (``v`` converted when it differs). CDO: ``expr,'ws=sqrt(u*u+v*v)'``.
