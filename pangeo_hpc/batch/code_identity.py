@@ -68,7 +68,10 @@ def package_code() -> str:
         files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
     for path in files:
         h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
-        h.update(path.read_bytes())
+        try:
+            h.update(path.read_bytes())
+        except OSError:  # an install without sources (byte code only): the version counts
+            h.update(b"<no source>")
     return h.hexdigest()
 
 
