@@ -284,36 +284,48 @@ def run(
     covered = {c: _rollup_pieces(cache, prepared, c) for c in chains}
     found: dict[tuple[str, int], states.State] = {}
     todo, skipped = _from_cache(prepared, cache, covered, found)
-    if todo:  # the steps after each reduction, checked before anything is read or cached
+    # Nothing a later run could reuse is cached before the steps after each reduction are
+    # known to work (a running mean longer than the data). A run of many files checks them
+    # on the lazy templates first and saves each state as it arrives (a killed run keeps
+    # them); a run of one file (an update: the check would take longer than the run, 0.2 s
+    # for era5-sst-trend) holds its states until the steps have run, then saves them.
+    checked = len(todo) > 1
+    if checked:
         chain.finish(recipe, _suffixes(prepared.results, _templates(chains), data))
+    held: list[tuple[str, states.State, dict[str, Any]]] | None = None if checked else []
     before = worker_reads(client)
     with ThreadPoolExecutor(max_workers=1) as background:
         # the roll-ups load while the workers compute the new files' states
         loading = {
             c: background.submit(_load_rollup, cache, prepared, c, covered[c]) for c in chains
         }
-        saved = _compute_states(recipe, prepared, client, cache, todo, found)
+        saved = _compute_states(recipe, prepared, client, cache, todo, found, held)
         rolled = {c: loading[c].result() for c in chains}
         lost = {c: set() for c in chains if covered[c] and rolled[c] is None}
         if lost:  # a roll-up damaged or replaced since its pieces were read: file by file
             covered.update(lost)
             more, _ = _from_cache(prepared, cache, covered, found, only=lost)
-            saved += _compute_states(recipe, prepared, client, cache, more, found)
+            saved += _compute_states(recipe, prepared, client, cache, more, found, held)
             for i, work in more.items():
                 todo.setdefault(i, {}).update(work)
     read = worker_reads(client, before)
     reduced = {}
+    rollups = []
     with ThreadPoolExecutor(max_workers=1) as writer:  # roll-ups written while the rest runs
         saving = []
         for c, plan in chains.items():
             parts = [found[c, i] for i in range(n_pieces) if i not in covered[c]]
             values, keep = _reduce(plan, rolled[c], parts)
             if parts and (rolled[c] is None or len(parts) >= ROLLUP_SHARE * len(covered[c])):
-                meta = _meta(recipe, prepared, c, None)
-                saving.append(writer.submit(_save_rollup, cache, prepared, c, keep, meta))
+                rollups.append((cache, prepared, c, keep, _meta(recipe, prepared, c, None)))
             reduced[c] = fill(plan, values)
+        if checked:
+            saving = [writer.submit(_save_rollup, *r) for r in rollups]
         values = _suffixes(prepared.results, reduced, data)
         result = chain.finish(recipe, values).compute(scheduler="threads")
+        if held is not None:  # the steps ran: the held states and roll-ups may be saved
+            saved += sum(bool(cache.put(*h)) for h in held)
+            saving = [writer.submit(_save_rollup, *r) for r in rollups]
         for done in saving:
             done.result()
     reused = [i for i in range(n_pieces) if i not in todo and i not in skipped]
@@ -423,9 +435,11 @@ def _compute_states(
     cache: StateCache,
     todo: dict[int, dict[str, Any]],
     found: dict[tuple[str, int], states.State],
+    held: list[tuple[str, states.State, dict[str, Any]]] | None = None,
 ) -> int:
     """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
-    cache as it arrives (a killed run keeps them) and put into ``found``: how many saved."""
+    cache as it arrives (a killed run keeps them), or added to ``held`` (saved later by the
+    caller), and put into ``found``: how many saved."""
     from distributed import as_completed
 
     futures = {}
@@ -439,7 +453,11 @@ def _compute_states(
         i = futures[fut]
         for c, state in fut.result().items():
             found[c, i] = state
-            saved += bool(cache.put(prepared.keys[c, i], state, _meta(recipe, prepared, c, i)))
+            entry = (prepared.keys[c, i], state, _meta(recipe, prepared, c, i))
+            if held is None:
+                saved += bool(cache.put(*entry))
+            else:
+                held.append(entry)
         if done == len(futures) or done % max(1, len(futures) // 10) == 0:
             log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
     return saved
