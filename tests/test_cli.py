@@ -264,17 +264,6 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folders left
 
 
-def test_a_recipe_with_the_old_key_still_loads_and_says_so(tmp_path):
-    from pangeo_hpc.batch.recipe_yaml import load
-
-    old = tmp_path / "old.yaml"
-    old.write_text(
-        "name: x\nrecipe: sst-mean\ndataset: {variable: v, start: 2000-01, end: 2000-02}\n"
-    )
-    with pytest.warns(FutureWarning, match="'recipe: sst-mean' is replaced by the steps"):
-        assert set(load(str(old)).results) == {"time_mean", "global_mean_series", "global_mean"}
-
-
 def test_spec_errors_name_the_file(tmp_path):
     from pangeo_hpc.batch.recipe_yaml import load
 
@@ -284,11 +273,11 @@ def test_spec_errors_name_the_file(tmp_path):
     )
     with pytest.raises(
         InputError,
-        match=r"bad.yaml' names chain 'sst-median': write its steps: instead \(the 0.1 chains "
-        r"were \['sst-mean', 'sst-trend'\]\)",
+        match=r"bad.yaml': unknown key\(s\) \['chain'\]: a recipe has \['name', 'description', "
+        r"'dataset', 'steps', 'results', 'outputs'\]",
     ):
         load(str(bad))
-    bad.write_text("name: x\nchain: sst-mean\n")
+    bad.write_text("name: x\nsteps: []\n")
     with pytest.raises(InputError, match="lacks dataset.variable, dataset.start, dataset.end"):
         load(str(bad))
     bad.write_text("name: [unclosed\n")
