@@ -80,7 +80,9 @@ def test_climatology_kernel_matches_xarray_groupby():
     want = arr.groupby("time0.month").mean("time0", skipna=True)
     assert got.dims == want.dims and got.name == want.name
     xr.testing.assert_allclose(got.compute().drop_attrs(), want.drop_attrs(), rtol=1e-6)
-    assert got.attrs["cell_methods"] == "time: mean (each calendar month over the years)"
+    assert got.attrs["cell_methods"] == (
+        "time: mean (each calendar month over the years 2000-01 to 2002-03)"
+    )
     # spatially chunked and NumPy data go through the same kernel: the same float64 sums,
     # so the same float32 values (xarray's groupby of NumPy float32 data differs in the
     # last digits, and anomalies near zero then differ by more than 1e-6 relative)
