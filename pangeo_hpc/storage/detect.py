@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -66,9 +67,15 @@ class FsInfo:
         return self.kind in NO_LOCKS
 
 
+@functools.lru_cache(maxsize=1)
+def _libc() -> ctypes.CDLL:
+    """The C library, found once (``find_library`` runs ldconfig: about a millisecond)."""
+    return ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+
+
 def statfs_magic(path: str | Path) -> int:
     """``f_type`` of ``statfs(path)``."""
-    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc = _libc()
     buf = _Statfs()
     if libc.statfs(os.fsencode(str(path)), ctypes.byref(buf)) != 0:
         err = ctypes.get_errno()
