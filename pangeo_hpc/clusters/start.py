@@ -7,9 +7,11 @@ cluster = get_cluster("local", workers=2)
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
@@ -256,8 +258,56 @@ def running_cluster(
         timeout=timeout,
         **overrides,
     )
+    levels: dict[str, int] | None = None
     try:
         with client:
-            yield cluster, client
+            try:
+                yield cluster, client
+            except KeyboardInterrupt:
+                if kind_of(cluster) == "local":
+                    levels = _hush()  # the scheduler and nannies live in this process
+                    hush_teardown(client)
+                raise
     finally:
-        cluster.close()
+        try:
+            cluster.close()
+        finally:
+            if levels is not None:  # a notebook's kernel goes on: its logging as it was
+                for name, level in levels.items():
+                    logging.getLogger(name).setLevel(level)
+
+
+#: the loggers that report a cluster's teardown (workers fetching from peers that left)
+_TEARDOWN_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+def _hush() -> dict[str, int]:
+    """Raise the teardown loggers to CRITICAL; return their levels before."""
+    before = {}
+    for name in _TEARDOWN_LOGGERS:
+        before[name] = logging.getLogger(name).level
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+    return before
+
+
+def hush_teardown(client: Client, timeout: float = 5.0) -> None:
+    """Quiet the workers of a local cluster that is being closed after Ctrl-C.
+
+    Their processes share this terminal: closing them with tasks in flight makes each log
+    the transfers its peers no longer answer (tracebacks of ``CommClosedError``,
+    ``CancelledError``), noise after the user asked to stop. Real failures were reported
+    before the interrupt; batch workers log to their job files and are left alone. Waits
+    at most ``timeout`` seconds (a worker busy in C code answers late).
+    """
+    done = threading.Event()
+
+    def ask() -> None:
+        try:
+            client.run(_hush, on_error="ignore")
+        except Exception:  # a cluster already going away: nothing to quiet
+            pass
+        finally:
+            done.set()
+
+    threading.Thread(target=ask, daemon=True, name="hush-teardown").start()
+    done.wait(timeout)
