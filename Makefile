@@ -6,17 +6,24 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 DATA ?= data/era5-demo
 PYTEST_ARGS ?=
+LOCK := requirements/lock.txt
 
-.PHONY: demo lab test test-lowest lint bench system clean strip-notebooks
+.PHONY: demo lab test test-lowest lint lock bench system clean strip-notebooks
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pangeo-hpc needs Python >= 3.11: make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[test,all]'
+# the versions of requirements/lock.txt (installed by uv: no resolver backtracking, ~30 s)
+$(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
+	bash ci/uv.sh $(VENV) pip install --quiet --python $(BIN)/python -c $(LOCK) -e '.[test,all]'
 	@touch $@
+
+## lock: renew requirements/lock.txt from pyproject.toml: the newest versions it allows, with
+## every extra, for every platform and Python >= 3.11 (tests/test_lock.py checks the two agree)
+lock: | $(BIN)/python
+	bash ci/uv.sh $(VENV) pip compile --quiet --universal --python-version 3.11 --upgrade \
+		--extra test --extra all --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
 
 ## demo: set up, write 20 years of 1-degree demo data (SST, 2 m temperature, 10 m winds:
 ## daily; precipitation: hourly, 2019), run every shipped recipe on a local cluster

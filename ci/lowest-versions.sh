@@ -14,29 +14,8 @@ started=$SECONDS
 # a fresh venv each time: what a previous run installed must not hide a bound that is too low
 rm -rf "$VENV"
 "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install --quiet uv
-
-# uv reads neither pip's configuration nor its PIP_* variables: hand over the same index,
-# extra indexes, find-links folders and CA bundle as pip would use
-pip_config() { "$VENV/bin/python" -m pip config get "$1" 2>/dev/null || true; }
-uv_args=()
-index_url=${PIP_INDEX_URL:-$(pip_config global.index-url)}
-extra_urls=${PIP_EXTRA_INDEX_URL:-$(pip_config global.extra-index-url)}
-find_links=${PIP_FIND_LINKS:-$(pip_config global.find-links)}
-cert=${PIP_CERT:-$(pip_config global.cert)}
-if [ -n "$index_url" ]; then uv_args+=(--index-url "$index_url"); fi
-for url in $extra_urls; do uv_args+=(--extra-index-url "$url"); done
-for link in $find_links; do
-  # pip passes over an empty or missing folder (this machine's /opt/wheels is empty)
-  if [[ "$link" == *://* ]] || [ -n "$(ls -A "$link" 2>/dev/null)" ]; then
-    uv_args+=(--find-links "$link")
-  fi
-done
-uv_env=()
-if [ -n "$cert" ]; then uv_env+=("SSL_CERT_FILE=$cert"); fi
-
-env ${uv_env[@]+"${uv_env[@]}"} "$VENV/bin/uv" pip install --python "$VENV/bin/python" \
-  --resolution lowest-direct ${uv_args[@]+"${uv_args[@]}"} -e '.[test,all]'
+bash ci/uv.sh "$VENV" pip install --python "$VENV/bin/python" --resolution lowest-direct \
+  -e '.[test,all]'
 echo "lowest-versions: installed in $((SECONDS - started)) s"
 
 # one line per direct dependency (runtime, the extras and the test extras): what this run tested
