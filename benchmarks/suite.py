@@ -13,6 +13,7 @@ the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
     WARMUP    warm-up of an rclone mount of a local S3 server: fresh mount and cluster per run
     B7  incremental runs: one more month vs the full run; a run killed at 50 % (SIGKILL, and
         a Slurm walltime through a throttled mount) resumed: bytes read vs the full run's
+    B8  small questions on the command line (fresh processes) vs the same CDO line
 
 Every case reports the peak RSS of the platform's worker processes. The README table is
 written only from a clean tree (``git status`` shows nothing but results and README.md),
@@ -43,6 +44,7 @@ SCRIPTS = {
     "B4-LZ4HC": "b4_zarr.py",
     "WARMUP": "warmup.py",
     "B7": "b7_incremental.py",
+    "B8": "b8_small.py",
 }
 #: fixed arguments of a case
 FIXED = {"B4-LZ4HC": ["--codec", "lz4hc", "--years", "2"]}
@@ -56,6 +58,7 @@ OPTIONS = {
     "B4-LZ4HC": ("gb",),
     "WARMUP": (),
     "B7": (),
+    "B8": (),
 }
 
 
