@@ -129,7 +129,7 @@ def _lab_here(a: argparse.Namespace) -> int:
 
 
 def _lab_config_args(p: argparse.ArgumentParser) -> None:
-    from pangeo_hpc.lab.setup import HUB_LINK, PROXY_LINK
+    from pangeo_hpc.lab.tunnel import HUB_LINK, PROXY_LINK
 
     p.add_argument("--data", help="data folder the notebooks open")
     p.add_argument(

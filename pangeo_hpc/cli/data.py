@@ -135,7 +135,7 @@ def _run(a: argparse.Namespace) -> int:
 
 
 def _convert_args(p: argparse.ArgumentParser) -> None:
-    from pangeo_hpc.write.zarr import CODECS
+    from pangeo_hpc.write.codecs import CODECS
 
     p.add_argument("--data", help="the tree: folder or s3://bucket/prefix (default data.root)")
     p.add_argument("--out", required=True, help="the Zarr store (folder) to write")

@@ -19,12 +19,9 @@ import threading
 import traceback
 from collections.abc import Sequence
 
-from distributed import KilledWorker
-
 from pangeo_hpc.cli import cache, clusters, data, index, plan, provenance, s3, storage
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
 from pangeo_hpc.cli.logs import library_lines
-from pangeo_hpc.clusters.diagnostics import lost_task
 from pangeo_hpc.errors import ClusterError, InputError, StorageError
 
 #: every verb, in the order ``--help`` lists them
@@ -79,19 +76,22 @@ class _Help(argparse.RawDescriptionHelpFormatter):
             self._action_max_length += 2
 
 
-def _add(parent: argparse._SubParsersAction, verb: Verb, prog: str) -> Parser:
+def _add(parent: argparse._SubParsersAction, verb: Verb, prog: str, flags: bool) -> Parser:
     p = parent.add_parser(
         verb.name,
         prog=f"{prog} {verb.name}",
         help=verb.help.replace("PROG", prog),
         description=verb.description.replace("PROG", prog),
     )
-    verb.args(p)
+    if flags:
+        verb.args(p)
     p.set_defaults(run=verb.run)
     return p
 
 
-def build_parser(prog: str | None = None) -> tuple[Parser, dict[str, Parser]]:
+def build_parser(
+    prog: str | None = None, only: str | None = None
+) -> tuple[Parser, dict[str, Parser]]:
     """The parser of the command line, and each verb's parser by name.
 
     Parameters
@@ -113,7 +113,7 @@ def build_parser(prog: str | None = None) -> tuple[Parser, dict[str, Parser]]:
         formatter_class=_Help,
     )
     sub = parser.add_subparsers(title="verbs", dest="verb", metavar="VERB", required=True)
-    parsers = {verb.name: _add(sub, verb, prog) for verb in VERBS}
+    parsers = {verb.name: _add(sub, verb, prog, only in (None, verb.name)) for verb in VERBS}
     return parser, parsers
 
 
@@ -127,9 +127,10 @@ def _lab_here_parser(prog: str) -> Parser:
 
 def _parse(args: list[str], prog: str) -> argparse.Namespace | int:
     """The parsed arguments, or the exit code of ``--help`` (argparse exits after it)."""
-    parser, parsers = build_parser(prog)
-    if args and args[0] not in parsers and args[0] not in ("-h", "--help"):
+    names = {verb.name for verb in VERBS}
+    if args and args[0] not in names and args[0] not in ("-h", "--help"):
         args = ["run", *args]  # a recipe by name, as the README shows
+    parser, parsers = build_parser(prog, only=args[0] if args else "")
     if args[:1] == ["lab"] and "--here" in args[1:]:
         parser = _lab_here_parser(prog)
         args = args[1:]
@@ -164,9 +165,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ClusterError, StorageError) as exc:
         print(f"error: {for_cli(exc, prog, verb)}", file=sys.stderr)
         return 1
-    except KilledWorker as exc:  # workers died running one task too often
-        print(f"error: {for_cli(lost_task(exc), prog, verb)}", file=sys.stderr)
-        return 1
     except PermissionError as exc:  # a path the user may not read or write: their input
         where = exc.filename if exc.filename is not None else "a path"
         print(
@@ -178,10 +176,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except Exception:
+    except Exception as exc:
+        if _killed_worker(exc):  # workers died running one task too often
+            from pangeo_hpc.clusters.diagnostics import lost_task
+
+            print(f"error: {for_cli(lost_task(exc), prog, verb)}", file=sys.stderr)
+            return 1
         traceback.print_exc()
         print("internal error: the traceback above is a bug; please report it", file=sys.stderr)
         return 1
+
+
+def _killed_worker(exc: BaseException) -> bool:
+    """Whether ``exc`` is distributed's ``KilledWorker`` (checked without importing
+    distributed: a run that never started a cluster cannot have raised it)."""
+    distributed = sys.modules.get("distributed")
+    return distributed is not None and isinstance(exc, distributed.KilledWorker)
 
 
 if __name__ == "__main__":

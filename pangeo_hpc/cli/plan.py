@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from pangeo_hpc import config
 from pangeo_hpc.cli.common import Verb, add_cluster_args, positive_int, running_cluster_from
 from pangeo_hpc.errors import InputError
 
@@ -57,6 +56,8 @@ def _plan(a: argparse.Namespace) -> int:
         raise InputError("--start, --end and --no-cache choose what to plan of --data: give --data")
     out = None
     if not a.no_plot:
+        from pangeo_hpc import config
+
         default = Path(config.get("output.root")) / f"plan-{a.recipe}.png"
         out = check_file(a.plot or default, flag="--plot")
         if out.suffix.lower() != ".png":

@@ -22,8 +22,6 @@ import time
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from dask.utils import format_time
-
 #: seconds between two redraws on a terminal
 REDRAW = 0.1
 #: least seconds between two questions to the scheduler
@@ -104,6 +102,8 @@ def show_progress(future: Any) -> None:
     def text(left: int) -> str:
         percent = int(100 * (1 - left / total)) if total else 100
         tasks = f"{total} tasks" if total else "the tasks"
+        from dask.utils import format_time
+
         return f"progress: {percent:3d}% of {tasks}, {format_time(line.elapsed)}"
 
     while not done.is_set():

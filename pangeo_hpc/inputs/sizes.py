@@ -6,8 +6,6 @@ import decimal
 import math
 import re
 
-from dask.utils import byte_sizes, format_bytes
-
 from pangeo_hpc.errors import InputError, named
 
 _SIZE = re.compile(r"^\s*([0-9]*\.?[0-9]+(?:e[+-]?[0-9]+)?)\s*([a-z]*)\s*$", re.IGNORECASE)
@@ -58,6 +56,8 @@ def parse_size(value: object, *, name: str = "size") -> int:
         raise _bad(name, value, "is not a size", fix)
     if isinstance(value, str):
         m = _SIZE.match(value)
+        from dask.utils import byte_sizes  # here: the command line's --help imports no dask
+
         unit = byte_sizes.get(m.group(2).lower()) if m else None
         if m is None or unit is None:
             raise _bad(name, value, "is not a size", fix)
@@ -125,3 +125,11 @@ def parse_rate(value: object, *, name: str = "rate") -> float:
         return float(parse_size(m.group(1), name=""))
     except InputError:
         raise _bad(name, value, "is not a rate", fix) from None
+
+
+def format_bytes(n: int) -> str:
+    """``1.50 GiB`` for ``1610612736``: dask's :func:`dask.utils.format_bytes`, imported at
+    the first call (the command line's ``--help`` imports no dask)."""
+    from dask.utils import format_bytes as dask_format_bytes
+
+    return dask_format_bytes(n)

@@ -35,12 +35,8 @@ import yaml
 from pangeo_hpc.clusters.jobqueue import worker_env
 from pangeo_hpc.errors import ClusterError, InputError
 from pangeo_hpc.extras import require
+from pangeo_hpc.lab.tunnel import HUB_LINK, PROXY_LINK
 from pangeo_hpc.write.outputs import atomic_file
-
-#: the link for a JupyterLab served at "/" (make lab, an SSH tunnel to a compute node)
-PROXY_LINK = "/proxy/{port}/status"
-#: the link on JupyterHub and binder, where JupyterLab is served under a per-user prefix
-HUB_LINK = "{JUPYTERHUB_SERVICE_PREFIX}proxy/{port}/status"
 
 
 def lab_settings(data_root: str | Path | None, link: str = PROXY_LINK) -> dict[str, Any]:

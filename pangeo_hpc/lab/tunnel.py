@@ -1,4 +1,5 @@
-"""The ssh line that brings a compute node's dashboard and JupyterLab to a laptop."""
+"""The ssh line that brings a compute node's dashboard and JupyterLab to a laptop, and the
+links that reach the dashboard from inside JupyterLab."""
 
 from __future__ import annotations
 
@@ -9,6 +10,11 @@ import urllib.parse
 from typing import Any
 
 from pangeo_hpc.errors import InputError
+
+#: the dashboard link for a JupyterLab served at "/" (make lab, an SSH tunnel to a node)
+PROXY_LINK = "/proxy/{port}/status"
+#: the link on JupyterHub and binder, where JupyterLab is served under a per-user prefix
+HUB_LINK = "{JUPYTERHUB_SERVICE_PREFIX}proxy/{port}/status"
 
 PATHS = {"dashboard": "/status", "jupyterlab": "/lab"}
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.write.codecs import CODECS
 from pangeo_hpc.write.guard import STORE_ATTR, check_folder
 from pangeo_hpc.write.outputs import atomic_dir
 
@@ -43,10 +44,6 @@ class ConvertReport:
             f"{self.bytes_written / 1e9:.2f} GB ({ratio:.1f}:1), {self.seconds:.1f} s "
             f"({self.bytes_uncompressed / 1e6 / max(self.seconds, 1e-9):.0f} MB/s)"
         )
-
-
-#: Blosc compressors ``convert`` offers
-CODECS = ("zstd", "lz4hc", "lz4")
 
 
 def write_store(
