@@ -21,6 +21,7 @@ that differ (garbage) and errors that escape the loader.
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 import sys
@@ -360,3 +361,80 @@ def test_the_command_line_on_damaged_caches_gives_the_no_cache_answer(made, tmp_
         assert listed.stdout.count("(damaged)") == len(paths), (what, listed.stdout)
         assert f"{len(paths)} entr" in listed.stdout.splitlines()[-1], listed.stdout
         assert all(e.damaged is None for e in StateCache(cache).entries()), what  # rebuilt
+
+
+# --------------------------------------------------------------------------------------------
+# the other caches: scanned metadata and byte-range indexes (JSON, sealed the same way)
+
+
+def _flip_json_bits(path: Path, load, want, rewrite) -> list[str]:
+    """Every bit of the file at ``path`` flipped: ``load()`` is ``want`` or a miss (falsy),
+    never another value and never an error; after a miss, ``rewrite()`` replaces the
+    damaged file (its writer still knows it as its own)."""
+    original = path.read_bytes()
+    wrong = []
+    blob = bytearray(original)
+    for i in range(len(blob)):
+        for bit in range(8):
+            blob[i] ^= 1 << bit
+            path.write_bytes(bytes(blob))
+            blob[i] ^= 1 << bit
+            try:
+                got = load()
+            except Exception as exc:
+                wrong.append(f"byte {i} bit {bit}: {type(exc).__name__}: {exc}"[:200])
+                continue
+            if got and got != want:
+                wrong.append(f"byte {i} bit {bit}: a value that differs")
+            elif not got and i % 97 == 0:  # a sample: rewriting is slower than loading
+                rewrite()
+                if path.read_bytes() != original:
+                    wrong.append(f"byte {i} bit {bit}: the damaged file was not replaced")
+    return wrong
+
+
+@pytest.mark.slow
+def test_every_bit_of_a_scan_cache_flipped_is_a_miss_or_the_value(made, tmp_path):
+    import dask.config
+
+    from pangeo_hpc.io import scan_cache
+
+    _, recipe, _ = made
+    with dask.config.set({"pangeo-hpc.catalog.cache": str(tmp_path / "scans")}):
+        open_inputs(load(recipe))  # scans the three files and saves what it learned
+    (path,) = (tmp_path / "scans").glob("*.json")
+    entries = scan_cache.load(path)
+    assert len(entries) == len(YEARS)
+    wrong = _flip_json_bits(
+        path, lambda: scan_cache.load(path), entries, lambda: scan_cache.save(path, entries)
+    )
+    assert not wrong, f"{len(wrong)} wrong: {wrong[:5]}"
+
+
+def test_every_bit_of_a_byte_range_index_flipped_is_a_miss_or_the_value(tmp_path):
+    import dask.config
+
+    from pangeo_hpc.inputs.stamps import Stamp
+    from pangeo_hpc.io import references
+
+    url = "s3://era5-pds/2000/01/data/sea_surface_temperature.nc"
+    stamp = Stamp.of_object(url, 123456, '"0123456789abcdef"', None)
+    zarray = {"chunks": [24, 10, 10], "shape": [744, 30, 40], "dtype": "<f4",
+              "compressor": {"id": "zlib", "level": 4}, "fill_value": None, "filters": None,
+              "order": "C", "zarr_format": 2}  # fmt: skip
+    refs = {"version": 1, "refs": {
+        "sst/.zarray": json.dumps(zarray),
+        **{f"sst/{i}.0.0": [url, 4096 + 1000 * i, 987] for i in range(8)},
+    }}  # fmt: skip
+    with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path / "refs")}):
+        references.claim_cache()
+        path = references.save_refs(stamp, refs)
+        want = references.load_refs(stamp)
+        assert want is not None and want["refs"] == refs["refs"]
+        wrong = _flip_json_bits(
+            path,
+            lambda: references.load_refs(stamp),
+            want,
+            lambda: references.save_refs(stamp, refs),
+        )
+    assert not wrong, f"{len(wrong)} wrong: {wrong[:5]}"

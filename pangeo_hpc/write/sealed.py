@@ -24,7 +24,10 @@ import hashlib
 import json
 from typing import Any
 
-__all__ = ["JSON_HEAD", "Damaged", "seal", "seal_head", "seal_json", "unseal", "unseal_json"]
+__all__ = [
+    "JSON_HEAD", "Damaged", "seal", "seal_head", "seal_json", "sealed_json", "unseal",
+    "unseal_json",
+]  # fmt: skip
 
 #: the head of a sealed JSON entry: it stays a JSON object
 JSON_HEAD = b'{"pangeo-hpc-sha256":"'
@@ -112,3 +115,12 @@ def unseal_json(data: bytes) -> dict[str, Any]:
     if not isinstance(doc, dict):
         raise Damaged("its sealed bytes are not a JSON object")
     return doc
+
+
+def sealed_json(data: bytes) -> bool:
+    """Whether ``data`` begins as :func:`seal_json` writes, but for at most one damaged
+    byte: an entry of ours, maybe damaged, which its writer may replace."""
+    head = data[: len(JSON_HEAD)]
+    if len(head) != len(JSON_HEAD):
+        return False
+    return sum(a != b for a, b in zip(head, JSON_HEAD, strict=True)) <= 1
