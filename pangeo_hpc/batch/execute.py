@@ -95,6 +95,8 @@ def run_recipe(
     if warm_inputs:
         check_warmup(root)
     store = open_cache(cache)  # a folder others can write to is refused before any cluster
+    if store is not None:
+        store.check_writable()  # one that cannot be written: caching off, said first
     # with index="build", check the inputs now and build the indexes on the workers later
     build_first = is_s3(str(root)) and config.get("s3.index", index) == "build"
     where = {"data": root, "start": start, "end": end, "s3": s3}

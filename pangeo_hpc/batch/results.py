@@ -1,6 +1,7 @@
 """The last step of a recipe run: the result file (``result.nc`` or ``result.zarr``), its
 figure (``plot.png``) and ``summary.json``, written together or not at all
-(:func:`pangeo_hpc.write.outputs.atomic_dir`), from what
+(:func:`pangeo_hpc.write.outputs.atomic_dir`, or file by file into a mount point:
+:func:`pangeo_hpc.write.in_place.fill_in_place`), from what
 :mod:`pangeo_hpc.batch.steps` opened and computed; and the summary as a person reads it
 (:func:`summary_text`: the answer's table and what was read)."""
 
@@ -29,7 +30,9 @@ from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_result
 from pangeo_hpc.write.guard import check_folder
-from pangeo_hpc.write.outputs import atomic_dir, write_json
+from pangeo_hpc.write.in_place import is_mount_point, output_dir
+from pangeo_hpc.write.outputs import write_json
+from pangeo_hpc.write.writable import check_utf8, check_writable
 from pangeo_hpc.write.zarr import write_zarr
 
 FORMATS = ("netcdf", "zarr")
@@ -55,12 +58,14 @@ def check_format(fmt: str | None, spec: Recipe) -> str:
 
 def result_folder(out: str | Path | None, spec: Recipe, root: str | Path) -> Path:
     """The output folder: ``out``, default ``<output.root>/<spec.name>``, checked to be new,
-    empty or an earlier result of this package, and never the data ``root``."""
-    return check_folder(
-        out if out is not None else Path(config.get("output.root")) / spec.name,
-        kind="result",
-        inputs=[root],
-    )
+    empty or an earlier result of this package, never the data ``root``, named in UTF-8,
+    and writable (its parent, or itself for a mount point, which is filled in place:
+    :func:`~pangeo_hpc.write.in_place.output_dir`)."""
+    folder = out if out is not None else Path(config.get("output.root")) / spec.name
+    check_utf8(folder)
+    path = check_folder(folder, kind="result", inputs=[root])
+    check_writable(path, in_place=is_mount_point(path))
+    return path
 
 
 def summarise(
@@ -259,7 +264,7 @@ def write_outputs(
     )
     title = spec.description.splitlines()[0] if spec.description else spec.name
     written = prepare_for_file(result, history=made_by, title=title)
-    with atomic_dir(out, kind="result", inputs=[root]) as tmp:
+    with output_dir(out, kind="result", inputs=[root]) as tmp:  # a mount point: in place
         stripes = prepare_output(tmp, int(result.nbytes))
         if stripes:
             summary["lustre_stripes"] = stripes

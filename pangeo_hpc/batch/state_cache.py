@@ -12,7 +12,9 @@ only the files that are new or changed and merges the states it finds.
   (:meth:`~pangeo_hpc.batch.splitting.Split.chain_hash`). A changed file has another key,
   so it invalidates only its own state; nothing is ever looked up by path.
 * **Files.** One ``<key>.npz`` per entry (``np.savez``, never pickle: loaded with
-  ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), in one
+  ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), sealed
+  (:mod:`pangeo_hpc.write.sealed`: a head naming the format and the SHA-256 of the npz
+  bytes that follow, so not a bare ``.npz`` any more), in one
   flat per-user folder (``pangeo-hpc.cache.folder``; made ``0700`` with the package's
   marker by :func:`~pangeo_hpc.write.outputs.claim_tree`, entries ``0600``). A folder that
   another user owns or may write to is refused: a state planted there would become a
@@ -23,8 +25,18 @@ only the files that are new or changed and merges the states it finds.
   leave a damaged entry, which a read detects (below). A full disk (``ENOSPC``, ``EDQUOT``) leaves
   nothing half-written and turns caching off for the rest of the run
   (:attr:`StateCache.disabled` says why; one :class:`CacheWarning`): the run goes on.
-* **Reads.** A damaged entry (truncated by a crash, random bytes) is a
-  :class:`CacheWarning`, removed, and a miss: the caller rebuilds it.
+* **Reads.** The whole entry is read and its SHA-256 checked before a byte of it is
+  parsed (NumPy and zip parse many damaged headers without complaint: a flipped bit of a
+  ``.npy`` header gave garbage with exit 0, issue 28). A damaged entry (truncated by a
+  crash, a flipped bit, random bytes, one of an earlier format), or any error at all
+  while reading it, is one :class:`CacheWarning`, removed (if it is ours: its name, in a
+  folder marked ``state-cache``), and a miss: the caller rebuilds it. Never a crash,
+  never a value. (Entries of format 2, unsealed, have other keys: they are never looked
+  up, ``cache list`` shows them as unreadable, and eviction or ``cache clear`` removes
+  them.)
+* **Unwritable.** A folder that cannot be written (a read-only file system, no
+  permission) turns caching off as a full disk does (:meth:`StateCache.check_writable`
+  before a run's cluster starts, and at any put): hits are still read.
 * **Eviction.** Least recently used first, beyond ``pangeo-hpc.cache.max-size``. "Used" is
   the file's mtime, set by every :meth:`StateCache.get` with ``os.utime`` (atime is not
   reliable under ``relatime`` or ``noatime``). Removals go through
@@ -46,13 +58,12 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import io
 import json
 import os
 import re
 import time
 import warnings
-import zipfile
-import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -66,6 +77,8 @@ from pangeo_hpc.errors import InputError, StorageError, named
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io import fingerprint
 from pangeo_hpc.s3.options import S3Options, is_s3
+from pangeo_hpc.write.sealed import seal_head, unseal
+from pangeo_hpc.write.writable import nearest_existing, read_only
 
 __all__ = [
     "CacheWarning",
@@ -86,14 +99,13 @@ _PART = re.compile(r"\.[0-9a-f]{64}\.npz\.[^/]+\.tmp|\.pangeo-hpc\.json\.[^/]+\.
 #: the member of an entry's npz holding its meta (JSON bytes) and key
 _META = "__meta__"
 #: what goes into every key besides stamps and chain: a new layout makes new keys
-_FORMAT = "pangeo-hpc-state-2"  # 2: stamps with ctime, inode, device, version
+_FORMAT = "pangeo-hpc-state-3"  # 2: stamps with ctime, inode, device, version; 3: sealed
+#: the head of an entry's file, before the SHA-256 of the npz bytes (write.sealed)
+_HEAD = f"{_FORMAT} sha256 ".encode()
 #: a temporary file older than this was left by a killed writer: eviction removes it
 _STALE_PART_S = 3600.0
-#: what a damaged npz raises on load
-_DAMAGED = (
-    OSError, ValueError, EOFError, KeyError, TypeError, AttributeError, zipfile.BadZipFile,
-    zlib.error,
-)  # fmt: skip
+#: errors of a write that mean the folder cannot be written: caching off, the run goes on
+_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 class CacheWarning(UserWarning):
@@ -175,6 +187,8 @@ class Entry:
     size: int
     last_used: float  # epoch seconds
     meta: dict[str, Any] = field(default_factory=dict)
+    #: ``None``, or why the entry cannot be read (damaged, an earlier format)
+    damaged: str | None = None
 
 
 def _folder() -> Path:
@@ -210,17 +224,21 @@ def _only_ours(folder: Path) -> bool:
     return all(_ENTRY.fullmatch(p.name) or _PART.fullmatch(p.name) for p in folder.iterdir())
 
 
-def _out_of_space(exc: BaseException) -> bool:
+def _why_unwritable(exc: BaseException, folder: Path) -> str | None:
+    """Why a put failed, if the folder cannot take entries (a full disk, a read-only file
+    system, no permission): then caching stops for the run; ``None`` for other errors."""
     link: BaseException | None = exc
     seen: list[BaseException] = []
     while link is not None and link not in seen:
         if isinstance(link, StorageError) and "no space left" in str(link):
-            return True
+            return f"no space left on device on {folder}"
         if isinstance(link, OSError) and link.errno in (errno.ENOSPC, errno.EDQUOT):
-            return True
+            return f"no space left on device on {folder}"
+        if isinstance(link, OSError) and link.errno in _UNWRITABLE:
+            return f"{folder} cannot be written ({os.strerror(link.errno)})"
         seen.append(link)
         link = link.__cause__ or link.__context__
-    return False
+    return None
 
 
 class StateCache:
@@ -242,14 +260,19 @@ class StateCache:
         others, or holds files that pangeo-hpc did not write (nothing is changed).
     """
 
-    __slots__ = ("_claimed", "_total", "disabled", "folder", "max_bytes")
+    __slots__ = ("_claimed", "_total", "_verified", "disabled", "folder", "max_bytes")
 
     def __init__(self, folder: str | Path | None = None, max_bytes: int | None = None) -> None:
         given = _folder() if folder is None else Path(os.path.expandvars(str(folder)))
         self.folder: Path = given.expanduser()
         self.max_bytes: int = _max_bytes() if max_bytes is None else int(max_bytes)
-        #: ``None``, or why writes stopped (a full disk); then :meth:`put` stores nothing
+        #: ``None``, or why writes stopped (a full disk, a read-only folder); then
+        #: :meth:`put` stores nothing
         self.disabled: str | None = None
+        #: the identity (name, device, inode, size, mtime, ctime) of the last entry whose
+        #: seal this instance checked: a roll-up's :meth:`peek` and then :meth:`get` hash
+        #: its bytes once (an entry is replaced only by a rename: a new inode)
+        self._verified: tuple[Any, ...] | None = None
         self._claimed = False
         #: bytes of the entries as of the last scan plus those this instance stored since
         #: (other processes' entries count from the next scan): a put scans the folder only
@@ -308,29 +331,49 @@ class StateCache:
             raise ValueError(f"{key!r} is not an entry key (64 hex digits of entry_key)")
         return self.folder / f"{key}.npz"
 
+    def _payload(self, path: Path) -> bytes:
+        """The npz bytes of the entry at ``path``, its seal checked (or checked already by
+        this instance for this very file).
+
+        Raises
+        ------
+        FileNotFoundError
+            For a missing entry (a miss).
+        pangeo_hpc.write.sealed.Damaged
+            For a damaged one (a wrong digest, a truncation, no seal).
+        """
+        with path.open("rb") as f:
+            st = os.fstat(f.fileno())
+            data = f.read()
+        ident = (path.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        start = len(_HEAD) + 65  # the head, 64 hex digits, a newline
+        if ident == self._verified and len(data) == st.st_size >= start:
+            return data[start:]
+        payload = unseal(data, _HEAD)
+        self._verified = ident
+        return payload
+
     def get(self, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
         """The arrays and meta stored under ``key``, or ``None`` (a miss).
 
-        A damaged entry is a :class:`CacheWarning`, removed, and a miss; an entry that
-        another process evicts meanwhile is a miss. A hit becomes the most recently used.
+        The entry's SHA-256 is checked before it is parsed. A damaged entry, or any error
+        while reading it, is a :class:`CacheWarning`, the entry removed, and a miss; an
+        entry that another process evicts meanwhile is a miss. A hit becomes the most
+        recently used.
         """
         path = self._path(key)
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in npz.files}
-            meta_doc = json.loads(arrays.pop(_META).tobytes().decode())
-            if meta_doc.get("key") != key or not isinstance(meta_doc.get("meta"), dict):
-                raise ValueError("its key or meta is not this entry's")
+            arrays, meta = _parse(self._payload(path), key)
         except FileNotFoundError:
             return None
-        except (*_DAMAGED, UnicodeDecodeError) as exc:
+        except Exception as exc:  # whatever a damaged entry raises: a miss, never a crash
             self._damaged(path, exc)
             return None
         try:
             os.utime(path)  # last used: now (eviction keeps it)
         except OSError:
             pass  # evicted by another process meanwhile: the arrays read are still right
-        return arrays, meta_doc["meta"]
+        return arrays, meta
 
     def has(self, key: str) -> bool:
         """Whether an entry is stored under ``key``: its file exists. Nothing is read and
@@ -338,13 +381,13 @@ class StateCache:
         return self._path(key).is_file()
 
     def peek(self, key: str, name: str) -> np.ndarray | None:
-        """The array ``name`` of the entry under ``key``, read alone (an npz member), without
-        marking the entry used; ``None`` for a miss, an entry without it or a damaged one
-        (left for :meth:`get` to report and remove)."""
+        """The array ``name`` of the entry under ``key``, without marking the entry used
+        (its seal checked, the other arrays not parsed); ``None`` for a miss, an entry
+        without it or a damaged one (left for :meth:`get` to report and remove)."""
         try:
-            with np.load(self._path(key), allow_pickle=False) as npz:
+            with np.load(io.BytesIO(self._payload(self._path(key))), allow_pickle=False) as npz:
                 return npz[name]
-        except _DAMAGED:  # FileNotFoundError (a miss) is an OSError
+        except Exception:  # FileNotFoundError (a miss), Damaged, a missing member
             return None
 
     def _damaged(self, path: Path, exc: BaseException) -> None:
@@ -354,6 +397,7 @@ class StateCache:
         if isinstance(exc, ValueError) and "allow_pickle" in str(exc):
             # NumPy's own text suggests loading it with pickle: never for a cache entry
             why = "it reads as pickled Python objects, which are never loaded"
+        why = " ".join(why.split())[:200]  # one line, whatever the error's text
         warnings.warn(
             f"the cached state {str(path)!r} is damaged ({why}): it is ignored, removed and "
             "rebuilt from its files",
@@ -364,6 +408,27 @@ class StateCache:
             remove_file(path, ours=_is_entry, flag=FLAG)
         except (OSError, InputError):
             pass  # a miss either way; the next put replaces it
+
+    def check_writable(self) -> bool:
+        """Whether entries can be written: the folder, or the nearest folder above it that
+        exists, is writable (``os.access``: a read-only file system, permissions). If not,
+        caching is turned off for this instance (:attr:`disabled`, one
+        :class:`CacheWarning`) and the run goes on; entries there are still read. Called
+        before a run's cluster starts, so that the warning comes first.
+        """
+        if self.disabled is not None:
+            return False
+        where = nearest_existing(self.folder)
+        if os.access(where, os.W_OK | os.X_OK):
+            return True
+        problem = "a read-only file system" if read_only(where) else "no write permission"
+        self._disable(f"{self.folder} cannot be written ({problem} at {where})")
+        return False
+
+    def _disable(self, why: str) -> None:
+        fix = "free space there" if why.startswith("no space") else "make it writable"
+        self.disabled = f"{why}: this run is not cached ({fix}, or set {FLAG} elsewhere)"
+        warnings.warn(f"state cache: {self.disabled}", CacheWarning, stacklevel=3)
 
     def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> bool:
         """Store ``arrays`` and ``meta`` under ``key``, whole or not at all.
@@ -402,19 +467,19 @@ class StateCache:
                 )
         blob = json.dumps({"key": key, "meta": meta}, separators=(",", ":"), default=str)
         members[_META] = np.frombuffer(blob.encode(), dtype=np.uint8)
+        npz = io.BytesIO()
+        np.savez(npz, allow_pickle=False, **members)
         try:
             self._claim()
             with atomic_file(path, flag=FLAG, mode=0o600, ours=_is_entry) as tmp:
                 with tmp.open("wb") as f:
-                    np.savez(f, allow_pickle=False, **members)
+                    f.write(seal_head(npz.getbuffer(), _HEAD))
+                    f.write(npz.getbuffer())
         except (OSError, StorageError) as exc:
-            if not _out_of_space(exc):
+            why = _why_unwritable(exc, self.folder)
+            if why is None:
                 raise
-            self.disabled = (
-                f"no space left on device on {self.folder}: this run is not cached "
-                f"(free space there, or set {FLAG} elsewhere)"
-            )
-            warnings.warn(f"state cache: {self.disabled}", CacheWarning, stacklevel=2)
+            self._disable(why)
             return False
         if self._total is None:
             self._total = sum(size for _, size, _ in self._scan())
@@ -442,10 +507,13 @@ class StateCache:
         return found
 
     def entries(self) -> list[Entry]:
-        """Every entry, most recently used first (a damaged one with empty ``meta``)."""
+        """Every entry, most recently used first; one that cannot be read (damaged, of an
+        earlier format) has empty ``meta`` and ``damaged`` saying why. Nothing is removed
+        here (``cache list`` only looks)."""
         out = []
         for path, size, used in sorted(self._scan(), key=lambda t: t[2], reverse=True):
-            out.append(Entry(path.name[:-4], path, size, used, _read_meta(path)))
+            meta, why = self._read_meta(path)
+            out.append(Entry(path.name[:-4], path, size, used, meta, why))
         return out
 
     def size(self) -> int:
@@ -466,10 +534,25 @@ class StateCache:
             return 0
         removed = 0
         for path, _, _ in self._scan():
-            if recipe is not None and _read_meta(path).get("recipe") != recipe:
+            if recipe is not None and self._read_meta(path)[0].get("recipe") != recipe:
                 continue
             removed += remove_file(path, ours=_is_entry, flag=FLAG)
         return removed
+
+    def _read_meta(self, path: Path) -> tuple[dict[str, Any], str | None]:
+        """An entry's meta (its seal checked, only that member parsed) and ``None``, or
+        ``{}`` and why it cannot be read."""
+        try:
+            with np.load(io.BytesIO(self._payload(path)), allow_pickle=False) as npz:
+                doc = json.loads(npz[_META].tobytes().decode())
+            meta = doc.get("meta")
+            if not isinstance(meta, dict) or doc.get("key") != path.name[:-4]:
+                raise ValueError("its key or meta is not this entry's")
+        except FileNotFoundError:
+            return {}, "removed meanwhile"
+        except Exception as exc:  # damaged: shown as such, never a crash
+            return {}, " ".join(f"{type(exc).__name__}: {exc}".split())[:120]
+        return meta, None
 
     def evict(self) -> int:
         """Remove the least recently used entries until at most ``max_bytes`` remain.
@@ -533,15 +616,15 @@ def _mtime(entry: os.DirEntry[str]) -> float:
         return time.time()
 
 
-def _read_meta(path: Path) -> dict[str, Any]:
-    """An entry's meta (reads only that member of the npz), or ``{}`` if unreadable."""
-    try:
-        with np.load(path, allow_pickle=False) as npz:
-            doc = json.loads(npz[_META].tobytes().decode())
-        meta = doc.get("meta")
-    except (*_DAMAGED, UnicodeDecodeError):
-        return {}
-    return meta if isinstance(meta, dict) else {}
+def _parse(payload: bytes, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and meta of an entry's npz bytes (checked already: an error here is a
+    bug or a foreign entry; the caller treats it as damage all the same)."""
+    with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+        arrays = {name: npz[name] for name in npz.files}
+    doc = json.loads(arrays.pop(_META).tobytes().decode())
+    if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("meta"), dict):
+        raise ValueError("its key or meta is not this entry's")
+    return arrays, doc["meta"]
 
 
 def _user(uid: int) -> str:

@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from pangeo_hpc.cli.common import Verb
+from pangeo_hpc.cli.common import Verb, program_name
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import format_bytes
 from pangeo_hpc.tables import RULE, text_table
@@ -82,7 +82,7 @@ def _cache(a: argparse.Namespace) -> int:
                 (
                     e.key[:12],
                     str(e.meta.get("recipe", "?")),
-                    str(e.meta.get("result", "?")),
+                    "(damaged)" if e.damaged else str(e.meta.get("result", "?")),
                     _files(e.meta),
                     format_bytes(e.size),
                     _when(e.last_used),
@@ -93,6 +93,12 @@ def _cache(a: argparse.Namespace) -> int:
     total = sum(e.size for e in entries)
     which = f" of {a.recipe}" if a.recipe else ""
     print(f"total: {_count(len(entries))}{which}, {format_bytes(total)}, in {cache.folder}")
+    damaged = sum(e.damaged is not None for e in entries)
+    if damaged:
+        print(
+            f"{_count(damaged)} cannot be read (damaged, or of an earlier version): runs "
+            f"ignore and remove them; `{program_name()} cache clear` removes them now"
+        )
     return 0
 
 

@@ -8,7 +8,10 @@ parallel and without HDF5 (:class:`pangeo_hpc.io.reader.RefSource`).
 One index per object is kept in the cache folder (``pangeo-hpc.s3.index-cache``), named
 from the object's URL and holding its ETag and size: a changed object has a stale index,
 which is ignored and rebuilt. Each file is a plain kerchunk reference set, so other tools
-can open it too: ``xr.open_dataset(path, engine="kerchunk")``.
+can open it too: ``xr.open_dataset(path, engine="kerchunk")``; its first member is the
+SHA-256 of the rest (:func:`~pangeo_hpc.write.sealed.seal_json`), checked before it is
+parsed: a damaged index (a flipped digit of a byte offset would read the wrong bytes) is
+ignored like a missing one, and rebuilt by the next ``index``.
 """
 
 from __future__ import annotations
@@ -33,10 +36,11 @@ from pangeo_hpc import config
 from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.s3.options import S3Options
+from pangeo_hpc.write.sealed import seal_json, sealed_json, unseal_json
 
 #: chunks smaller than this many bytes (coordinates) are stored inside the index
 INLINE_BYTES = 1000
-_FORMAT = "pangeo-hpc-references-1"
+_FORMAT = "pangeo-hpc-references-2"  # 2: sealed
 
 
 @dataclass
@@ -78,8 +82,8 @@ def load_refs(stamp: Stamp) -> dict[str, Any] | None:
     version)."""
     path = cache_file(stamp.path)
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        doc = unseal_json(path.read_bytes())
+    except (OSError, ValueError):  # missing, unreadable, damaged (Damaged), unsealed
         return None
     meta = doc.get(_FORMAT, {})
     if not isinstance(meta, dict) or meta.get("url") != stamp.path:
@@ -104,10 +108,15 @@ def claim_cache() -> Path:
 
 
 def _is_refs(path: Path) -> bool:
+    """An index of ours: sealed (even if damaged), or of an earlier format."""
     try:
-        return _FORMAT in json.loads(path.read_text())
-    except (OSError, ValueError, TypeError):
+        data = path.read_bytes()
+        if sealed_json(data):
+            return True
+        doc = json.loads(data)
+    except (OSError, ValueError):
         return False
+    return isinstance(doc, dict) and any(str(k).startswith(_FORMAT[:-1]) for k in doc)
 
 
 def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
@@ -117,7 +126,7 @@ def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
     path = cache_file(stamp.path)
     doc = {**refs, _FORMAT: {"url": stamp.path, "stamp": stamp.identity}}
     with atomic_file(path, flag="pangeo-hpc.s3.index-cache", mode=0o600, ours=_is_refs) as tmp:
-        tmp.write_text(json.dumps(doc, separators=(",", ":")))
+        tmp.write_bytes(seal_json(doc))
     return path
 
 

@@ -6,8 +6,11 @@ cache (Lustre's metadata server, an NFS home, a cold disk). The scans are kept i
 file per tree and variable (config ``pangeo-hpc.catalog.cache``; ``false`` turns it off),
 each entry stamped with the file's identity (:class:`~pangeo_hpc.inputs.stamps.Stamp`:
 device, inode, size, mtime and ctime): a file that changed in any of these is scanned
-again. Writes are atomic; a cache that cannot be read or written is
-ignored (opening never fails because of it).
+again. Writes are atomic; each file is sealed with the SHA-256 of its content
+(:func:`~pangeo_hpc.write.sealed.seal_json`), checked before it is parsed: a damaged one
+(a flipped digit of a time value would be a wrong time) is a miss, like one that cannot
+be read, and the next save replaces it. A cache that cannot be read or written is ignored
+(opening never fails because of it).
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ from typing import Any
 import numpy as np
 
 from pangeo_hpc import config
+from pangeo_hpc.write.sealed import seal_json, sealed_json, unseal_json
 
-_FORMAT = "pangeo-hpc-scan-cache-3"  # 2: time bounds, units, calendar and grid; 3: Stamp
+_FORMAT = "pangeo-hpc-scan-cache-4"  # 2: bounds, units, calendar, grid; 3: Stamp; 4: sealed
 
 
 def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
@@ -41,10 +45,11 @@ def load(path: Path | None) -> dict[str, Any]:
     if path is None:
         return {}
     try:
-        doc = json.loads(path.read_text())
-    except (OSError, ValueError):
+        doc = unseal_json(path.read_bytes())
+    except (OSError, ValueError):  # missing, unreadable, damaged (Damaged), unsealed
         return {}
-    return doc.get("files", {}) if doc.get("format") == _FORMAT else {}
+    files = doc.get("files") if doc.get("format") == _FORMAT else None
+    return files if isinstance(files, dict) else {}
 
 
 def save(path: Path | None, entries: dict[str, Any]) -> None:
@@ -58,16 +63,18 @@ def save(path: Path | None, entries: dict[str, Any]) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with atomic_file(path, flag="pangeo-hpc.catalog.cache", mode=0o600, ours=_is_cache) as tmp:
-            tmp.write_text(json.dumps({"format": _FORMAT, "files": entries}, separators=(",", ":")))
+            tmp.write_bytes(seal_json({"format": _FORMAT, "files": entries}))
     except (OSError, InputError):
         pass
 
 
 def _is_cache(path: Path) -> bool:
-    """A scan cache of ours (of this format or an earlier one), or a damaged file at its
-    digest-named path (only this module writes such names, so a file there that is not even
-    JSON is a damaged entry of ours); JSON of any other kind is left alone."""
+    """A scan cache of ours (sealed, even if damaged, or of an earlier format), or a damaged
+    file at its digest-named path (only this module writes such names, so a file there that
+    is not even JSON is a damaged entry of ours); JSON of any other kind is left alone."""
     try:
+        if sealed_json(path.read_bytes()):
+            return True
         doc = json.loads(path.read_text())
     except ValueError:
         return True
