@@ -272,6 +272,8 @@ WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdte
                "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree"}  # fmt: skip
 ALLOWED = {
     ("write/outputs.py", "*"): "the guarded helper itself",
+    ("write/swap.py", "*"): "the guarded helper's swap and lock (called by atomic_dir only)",
+    ("write/leftovers.py", "*"): "the guarded helper's own temporaries of dead writers",
     ("batch/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",

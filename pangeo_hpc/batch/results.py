@@ -28,7 +28,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_result
-from pangeo_hpc.write.guard import check_folder
+from pangeo_hpc.write.guard import check_folder, file_records, folder_in
 from pangeo_hpc.write.outputs import atomic_dir, write_json
 from pangeo_hpc.write.zarr import write_zarr
 
@@ -55,12 +55,11 @@ def check_format(fmt: str | None, spec: Recipe) -> str:
 
 def result_folder(out: str | Path | None, spec: Recipe, root: str | Path) -> Path:
     """The output folder: ``out``, default ``<output.root>/<spec.name>``, checked to be new,
-    empty or an earlier result of this package, and never the data ``root``."""
-    return check_folder(
-        out if out is not None else Path(config.get("output.root")) / spec.name,
-        kind="result",
-        inputs=[root],
-    )
+    empty or an earlier result of this package, and never the data ``root``. The recipe's
+    name is a label, never a path: the default folder lies inside ``output.root``."""
+    if out is None:
+        out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
+    return check_folder(out, kind="result", inputs=[root])
 
 
 def summarise(
@@ -274,6 +273,8 @@ def write_outputs(
             result, tmp / "plot.png", f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
         )
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
+        # as written: a later run replaces them only while every one is (write/guard.py)
+        summary["files"] = file_records(tmp, [data_file, "plot.png"])
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)
         if started is not None:
