@@ -30,18 +30,14 @@ SIZE = 200_000
 WRITE = """
 import json, os, sys
 from pathlib import Path
+from pangeo_hpc.write.guard import file_records
 from pangeo_hpc.write.outputs import atomic_dir, write_json
-try:
-    from pangeo_hpc.write.guard import file_records
-except ImportError:  # the code before sizes and hashes were recorded
-    file_records = None
 
 def write(target, label, size, hold=None):
     with atomic_dir(Path(target)) as tmp:
         (tmp / "result.nc").write_bytes(label.encode() * size)
         doc = {"outputs": {"data": "result.nc"}, "label": label}
-        if file_records is not None:
-            doc["files"] = file_records(tmp, ["result.nc"])
+        doc["files"] = file_records(tmp, ["result.nc"])
         write_json(tmp / "summary.json", doc)
         if hold is not None:
             hold(tmp)
@@ -52,11 +48,10 @@ WRITER = (
     + """
 target, label, n, how = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 if how == "renames":  # a file system that cannot exchange two folders in one rename
-    try:
-        import pangeo_hpc.write.swap as swap
-        swap._renameat2 = None
-    except ImportError:  # the code before the swap module: two renames anyway
-        pass
+    import pangeo_hpc.write.swap as swap
+    swap._renameat2 = None
+print("ready", flush=True)
+sys.stdin.readline()  # both writers start together
 ok, errors = 0, []
 for _ in range(n):
     try:
@@ -70,6 +65,7 @@ print(json.dumps({"ok": ok, "errors": errors[:5], "failed": len(errors)}))
 
 READER = """
 import json, os, sys
+os.nice(10)  # the writers first: on few cores a busy reader would keep them apart
 target, stop, size = sys.argv[1], sys.argv[2], int(sys.argv[3])
 seen = {"whole": 0, "missing": 0, "mixed": 0, "retired": 0, "labels": []}
 first = True
@@ -140,8 +136,14 @@ def test_two_processes_writing_one_target_each_leave_a_whole_result(tmp_path, ho
     writers = []
     for label in "AB":
         argv = [sys.executable, "-c", WRITER, str(target), label, str(n), how, str(size)]
-        pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+        pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
         writers.append(subprocess.Popen(argv, text=True, env=_env(), **pipes))
+    for w in writers:  # both imported and waiting: then both go at once
+        assert w.stdout is not None and w.stdout.readline() == "ready\n"
+    for w in writers:
+        assert w.stdin is not None
+        w.stdin.write("go\n")
+        w.stdin.flush()
     outcomes = []
     for w in writers:
         out, err = w.communicate(timeout=120)
@@ -180,16 +182,13 @@ def _rename_hooks(monkeypatch: pytest.MonkeyPatch, how: str, signum: int) -> lis
     two renames (the old result moved away, the new one not yet in place)."""
     calls: list[str] = []
     wrap = _self_signal(signum, calls, how)
-    try:
-        import pangeo_hpc.write.swap as swap
-    except ImportError:  # the code before the swap module: two renames, os.replace
-        swap = None
+    import pangeo_hpc.write.swap as swap
+
     if how == "exchange":
-        assert swap is not None and swap._renameat2 is not None, "no renameat2 here"
+        assert swap._renameat2 is not None, "no renameat2 here"
         monkeypatch.setattr(swap, "exchange", wrap(swap.exchange))
     else:
-        if swap is not None:
-            monkeypatch.setattr(swap, "_renameat2", None)
+        monkeypatch.setattr(swap, "_renameat2", None)
         real_rename, real_replace = os.rename, os.replace
 
         def moved_away(real):
