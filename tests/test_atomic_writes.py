@@ -363,3 +363,39 @@ def test_a_write_from_another_thread_works(tmp_path):
     t.join()
     assert errors == []
     assert _whole(tmp_path / "res") == "T"
+
+
+def test_cache_clear_removes_what_killed_runs_left_in_the_results_folder(
+    tmp_path, monkeypatch, capsys
+):
+    from pangeo_hpc.cli import main as cli
+
+    monkeypatch.setattr(cli, "_interruptible", lambda: None)
+    monkeypatch.chdir(tmp_path)  # output.root: results, where `run RECIPE` writes
+    killed, left = _held_writer(tmp_path / "results" / "era5-sst-mean", "K")
+    killed.kill()
+    killed.wait()
+    (tmp_path / "results" / ".notes.tmp-mine").mkdir()  # a user's: not ours
+    assert cli.main(["cache", "clear"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-1] == "cache: removed 1 temporary of killed runs in results", out
+    assert not left.exists()
+    assert [p.name for p in (tmp_path / "results").iterdir()] == [".notes.tmp-mine"]
+
+
+def test_the_default_result_folder_stays_inside_results(tmp_path):
+    """A recipe built in Python skips the YAML's check: the path is checked anyway."""
+    from pangeo_hpc.write.guard import folder_in
+
+    root = tmp_path / "results"
+    root.mkdir()
+    assert folder_in(root, "era5-sst-mean", what="name") == root / "era5-sst-mean"
+    for bad in ("../x", "/abs/path", "x\ny", ".hidden", "a/b", "..", "", "x" * 101):
+        with pytest.raises(ValueError, match="is not a label: use letters, digits"):
+            folder_in(root, bad, what="name")
+    (root / "link").symlink_to(tmp_path)
+    with pytest.raises(ValueError, match="leads out of"):
+        folder_in(root, "link", what="name")
+    (tmp_path / "scratch").mkdir()
+    (tmp_path / "linked").symlink_to(tmp_path / "scratch")  # results on scratch: fine
+    assert folder_in(tmp_path / "linked", "ok", what="name") == tmp_path / "linked" / "ok"

@@ -62,7 +62,9 @@ WRITERS: dict[str, tuple[str, list[str]]] = {
     "index": ("cache", []),
     # cache (list, size, clear) removes only its own entries (pangeo-hpc.cache.folder):
     # tests/test_state_cache.py points that at a user's folder and checks nothing there is
-    # touched (test_cache_clear_never_touches_a_users_folder)
+    # touched (test_cache_clear_never_touches_a_users_folder); clear also removes the
+    # temporaries of killed runs in output.root, and nothing else
+    # (tests/test_atomic_writes.py: test_only_our_own_leftovers_of_dead_writers_...)
     "cache": ("cache", []),
 }
 # verbs that write nothing a user named: they print, read, or keep private files in
