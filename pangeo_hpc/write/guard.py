@@ -405,15 +405,15 @@ def check_folder(
             f"{named(flag, path)} is a file (or a link), not a folder pangeo-hpc wrote: "
             "give a new folder name",
         )
-    found, why = found
-    if found is None and why:
+    what, why = found
+    if what is None and why:
         raise _refused(
             flag, f"{named(flag, path)} {why}, or give another folder (nothing was changed)"
         )
-    if found is None:
+    if what is None:
         raise _foreign_error(path, flag)
-    if found != kind:
-        raise _kind_error(path, flag, found, kind)
+    if what != kind:
+        raise _kind_error(path, flag, what, kind)
     if not overwrite:
         raise _refused(
             flag, f"{named(flag, path)} exists: pass overwrite=True to replace it", "overwrite"
