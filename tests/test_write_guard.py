@@ -62,7 +62,9 @@ WRITERS: dict[str, tuple[str, list[str]]] = {
     "index": ("cache", []),
     # cache (list, size, clear) removes only its own entries (pangeo-hpc.cache.folder):
     # tests/test_state_cache.py points that at a user's folder and checks nothing there is
-    # touched (test_cache_clear_never_touches_a_users_folder)
+    # touched (test_cache_clear_never_touches_a_users_folder); clear also removes the
+    # temporaries of killed runs in output.root, and nothing else
+    # (tests/test_atomic_writes.py: test_only_our_own_leftovers_of_dead_writers_...)
     "cache": ("cache", []),
 }
 # verbs that write nothing a user named: they print, read, or keep private files in
@@ -150,6 +152,93 @@ def test_no_verb_writes_over_what_it_did_not_write(verb, case, place, capsys):
     assert _snapshot(place["home"]) == before, "something was written, moved or removed"
 
 
+@pytest.fixture(scope="module")
+def a_result(demo_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A result folder of era5-sst-mean as a run wrote it (each test edits a copy)."""
+    out = tmp_path_factory.mktemp("written") / "g"
+    argv = ["era5-sst-mean", "--data", str(demo_tree), "--end", "2000-01", "--workers", "1"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(run, "_interruptible", lambda: None)
+        assert run.main([*argv, "--no-progress", "--out", str(out)]) == 0
+    return out
+
+
+def _redraw_plot(folder: Path) -> str:
+    """The user draws the figure again, their way (matplotlib, no marker of ours)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure()
+    fig.subplots().plot([1, 2, 3], [2, 1, 3])
+    fig.savefig(folder / "plot.png")
+    return "plot.png"
+
+
+def _add_an_attribute(folder: Path) -> str:
+    """The user adds a note to the result file (as ``ncatted`` would), same size or not."""
+    import netCDF4
+
+    with netCDF4.Dataset(folder / "result.nc", "a") as nc:
+        nc.my_notes = "checked against HadISST: fine"
+    return "result.nc"
+
+
+EDITS = {"plot.png redrawn": _redraw_plot, "result.nc with an added attribute": _add_an_attribute}
+
+
+@pytest.mark.parametrize("edit", EDITS)
+def test_a_run_never_replaces_a_result_a_user_edited(edit, a_result, place, capsys):
+    """A user edited a file among the results: the next run into that folder refuses,
+    naming the file, and leaves every byte; before it, nothing of the run was done."""
+    out = place["home"] / "out" / "g"
+    shutil.copytree(a_result, out)
+    name = EDITS[edit](out)
+    argv = [a.format(data=place["data"], out=out) for a in WRITERS["run"][1]]
+    before = _snapshot(place["home"])
+    code = run.main(argv)
+    _, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, (argv, code, err)
+    assert len(lines) == 1, f"{argv}: not one line:\n{err}"
+    assert str(out) in lines[0] and repr(name) in lines[0], lines[0]
+    assert "move that file out of the folder" in lines[0], lines[0]
+    assert "nothing was changed" in lines[0], lines[0]
+    assert _snapshot(place["home"]) == before, "something was written, moved or removed"
+
+
+#: a recipe's name is a label, never a path (results/NAME when --out is not given)
+NAMES = {
+    "an absolute path (another result of ours)": "{home}/elsewhere/run1",
+    "a path out of results/": "../../x",
+    "a newline": "x\ny",
+    "a hidden folder": ".hidden",
+}
+
+
+@pytest.mark.parametrize("case", NAMES)
+def test_a_recipe_name_is_never_used_as_a_path(case, place, capsys, monkeypatch):
+    from pangeo_hpc.write.outputs import write_json
+
+    home = place["home"]
+    (home / "work").mkdir()
+    monkeypatch.chdir(home / "work")  # results/../../x would be home/x
+    theirs = home / "elsewhere" / "run1"  # a result of another recipe, replaceable as ours
+    theirs.mkdir(parents=True)
+    write_json(theirs / "summary.json", {"outputs": {"summary": "summary.json"}})
+    name = NAMES[case].format(home=home)
+    recipe = (ROOT / "recipes" / "era5-sst-mean.yaml").read_text()
+    spec = home / "recipe.yaml"
+    spec.write_text(recipe.replace("name: era5-sst-mean", f"name: {json.dumps(name)}"))
+    argv = ["run", str(spec), "--data", str(place["data"]), "--end", "2000-01"]
+    before = _snapshot(home)
+    code = run.main([*argv, "--workers", "1", "--no-progress"])
+    _, err = capsys.readouterr()
+    lines = err.strip().splitlines()
+    assert code == 2, (argv, code, err)
+    assert len(lines) == 1, f"{argv}: not one line:\n{err}"
+    assert repr(name)[:30] in lines[0] and "not a label" in lines[0], lines[0]
+    assert _snapshot(home) == before, "something was written, moved or removed"
+
+
 def test_outputs_of_our_own_are_replaced(place, capsys):
     """The guard refuses foreign outputs, not ours: a second run replaces the first."""
     home = place["home"]
@@ -201,14 +290,26 @@ def test_stage_never_replaces_a_users_file_inside_its_folder(place):
 
 
 def test_legacy_result_folder_is_recognised_and_extra_files_are_not(tmp_path):
+    """A result of an older version, which recorded no sizes and hashes of its files, is
+    recognised but not replaced: a file a user edited there cannot be told from ours."""
     from pangeo_hpc.write.guard import check_folder, folder_kind
+    from pangeo_hpc.write.outputs import write_json
 
+    for old, summary in (
+        (tmp_path / "old", {"versions": {"pangeo-hpc": "0.1.0"}}),  # before the marker
+        (tmp_path / "marked", {"written_by": "pangeo-hpc 0.9", "outputs": {"d": "result.nc"}}),
+    ):
+        old.mkdir()
+        (old / "summary.json").write_text(json.dumps(summary))
+        (old / "result.nc").write_bytes(b"x")
+        assert folder_kind(old) is None
+        with pytest.raises(ValueError, match=r"holds a result of an older pangeo-hpc.*move"):
+            check_folder(old, kind="result")
+    new = tmp_path / "new"  # a summary of ours with no other file has nothing to record
+    new.mkdir()
+    write_json(new / "summary.json", {"outputs": {}})
+    assert folder_kind(new) == "result" and check_folder(new, kind="result") == new
     old = tmp_path / "old"
-    old.mkdir()
-    (old / "summary.json").write_text(json.dumps({"versions": {"pangeo-hpc": "0.1.0"}}))
-    (old / "result.nc").write_bytes(b"x")
-    assert folder_kind(old) == "result"
-    assert check_folder(old, kind="result") == old
     (old / "thesis.tex").write_text("mine")
     assert folder_kind(old) is None
     with pytest.raises(ValueError, match=r"did not write \('result.nc', 'summary.json'"):
@@ -272,6 +373,8 @@ WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdte
                "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree"}  # fmt: skip
 ALLOWED = {
     ("write/outputs.py", "*"): "the guarded helper itself",
+    ("write/swap.py", "*"): "the guarded helper's swap and lock (called by atomic_dir only)",
+    ("write/leftovers.py", "*"): "the guarded helper's own temporaries of dead writers",
     ("batch/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",

@@ -18,6 +18,7 @@ from pangeo_hpc import config
 from pangeo_hpc.batch.chain import Step, check_steps, parse_steps
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
+from pangeo_hpc.write.guard import check_label
 
 _FORMATS = ("netcdf", "zarr")
 _KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
@@ -131,6 +132,8 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
         missing.append("steps")
     if missing:
         raise InputError(f"{where} lacks {', '.join(missing)}")
+    # a label, never a path: results go to results/NAME (write.guard.folder_in)
+    check_label(str(doc["name"]), f"{where}: name")
     variables = _variables(dataset, where)
     outputs = doc.get("outputs") or {}
     fmt = outputs.get("format", "netcdf") if isinstance(outputs, dict) else outputs

@@ -29,7 +29,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_result
-from pangeo_hpc.write.guard import check_folder
+from pangeo_hpc.write.guard import check_folder, file_records, folder_in
 from pangeo_hpc.write.in_place import is_mount_point, output_dir
 from pangeo_hpc.write.outputs import write_json
 from pangeo_hpc.write.writable import check_utf8, check_writable
@@ -60,10 +60,12 @@ def result_folder(out: str | Path | None, spec: Recipe, root: str | Path) -> Pat
     """The output folder: ``out``, default ``<output.root>/<spec.name>``, checked to be new,
     empty or an earlier result of this package, never the data ``root``, named in UTF-8,
     and writable (its parent, or itself for a mount point, which is filled in place:
-    :func:`~pangeo_hpc.write.in_place.output_dir`)."""
-    folder = out if out is not None else Path(config.get("output.root")) / spec.name
-    check_utf8(folder)
-    path = check_folder(folder, kind="result", inputs=[root])
+    :func:`~pangeo_hpc.write.in_place.output_dir`). The recipe's name is a label, never a
+    path: the default folder lies inside ``output.root``."""
+    if out is None:
+        out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
+    check_utf8(out)
+    path = check_folder(out, kind="result", inputs=[root])
     check_writable(path, in_place=is_mount_point(path))
     return path
 
@@ -279,6 +281,8 @@ def write_outputs(
             result, tmp / "plot.png", f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
         )
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
+        # as written: a later run replaces them only while every one is (write/guard.py)
+        summary["files"] = file_records(tmp, [data_file, "plot.png"])
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)
         if started is not None:

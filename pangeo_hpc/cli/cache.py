@@ -48,6 +48,20 @@ def _when(epoch: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(epoch))
 
 
+def _clear_leftovers() -> None:
+    """Remove what runs killed on this host left beside their results in ``output.root``
+    (:func:`pangeo_hpc.write.leftovers.remove_stale`; a write into a folder does the same
+    there, this reaches the folders nothing writes into again)."""
+    from pangeo_hpc import config
+    from pangeo_hpc.write.leftovers import remove_stale
+
+    root = Path(str(config.get("output.root"))).expanduser()
+    left = remove_stale(root)
+    if left:
+        n = len(left)
+        print(f"cache: removed {n} temporar{'y' if n == 1 else 'ies'} of killed runs in {root}")
+
+
 def _cache(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.state_cache import StateCache
 
@@ -70,6 +84,8 @@ def _cache(a: argparse.Namespace) -> int:
         print(
             f"cache: removed {_count(removed)}{which} ({format_bytes(freed)} freed), {cache.folder}"
         )
+        if a.recipe is None:
+            _clear_leftovers()
         return 0
     entries = [e for e in cache.entries() if a.recipe is None or e.meta.get("recipe") == a.recipe]
     if entries:
@@ -109,8 +125,10 @@ VERBS = [
         "The partial states of recipe runs, one per input file and chain (sums and counts "
         "of a mean, ...), kept so that a run reads only new or changed files: list them "
         "(PROG cache list [--recipe NAME]), their total size (PROG cache size) or remove "
-        "them (PROG cache clear [--recipe NAME]). The folder is pangeo-hpc.cache.folder, "
-        "its limit pangeo-hpc.cache.max-size; a missing folder is an empty cache.",
+        "them (PROG cache clear [--recipe NAME]; without --recipe also the temporary folders "
+        "that runs killed on this host left in pangeo-hpc.output.root). The folder is "
+        "pangeo-hpc.cache.folder, its limit pangeo-hpc.cache.max-size; a missing folder is "
+        "an empty cache.",
         _cache_args,
         _cache,
     ),

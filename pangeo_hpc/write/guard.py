@@ -8,27 +8,37 @@ before it is renamed into place (a long run gives a user time to put a file ther
 * an output that **is, contains or lies inside an input** is refused (the data tree, its
   parent, or a folder within it);
 * an existing **folder** is replaced only when it is empty or is an output of this
-  package that holds nothing else (:func:`folder_kind`: a result folder's marked
-  ``summary.json`` lists its files; a Zarr store carries :data:`STORE_ATTR`); a tree
-  that a verb fills file by file carries the marker file :data:`MARKER`, and is written
-  into, never replaced; an existing **file** only when it carries the format's marker
+  package that holds nothing else, unchanged (:func:`folder_kind`: a result folder's
+  marked ``summary.json`` lists its files with the size and SHA-256 of each as written,
+  :func:`file_records`; a Zarr store carries :data:`STORE_ATTR`); a tree that a verb
+  fills file by file carries the marker file :data:`MARKER`, and is written into, never
+  replaced; an existing **file** only when it carries the format's marker
   (:func:`file_is_ours`). Anything else is refused with one line naming the path, the
-  first foreign entries, and the fix. Nothing is renamed, removed or written first.
+  first foreign entries (or the file a user changed), and the fix. Nothing is renamed,
+  removed or written first.
+* a folder named after a **label** (a recipe's ``name:`` under ``results/``) is built by
+  :func:`folder_in`, which accepts only a label (:func:`check_label`) and a path that
+  stays inside its root.
 
-Result folders written before summaries were marked are recognised by what they hold: a
-``summary.json`` whose versions name ``pangeo-hpc``, and only result files.
+A result folder whose ``summary.json`` records no sizes and hashes (written by an earlier
+version, marked or not) is recognised as a result but **not replaced**: a file a user
+edited there cannot be told from the one written, so replacing it could destroy the only
+copy of the user's work; the message says to move the folder away once. A folder that
+another process replaces while it is checked is checked again (:func:`check_folder`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.errors import InputError, named, shown
 
 #: the marker file of a tree this package fills file by file (demo data, stage, caches)
 MARKER = ".pangeo-hpc.json"
@@ -67,6 +77,45 @@ def local_path(target: str | os.PathLike[str], flag: str) -> Path:
     if not isinstance(target, str | os.PathLike):
         raise _refused(flag, f"{named(flag, target)} is not a path: give a folder or file name")
     return Path(target).expanduser()
+
+
+#: a label that names one folder (a recipe's ``name:``, under ``results/``): letters,
+#: digits, ``-``, ``_`` and ``.``, not ``.`` first (no hidden folder, no ``..``), at most
+#: 100 characters (a path is then no surprise: no ``/``, no newline, no escape)
+LABEL = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
+
+
+def check_label(value: str, what: str) -> str:
+    """``value`` if it is a label (:data:`LABEL`); else :class:`InputError` naming it as
+    ``what`` (``"recipe 'x.yaml': name"``)."""
+    if not LABEL.fullmatch(value):
+        raise InputError(
+            f"{what} {shown(value)} is not a label: use letters, digits, '-', '_' and '.' "
+            "(not first), at most 100 characters, e.g. era5-sst-mean"
+        )
+    return value
+
+
+def folder_in(root: str | os.PathLike[str], name: str, *, what: str, flag: str = "out") -> Path:
+    """The folder ``root/name`` for the label ``name`` (:func:`check_label`), which must
+    lie directly inside ``root`` once links are resolved (``root`` itself may be a link).
+
+    Raises
+    ------
+    InputError
+        For a name that is not a label, or a ``root/name`` that is a link leading out of
+        ``root``; nothing is changed.
+    """
+    check_label(name, what)
+    base = local_path(root, flag)
+    path = base / name
+    if _real(path).parent != _real(base):
+        raise _refused(
+            flag,
+            f"{named(flag, path)} leads out of {str(base)!r} (a link): remove the link, or "
+            "give another folder (nothing was changed)",
+        )
+    return path
 
 
 def _real(path: Path) -> Path:
@@ -122,33 +171,111 @@ def marker_doc(kind: str) -> dict[str, Any]:
 
 def folder_kind(folder: Path) -> str | None:
     """The kind of output (``"result"``, ``"zarr"``, a tree's kind) if ``folder`` is one
-    this package wrote and holds nothing else; ``None`` otherwise.
+    this package wrote and holds nothing else, unchanged; ``None`` otherwise.
 
     A tree filled file by file (``demo-data``, ``stage``, a cache) has the marker file
     :data:`MARKER`; a recipe's result folder is marked by its ``summary.json`` (which lists
-    the outputs beside it); a Zarr store by its attributes (:func:`is_our_store`).
+    the outputs beside it with their sizes and hashes); a Zarr store by its attributes
+    (:func:`is_our_store`).
     """
+    return _examine(folder)[0]
+
+
+def _examine(folder: Path) -> tuple[str | None, str | None]:
+    """:func:`folder_kind`, and why a result folder of this package may not be replaced
+    (a changed file, no record of its files), for the message; ``None`` if not that."""
     names = {p.name for p in folder.iterdir()}
     doc = read_marker(folder)
     if doc is not None:
-        return str(doc.get("kind"))
+        return str(doc.get("kind")), None
     if "summary.json" in names:
-        return "result" if _is_result(folder, names) else None
-    return "zarr" if is_our_store(folder, names) else None
+        why = _result_changes(folder, names)
+        return ("result", None) if why == "" else (None, why)
+    return ("zarr" if is_our_store(folder, names) else None), None
 
 
-def _is_result(folder: Path, names: set[str]) -> bool:
+#: the key of a result's ``summary.json`` that records its files as written
+FILES_KEY = "files"
+#: the record of files and folders hashed already, by what tells a file changed
+#: (device, inode, size, mtime, ctime): a result is checked three times per run
+_HASHED: dict[tuple[int, ...], str] = {}
+
+
+def _sha256(path: Path, st: os.stat_result) -> str:
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    if key not in _HASHED:
+        digest = hashlib.sha256()
+        with path.open("rb") as f:
+            while block := f.read(1 << 20):
+                digest.update(block)
+        if len(_HASHED) > 4096:
+            _HASHED.clear()
+        _HASHED[key] = digest.hexdigest()
+    return _HASHED[key]
+
+
+def file_record(path: Path) -> dict[str, Any]:
+    """Size and SHA-256 of a file as :func:`file_records` writes them; of a folder (a
+    ``result.zarr``), its bytes, its files and one SHA-256 of every file's relative path,
+    size and SHA-256. A link, or a folder holding one, has no record (``{}``)."""
+    st = path.lstat()
+    if stat.S_ISREG(st.st_mode):
+        return {"bytes": st.st_size, "sha256": _sha256(path, st)}
+    if not stat.S_ISDIR(st.st_mode):
+        return {}
+    tree, total, count = hashlib.sha256(), 0, 0
+    for sub in sorted(path.rglob("*")):
+        sst = sub.lstat()
+        if stat.S_ISDIR(sst.st_mode):
+            continue
+        if not stat.S_ISREG(sst.st_mode):
+            return {}
+        rel = sub.relative_to(path).as_posix()
+        tree.update(f"{rel}\0{sst.st_size}\0{_sha256(sub, sst)}\n".encode())
+        total, count = total + sst.st_size, count + 1
+    return {"bytes": total, "files": count, "sha256": tree.hexdigest()}
+
+
+def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """What a result's ``summary.json`` records of the files ``names`` in ``folder``
+    (under :data:`FILES_KEY`), so that a later run replaces them only while every one is
+    as written: ``{"result.nc": {"bytes": ..., "sha256": ...}, ...}`` (:func:`file_record`)."""
+    return {name: file_record(folder / name) for name in names}
+
+
+def _result_changes(folder: Path, names: set[str]) -> str | None:
+    """``""`` if ``folder`` is a result of this package as written; else why not, for a
+    message (a changed file, no record of the files), or ``None`` if it is not one."""
     try:
         doc = json.loads((folder / "summary.json").read_text())
     except (OSError, ValueError):
-        return False
+        return None
     if not isinstance(doc, dict):
-        return False
+        return None
+    old = (
+        "holds a result of an older pangeo-hpc, which recorded no sizes or hashes of its "
+        "files, so a file edited there cannot be told from its own: move the folder away"
+    )
     if str(doc.get("written_by", "")).startswith(WRITTEN_BY):
         listed = {str(v) for v in (doc.get("outputs") or {}).values()} | {"summary.json"}
-        return names <= listed
+        if not names <= listed:
+            return None
+        records = doc.get(FILES_KEY)
+        others = sorted(names - {"summary.json"})
+        if others and not isinstance(records, dict):
+            return old
+        for name in others:
+            written = records.get(name) if isinstance(records, dict) else None
+            if not written or file_record(folder / name) != written:
+                return (
+                    f"holds {name!r}, changed since pangeo-hpc wrote it (its size or SHA-256 "
+                    "differs from summary.json's record): move that file out of the folder"
+                )
+        return ""
     # written before summaries were marked: the versions name this package
-    return WRITTEN_BY in (doc.get("versions") or {}) and names <= _LEGACY_RESULT
+    if WRITTEN_BY in (doc.get("versions") or {}) and names <= _LEGACY_RESULT:
+        return old
+    return None
 
 
 #: the files of a Zarr group (v3 and v2)
@@ -177,9 +304,57 @@ def is_our_store(folder: Path, names: set[str] | None = None) -> bool:
 
 
 def _foreign(folder: Path, limit: int = 3) -> str:
-    names = sorted(p.name for p in folder.iterdir())
+    try:
+        names = sorted(p.name for p in folder.iterdir())
+    except FileNotFoundError:  # replaced since it was checked
+        return "..."
     shown = ", ".join(repr(n) for n in names[:limit])
     return shown + (f" and {len(names) - limit} more" if len(names) > limit else "")
+
+
+#: times a folder replaced by another process while it is checked is checked again
+_ATTEMPTS = 100
+
+
+def _settled(path: Path) -> bool | tuple[str | None, str | None]:
+    """What is at ``path`` now: ``False`` for nothing or an empty folder, ``True`` for a
+    file or link, else :func:`_examine`'s answer about one folder.
+
+    Another process may replace the folder while it is read (a second run into the same
+    ``--out``: :func:`pangeo_hpc.write.outputs.atomic_dir` renames a finished folder in its
+    place, then removes the old one file by file). The folder is held open while it is
+    read, and the answer counts only if ``path`` is still that folder afterwards: a folder
+    being replaced is renamed away before anything in it is removed, and an open folder's
+    inode cannot be reused, so names, ``summary.json`` and the files hashed all come
+    from one folder. Otherwise (or if a file vanished meanwhile) it is checked again.
+    """
+    for attempt in range(_ATTEMPTS):
+        if path.is_symlink() or (path.exists() and not path.is_dir()):
+            return True
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError:
+            return False
+        except NotADirectoryError:
+            continue  # replaced by a file meanwhile: look again
+        try:
+            try:
+                found = _examine(path) if any(path.iterdir()) else False
+            except FileNotFoundError:
+                if attempt == _ATTEMPTS - 1:
+                    raise
+                continue
+            try:
+                if os.path.samestat(os.fstat(fd), os.stat(path, follow_symlinks=False)):
+                    return found
+            except FileNotFoundError:
+                pass
+        finally:
+            os.close(fd)
+    raise InputError(
+        f"{str(path)!r} was replaced {_ATTEMPTS} times while it was checked: stop the other "
+        "process writing there, or write elsewhere (nothing was changed)"
+    )
 
 
 def check_folder(
@@ -221,21 +396,24 @@ def check_folder(
     """
     path = local_path(target, flag)
     check_inputs(path, inputs, flag)
-    if not path.exists() and not path.is_symlink():
-        return path
-    if path.is_symlink() or not path.is_dir():
+    found = _settled(path)
+    if found is False:
+        return path  # new, or empty
+    if found is True:
         raise _refused(
             flag,
             f"{named(flag, path)} is a file (or a link), not a folder pangeo-hpc wrote: "
             "give a new folder name",
         )
-    if not any(path.iterdir()):
-        return path
-    found = folder_kind(path)
-    if found is None:
+    what, why = found
+    if what is None and why:
+        raise _refused(
+            flag, f"{named(flag, path)} {why}, or give another folder (nothing was changed)"
+        )
+    if what is None:
         raise _foreign_error(path, flag)
-    if found != kind:
-        raise _kind_error(path, flag, found, kind)
+    if what != kind:
+        raise _kind_error(path, flag, what, kind)
     if not overwrite:
         raise _refused(
             flag, f"{named(flag, path)} exists: pass overwrite=True to replace it", "overwrite"

@@ -40,6 +40,8 @@ from pangeo_hpc.write.guard import (
     local_path,
     marker_doc,
 )
+from pangeo_hpc.write.leftovers import remove_stale, temporary_name
+from pangeo_hpc.write.swap import HeldSignals, swap_in, target_lock
 
 #: a write that failed with less than this left on its file system ran out of space: HDF5
 #: and netCDF4 report ENOSPC as a bare "NetCDF: HDF error", without the errno
@@ -84,8 +86,17 @@ def atomic_dir(
     Yields
     ------
     pathlib.Path
-        The hidden temporary folder (``.NAME.tmp-*``) to write into; it is removed if the
-        block fails, so ``target`` keeps what it held.
+        The hidden temporary folder (``.NAME.tmp-HOST-PID-RANDOM``) to write into; it is
+        removed if the block fails, so ``target`` keeps what it held. Temporary folders
+        that killed writers left beside ``target`` are removed first
+        (:func:`pangeo_hpc.write.leftovers.remove_stale`).
+
+    Notes
+    -----
+    The finished folder takes ``target``'s place under a lock, in one exchange of names
+    where the file system allows it, with Ctrl-C and ``SIGTERM`` held until it is done
+    (:mod:`pangeo_hpc.write.swap`): two processes writing one target each leave their
+    whole result or the other's, and a reader never finds a mixed folder.
 
     Raises
     ------
@@ -98,30 +109,35 @@ def atomic_dir(
     inputs = list(inputs)
     target = check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
     tmp: Path | None = None
+    retired: Path | None = None
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.tmp-", dir=target.parent))
+        remove_stale(target.parent)  # what writers killed here left (write/leftovers.py)
+        tmp = temporary_name(target, "tmp")
+        tmp.mkdir(mode=0o700)
         yield tmp
         if folder_kind(tmp) != kind:  # what is written here must be recognised later
             raise RuntimeError(f"{tmp} lacks the marker of a {kind} output (a bug)")
-        # again: a user may have put something there while the outputs were computed
-        check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
-        mode = 0o777 & ~_umask()  # mkdtemp makes it 0700: give it a folder's usual mode
-        old = None
-        if target.exists():
-            mode = target.stat().st_mode & 0o7777  # an empty folder made for us keeps its mode
-            old = target.with_name(f".{target.name}.old-{os.getpid()}")
-            os.replace(target, old)
-        tmp.chmod(mode)
-        os.replace(tmp, target)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
+        # Ctrl-C and SIGTERM wait until the result is in place and the lock released
+        with HeldSignals() as signals, target_lock(target):
+            # again: a user may have put something there while the outputs were computed,
+            # and another run may have put its result there (checked as ours, under the lock)
+            check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
+            mode = 0o777 & ~_umask()  # made 0700: give it a folder's usual mode
+            if target.is_dir():
+                mode = target.stat().st_mode & 0o7777  # an empty folder made for us keeps it
+            tmp.chmod(mode)
+            signals.hold()
+            retired = swap_in(tmp, target)
+        if retired is not None:
+            shutil.rmtree(retired, ignore_errors=True)
     except Exception as exc:
         _raise_if_full(exc, target)
         raise
     finally:
-        if tmp is not None and tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+        for left in (tmp, retired):
+            if left is not None and os.path.lexists(left):
+                shutil.rmtree(left, ignore_errors=True)
 
 
 def _write_marker(folder: Path, doc: dict[str, Any]) -> None:
