@@ -375,6 +375,7 @@ ALLOWED = {
     ("write/outputs.py", "*"): "the guarded helper itself",
     ("write/swap.py", "*"): "the guarded helper's swap and lock (called by atomic_dir only)",
     ("write/leftovers.py", "*"): "the guarded helper's own temporaries of dead writers",
+    ("write/in_place.py", "*"): "the guarded helper filling a mount point (atomic_dir's)",
     ("batch/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",

@@ -30,8 +30,8 @@ from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_result
 from pangeo_hpc.write.guard import check_folder, file_records, folder_in
-from pangeo_hpc.write.in_place import is_mount_point, output_dir
-from pangeo_hpc.write.outputs import write_json
+from pangeo_hpc.write.in_place import is_mount_point
+from pangeo_hpc.write.outputs import atomic_dir, write_json
 from pangeo_hpc.write.writable import check_utf8, check_writable
 from pangeo_hpc.write.zarr import write_zarr
 
@@ -60,7 +60,7 @@ def result_folder(out: str | Path | None, spec: Recipe, root: str | Path) -> Pat
     """The output folder: ``out``, default ``<output.root>/<spec.name>``, checked to be new,
     empty or an earlier result of this package, never the data ``root``, named in UTF-8,
     and writable (its parent, or itself for a mount point, which is filled in place:
-    :func:`~pangeo_hpc.write.in_place.output_dir`). The recipe's name is a label, never a
+    :func:`~pangeo_hpc.write.in_place.fill_in_place`). The recipe's name is a label, never a
     path: the default folder lies inside ``output.root``."""
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
@@ -266,7 +266,7 @@ def write_outputs(
     )
     title = spec.description.splitlines()[0] if spec.description else spec.name
     written = prepare_for_file(result, history=made_by, title=title)
-    with output_dir(out, kind="result", inputs=[root]) as tmp:  # a mount point: in place
+    with atomic_dir(out, kind="result", inputs=[root]) as tmp:  # a mount point: in place
         stripes = prepare_output(tmp, int(result.nbytes))
         if stripes:
             summary["lustre_stripes"] = stripes

@@ -4,9 +4,9 @@ renamed.
 :func:`pangeo_hpc.write.outputs.atomic_dir` replaces a folder by renaming a finished
 temporary folder over it. A mount point cannot be renamed (``EBUSY``), and every bind
 mount of a container (``docker run -v $PWD/out:/out``, Apptainer's ``--bind``) is one: a
-run into it used to fail after all the compute (issue 28). :func:`output_dir` chooses:
-:func:`fill_in_place` for a mount point (:func:`is_mount_point`), ``atomic_dir``
-otherwise.
+run into it used to fail after all the compute (issue 28). ``atomic_dir`` calls
+:func:`fill_in_place` for a mount point (:func:`is_mount_point`): part of the guarded
+helper, never called by a verb directly.
 
 :func:`fill_in_place` keeps the guard's rules: the folder is checked by
 :func:`pangeo_hpc.write.guard.check_folder` on entry (empty, or an earlier output of this
@@ -25,13 +25,13 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 from pangeo_hpc.errors import InputError, named
 from pangeo_hpc.write.guard import check_folder, folder_kind
 
-__all__ = ["fill_in_place", "is_mount_point", "output_dir"]
+__all__ = ["fill_in_place", "is_mount_point"]
 
 #: the prefix of the temporary folder inside a mount point
 _TMP = ".pangeo-hpc.tmp-"
@@ -75,22 +75,6 @@ def is_mount_point(path: str | os.PathLike[str]) -> bool:
             return any(_unescape(line.split(" ")[4]) == real for line in f if line.count(" ") > 4)
     except OSError:  # not Linux: os.path.ismount's answer
         return False
-
-
-def output_dir(
-    target: str | Path,
-    *,
-    kind: str = "result",
-    inputs: Iterable[object] = (),
-    flag: str = "out",
-    overwrite: bool = True,
-) -> AbstractContextManager[Path]:
-    """:func:`fill_in_place` for a mount point, :func:`pangeo_hpc.write.outputs.atomic_dir`
-    for any other folder; the arguments are theirs."""
-    from pangeo_hpc.write.outputs import atomic_dir
-
-    how = fill_in_place if is_mount_point(target) else atomic_dir
-    return how(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
 
 
 def _listing(folder: Path, skip: str = "") -> dict[str, tuple[int, ...]]:

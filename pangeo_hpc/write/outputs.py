@@ -40,6 +40,7 @@ from pangeo_hpc.write.guard import (
     local_path,
     marker_doc,
 )
+from pangeo_hpc.write.in_place import fill_in_place, is_mount_point
 from pangeo_hpc.write.leftovers import remove_stale, temporary_name
 from pangeo_hpc.write.swap import HeldSignals, swap_in, target_lock
 
@@ -93,7 +94,9 @@ def atomic_dir(
 
     Notes
     -----
-    The finished folder takes ``target``'s place under a lock, in one exchange of names
+    A ``target`` that is a mount point (a container's bind mount) cannot be renamed: it is
+    filled file by file instead (:func:`pangeo_hpc.write.in_place.fill_in_place`).
+    Otherwise the finished folder takes ``target``'s place under a lock, in one exchange of names
     where the file system allows it, with Ctrl-C and ``SIGTERM`` held until it is done
     (:mod:`pangeo_hpc.write.swap`): two processes writing one target each leave their
     whole result or the other's, and a reader never finds a mixed folder.
@@ -107,6 +110,12 @@ def atomic_dir(
         less than :data:`FULL_BELOW` bytes left), naming ``target`` and the fix.
     """
     inputs = list(inputs)
+    if is_mount_point(target):  # it cannot be renamed (EBUSY): filled file by file
+        with fill_in_place(
+            target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite
+        ) as inside:
+            yield inside
+        return
     target = check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
     tmp: Path | None = None
     retired: Path | None = None
