@@ -113,6 +113,33 @@ def test_the_cli_prints_the_library_lines_and_leaves_logging_as_it_was(demo_tree
     assert (list(logger.handlers), logger.level) == before
 
 
+def test_a_local_cached_run_plans_its_reads_once(demo_tree, tmp_path, monkeypatch):
+    """Deciding where to compute (this process's threads for a file or two to read) and
+    computing use one plan of the run (its chains on the data, the cache looked at once),
+    and summary.json's reads are that plan's: the files reused and read, and the stored
+    bytes of those read."""
+    from pangeo_hpc.batch import incremental_plan
+    from pangeo_hpc.batch.state_cache import StateCache
+
+    spec, cache = load("era5-sst-mean"), StateCache(tmp_path / "cache")
+    where = {"data": demo_tree, "start": "2000-01", "workers": 1, "cache": cache}
+    run_recipe(spec, end="2000-03", out=tmp_path / "first", **where)
+    planned = []
+    plan = incremental_plan._plan
+    monkeypatch.setattr(
+        incremental_plan, "_plan", lambda *a, **kw: planned.append(a[1]) or plan(*a, **kw)
+    )
+    summary = run_recipe(spec, end="2000-04", out=tmp_path / "update", **where).summary
+    assert summary["cluster"]["in_process"] == "1 file to read, 3 cached"
+    chains = {cut.chain_hash(spec.variables) for cut in planned}
+    assert len(planned) == len(chains), "a chain planned twice in one run"
+    reads = summary["reads"]
+    assert (reads["files"], reads["files_reused"], reads["files_read"]) == (4, 3, 1)
+    april = demo_tree / "2000" / "04" / "data" / "sea_surface_temperature.nc"
+    assert reads["bytes_to_read"] == april.stat().st_size
+    assert 0 < reads["bytes_read"] <= reads["bytes_to_read"]
+
+
 @pytest.mark.slow
 def test_an_update_with_a_file_or_two_to_read_starts_no_worker_processes(demo_tree, tmp_path):
     """One more month (or a re-run) computes in the client's threads: starting two worker

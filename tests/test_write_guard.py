@@ -385,7 +385,7 @@ ALLOWED = {
     ("recipes/units.py", "rename"): "DataArray.rename, not a file",
     ("recipes/vectors.py", "rename"): "DataArray.rename, not a file",
     ("batch/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
-    ("batch/incremental.py", "rename"): "DataArray.rename of a dimension, not a file",
+    ("batch/incremental_states.py", "rename"): "DataArray.rename of a dimension, not a file",
 }
 
 

@@ -42,9 +42,11 @@ SOURCE_ATTR = "__pangeo_hpc_source_sha256__"
 _SOURCES = (
     "recipes",
     "io",
-    "batch/states.py",
     "batch/splitting.py",
     "batch/incremental.py",
+    "batch/incremental_plan.py",
+    "batch/incremental_states.py",
+    "batch/incremental_rollups.py",
     "batch/chain.py",
     "batch/steps.py",
     "jit.py",

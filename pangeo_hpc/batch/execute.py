@@ -18,7 +18,6 @@ from typing import Any
 from distributed import Client
 
 from pangeo_hpc import config
-from pangeo_hpc.batch import incremental
 from pangeo_hpc.batch.recipe_yaml import Recipe
 from pangeo_hpc.batch.results import (
     RunResult,
@@ -147,16 +146,11 @@ def _few_to_read(
     re-run)."""
     if resolve_kind(cluster, profile)[0] != "local":
         return None  # on a batch cluster the user chose where the work runs
-    prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3, memo=inputs.memo)
-    if isinstance(prepared, str):
+    _, plan = inputs.read_plan(store)  # made once: compute() runs this same plan
+    if not plan.incremental or not plan.reused or plan.files_to_read > IN_PROCESS_FILES:
         return None
-    cached = incremental.cached_pieces(prepared, store)
-    skip = cached | incremental.unused_pieces(prepared)
-    files = {f for i, (_, _, fs) in enumerate(prepared.pieces) if i not in skip for f in fs}
-    if not cached or len(files) > IN_PROCESS_FILES:
-        return None
-    held = sum(len(prepared.pieces[i][2]) for i in cached)
-    return f"{len(files)} file{'' if len(files) == 1 else 's'} to read, {held} cached"
+    n = plan.files_to_read
+    return f"{n} file{'' if n == 1 else 's'} to read, {plan.files_reused} cached"
 
 
 @contextmanager

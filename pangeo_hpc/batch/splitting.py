@@ -19,6 +19,7 @@ from typing import Any
 from pangeo_hpc.batch.chain import Step, options_of
 from pangeo_hpc.batch.code_identity import function_code, package_code
 from pangeo_hpc.recipes import traits
+from pangeo_hpc.recipes.aggregations import Aggregation
 
 #: the attribute by which a user function says it treats each time step on its own (its
 #: value for time step t depends on time step t alone, and it keeps the time axis); the
@@ -53,8 +54,13 @@ class Split:
 
     @property
     def kind(self) -> str:
-        """The kind of the reduction's partial states (mean, sum, min, max, trend)."""
+        """The name of the reduction's aggregation (mean, sum, min, max, trend)."""
         return self.how.kind(self.options)
+
+    @property
+    def aggregation(self) -> Aggregation:
+        """The reduction's states: fields, per-block state, merge and finish."""
+        return self.how.aggregation(self.options)
 
     def chain_hash(self, variables: Sequence[str]) -> str:
         """What a file's state depends on besides the file: the variables, the prefix, the

@@ -21,6 +21,7 @@ import xarray as xr
 
 from pangeo_hpc import config
 from pangeo_hpc.batch import chain, incremental
+from pangeo_hpc.batch.read_plan import ReadPlan, Report, plan_reads, worker_reads
 from pangeo_hpc.batch.recipe_yaml import Recipe, load
 from pangeo_hpc.batch.state_cache import StateCache
 from pangeo_hpc.clusters import profiles
@@ -64,6 +65,21 @@ class Inputs:
     s3: S3Options | None = None
     memo: chain.Memo = field(default_factory=dict)
     _lazy: xr.Dataset | None = field(default=None, repr=False)
+    _reads: dict[str | None, tuple[incremental.Prepared | str, ReadPlan]] = field(
+        default_factory=dict, repr=False
+    )
+
+    def read_plan(self, store: StateCache | None) -> tuple[incremental.Prepared | str, ReadPlan]:
+        """The incremental plan of these inputs (or why they run whole) and what a run
+        with the state cache ``store`` (``None``: caching off) reads of them
+        (:func:`~pangeo_hpc.batch.read_plan.plan_reads`): made once per cache folder and
+        kept, so that deciding where to run and running use the same plan."""
+        key = None if store is None else str(store.folder)
+        if key not in self._reads:
+            self._reads[key] = plan_reads(
+                self.spec, self.dataset, store, why_not=CACHE_OFF, s3=self.s3, memo=self.memo
+            )
+        return self._reads[key]
 
     @property
     def lazy(self) -> xr.Dataset:
@@ -195,7 +211,7 @@ class Computed:
     seconds: float
     warmup: WarmupReport | None = None
     warmup_seconds: float = 0.0
-    reads: incremental.Report | None = None
+    reads: Report | None = None
 
 
 def compute(
@@ -246,13 +262,11 @@ def compute(
         log.info(warm.summary())
     t1 = time.perf_counter()
     store = open_cache(cache)
-    prepared: incremental.Prepared | str = CACHE_OFF
-    if store is not None:
-        prepared = incremental.prepare(inputs.spec, inputs.dataset, s3=inputs.s3, memo=inputs.memo)
-    if isinstance(prepared, str):
-        result, reads = _whole(inputs, client, progress, prepared)
+    prepared, plan = inputs.read_plan(store)
+    if isinstance(prepared, str) or store is None:
+        result, reads = _whole(inputs, client, progress, plan)
     else:
-        result, reads = incremental.run(inputs.spec, inputs.dataset, prepared, client, store)
+        result, reads = incremental.run(inputs.spec, inputs.dataset, prepared, client, store, plan)
     log.info(reads.line())
     return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0, reads)
 
@@ -269,15 +283,12 @@ def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
 
 
 def _whole(
-    inputs: Inputs, client: Any, progress: Callable[[Any], None] | None, why: str
-) -> tuple[xr.Dataset, incremental.Report]:
+    inputs: Inputs, client: Any, progress: Callable[[Any], None] | None, plan: ReadPlan
+) -> tuple[xr.Dataset, Report]:
     """The recipe computed as one graph: every file read."""
-    before = incremental.worker_reads(client)
+    before = worker_reads(client)
     future = client.compute(inputs.lazy)
     if progress is not None:
         progress(future)
     result = future.result()
-    files = len(inputs.dataset.encoding["source_files"])
-    read = incremental.worker_reads(client, before)
-    reads = incremental.Report(False, why, files=files, files_read=files, bytes_read=read)
-    return result, reads
+    return result, Report(plan, bytes_read=worker_reads(client, before))

@@ -4,8 +4,10 @@ A recipe that runs incrementally (:mod:`pangeo_hpc.batch.incremental`) reads onl
 whose partial states are not in the state cache yet; ``plan --data`` predicts from those
 bytes. The check is cheap and read-only: the recipe's data are opened lazily (their
 catalog), each file is stamped (``os.stat``, or one HEAD per S3 object, as a run does) and
-the cache is looked at by entry name (:func:`~pangeo_hpc.batch.incremental.cached_pieces`):
-no state is loaded, nothing is computed, and nothing in the cache is marked used.
+the cache is looked at by entry name: the run's own plan
+(:func:`~pangeo_hpc.batch.read_plan.plan_reads`, the :class:`~pangeo_hpc.batch.read_plan.ReadPlan`
+a run reports from). No state is loaded, nothing is computed, and nothing in the cache is
+marked used.
 
 Sizes are those :mod:`pangeo_hpc.planning.calibrate` fits its rates on: the uncompressed
 bytes of the recipe's (first) variable, and the files as stored.
@@ -17,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.batch import incremental
+from pangeo_hpc.batch.read_plan import plan_reads
 from pangeo_hpc.batch.recipe_yaml import Recipe, load
 from pangeo_hpc.batch.state_cache import FLAG, StateCache
 from pangeo_hpc.batch.steps import CACHE_OFF, data_root, open_cache, open_dataset
@@ -128,30 +130,23 @@ def reads(
     period = (str(axis[0])[:10], str(axis[-1])[:10])
     size, stored = int(var.nbytes), int(ds.encoding["source_bytes"])
     store = open_cache(cache)
-    prepared = CACHE_OFF if store is None else incremental.prepare(spec, ds, s3=s3)
-    if isinstance(prepared, str) or store is None:
-        files = len(ds.encoding["source_files"])
+    prepared, plan = plan_reads(spec, ds, store, why_not=CACHE_OFF, s3=s3)
+    if isinstance(prepared, str):
+        files = plan.files
         return Reads(spec.name, period, False, files, 0, 0, files, size, size, stored, stored,
-                     why=prepared if isinstance(prepared, str) else CACHE_OFF,
-                     cache=None if store is None else str(store.folder))  # fmt: skip
-    pieces = prepared.pieces
-    cached = incremental.cached_pieces(prepared, store)
-    unused = incremental.unused_pieces(prepared)
-    todo = [i for i in range(len(pieces)) if i not in cached and i not in unused]
-    count = lambda ids: sum(len(pieces[i][2]) for i in ids)  # noqa: E731
-    to_read = {s.path: s.size for i in todo for s in prepared.stamps[i]}  # a file once
-    steps = sum(pieces[i][1] - pieces[i][0] for i in todo)
+                     why=plan.why, cache=None if store is None else str(store.folder))  # fmt: skip
+    steps = sum(prepared.pieces[i][1] - prepared.pieces[i][0] for i in plan.to_read)
     return Reads(
         spec.name,
         period,
         True,
-        files=count(range(len(pieces))),
-        files_cached=count(cached),
-        files_unused=count(unused),
-        files_to_read=count(todo),
+        files=plan.files,
+        files_cached=plan.files_reused,
+        files_unused=plan.files_unused,
+        files_to_read=plan.files_to_read,
         size=size,
         size_to_read=round(size * steps / var.sizes[t]),
         stored=stored,
-        stored_to_read=sum(to_read.values()),
-        cache=str(store.folder),
+        stored_to_read=plan.bytes_to_read,
+        cache=plan.cache,
     )

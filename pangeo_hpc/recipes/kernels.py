@@ -216,7 +216,7 @@ def _trend_sums(x: np.ndarray, t: np.ndarray) -> np.ndarray:  # pragma: no cover
     return out
 
 
-def _trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+def trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     """:data:`TREND_SUMS` over axis 0 of one block, stacked first: ``(6, *x.shape[1:])``."""
     x = np.asarray(x)
     flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
@@ -224,7 +224,7 @@ def _trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
 
 
 def _trend_of_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
-    return _trend_block(x, np.asarray(t).ravel())
+    return trend_block(x, np.asarray(t).ravel())
 
 
 def trend_sums(x: Any, t: np.ndarray) -> Any:
@@ -233,31 +233,42 @@ def trend_sums(x: Any, t: np.ndarray) -> Any:
     each cell, with ``t`` (float64, one per row) where ``x`` is valid.
 
     A Dask array gives one task per block (its sums) and a tree of additions over the
-    blocks along time; no block is concatenated with another.
+    blocks along time (:func:`stacked_sums`); no block is concatenated with another.
+    """
+    return stacked_sums(_trend_of_block, len(TREND_SUMS), x, t)
+
+
+def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray) -> Any:
+    """``k`` sums along axis 0 of ``x``, stacked first (``(k, *x.shape[1:])``, float64):
+    ``block_sums(block, t_block)`` of each block along axis 0 (``t``: one float64 per row,
+    each block given its own), added over the blocks.
+
+    A Dask array gives one task per block and a tree of additions over the blocks along
+    time; no block is concatenated with another.
     """
     t = np.asarray(t, dtype="f8")
     if t.shape != (x.shape[0],):
         raise ValueError(f"t has shape {t.shape}, need ({x.shape[0]},)")
     if not isinstance(x, da.Array):
-        return _trend_block(x, t)
+        return block_sums(x, t)
     n_blocks = len(x.chunks[0])
     # each block's own times, as a block of their own (not every time in every task),
     # named by the values and their chunks
-    name = "trend-times-" + tokenize(t, x.chunks[0])
+    name = "block-times-" + tokenize(t, x.chunks[0])
     times = da.from_array(t, chunks=(x.chunks[0],), name=name)[
         (slice(None),) + (None,) * (x.ndim - 1)
     ]
     parts = da.map_blocks(
-        _trend_of_block,
+        block_sums,
         x,
         times,
-        chunks=((6,) * n_blocks, *x.chunks[1:]),
+        chunks=((k,) * n_blocks, *x.chunks[1:]),
         dtype="f8",
         meta=np.empty((0,) * x.ndim),
     )
     if n_blocks == 1:
         return parts
-    return parts.reshape((n_blocks, 6, *x.shape[1:])).sum(axis=0)
+    return parts.reshape((n_blocks, k, *x.shape[1:])).sum(axis=0)
 
 
 def _subtract_block(x: np.ndarray, ref: np.ndarray, codes: np.ndarray) -> np.ndarray:

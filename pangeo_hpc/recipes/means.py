@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
+from pangeo_hpc.recipes.aggregations import AGGREGATIONS
 from pangeo_hpc.recipes.cf_attrs import (
     AREA_TYPE,
     TIME_PERIOD,
@@ -199,7 +201,13 @@ def time_mean(da: xr.DataArray) -> xr.DataArray:
         :func:`~pangeo_hpc.recipes.cf_attrs.period_coord`). Units and standard name kept;
         ``cell_methods`` gains ``time: mean``; ``long_name`` says the years (or months)
         averaged, ``time-mean 2 metre temperature in JJA, 2000-2019``. NaN where a cell
-        is never valid.
+        is never valid. Floating data keep their dtype (others give float64).
+
+    Notes
+    -----
+    Computed by the mean's :class:`~pangeo_hpc.recipes.aggregations.Sums`, as an
+    incremental run's per-file states are: per block, float64 sums and int32 counts of the
+    valid values in one compiled pass, added over the blocks, then divided.
     """
     check_dataarray(da, "time_mean")
     t = time_name(da)
@@ -207,7 +215,13 @@ def time_mean(da: xr.DataArray) -> xr.DataArray:
     name = da.attrs.get("long_name", da.name or "field")
     attrs["long_name"] = f"time-mean {name}, {period_words(da[t])}"
     attrs["cell_methods"] = cell_methods(da, "time: mean", gone={t: "time"})
-    out = with_attrs(da.mean(t, skipna=True), attrs)
+    cells = [d for d in da.dims if d != t]
+    first = da.transpose(t, *cells)
+    # float64 sums and counts per block, added: what an incremental run's states hold
+    dtype = da.dtype if np.issubdtype(da.dtype, np.floating) else np.dtype("f8")
+    value = AGGREGATIONS["mean"].reduce(first.data, {}, dtype=dtype)["value"]
+    coords = {k: v for k, v in first.coords.items() if t not in v.dims}
+    out = with_attrs(xr.DataArray(value, dims=cells, coords=coords, name=da.name), attrs)
     return out.assign_coords({TIME_PERIOD: period_coord(da[t], "time mean")})
 
 

@@ -8,9 +8,11 @@ list of names kept elsewhere, which drifts from the code it describes):
   keeps the time axis (``True``), or a function of the step's options that says why not
   (``None``: it does). A user function sets ``fn.step_by_step = True`` the same way.
 * :data:`REDUCTION`: a :class:`Reduction`, for a reduction along time whose per-file
-  partial states merge exactly: which state it keeps and which group each time step falls
-  in, computed by the same rules (pandas' resampling, the climatology's months and
-  seasons, the days of accumulations) as the function itself.
+  partial states merge exactly: which state it keeps (an
+  :class:`~pangeo_hpc.recipes.aggregations.Aggregation`: its fields, the state of a block,
+  the merge, the finish) and which group each time step falls in, computed by the same
+  rules (pandas' resampling, the climatology's months and seasons, the days of
+  accumulations) as the function itself.
 * :data:`WHOLE_SERIES`: why it needs the whole series at once (a sentence), for the message
   of a run that cannot split.
 
@@ -25,6 +27,8 @@ from typing import Any, TypeVar
 
 import numpy as np
 import xarray as xr
+
+from pangeo_hpc.recipes.aggregations import AGGREGATIONS, Aggregation
 
 __all__ = [
     "REDUCTION",
@@ -53,7 +57,8 @@ class Reduction:
     Attributes
     ----------
     state : str or callable
-        The state's kind (:mod:`pangeo_hpc.batch.states`: ``mean``, ``sum``, ``min``,
+        The name of its :class:`~pangeo_hpc.recipes.aggregations.Aggregation` (a key of
+        :data:`~pangeo_hpc.recipes.aggregations.AGGREGATIONS`: ``mean``, ``sum``, ``min``,
         ``max``, ``trend``), or a function of the options that gives it (``resample``: its
         ``stat``).
     groups : callable, optional
@@ -78,8 +83,13 @@ class Reduction:
     partial_left_out: bool = False
 
     def kind(self, options: Mapping[str, Any]) -> str:
-        """The state's kind for these options."""
+        """The name of the state's aggregation for these options."""
         return self.state(options) if callable(self.state) else self.state
+
+    def aggregation(self, options: Mapping[str, Any]) -> Aggregation:
+        """What the states are and how they are computed, merged and finished, for these
+        options (:class:`~pangeo_hpc.recipes.aggregations.Aggregation`)."""
+        return AGGREGATIONS[self.kind(options)]
 
     def labels(
         self, time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Literal
 
-import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.aggregations import AGGREGATIONS, YEARS, years_since_epoch
 from pangeo_hpc.recipes.cf_attrs import (
     TIME_PERIOD,
     area_where,
@@ -17,13 +17,10 @@ from pangeo_hpc.recipes.cf_attrs import (
 )
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
-from pangeo_hpc.recipes.kernels import TREND_SUMS, trend_sums
 from pangeo_hpc.recipes.means import global_mean
-from pangeo_hpc.recipes.student import t_two_sided_p
 from pangeo_hpc.recipes.traits import Reduction, reduces
-from pangeo_hpc.recipes.years import decimal_years
 
-_YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
+_YEARS = YEARS
 
 
 @reduces(Reduction("trend"))
@@ -62,11 +59,13 @@ def trend(
 
     Notes
     -----
-    One compiled pass over the data (:func:`~pangeo_hpc.recipes.kernels.trend_sums`): sums
-    of 1, t, t², x, tx and x² per cell over the valid values, with time centred on the
-    middle of the period, in float64. The slope is ``Stx / Stt``, the residual sum of
-    squares ``Sxx - slope Stx`` (S: sums of products of departures from the means); this
-    loses digits only where the data's variance is below ~1e-10 of their squared mean.
+    Computed by the trend's :class:`~pangeo_hpc.recipes.aggregations.Trend`, as an
+    incremental run's per-file states are: one compiled pass over each block
+    (:func:`~pangeo_hpc.recipes.kernels.trend_sums`), sums of 1, t, t², x, tx and x² per
+    cell over the valid values in float64 (t in years from the period's middle), added over
+    the blocks; the slope is ``Stx / Stt``, the residual sum of squares ``Sxx - slope Stx``
+    (S: sums of products of departures from the means); this loses digits only where the
+    data's variance is below ~1e-10 of their squared mean.
     """
     check_dataarray(da, "trend")
     if per not in _YEARS:
@@ -80,42 +79,26 @@ def trend(
             param="min_count",
         )
     t = time_name(da)
-    years = decimal_years(da[t])
-    tc = (years - years.mean()) / _YEARS[per]
     cells = [d for d in da.dims if d != t]
     first = da.transpose(t, *cells)
-    sums = trend_sums(first.data, tc)
+    options = {"per": per, "stats": stats, "min_count": min_count}
+    # the sums and the slope of an incremental run's trend states, on the whole data; time
+    # centred on the period's middle here (the slope does not depend on the origin, but
+    # the departures from the means lose fewer digits: a flat series gives 0, not 1e-16)
+    years = years_since_epoch(da[t])
+    values = AGGREGATIONS["trend"].reduce(first.data, options, years - years.mean())
     coords = {k: v for k, v in first.coords.items() if t not in v.dims}
-    n, st, sx, stt, stx, sxx = (
-        xr.DataArray(sums[TREND_SUMS.index(k)], dims=cells, coords=coords)
-        for k in ("n", "st", "sx", "stt", "stx", "sxx")
-    )
-    nn = n.where(n > 0)  # no 0/0 (and its warning) where a cell is never valid
-    stt = stt - st**2 / nn
-    stx = stx - st * sx / nn
-    enough = n >= max(min_count, 3 if stats else 2)
-    slope = (stx / stt.where(stt > 0)).where(enough)
+    value = {k: xr.DataArray(v, dims=cells, coords=coords) for k, v in values.items()}
     name = da.attrs.get("long_name", da.name or "field")
     units = per_time_units(da.attrs.get("units"), per)
     period = {TIME_PERIOD: period_coord(da[t], "linear trend")}
     out = with_attrs(
-        slope.rename("trend"), {"units": units, "long_name": f"linear trend of {name} per {per}"}
+        value["trend"].rename("trend"),
+        {"units": units, "long_name": f"linear trend of {name} per {per}"},
     )
     out = out.assign_coords(period)
     if not stats:
         return out
-    sxx = sxx - sx**2 / nn
-    dof = n - 2
-    sse = (sxx - slope * stx).clip(min=0.0)
-    stderr = np.sqrt(sse / dof.where(dof > 0) / stt.where(stt > 0)).where(enough)
-    p_value = xr.apply_ufunc(
-        _p_value,
-        slope,
-        stderr,
-        dof.astype("f8"),
-        dask="parallelized",
-        output_dtypes=["f8"],
-    )
     stderr_attrs = {"units": units, "long_name": f"standard error of the linear trend of {name}"}
     p_attrs = {
         "units": "1",
@@ -125,16 +108,10 @@ def trend(
     return xr.Dataset(
         {
             "trend": out,
-            "trend_stderr": with_attrs(stderr, stderr_attrs).assign_coords(period),
-            "trend_p_value": with_attrs(p_value.where(enough), p_attrs).assign_coords(period),
+            "trend_stderr": with_attrs(value["trend_stderr"], stderr_attrs).assign_coords(period),
+            "trend_p_value": with_attrs(value["trend_p_value"], p_attrs).assign_coords(period),
         }
     )
-
-
-def _p_value(slope: np.ndarray, stderr: np.ndarray, dof: np.ndarray) -> np.ndarray:
-    """Two-sided p-value of ``slope / stderr`` (an exact fit: infinite t, p = 0)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return t_two_sided_p(np.asarray(slope) / np.asarray(stderr), dof)
 
 
 @reduces(Reduction("trend"))

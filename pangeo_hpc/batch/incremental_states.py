@@ -1,0 +1,257 @@
+"""The partial states of an incremental run: per piece on the cluster, from the cache, and
+the reduction's values from them, filled into its lazy result.
+
+Each piece's state is the reduction's aggregation
+(:class:`~pangeo_hpc.recipes.aggregations.Aggregation`) of its blocks: one task per block
+(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.chunk`), merged along time
+(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.combine`) and laid side by side over
+the cells. The merged state's values
+(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.finalize`) fill the reduction's own
+lazy result (:func:`fill`).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+import dask
+import numpy as np
+import xarray as xr
+
+from pangeo_hpc.batch.incremental_plan import Prepared, ResultPlan
+from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.recipes.aggregations import Aggregation, State
+
+#: progress lines (INFO): the CLI prints them
+log = logging.getLogger("pangeo_hpc.batch.incremental")
+
+
+def piece_state(plan: ResultPlan, piece: int) -> Any:
+    """The state of one piece as a Dask Delayed: a task per block, merged along time, laid
+    side by side over the cells."""
+    a, b = plan.rows[piece]
+    arr = plan.data[a:b]
+    blocks = arr.to_delayed(optimize_graph=False)  # the reads shared by every result
+    edges = np.concatenate([[0], np.cumsum(arr.chunks[0])])
+    labels = plan.labels[a:b]
+    years = None if plan.years is None else plan.years[a:b]
+    chunk = dask.delayed(plan.agg.chunk, pure=True)
+    combine = dask.delayed(plan.agg.combine, pure=True)
+    cells: dict[tuple[int, ...], Any] = {}
+    for idx in np.ndindex(blocks.shape[1:]):
+        along = []
+        for i in range(blocks.shape[0]):
+            lo, hi = edges[i], edges[i + 1]
+            part = None if years is None else years[lo:hi]
+            along.append(chunk(blocks[(i, *idx)], labels[lo:hi], part))
+        cells[idx] = along[0] if len(along) == 1 else combine(along)
+    grid = _nest(cells, blocks.shape[1:])
+    return dask.delayed(side_by_side, pure=True)(grid, plan.agg)
+
+
+def _nest(cells: dict[tuple[int, ...], Any], shape: tuple[int, ...]) -> Any:
+    if not shape:
+        return cells[()]
+    return [
+        _nest({k[1:]: v for k, v in cells.items() if k[0] == i}, shape[1:]) for i in range(shape[0])
+    ]
+
+
+def side_by_side(grid: Any, agg: Aggregation) -> State:
+    """One state from the states of the blocks of one time span laid out over the cells
+    (nested lists, one level per cell dimension, as ``dask.array.Array.to_delayed``): the
+    same time steps, so the same labels."""
+    if not isinstance(grid, list):
+        return grid
+    parts = [side_by_side(g, agg) for g in grid]
+    out: State = {"labels": parts[0]["labels"]}
+    for f in agg.fields:
+        # this level's cell dimension: the outermost list is the first (axis 1)
+        axis = parts[0][f].ndim - _depth(grid)
+        out[f] = np.concatenate([p[f] for p in parts], axis=axis)
+    return out
+
+
+def _depth(grid: Any) -> int:
+    d = 0
+    while isinstance(grid, list):
+        grid, d = grid[0], d + 1
+    return d
+
+
+def from_cache(
+    prepared: Prepared,
+    cache: StateCache,
+    covered: dict[str, set[int]],
+    found: dict[tuple[str, int], State],
+    only: Any = None,
+) -> tuple[dict[int, dict[str, Any]], set[int]]:
+    """Into ``found``: the cached state of each piece and chain (of chains ``only``) not in
+    its roll-up (``covered``), and an empty one where a chain uses nothing of a piece. Then
+    what is left to compute, per piece and chain (Delayed), and the pieces no chain uses."""
+    chains = {c: p for c, p in prepared.chains.items() if only is None or c in only}
+    for c in chains:
+        for i in range(len(prepared.pieces)):
+            if i not in covered[c] and (c, i) not in found:
+                got = cache.get(prepared.keys[c, i])
+                if got is not None:
+                    found[c, i] = got[0]
+    todo: dict[int, dict[str, Any]] = {}
+    skipped = set()
+    for i in range(len(prepared.pieces)):
+        for c, plan in chains.items():
+            if (c, i) in found or i in covered[c]:
+                continue
+            if not plan.uses(i):  # nothing of this file is used (another season, month)
+                found[c, i] = plan.agg.empty(tuple(plan.data.shape[1:]))
+                continue
+            todo.setdefault(i, {})[c] = piece_state(plan, i)
+        if i not in todo and not any(p.uses(i) for p in chains.values()):
+            skipped.add(i)
+    return todo, skipped
+
+
+def compute_states(
+    recipe: Any,
+    prepared: Prepared,
+    client: Any,
+    cache: StateCache,
+    todo: dict[int, dict[str, Any]],
+    found: dict[tuple[str, int], State],
+    held: list[tuple[str, State, dict[str, Any]]] | None = None,
+) -> int:
+    """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
+    cache as it arrives (a killed run keeps them), or added to ``held`` (saved later by the
+    caller), and put into ``found``: how many saved."""
+    from distributed import as_completed
+
+    futures = {}
+    if todo:
+        bundles = [dask.delayed(dict)(todo[i]) for i in sorted(todo)]
+        for i, fut in zip(sorted(todo), client.compute(bundles), strict=True):
+            futures[fut] = i
+    saved = 0
+    t0 = time.perf_counter()
+    for done, fut in enumerate(as_completed(list(futures)), start=1):
+        i = futures[fut]
+        for c, state in fut.result().items():
+            found[c, i] = state
+            entry = (prepared.keys[c, i], state, entry_meta(recipe, prepared, c, i))
+            if held is None:
+                saved += bool(cache.put(*entry))
+            else:
+                held.append(entry)
+        if done == len(futures) or done % max(1, len(futures) // 10) == 0:
+            log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
+    return saved
+
+
+def entry_meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[str, Any]:
+    """What ``cache list`` shows of a piece's state (``i``), or of a roll-up (``None``)."""
+    plan = prepared.chains[c]
+    results = [p.name or recipe.variable for p in prepared.results if p.chain == c]
+    files = [f for _, _, fs in prepared.pieces for f in fs] if i is None else prepared.pieces[i][2]
+    return {
+        "recipe": recipe.name,
+        "result": ", ".join(results) + (" (all files merged)" if i is None else ""),
+        "reduction": plan.split.reduction.name,
+        "chain": plan.chain,
+        "files": list(files),
+        "variables": list(recipe.variables),
+        "created": time.time(),
+    }
+
+
+def keeps_values(plan: ResultPlan) -> bool:
+    """Reductions to periods (a file's time steps in periods of their own or shared with
+    the files beside it, :attr:`~pangeo_hpc.recipes.traits.Reduction.periods`): their
+    roll-up keeps the finished values (a float32 map per month rather than a float64 sum
+    and an int32 count), which fill the result as they are."""
+    return plan.split.how.periods
+
+
+def reduce(
+    plan: ResultPlan, rolled: State | None, parts: list[State]
+) -> tuple[dict[str, np.ndarray], State]:
+    """The reduction's values from the roll-up and the states of the other pieces, and
+    what the next roll-up keeps (the merged state, or for reductions to periods the
+    values with their labels)."""
+    parts = [p for p in parts if p["labels"].size]
+    if not keeps_values(plan):
+        merged = plan.agg.combine([*([rolled] if rolled else []), *parts])
+        values = plan.agg.finalize(merged, plan.split.options)
+        return {**values, "labels": merged["labels"]}, merged
+    dtype = plan.template.dtype
+    done = [] if rolled is None else [_finished(rolled, plan, dtype)]
+    if parts:
+        done.append(_finished(plan.agg.combine(parts), plan, dtype))
+    if not done:
+        raise ValueError("merge: no time step in any state")
+    # the roll-up's groups are not in the new pieces (rollup_pieces): side by side, in order
+    labels = np.concatenate([d["labels"] for d in done])
+    order = np.argsort(labels, kind="stable")
+    value = np.concatenate([d["value"] for d in done])
+    if np.any(order[1:] < order[:-1]):
+        labels, value = labels[order], value[order]
+    values = {"labels": labels, "value": value}
+    return values, values
+
+
+def _finished(state: State, plan: ResultPlan, dtype: Any) -> dict[str, np.ndarray]:
+    """The values of a merged state (or a roll-up that holds them already)."""
+    if "value" in state:
+        return {"labels": state["labels"], "value": state["value"].astype(dtype, copy=False)}
+    value = plan.agg.finalize(state, plan.split.options, dtype)["value"]
+    return {"labels": state["labels"], "value": value}
+
+
+def fill(plan: ResultPlan, values: dict[str, np.ndarray]) -> xr.DataArray | xr.Dataset:
+    """The reduction's result on the whole data (``plan.template``) with ``values`` (of
+    :meth:`~pangeo_hpc.recipes.aggregations.Aggregation.finalize`, and their ``labels``),
+    in memory: a DataArray of ``value`` (or of the first output), or a Dataset of every
+    output the template holds (a trend with its statistics)."""
+    template, labels = plan.template, values["labels"]
+    if isinstance(template, xr.Dataset):
+        return xr.Dataset(
+            {k: _put(template[k], values[k], plan, labels) for k in template.data_vars}
+        ).assign_attrs(template.attrs)
+    first = next(k for k in plan.agg.outputs(plan.split.options))
+    return _put(template, values[first], plan, labels)
+
+
+def _put(
+    template: xr.DataArray, value: np.ndarray, plan: ResultPlan, labels: np.ndarray
+) -> xr.DataArray:
+    """``value`` (groups first, then the prefix's cells) in ``template``'s layout."""
+    cells = plan.dims[1:]
+    arranged = xr.DataArray(value, dims=("\x00group", *cells))
+    arranged = _select_groups(arranged, template, plan, labels)
+    # in memory: the steps after run on NumPy data, through the same kernels as the whole
+    # graph's Dask data (climatology, trend, area means), so to float64 rounding the same
+    value = arranged.transpose(*template.dims).values.astype(template.dtype, copy=False)
+    return template.copy(data=value)
+
+
+def _select_groups(
+    arranged: xr.DataArray, template: xr.DataArray, plan: ResultPlan, labels: np.ndarray
+) -> xr.DataArray:
+    """The groups of ``arranged`` in the order of the template's group axis (none for a
+    time mean or a trend), named as the template's."""
+    name, how = plan.split.reduction.name, plan.split.how
+    if how.result_groups is None:  # one group (a time mean, a trend)
+        return arranged.isel({"\x00group": 0})
+    dim = next(d for d in template.dims if d not in arranged.dims)
+    wanted = how.result_groups(template[dim].values)
+    at = np.searchsorted(labels, wanted)
+    # daily_totals leaves out the days the data do not wholly cover; the others, none
+    extra = labels.size != wanted.size and not how.partial_left_out
+    if extra or not np.array_equal(labels[np.minimum(at, labels.size - 1)], wanted):
+        raise RuntimeError(
+            f"{name}: the merged states hold groups {labels[:5]}... but the result wants "
+            f"{wanted[:5]}...: a bug, please report it"
+        )
+    if not np.array_equal(at, np.arange(labels.size)):  # not every group, in order: pick
+        arranged = arranged.isel({"\x00group": at})
+    return arranged.rename({"\x00group": dim})

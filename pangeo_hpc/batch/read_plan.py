@@ -1,0 +1,242 @@
+"""What a run reads of its inputs: one :class:`ReadPlan`, built once, and the run's
+:class:`Report` made from it.
+
+:func:`plan_reads` plans an incremental run (:func:`~pangeo_hpc.batch.incremental_plan.prepare`)
+and looks at the state cache by entry name: the pieces whose states are cached (an entry of
+their own, or inside the roll-up of the last run) are *reused*, those no step uses are *not
+needed*, the others are *to read*. Cheap and read-only: no state is loaded, none is marked
+used. The same plan decides whether a local run needs worker processes
+(:mod:`pangeo_hpc.batch.execute`), predicts a run's bytes (``plan --data``,
+:mod:`pangeo_hpc.planning.reads`) and, with what the run found on the way (an entry that
+could not be read is a miss: its files are read), is what ``summary.json``'s ``reads`` and
+the printed reads line say.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import xarray as xr
+
+from pangeo_hpc.batch.incremental_plan import Prepared, prepare
+from pangeo_hpc.batch.incremental_rollups import rollup_pieces
+from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.io.reader import bytes_read
+
+__all__ = ["ReadPlan", "Report", "plan_reads", "worker_reads"]
+
+
+@dataclass(frozen=True)
+class ReadPlan:
+    """The input files of a run by piece of the time axis, and which are reused, to read,
+    or not needed.
+
+    Attributes
+    ----------
+    pieces : tuple of tuple of str
+        The files of each piece (one per variable).
+    sizes : dict
+        Bytes of each file as stored (from its stamp), where known.
+    reused : frozenset of int
+        Pieces whose states come from the cache.
+    unused : frozenset of int
+        Pieces no step uses (another season, a month the steps select away).
+    why : str, optional
+        Why the run is not incremental (then every piece is to read).
+    cache : str, optional
+        The state cache's folder.
+    """
+
+    pieces: tuple[tuple[str, ...], ...]
+    sizes: dict[str, int] = field(default_factory=dict)
+    reused: frozenset[int] = frozenset()
+    unused: frozenset[int] = frozenset()
+    why: str | None = None
+    cache: str | None = None
+
+    @classmethod
+    def whole(cls, data: xr.Dataset, why: str, cache: str | None = None) -> ReadPlan:
+        """A run that reads every file of ``data`` (not incremental, for ``why``)."""
+        files = list(data.encoding.get("source_files") or [])
+        stamps = data.encoding.get("source_stamps") or {}
+        sizes = {f: int(stamps[f].size) for f in files if f in stamps}
+        return cls(tuple((f,) for f in files), sizes, why=why, cache=cache)
+
+    @property
+    def incremental(self) -> bool:
+        """Whether states are taken from and saved to the cache."""
+        return self.why is None
+
+    @property
+    def to_read(self) -> frozenset[int]:
+        """Pieces whose files are read."""
+        return frozenset(range(len(self.pieces))) - self.reused - self.unused
+
+    def _files(self, pieces: Any) -> int:
+        return sum(len(self.pieces[i]) for i in pieces)
+
+    @property
+    def files(self) -> int:
+        """Files of every piece (counted per piece, a file of two pieces twice)."""
+        return self._files(range(len(self.pieces)))
+
+    @property
+    def files_reused(self) -> int:
+        return self._files(self.reused)
+
+    @property
+    def files_to_read(self) -> int:
+        return self._files(self.to_read)
+
+    @property
+    def files_unused(self) -> int:
+        return self._files(self.unused)
+
+    @property
+    def bytes_to_read(self) -> int:
+        """Stored bytes of the files to read (each once), as far as their sizes are known."""
+        files = {f for i in self.to_read for f in self.pieces[i]}
+        return sum(self.sizes.get(f, 0) for f in files)
+
+    def as_run(self, read: Any) -> ReadPlan:
+        """This plan as a run carried it out, having read the pieces ``read``: more than
+        planned where a cached state turned out unreadable (a miss: its files are read) or
+        a roll-up was replaced since the plan was made, fewer where another run saved
+        states in between."""
+        read = frozenset(read)
+        if read == self.to_read:
+            return self
+        return replace(self, reused=frozenset(range(len(self.pieces))) - self.unused - read)
+
+
+def plan_reads(
+    recipe: Any,
+    data: xr.Dataset,
+    cache: StateCache | None,
+    *,
+    why_not: str,
+    s3: Any = None,
+    memo: Any = None,
+) -> tuple[Prepared | str, ReadPlan]:
+    """The incremental plan of ``recipe`` on ``data`` (or why it runs whole) and what it
+    reads with ``cache`` (``None``: caching is off, for ``why_not``).
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    data : xarray.Dataset
+        Its data, opened (:func:`~pangeo_hpc.batch.steps.open_dataset`).
+    cache : StateCache or None
+        Where a run would look.
+    why_not : str
+        Why the run is not incremental when ``cache`` is ``None``.
+    s3, memo : optional
+        As for :func:`~pangeo_hpc.batch.incremental_plan.prepare`.
+
+    Returns
+    -------
+    (Prepared or str, ReadPlan)
+    """
+    folder = None if cache is None else str(cache.folder)
+    if cache is None:
+        return why_not, ReadPlan.whole(data, why_not)
+    prepared = prepare(recipe, data, s3=s3, memo=memo)
+    if isinstance(prepared, str):
+        return prepared, ReadPlan.whole(data, prepared)
+    unused = prepared.unused()
+    reused = set(range(len(prepared.pieces))) - unused
+    for c, plan in prepared.chains.items():
+        in_rollup = rollup_pieces(cache, prepared, c, report=False)
+        for i in list(reused):
+            if plan.uses(i) and i not in in_rollup and not cache.has(prepared.keys[c, i]):
+                reused.discard(i)
+    sizes = {s.path: int(s.size) for stamps in prepared.stamps for s in stamps}
+    pieces = tuple(tuple(files) for _, _, files in prepared.pieces)
+    return prepared, ReadPlan(pieces, sizes, frozenset(reused), frozenset(unused), cache=folder)
+
+
+@dataclass
+class Report:
+    """What a run read and reused (its :class:`ReadPlan`, as it turned out), for
+    ``summary.json``."""
+
+    plan: ReadPlan
+    bytes_read: int = 0
+    states_saved: int = 0
+    caching: str | None = None
+
+    @property
+    def incremental(self) -> bool:
+        return self.plan.incremental
+
+    @property
+    def why(self) -> str | None:
+        return self.plan.why
+
+    @property
+    def files(self) -> int:
+        return self.plan.files
+
+    @property
+    def files_reused(self) -> int:
+        return self.plan.files_reused
+
+    @property
+    def files_read(self) -> int:
+        return self.plan.files_to_read
+
+    @property
+    def files_skipped(self) -> int:
+        return self.plan.files_unused
+
+    @property
+    def cache(self) -> str | None:
+        return self.plan.cache
+
+    def as_dict(self) -> dict[str, Any]:
+        """``summary.json``'s ``reads``: the files reused, read and not needed, the stored
+        bytes of the files read (``bytes_to_read``, from their stamps) and the bytes the
+        reader counted (``bytes_read``)."""
+        out = {
+            "incremental": self.incremental,
+            "why": self.why,
+            "files": self.files,
+            "files_reused": self.files_reused,
+            "files_read": self.files_read,
+            "files_skipped": self.files_skipped,
+            "bytes_to_read": self.plan.bytes_to_read,
+            "bytes_read": self.bytes_read,
+            "states_saved": self.states_saved,
+            "cache": self.cache,
+            "caching": self.caching,
+        }
+        return {k: v for k, v in out.items() if v is not None}
+
+    def line(self) -> str:
+        """One line for the log: what was reused and read."""
+        mb = self.bytes_read / 1e6
+        if not self.incremental:
+            return f"not incremental ({self.why}): read {_files(self.files)}, {mb:.1f} MB"
+        whose = "file's" if self.files == 1 else "files'"
+        text = (
+            f"incremental: {self.files_reused} of {self.files} {whose} states reused, "
+            f"{_files(self.files_read)} read ({mb:.1f} MB)"
+        )
+        if self.files_skipped:
+            text += f", {self.files_skipped} not needed"
+        return text + (f"; {self.caching}" if self.caching else "")
+
+
+def _files(n: int) -> str:
+    return f"{n} file" if n == 1 else f"{n} files"
+
+
+def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:
+    """Each worker's :func:`~pangeo_hpc.io.reader.bytes_read`; with ``before``: the bytes
+    read since then, summed over the workers (a worker new since then from zero)."""
+    now = client.run(bytes_read)
+    if before is None:
+        return now
+    return int(sum(v - before.get(k, 0) for k, v in now.items()))

@@ -1,0 +1,326 @@
+"""Reductions along time as partial states that merge exactly: one object per kind of state.
+
+After flox's ``Aggregation`` (``flox/aggregations.py``: the per-chunk function, the combine
+and the finalize of a reduction in one object, looked up by name), an :class:`Aggregation`
+owns all a reduction keeps of a block of data:
+
+* its state fields (:attr:`~Aggregation.fields`) and the state of no data
+  (:meth:`~Aggregation.empty`);
+* the state of one block (:meth:`~Aggregation.chunk`), per group of time steps;
+* the merge of states, of blocks along time or of files (:meth:`~Aggregation.combine`);
+* the values a merged state gives (:meth:`~Aggregation.finalize`).
+
+The recipe functions compute through these same objects on their own data
+(:meth:`~Aggregation.reduce`: :func:`~pangeo_hpc.recipes.means.time_mean`,
+:func:`~pangeo_hpc.recipes.trend.trend`), and an incremental run per input file
+(:mod:`pangeo_hpc.batch.incremental_states`): the two cannot disagree but by the order of float64
+additions. A :class:`~pangeo_hpc.recipes.traits.Reduction` names its aggregation by the
+keys of :data:`AGGREGATIONS`.
+
+A state is a dict of NumPy arrays: ``labels`` (one int64 per group of time steps: 0 for a
+time mean or a trend, the period's first instant in ns for a resampling, the month or
+season for a climatology) and fields of shape ``(groups, *cells)``:
+
+=========================  ==========================================================
+aggregation                fields (float64 sums, int32 counts)
+=========================  ==========================================================
+mean (time_mean, resample  ``sum``, ``count`` of the valid values
+mean, climatology)
+sum (resample sum)         ``sum``, ``count``
+min / max                  ``min`` or ``max`` (NaN where none), ``count``
+trend                      ``n``, ``st``, ``stt``, ``sx``, ``stx``, ``sxx`` (t in years
+                           since :data:`EPOCH`)
+=========================  ==========================================================
+
+Merging adds sums and counts and takes the minimum of minima: the order of the files does
+not matter, and a state of one file is the same whichever period it is part of.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dask.array as darr
+import numpy as np
+
+from pangeo_hpc.recipes.kernels import TREND_SUMS, group_sums, stacked_sums, trend_block
+from pangeo_hpc.recipes.student import t_two_sided_p
+from pangeo_hpc.recipes.years import decimal_years
+
+__all__ = ["AGGREGATIONS", "EPOCH", "Aggregation", "State", "years_since_epoch"]
+
+#: trends count time in years from here (a fixed origin: states of any period merge)
+EPOCH = np.datetime64("2000-01-01T00:00:00", "ns")
+#: a trend's unit of time -> years
+YEARS = {"year": 1.0, "decade": 10.0, "century": 100.0}
+
+State = dict[str, np.ndarray]
+
+
+def years_since_epoch(times: Any) -> np.ndarray:
+    """Decimal years (:func:`~pangeo_hpc.recipes.years.decimal_years`) from :data:`EPOCH`
+    to each of ``times`` (datetime64, or cftime dates: from 2000-01-01 of their calendar)."""
+    values = np.asarray(getattr(times, "values", times))
+    if values.size == 0 or np.issubdtype(values.dtype, np.datetime64):
+        return decimal_years(values, EPOCH)
+    first = values.ravel()[0]
+    return decimal_years(values, type(first)(2000, 1, 1, calendar=first.calendar))
+
+
+class Aggregation:
+    """A reduction along time by partial states: fields, chunk, combine, finalize.
+
+    Subclasses set :attr:`name` and :attr:`fields` and define :meth:`_add_run` (the state
+    of a run of time steps of one group) and :meth:`finalize`; fields named in
+    :attr:`extremes` are merged by their function, every other field is added.
+    """
+
+    name: str
+    fields: tuple[str, ...]
+    #: fields merged by taking the minimum or maximum (NaN-skipping)
+    extremes: Mapping[str, Any] = {}
+    #: whether the state needs the time of each step (years since :data:`EPOCH`)
+    timed: bool = False
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def __dask_tokenize__(self) -> tuple[str, str]:
+        return (type(self).__name__, self.name)
+
+    def _dtype(self, f: str) -> str:
+        return "i4" if f == "count" else "f8"
+
+    def _blank(self, groups: int, cells: tuple[int, ...]) -> State:
+        out: State = {}
+        for f in self.fields:
+            fill = np.nan if f in self.extremes else 0
+            out[f] = np.full((groups, *cells), fill, self._dtype(f))
+        return out
+
+    def empty(self, cells: tuple[int, ...]) -> State:
+        """The state of no time step at all."""
+        return {"labels": np.zeros(0, "i8"), **self._blank(0, cells)}
+
+    def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
+        """The state of one block of data, time first: ``labels`` the group of each time
+        step (-1: left out), ``t`` its years since :data:`EPOCH` (when :attr:`timed`)."""
+        x = np.asarray(x)
+        keep = labels >= 0
+        if not keep.all():
+            x, labels = x[keep], labels[keep]
+            t = None if t is None else t[keep]
+        cells = x.shape[1:]
+        if labels.size == 0:
+            return self.empty(cells)
+        groups, codes = np.unique(labels, return_inverse=True)
+        out = {"labels": groups.astype("i8"), **self._blank(groups.size, cells)}
+        cuts = np.flatnonzero(np.diff(codes)) + 1  # runs of one label (time is in order)
+        starts = np.concatenate([[0], cuts])
+        stops = np.concatenate([cuts, [codes.size]])
+        for a, b in zip(starts, stops, strict=True):
+            self._add_run(out, int(codes[a]), x[a:b], None if t is None else t[a:b])
+        return out
+
+    def _add_run(self, out: State, g: int, x: np.ndarray, t: np.ndarray | None) -> None:
+        raise NotImplementedError
+
+    def combine(self, states: Sequence[State]) -> State:
+        """One state from several (of blocks along time, or of files): groups of the same
+        label merged, labels sorted."""
+        states = [s for s in states if s["labels"].size]
+        if not states:
+            raise ValueError("merge: no time step in any state")
+        if len(states) == 1:
+            return states[0]
+        every = np.concatenate([s["labels"] for s in states])
+        labels = np.unique(every)
+        if labels.size == every.size:  # no group in two states (months of files): side by side
+            order = np.argsort(every, kind="stable")
+            joined_: State = {"labels": every[order]}
+            for f in self.fields:
+                joined = np.concatenate([s[f] for s in states])
+                joined_[f] = joined if np.all(order[1:] > order[:-1]) else joined[order]
+            return joined_
+        cells = states[0][self.fields[0]].shape[1:]
+        out = {"labels": labels, **self._blank(labels.size, cells)}
+        for s in states:
+            at = np.searchsorted(labels, s["labels"])
+            for f in self.fields:
+                if f in self.extremes:
+                    out[f][at] = self.extremes[f](out[f][at], s[f])
+                else:
+                    out[f][at] += s[f]
+        return out
+
+    def finalize(
+        self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
+    ) -> dict[str, np.ndarray]:
+        """What the reduction gives, per group, from a merged state (``dtype``: of the
+        values of a mean, a sum, a minimum or a maximum)."""
+        raise NotImplementedError
+
+    def reduce(
+        self, x: Any, options: Mapping[str, Any], t: np.ndarray | None = None, dtype: Any = "f8"
+    ) -> dict[str, Any]:
+        """The values of one group of every time step of ``x`` (NumPy or Dask, time first),
+        as :meth:`finalize` gives them without their group axis: each block's state
+        (:meth:`chunk`), added over the blocks in float64, finalized. Lazy for Dask data.
+        For aggregations whose fields all add (mean, sum, trend)."""
+        if self.extremes:
+            raise TypeError(f"{self!r}: reduce() adds the blocks' states; {self.name} does not")
+        k = len(self.fields)
+        sums = stacked_sums(self._stacked, k, x, np.zeros(x.shape[0]) if t is None else t)
+        names = self.outputs(options)
+        if not isinstance(sums, darr.Array):
+            values = self._finish_stacked(sums, options, dtype, names)
+            return dict(zip(names, values, strict=True))
+        values = darr.map_blocks(
+            self._finish_stacked,
+            sums,
+            options,
+            dtype,
+            names,
+            chunks=((len(names),), *sums.chunks[1:]),
+            dtype=np.dtype(dtype),
+            meta=np.empty((0,) * sums.ndim, np.dtype(dtype)),
+        )
+        return {name: values[i] for i, name in enumerate(names)}
+
+    def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The names of what :meth:`finalize` gives for ``options``."""
+        return ("value",)
+
+    def _stacked(self, block: np.ndarray, t: np.ndarray) -> np.ndarray:
+        """The fields of one block's state of one group, stacked first (float64)."""
+        block = np.asarray(block)
+        state = self.chunk(block, np.zeros(block.shape[0], "i8"), np.asarray(t).ravel())
+        if not state["labels"].size:
+            return np.zeros((len(self.fields), *block.shape[1:]))
+        return np.stack([state[f][0].astype("f8", copy=False) for f in self.fields])
+
+    def _finish_stacked(
+        self, sums: np.ndarray, options: Mapping[str, Any], dtype: Any, names: Sequence[str]
+    ) -> np.ndarray:
+        state = {f: sums[i : i + 1] for i, f in enumerate(self.fields)}
+        values = self.finalize(state, options, dtype)
+        return np.stack([values[n][0].astype(dtype, copy=False) for n in names])
+
+
+class Sums(Aggregation):
+    """A mean or a sum: float64 sums and int32 counts of the valid values per group."""
+
+    fields = ("sum", "count")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
+        x = np.asarray(x)
+        keep = labels >= 0
+        if not keep.all():
+            x, labels = x[keep], labels[keep]
+        cells = x.shape[1:]
+        if labels.size == 0:
+            return self.empty(cells)
+        groups, codes = np.unique(labels, return_inverse=True)
+        # one compiled pass: float64 sums and counts per group
+        flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
+        sums, counts = group_sums(flat, codes.astype(np.intp), groups.size)
+        return {
+            "labels": groups.astype("i8"),
+            "sum": sums.reshape((groups.size, *cells)),
+            "count": counts.reshape((groups.size, *cells)),
+        }
+
+    def finalize(
+        self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
+    ) -> dict[str, np.ndarray]:
+        count = state["count"]
+        if self.name == "mean":  # a group without valid values has sum 0: 0 / 0 is NaN
+            value = np.empty(count.shape, dtype)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                np.divide(state["sum"], count, out=value, casting="unsafe")
+            return {"value": value}
+        return {"value": np.where(count > 0, state["sum"], np.nan).astype(dtype, copy=False)}
+
+
+class Extreme(Aggregation):
+    """A minimum or a maximum (NaN where a group has no valid value) and the count."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.fields = (name, "count")
+        self.extremes = {name: np.fmin if name == "min" else np.fmax}
+
+    def _add_run(self, out: State, g: int, x: np.ndarray, t: np.ndarray | None) -> None:
+        pick = self.extremes[self.name]
+        out["count"][g] += (~np.isnan(x)).sum(0, dtype="i4")
+        out[self.name][g] = pick(out[self.name][g], pick.reduce(x, axis=0))
+
+    def finalize(
+        self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
+    ) -> dict[str, np.ndarray]:
+        value = np.where(state["count"] > 0, state[self.name], np.nan)
+        return {"value": value.astype(dtype, copy=False)}
+
+
+class Trend(Aggregation):
+    """A least-squares slope along time: the sums :data:`~pangeo_hpc.recipes.kernels.TREND_SUMS`
+    of 1, t, t², x, tx and x² over the valid values (t in years since :data:`EPOCH`),
+    from which the slope (and its standard error and p-value) follow.
+
+    The slope is ``Stx / Stt``, the residual sum of squares ``Sxx - slope Stx`` (S: sums of
+    products of departures from the means, from the raw sums); this loses digits only where
+    the data's variance is below ~1e-10 of their squared mean.
+    """
+
+    name = "trend"
+    fields = TREND_SUMS
+    timed = True
+
+    def _add_run(self, out: State, g: int, x: np.ndarray, t: np.ndarray | None) -> None:
+        assert t is not None
+        sums = trend_block(x, t)  # one compiled pass, float64
+        for i, f in enumerate(self.fields):
+            out[f][g] += sums[i]
+
+    def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        stats = ("trend_stderr", "trend_p_value") if options.get("stats", False) else ()
+        return ("trend", *stats)
+
+    def finalize(
+        self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
+    ) -> dict[str, np.ndarray]:
+        """``trend`` per ``options["per"]`` (and with ``stats``: ``trend_stderr`` and
+        ``trend_p_value``, a two-sided t test of a zero slope with n - 2 degrees of
+        freedom), NaN where a cell has fewer than ``min_count`` valid values; group axis
+        first (one group)."""
+        n, st, sx = state["n"], state["st"], state["sx"]
+        stats = bool(options.get("stats", False))
+        per = YEARS[str(options.get("per", "decade"))]
+        enough = n >= max(int(options.get("min_count", 3)), 3 if stats else 2)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            nn = np.where(n > 0, n, np.nan)  # no 0/0 where a cell is never valid
+            stt = state["stt"] - st**2 / nn
+            stx = state["stx"] - st * sx / nn
+            positive = np.where(stt > 0, stt, np.nan)
+            slope_years = stx / positive
+            out = {"trend": np.where(enough, slope_years * per, np.nan)}
+            if not stats:
+                return out
+            sxx = state["sxx"] - sx**2 / nn
+            dof = n - 2
+            sse = np.clip(sxx - slope_years * stx, 0.0, None)
+            stderr = np.sqrt(sse / np.where(dof > 0, dof, np.nan) / positive) * per
+            out["trend_stderr"] = np.where(enough, stderr, np.nan)
+            p = t_two_sided_p(out["trend"] / out["trend_stderr"], dof)
+            out["trend_p_value"] = np.where(enough, p, np.nan)
+        return out
+
+
+#: every aggregation by the name a :class:`~pangeo_hpc.recipes.traits.Reduction` gives
+AGGREGATIONS: dict[str, Aggregation] = {
+    a.name: a for a in (Sums("mean"), Sums("sum"), Extreme("min"), Extreme("max"), Trend())
+}
