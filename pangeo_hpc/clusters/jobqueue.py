@@ -9,6 +9,7 @@ not from dask-jobqueue's private attributes.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -24,7 +25,7 @@ from pangeo_hpc.inputs.sizes import parse_size
 from pangeo_hpc.inputs.walltime import format_walltime, lifetime, parse_walltime
 
 #: profile keys that are ours, not dask-jobqueue's
-OWN_KEYS = ("kind", "data_root", "hdf5_file_locking", "host", "jobs")
+OWN_KEYS = ("kind", "data_root", "hdf5_file_locking", "host", "jobs", "idle_timeout")
 #: options dask-jobqueue passes through for every kind
 _PASS = (
     "queue",
@@ -110,7 +111,43 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
     else:
         host = profile.get("host") or "127.0.0.1"
         kwargs["scheduler_options"] = {"host": host, "dashboard_address": f"{host}:0"}
+    idle = profile.get("idle_timeout")
+    if idle is not None:  # the scheduler closes when idle this long: its workers leave
+        kwargs["scheduler_options"]["idle_timeout"] = f"{_seconds(idle, 'idle_timeout')}s"
     return kwargs
+
+
+def adaptive_release(idle_timeout: float | None) -> dict[str, Any]:
+    """Keyword arguments of ``cluster.adapt`` that release a worker idle ``idle_timeout``
+    seconds: distributed's :class:`~distributed.deploy.Adaptive` retires a worker once it
+    has been recommended for retirement ``wait_count`` times in a row, every ``interval``.
+
+    Examples
+    --------
+    >>> adaptive_release(60)
+    {'interval': '1s', 'wait_count': 60}
+    >>> adaptive_release(None)
+    {}
+    """
+    if idle_timeout is None:
+        return {}
+    idle = _seconds(idle_timeout, "idle_timeout")
+    interval = min(1.0, idle)
+    return {"interval": f"{interval:g}s", "wait_count": max(1, math.ceil(idle / interval))}
+
+
+def _seconds(value: Any, name: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(
+            f"{name}={value!r} must be seconds above 0, e.g. 1200 (config "
+            "pangeo-hpc.cluster.idle-timeout; null: never)",
+            param=name,
+        )
+    return seconds
 
 
 def processes_per_job(cluster: Any) -> int:
