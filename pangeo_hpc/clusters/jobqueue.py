@@ -25,7 +25,7 @@ from pangeo_hpc.inputs.sizes import parse_size
 from pangeo_hpc.inputs.walltime import format_walltime, lifetime, parse_walltime
 
 #: profile keys that are ours, not dask-jobqueue's
-OWN_KEYS = ("kind", "data_root", "hdf5_file_locking", "host", "jobs", "idle_timeout")
+OWN_KEYS = ("kind", "data_root", "hdf5_file_locking", "host", "jobs")
 #: options dask-jobqueue passes through for every kind
 _PASS = (
     "queue",
@@ -111,9 +111,6 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
     else:
         host = profile.get("host") or "127.0.0.1"
         kwargs["scheduler_options"] = {"host": host, "dashboard_address": f"{host}:0"}
-    idle = profile.get("idle_timeout")
-    if idle is not None:  # the scheduler closes when idle this long: its workers leave
-        kwargs["scheduler_options"]["idle_timeout"] = f"{_seconds(idle, 'idle_timeout')}s"
     return kwargs
 
 
@@ -134,6 +131,14 @@ def adaptive_release(idle_timeout: float | None) -> dict[str, Any]:
     idle = _seconds(idle_timeout, "idle_timeout")
     interval = min(1.0, idle)
     return {"interval": f"{interval:g}s", "wait_count": max(1, math.ceil(idle / interval))}
+
+
+def close_when_idle(dask_scheduler: Any, seconds: float) -> None:
+    """Run on a scheduler (``client.run_on_scheduler``): close it once no task has run for
+    ``seconds``, counted from now (``distributed.scheduler.idle-timeout``). Set once the
+    workers are there: a scheduler given it at its start closes while its jobs queue."""
+    dask_scheduler.idle_timeout = _seconds(seconds, "idle_timeout")
+    dask_scheduler.idle_since = None
 
 
 def _seconds(value: Any, name: str) -> float:

@@ -25,6 +25,7 @@ from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.diagnostics import preflight, wait_for_workers
 from pangeo_hpc.clusters.jobqueue import (
     adaptive_release,
+    close_when_idle,
     make_cluster,
     processes_per_job,
     worker_env,
@@ -230,8 +231,6 @@ def start_cluster(
     if jobs is not None and jobs < 1:
         raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2", param="jobs")
     idle = config.get("cluster.idle-timeout", idle_timeout)
-    if adapt is None and idle is not None:  # batch: the scheduler closes when idle
-        overrides["idle_timeout"] = idle
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
         client = Client(cluster)
@@ -248,6 +247,8 @@ def start_cluster(
                     cluster.scale(jobs=first)
                 wait = float(config.get("cluster.wait-timeout", timeout))
                 wait_for_workers(client, cluster, chosen, worker_count(cluster, first), wait)
+                if adapt is None and idle is not None:  # from now: not while jobs queue
+                    client.run_on_scheduler(close_when_idle, seconds=idle)
         except BaseException:
             client.close()
             raise

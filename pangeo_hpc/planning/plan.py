@@ -359,6 +359,8 @@ def plan(
     fit = calibration.recipe(recipe)
     site = dict(options) if options is not None else profiles.resolve(profile)
     batch = site.get("kind", "local") != "local"
+    if batch:  # as the job script: one process per core unless told otherwise
+        site["processes"] = site.get("processes") or site.get("cores")
     queue, arrival = (0.0, 0.0), (0.0, 0.0)
     if batch and profile in calibration.starts:
         queue, arrival = calibration.starts[profile].ranges()
