@@ -107,13 +107,15 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(a: argparse.Namespace) -> int:
+    from pangeo_hpc.inputs.budget import parse_budget
+
+    # a bad budget is refused before xarray and dask are imported
+    budget = None if a.budget is None else parse_budget(a.budget, name="--budget")
     from pangeo_hpc.batch.recipe_yaml import load
     from pangeo_hpc.batch.results import summary_text
     from pangeo_hpc.cli.progress import show_progress
-    from pangeo_hpc.inputs.budget import parse_budget
     from pangeo_hpc.planning.budget import run_recipe
 
-    budget = None if a.budget is None else parse_budget(a.budget, name="--budget")
     spec = load(a.recipe)
     s3 = s3_options_from(a, a.data)
     run = run_recipe(
