@@ -71,7 +71,7 @@ class Budget:
         >>> parse_budget("2h").describe(0.00131, None, 0.00177)
         '0.00131-0.00177 node-hours'
         >>> parse_budget("5USD").describe(0.5, 3.888)
-        '$1.944'
+        '$1.94'
         """
         dollars = self.dollars and price
         show = (lambda h: f"{h * price:.3g}") if dollars else (lambda h: f"{h:.3g}")
