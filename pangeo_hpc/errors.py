@@ -67,6 +67,12 @@ class ClusterError(Hinted, RuntimeError):
     """The cluster could not be started or its workers did not come; the message says why."""
 
 
+class BudgetSpent(Hinted, RuntimeError):
+    """A running cluster spent its budget and the run was stopped, its states saved; the
+    message says what was spent and how to resume. The CLI prints it on one line, exit
+    code 3."""
+
+
 class StorageError(Hinted, OSError):
     """Storage failed while data were read (an endpoint went away, throttling outlasted the
     retries); the message says what and where. The CLI prints it on one line, exit code 1."""

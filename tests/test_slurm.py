@@ -12,9 +12,9 @@ import time
 
 import dask
 import pytest
-from conftest import queue, start_cli, wait_queue_empty
+from conftest import ROOT, queue, start_cli, wait_queue_empty
 
-from pangeo_hpc.clusters.start import running_cluster
+from pangeo_hpc.clusters.start import running_cluster, start_cluster
 from pangeo_hpc.errors import ClusterError
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm")]
@@ -218,3 +218,118 @@ def test_adaptive_jobs_stay_within_bounds():
             time.sleep(0.2)
         assert future.result() > 0 and max(seen) <= 2
     assert wait_queue_empty() == []
+
+
+# -- a plan you can hold to: the budget and the idle timeout (issue 29) ----------------------
+
+
+def _budget_calibration(path, recipe: str, starts: bool = True) -> str:
+    """A calibration of ``recipe`` that predicts a small run in seconds, with the jobs'
+    queue and the workers' arrival on Slurm measured (``starts``) or not."""
+    from pangeo_hpc.planning.calibration import Calibration, JobStarts, RecipeFit
+
+    fit = RecipeFit(process_rate=1e9, tasks_per_chunk=5.0, fixed=0.5, ratio=2.5, spread=[0.9, 1.2])
+    measured = {"slurm": JobStarts(queue=[0.1, 0.5], arrival=[1.0, 3.0])} if starts else {}
+    cal = Calibration("here", 2, "2026-11-26T00:00:00+00:00", 0.001,
+                      recipes={recipe: fit}, starts=measured)  # fmt: skip
+    path.write_text(json.dumps(cal.to_json()))
+    return str(path)
+
+
+def _budget_run(tmp_path, recipe, data, out, *args: str, calibration: str, cache=None):
+    """``python -m pangeo_hpc.run RECIPE --data DATA --out OUT ARGS`` to its end, with the
+    calibration file ``calibration`` (and the state cache ``cache``)."""
+    env = {**os.environ, "DASK_PANGEO_HPC__PLAN__CALIBRATION": calibration}
+    if cache is not None:
+        env["DASK_PANGEO_HPC__CACHE__FOLDER"] = str(cache)
+    env["PYTHONPATH"] = str(ROOT)
+    command = [sys.executable, "-m", "pangeo_hpc.run", str(recipe), "--data", str(data),
+               "--out", str(out), "--no-progress", *args]  # fmt: skip
+    return subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)  # fmt: skip
+
+
+def test_a_budget_too_small_is_refused_before_any_job(demo_tree, tmp_path):
+    cal = _budget_calibration(tmp_path / "cal.json", "era5-sst-mean")
+    r = _budget_run(tmp_path, "era5-sst-mean", demo_tree, tmp_path / "out", "--start",
+                    "2000-01", "--end", "2000-12", *ON_SLURM, "--budget", "2s",
+                    calibration=cal)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: predicted cost ") and r.stderr.count("\n") == 1
+    assert "node-hours on 2 jobs" in r.stderr and "exceeds --budget '2s'" in r.stderr
+    assert "ask for fewer jobs (--jobs), a shorter period (--start, --end)" in r.stderr
+    assert queue() == [] and not (tmp_path / "out").exists()
+
+
+def test_a_budget_without_the_sites_job_starts_says_calibrate_first(demo_tree, tmp_path):
+    cal = _budget_calibration(tmp_path / "cal.json", "era5-sst-mean", starts=False)
+    r = _budget_run(tmp_path, "era5-sst-mean", demo_tree, tmp_path / "out", *ON_SLURM,
+                    "--budget", "1h", calibration=cal)  # fmt: skip
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.startswith("error: calibrate first: the job start on 'slurm' is not measured")
+    assert "calibrate era5-sst-mean --cluster slurm`" in r.stderr
+    assert queue() == []
+    # without a budget the run goes on, and says so in one line
+    r = _budget_run(tmp_path, "era5-sst-mean", demo_tree, tmp_path / "out", "--start",
+                    "2000-01", "--end", "2000-03", *ON_SLURM, calibration=cal)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("plan: calibrate first: the job start on 'slurm' is not measured")
+
+
+def test_calibrate_measures_the_jobs_queue_and_their_workers_arrival():
+    from pangeo_hpc.planning.measure import job_starts
+
+    with running_cluster("slurm", jobs=1, timeout=120, **SMALL) as (cluster, client):
+        queued, arrived = job_starts(cluster, client, jobs=1, repeat=2)
+        assert len(client.scheduler_info()["workers"]) == 1  # as it was
+    assert len(queued) == len(arrived) == 2
+    # a worker process starts Python and distributed before it connects: not instant
+    assert all(0 <= q < 120 for q in queued) and all(0.1 < a < 120 for a in arrived), (
+        queued,
+        arrived,
+    )
+
+
+@pytest.mark.slow
+def test_a_budget_spent_mid_run_cancels_the_jobs_keeps_the_states_and_resumes(demo_tree, tmp_path):
+    """24 monthly files of 1.5 s each on one one-core job (36 s), a budget of 15
+    node-seconds: the check passes (a second or two predicted), the watcher stops the run
+    once the job has run 15 s; the job is gone, the states kept, and a run without the
+    budget (local) reads only the files left."""
+    from test_resume import N_FILES, _check_resumed, _files, _pieces, _recipe
+
+    recipe = _recipe(tmp_path / "recipe", seconds=1.5)
+    cal = _budget_calibration(tmp_path / "cal.json", "slow-mean")
+    cache = tmp_path / "cache"
+    one_job = ("--cluster", "slurm", "--jobs", "1", "--cores", "1", "--memory", "2GB")
+    r = _budget_run(tmp_path, str(recipe), demo_tree, tmp_path / "stopped", *one_job,
+                    "--budget", "15s", calibration=cal, cache=cache)  # fmt: skip
+    assert r.returncode == 3, r.stdout + r.stderr
+    assert r.stderr.strip().splitlines()[-1].startswith("stopped: budget 15s spent (")
+    assert "on 1 job" in r.stderr and "Traceback" not in r.stderr
+    assert wait_queue_empty() == []
+    assert not (tmp_path / "stopped").exists()
+    saved, rollups = _pieces(cache)
+    assert 0 < len(saved) < N_FILES and rollups == []
+
+    from test_resume import _args, _env
+
+    again = subprocess.run(_args(recipe, demo_tree, tmp_path / "resumed", 2), env=_env(cache),
+                           cwd=tmp_path, capture_output=True, text=True, timeout=600)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    full = {"reads": {"bytes_read": sum(os.path.getsize(f) for f in _files(demo_tree))}}
+    _check_resumed(tmp_path / "resumed", saved, _files(demo_tree), full)
+
+
+@pytest.mark.slow
+def test_an_idle_fixed_size_cluster_closes_and_its_job_ends():
+    """idle_timeout on a fixed-size cluster: its scheduler closes once nothing has run for
+    that long, its worker leaves and the job ends, with the client still open."""
+    cluster, client = start_cluster("slurm", jobs=1, timeout=120, idle_timeout=2, **SMALL)
+    try:
+        assert client.submit(sum, [1, 2]).result() == 3
+        assert len(queue()) == 1
+        assert wait_queue_empty(timeout=120) == []
+    finally:
+        client.close()
+        cluster.close()

@@ -34,6 +34,7 @@ from pangeo_hpc.batch.steps import (
     open_cache,
     open_inputs,
 )
+from pangeo_hpc.clusters.budget import Guard, within_budget
 from pangeo_hpc.clusters.start import kind_of, local_cluster, resolve_kind, running_cluster
 from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -67,6 +68,7 @@ def run_recipe(
     s3: S3Options | None = None,
     index: str | None = None,
     cache: StateCache | bool | None = None,
+    guard: Guard | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and ``summary.json``.
 
@@ -84,7 +86,10 @@ def run_recipe(
     files to read (one more month, a re-run) starts no worker processes: it computes in
     this process's threads, and ``summary.json``'s ``cluster.in_process`` says why.
     Progress lines (the cluster, the warm-up, the states) are logged at INFO
-    (``pangeo_hpc.batch``); the command line prints them.
+    (``pangeo_hpc.batch``); the command line prints them. ``guard``: a budget checked
+    against the run's prediction (:func:`pangeo_hpc.planning.budget.run_recipe` makes it
+    and calls this), watched while the cluster runs
+    (:func:`pangeo_hpc.clusters.budget.within_budget`).
     """
     t0 = time.perf_counter()
     fmt = check_format(fmt, spec)
@@ -115,7 +120,7 @@ def run_recipe(
             adapt=adapt,
             **(batch or {}),
         )
-    with started as (cl, client):
+    with within_budget(started, guard) as (cl, client):
         n_workers = len(client.scheduler_info()["workers"])
         if small is not None:
             log.info(f"cluster: none started ({small}), computed in this process's threads")

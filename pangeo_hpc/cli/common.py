@@ -40,6 +40,7 @@ FLAGS: dict[str, str] = {
     "ratio": "--ratio",
     "startup": "--startup",
     "calibration": "--calibration",
+    "budget": "--budget",
     "amount": "--amount",
     "repeat": "--repeat",
     "simulate_workers": "--simulate-workers",

@@ -97,14 +97,24 @@ def _run_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="read the input files through on the workers first (FSx, rclone)",
     )
+    p.add_argument(
+        "--budget",
+        help="refuse the run if its predicted cost may pass this, and stop it (states "
+        "saved, exit 3) when its jobs have spent it: dollars (5USD) or node-hours (2h, "
+        "90min, 600s); needs a calibration of the recipe on this cluster",
+    )
     add_s3_args(p, index=True)
 
 
 def _run(a: argparse.Namespace) -> int:
-    from pangeo_hpc.batch.execute import run_recipe
+    from pangeo_hpc.inputs.budget import parse_budget
+
+    # a bad budget is refused before xarray and dask are imported
+    budget = None if a.budget is None else parse_budget(a.budget, name="--budget")
     from pangeo_hpc.batch.recipe_yaml import load
     from pangeo_hpc.batch.results import summary_text
     from pangeo_hpc.cli.progress import show_progress
+    from pangeo_hpc.planning.budget import run_recipe
 
     spec = load(a.recipe)
     s3 = s3_options_from(a, a.data)
@@ -126,6 +136,7 @@ def _run(a: argparse.Namespace) -> int:
         s3=s3,
         index=a.index,
         cache=False if a.no_cache else None,
+        budget=budget,
     )
     print("\n".join(summary_text(run.summary, as_json=a.json)))
     print(f"plot: {run.out / 'plot.png'}")

@@ -6,8 +6,9 @@ One argparse subparser per verb; the verbs live by area in ``pangeo_hpc.cli`` (e
 Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the fix, in
 flags: :func:`pangeo_hpc.cli.common.for_cli`), 1 a failure while running (one line: storage,
 the cluster, a task whose workers died, no space left for the outputs; or a traceback for an
-internal error), 130 interrupted. warmup, stage and index go on past files that fail, list
-them at the end and exit with 1.
+internal error), 3 a run stopped because its cluster spent the budget (``--budget``; its
+states are saved: the same command again resumes), 130 interrupted. warmup, stage and index
+go on past files that fail, list them at the end and exit with 1.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 from pangeo_hpc.cli import cache, clusters, data, index, plan, provenance, s3, storage
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
 from pangeo_hpc.cli.logs import library_lines
-from pangeo_hpc.errors import ClusterError, InputError, StorageError
+from pangeo_hpc.errors import BudgetSpent, ClusterError, InputError, StorageError
 
 #: every verb, in the order ``--help`` lists them
 VERBS: list[Verb] = [
@@ -46,7 +47,8 @@ A recipe runs by its name alone, or after run (for one named like a verb):
 Each verb has --help.
 
 exit codes: 0 success, 2 bad input (one line naming the value and the fix),
-1 a failure while running, 130 interrupted."""
+1 a failure while running, 3 stopped: the budget (--budget) was spent (the
+same command again resumes), 130 interrupted."""
 
 
 def _interruptible() -> None:
@@ -173,6 +175,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    except BudgetSpent as exc:
+        print(f"stopped: {for_cli(exc, prog, verb)}", file=sys.stderr)
+        return 3
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130

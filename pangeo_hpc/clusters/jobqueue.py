@@ -9,6 +9,7 @@ not from dask-jobqueue's private attributes.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import shlex
@@ -111,6 +112,47 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
         host = profile.get("host") or "127.0.0.1"
         kwargs["scheduler_options"] = {"host": host, "dashboard_address": f"{host}:0"}
     return kwargs
+
+
+def adaptive_release(idle_timeout: float | None) -> dict[str, Any]:
+    """Keyword arguments of ``cluster.adapt`` that release a worker idle ``idle_timeout``
+    seconds: distributed's :class:`~distributed.deploy.Adaptive` retires a worker once it
+    has been recommended for retirement ``wait_count`` times in a row, every ``interval``.
+
+    Examples
+    --------
+    >>> adaptive_release(60)
+    {'interval': '1s', 'wait_count': 60}
+    >>> adaptive_release(None)
+    {}
+    """
+    if idle_timeout is None:
+        return {}
+    idle = _seconds(idle_timeout, "idle_timeout")
+    interval = min(1.0, idle)
+    return {"interval": f"{interval:g}s", "wait_count": max(1, math.ceil(idle / interval))}
+
+
+def close_when_idle(dask_scheduler: Any, seconds: float) -> None:
+    """Run on a scheduler (``client.run_on_scheduler``): close it once no task has run for
+    ``seconds``, counted from now (``distributed.scheduler.idle-timeout``). Set once the
+    workers are there: a scheduler given it at its start closes while its jobs queue."""
+    dask_scheduler.idle_timeout = _seconds(seconds, "idle_timeout")
+    dask_scheduler.idle_since = None
+
+
+def _seconds(value: Any, name: str) -> float:
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if isinstance(value, bool) or not (math.isfinite(seconds) and seconds > 0):
+        raise InputError(
+            f"{name}={value!r} must be seconds above 0, e.g. 1200 (config "
+            "pangeo-hpc.cluster.idle-timeout; null: never)",
+            param=name,
+        )
+    return seconds
 
 
 def processes_per_job(cluster: Any) -> int:

@@ -23,7 +23,13 @@ from distributed import Client, LocalCluster
 from pangeo_hpc import config
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.diagnostics import preflight, wait_for_workers
-from pangeo_hpc.clusters.jobqueue import make_cluster, processes_per_job, worker_env
+from pangeo_hpc.clusters.jobqueue import (
+    adaptive_release,
+    close_when_idle,
+    make_cluster,
+    processes_per_job,
+    worker_env,
+)
 from pangeo_hpc.errors import ClusterError, InputError
 
 Kind = Literal["auto", "local", "slurm", "pbs", "sge"]
@@ -81,6 +87,12 @@ def resolve_kind(kind: str, profile: str | None) -> tuple[str, dict[str, Any]]:
     opts = profiles.resolve(name)
     chosen = opts.get("kind", "local") if kind == "auto" else kind
     return chosen, opts
+
+
+def site_name(kind: str, profile: str | None) -> str:
+    """The name a site's measurements are kept under: the profile, or for a cluster
+    started without one (or with ``auto``) its kind (``slurm``, ``local``)."""
+    return profile if profile and profile != "auto" else kind
 
 
 def get_cluster(
@@ -180,6 +192,7 @@ def start_cluster(
     jobs: int | None = None,
     adapt: tuple[int, int] | None = None,
     timeout: float | None = None,
+    idle_timeout: float | None = None,
     **overrides: Any,
 ) -> tuple[Any, Client]:
     """Start a cluster and a client, and wait for the first workers (for notebooks).
@@ -198,6 +211,13 @@ def start_cluster(
         As for :func:`get_cluster`.
     jobs, adapt, timeout
         Batch clusters only, as above.
+    idle_timeout : float, optional
+        Batch clusters only: seconds after which what sits idle is given back (config
+        ``pangeo-hpc.cluster.idle-timeout``, default 1200; None there: never). An adaptive
+        cluster releases a worker that has been idle that long, down to its minimum
+        (:func:`~pangeo_hpc.clusters.jobqueue.adaptive_release`); a fixed-size one closes
+        its scheduler once no task has run that long
+        (``distributed.scheduler.idle-timeout``), and its workers leave, ending their jobs.
 
     Returns
     -------
@@ -210,6 +230,7 @@ def start_cluster(
         )
     if jobs is not None and jobs < 1:
         raise InputError(f"jobs={jobs!r} must be a positive whole number, e.g. 2", param="jobs")
+    idle = config.get("cluster.idle-timeout", idle_timeout)
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
         client = Client(cluster)
@@ -218,13 +239,16 @@ def start_cluster(
             if chosen != "local":
                 preflight(cluster, chosen)
                 if adapt is not None:
-                    cluster.adapt(minimum_jobs=adapt[0], maximum_jobs=adapt[1])
+                    release = adaptive_release(idle)  # idle workers, down to the minimum
+                    cluster.adapt(minimum_jobs=adapt[0], maximum_jobs=adapt[1], **release)
                     first = adapt[0]
                 else:
                     first = jobs or 1
                     cluster.scale(jobs=first)
                 wait = float(config.get("cluster.wait-timeout", timeout))
                 wait_for_workers(client, cluster, chosen, worker_count(cluster, first), wait)
+                if adapt is None and idle is not None:  # from now: not while jobs queue
+                    client.run_on_scheduler(close_when_idle, seconds=idle)
         except BaseException:
             client.close()
             raise
@@ -243,6 +267,7 @@ def running_cluster(
     jobs: int | None = None,
     adapt: tuple[int, int] | None = None,
     timeout: float | None = None,
+    idle_timeout: float | None = None,
     **overrides: Any,
 ) -> Iterator[tuple[Any, Client]]:
     """:func:`start_cluster` as a context: yield ``(cluster, client)``, then close both.
@@ -256,6 +281,7 @@ def running_cluster(
         jobs=jobs,
         adapt=adapt,
         timeout=timeout,
+        idle_timeout=idle_timeout,
         **overrides,
     )
     levels: dict[str, int] | None = None

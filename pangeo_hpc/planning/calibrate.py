@@ -7,7 +7,9 @@ it in the calibration file (:mod:`pangeo_hpc.planning.calibration`).
 - the scheduler's CPU per task (in the recipe's runs, and for no-op tasks with
   :func:`pangeo_hpc.planning.overhead.task_overhead`), and how it grows with the number of workers
   (many workers simulated on this host);
-- storage read bandwidth per path (:func:`pangeo_hpc.storage.survey.read_speed`).
+- storage read bandwidth per path (:func:`pangeo_hpc.storage.survey.read_speed`);
+- on a batch cluster: how long its jobs queue and how long their workers take to connect
+  once a job runs (:func:`pangeo_hpc.planning.measure.job_starts`), per site.
 
 The file (config ``plan.calibration``) is JSON; each ``calibrate`` run updates its recipe
 and keeps the others.
@@ -28,6 +30,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import parse_size
 from pangeo_hpc.planning.calibration import (
     Calibration,
+    JobStarts,
     RecipeFit,
     calibration_path,
     calibration_target,
@@ -38,11 +41,13 @@ from pangeo_hpc.planning.calibration import (
 from pangeo_hpc.planning.measure import (
     Run,
     host_cores,
+    job_starts,
     load_slowdown,
     median_run,
     noop_cpu,
     on_this_host,
     read_local,
+    run_spread,
     simulated_growth,
     storage_rates,
     timed_run,
@@ -148,6 +153,7 @@ def fit_recipe(
     first = timed_run(client, lazy, large)  # the workers' first run, as on a new cluster
     for _ in range(repeat):
         runs.append((timed_run(client, small_lazy, small), timed_run(client, lazy, large)))
+    spread = run_spread(runs)
     small, large = median_run([r[0] for r in runs]), median_run([r[1] for r in runs])
     slowdown = 1.0
     if on_this_host(client) and host_cores() > workers:
@@ -191,7 +197,8 @@ def fit_recipe(
         f"worker and {per_task * 1e3:.2f} ms scheduler CPU; {warmup:.2f} s warm-up per "
         f"worker; first run {first.wall:.2f} s, then {small.wall:.2f} s and {large.wall:.2f} s; "
         f"fixed {fixed:.2f} s; "
-        f"a chunk takes {slowdown:.2f}x as long with all {host_cores()} cores busy"
+        f"a chunk takes {slowdown:.2f}x as long with all {host_cores()} cores busy; the "
+        f"repeated runs took x{spread[0]:.2f}..x{spread[1]:.2f} of their median"
     )
     return RecipeFit(
         process_rate=rate,
@@ -207,6 +214,7 @@ def fit_recipe(
         walls=[round(first.wall, 4), *(round(r[1].wall, 4) for r in runs)],
         workers=workers,
         data=f"{data or config.get('data.root')} {p_large[0]}..{p_large[1]}",
+        spread=[round(spread[0], 4), round(spread[1], 4)],
     )
 
 
@@ -224,6 +232,7 @@ def calibrate(
     storage: Mapping[str, str | Path] | None = None,
     path: str | Path | None = None,
     save: bool = True,
+    profile: str | None = None,
 ) -> Calibration:
     """Measure ``recipe`` on ``client`` (default: one local worker process) and store it.
 
@@ -257,6 +266,12 @@ def calibrate(
         Calibration file; default config ``plan.calibration``.
     save : bool
         Write the file (merged with what it holds).
+    profile : str, optional
+        The site profile the client's cluster was started with: on a batch cluster
+        (``client.cluster`` from dask-jobqueue) the jobs' queue and their workers' arrival
+        are measured too, ``repeat`` times (the cluster's jobs cancelled and submitted
+        again, :func:`~pangeo_hpc.planning.measure.job_starts`), and kept under this name;
+        default the cluster's kind (``slurm``), as a run without a profile looks them up.
 
     Returns
     -------
@@ -269,7 +284,7 @@ def calibrate(
     (the command line prints it); in a notebook, ``logging.basicConfig(level="INFO")`` shows it.
     """
     from pangeo_hpc.batch import recipe_yaml
-    from pangeo_hpc.clusters.start import running_cluster
+    from pangeo_hpc.clusters.start import kind_of, running_cluster, site_name
     from pangeo_hpc.s3.options import is_s3
 
     recipe_yaml.load(recipe)  # an unknown recipe is an error before any cluster starts
@@ -285,7 +300,7 @@ def calibrate(
             return calibrate(
                 recipe, client=own, data=data, start=start, end=end, amount=amount,
                 repeat=repeat, tasks=tasks, simulate_workers=simulate_workers,
-                storage=storage, path=path, save=save,
+                storage=storage, path=path, save=save, profile=profile,
             )  # fmt: skip
     fit = fit_recipe(client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat)
     per_task = noop_cpu(client, tasks)
@@ -301,6 +316,18 @@ def calibrate(
     per_worker = previous.overhead_per_worker
     if simulate_workers > 1:
         per_worker = simulated_growth(simulate_workers, tasks, per_task)
+    starts = dict(previous.starts)
+    cluster = getattr(client, "cluster", None)
+    if cluster is not None and kind_of(cluster) != "local":
+        where = site_name(kind_of(cluster), profile)
+        jobs = max(1, len(getattr(cluster, "workers", {}) or {}))
+        queue, arrival = job_starts(cluster, client, jobs=jobs, repeat=repeat)
+        starts[where] = JobStarts(
+            queue=[round(q, 3) for q in queue],
+            arrival=[round(a, 3) for a in arrival],
+            jobs=jobs,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
     paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
     rates = storage_rates(paths)
     cal = Calibration(
@@ -312,6 +339,7 @@ def calibrate(
         storage={**previous.storage, **rates},
         recipes={**previous.recipes, recipe: fit},
         source=str(p),
+        starts=starts,
     )
     if save:
         from pangeo_hpc.write.outputs import write_json

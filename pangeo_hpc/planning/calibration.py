@@ -48,6 +48,9 @@ class RecipeFit:
         Read chunks of the data measured.
     walls : list of float
         Wall times of the measured runs (s).
+    spread : list of float
+        ``[low, high]``: the fastest and the slowest of the repeated runs over the median of
+        their size, each size on its own (``[1, 1]``: not measured); the plan's range.
     workers : int
         Worker processes of the measuring cluster.
     data : str
@@ -67,6 +70,34 @@ class RecipeFit:
     walls: list[float] = field(default_factory=list)
     workers: int = 1
     data: str = ""
+    spread: list[float] = field(default_factory=lambda: [1.0, 1.0])
+
+
+@dataclass(frozen=True)
+class JobStarts:
+    """How long the batch jobs of one site take before their workers are there, measured
+    by ``calibrate`` on that site's cluster (:func:`pangeo_hpc.planning.measure.job_starts`).
+
+    Attributes
+    ----------
+    queue : list of float
+        Seconds from a job's submission to its start, one per job measured (not billed).
+    arrival : list of float
+        Seconds from a job's start to its last worker connected (billed).
+    jobs : int
+        Jobs submitted at once in each round.
+    created : str
+        When (ISO 8601).
+    """
+
+    queue: list[float]
+    arrival: list[float]
+    jobs: int = 1
+    created: str = ""
+
+    def ranges(self) -> tuple[tuple[float, float], tuple[float, float]]:
+        """``((queue low, high), (arrival low, high))`` in seconds."""
+        return (min(self.queue), max(self.queue)), (min(self.arrival), max(self.arrival))
 
 
 @dataclass(frozen=True)
@@ -81,6 +112,7 @@ class Calibration:
     storage: dict[str, float] = field(default_factory=dict)
     recipes: dict[str, RecipeFit] = field(default_factory=dict)
     source: str = ""
+    starts: dict[str, JobStarts] = field(default_factory=dict)
 
     def recipe(self, name: str) -> RecipeFit:
         """The fit of recipe ``name``, or an error telling how to measure it."""
@@ -108,6 +140,9 @@ class Calibration:
         """Read the file's content (or config ``plan.fallback``)."""
         try:
             recipes = {k: RecipeFit(**v) for k, v in (doc.get("recipes") or {}).items()}
+            starts = {k: JobStarts(**v) for k, v in (doc.get("starts") or {}).items()}
+            if any(not (s.queue and s.arrival) for s in starts.values()):
+                raise ValueError("a site's job starts without measurements")
             return cls(
                 host=str(doc["host"]),
                 cores=int(doc["cores"]),
@@ -117,6 +152,7 @@ class Calibration:
                 storage={str(k): float(v) for k, v in (doc.get("storage") or {}).items()},
                 recipes=recipes,
                 source=source,
+                starts=starts,
             )
         except (KeyError, TypeError, ValueError) as exc:
             call = f"calibrate(path={source!r})"
@@ -125,6 +161,17 @@ class Calibration:
                 f"{call}, or delete the file",
                 commands={call: ["calibrate", "--calibration", source]},
             ) from None
+
+
+def calibrate_call(recipe: str, site: str, kind: str) -> tuple[str, list[str]]:
+    """The call that measures ``recipe`` on ``site`` (a profile, or a kind such as
+    ``slurm``) and the command line's words for it, for messages (``commands``)."""
+    if kind == "local":
+        return f"calibrate({recipe!r})", ["calibrate", recipe]
+    words = ["calibrate", recipe, "--cluster", kind]
+    if site != kind:
+        words += ["--profile", site]
+    return f"calibrate({recipe!r}, client=<a client of {site}>, profile={site!r})", words
 
 
 def calibration_path(path: str | Path | None = None) -> Path:
@@ -200,6 +247,7 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
             **asdict(own),
             "recipes": {**shipped.recipes, **own.recipes},
             "storage": {**shipped.storage, **own.storage},
+            "starts": {**shipped.starts, **own.starts},
             "source": str(p),
         }
     )

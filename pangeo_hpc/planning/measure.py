@@ -17,11 +17,13 @@ from pangeo_hpc.storage.pagecache import read_through
 __all__ = [
     "Run",
     "host_cores",
+    "job_starts",
     "load_slowdown",
     "median_run",
     "noop_cpu",
     "on_this_host",
     "read_local",
+    "run_spread",
     "simulated_growth",
     "storage_rates",
     "timed_run",
@@ -82,6 +84,76 @@ def median_run(runs: list[Run]) -> Run:
         for k in ("wall", "computing", "worker_cpu", "scheduler_cpu")
     }
     return replace(runs[0], **med)
+
+
+def run_spread(runs: list[tuple[Run, ...]]) -> tuple[float, float]:
+    """The fastest and the slowest run over the median of its size, all sizes together:
+    ``runs`` holds one tuple of runs (one per size) per repetition."""
+    ratios = []
+    for size in zip(*runs, strict=True):
+        mid = statistics.median(r.wall for r in size)
+        ratios += [r.wall / mid for r in size if mid > 0]
+    return (min(ratios), max(ratios)) if ratios else (1.0, 1.0)
+
+
+def job_starts(
+    cluster: Any, client: Any, *, jobs: int = 1, repeat: int = 3, timeout: float | None = None
+) -> tuple[list[float], list[float]]:
+    """Seconds each batch job queued and its workers took to connect once it ran.
+
+    ``repeat`` rounds: the cluster's jobs are cancelled (``scale(0)``, their workers gone
+    from the scheduler), then ``jobs`` submitted at once. A job's start is the start of its
+    worker's first process (:func:`pangeo_hpc.clusters.budget.job_started`, seen on the
+    node); its queue runs from the submission to that start, its arrival from that start
+    to its last worker connected (polled every 20 ms here). The cluster has ``jobs`` jobs
+    again afterwards. Clocks of the nodes and of this host are assumed in step (NTP).
+    """
+    from pangeo_hpc import config
+    from pangeo_hpc.clusters.budget import job_started
+    from pangeo_hpc.clusters.jobqueue import processes_per_job
+    from pangeo_hpc.errors import ClusterError
+
+    wait = float(config.get("cluster.wait-timeout", timeout))
+    want = jobs * processes_per_job(cluster)
+    queue: list[float] = []
+    arrival: list[float] = []
+
+    def workers() -> set[str]:
+        return set(client.scheduler_info(n_workers=-1)["workers"])
+
+    for _ in range(repeat):
+        cluster.scale(jobs=0)
+        deadline = time.monotonic() + wait
+        while workers():
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the workers did not leave within {wait:.0f} s of scale(0)")
+            time.sleep(0.05)
+        submitted = time.time()
+        cluster.scale(jobs=jobs)
+        seen: dict[str, float] = {}
+        deadline = time.monotonic() + wait
+        while len(seen) < want:
+            if time.monotonic() > deadline:
+                raise ClusterError(
+                    f"{len(seen)} of {want} workers connected within {wait:.0f} s "
+                    "(pangeo-hpc.cluster.wait-timeout) while job starts were measured"
+                )
+            now = time.time()
+            seen.update({w: now for w in workers() - set(seen)})
+            time.sleep(0.02)
+        by_job: dict[str, list[tuple[float, float]]] = {}
+        for worker, (job, started) in client.run(job_started).items():
+            by_job.setdefault(job, []).append((started, seen.get(worker, time.time())))
+        for times in by_job.values():
+            started = min(t[0] for t in times)
+            queue.append(max(0.0, started - submitted))
+            arrival.append(max(0.0, max(t[1] for t in times) - started))
+    log.info(
+        f"job starts ({repeat} rounds of {jobs} job{'s' * (jobs > 1)}): queued "
+        f"{min(queue):.2f}-{max(queue):.2f} s, workers connected "
+        f"{min(arrival):.2f}-{max(arrival):.2f} s after the job started"
+    )
+    return queue, arrival
 
 
 def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:

@@ -123,6 +123,16 @@ class Model:
         The workers and the scheduler all share one host of this many cores (a local
         cluster, or batch jobs on one node with the scheduler on it); None: the scheduler
         has its own core and each node its own cores (a real cluster).
+    spread : (float, float)
+        Low and high factors on the measured CPU costs (a chunk's, the warm-up, the
+        scheduler's per task): the spread of the calibration's repeated runs around their
+        median; ``(1, 1)``: none measured.
+    queue : (float, float)
+        Seconds from a job's submission to its start, lowest and highest measured (batch
+        clusters; not billed). ``(0, 0)``: none (a local cluster, or not measured).
+    arrival : (float, float)
+        Seconds from a job's start to its workers connected, lowest and highest measured
+        (billed: the node is the job's).
     """
 
     size: int
@@ -143,6 +153,9 @@ class Model:
     price: float | None = None
     startup: float = 0.0
     host_cores: int | None = None
+    spread: tuple[float, float] = (1.0, 1.0)
+    queue: tuple[float, float] = (0.0, 0.0)
+    arrival: tuple[float, float] = (0.0, 0.0)
 
     def __post_init__(self) -> None:
         positive = ("size", "ratio", "chunk", "tasks_per_chunk", "process_rate", "processes")
@@ -159,11 +172,46 @@ class Model:
                 raise InputError(
                     f"{name}={value!r} must be a number of seconds, 0 or more", param=name
                 )
+        for name in ("spread", "queue", "arrival"):
+            lo, hi = getattr(self, name)
+            least = lo > 0 if name == "spread" else lo >= 0
+            if not (math.isfinite(lo) and math.isfinite(hi) and least and lo <= hi):
+                raise InputError(
+                    f"{name}={(lo, hi)!r} must be (low, high) with low <= high"
+                    + (", above 0" if name == "spread" else ", 0 or more"),
+                    param=name,
+                )
 
     def predict(self, nodes: int) -> dict[str, Any]:
-        """One row of the plan: ``nodes`` nodes."""
+        """One row of the plan: ``nodes`` nodes.
+
+        ``wall_s`` is the run's time once its workers are there, from the calibration's
+        medians (what the validation compares); ``wall_low_s`` and ``wall_high_s`` take the
+        calibration's spread (:attr:`spread`). ``start_low_s``/``start_high_s``: the jobs'
+        queue and their workers' arrival before it (:attr:`queue`, :attr:`arrival`).
+        Billed per node: arrival + run + ``startup``; with more than one node, the high
+        end also bills the queue's spread (the first job started waits for the last).
+        """
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
+        row = self._run(nodes, 1.0)
+        low, high = (self._run(nodes, f)["wall_s"] for f in self.spread)
+        (q_lo, q_hi), (a_lo, a_hi) = self.queue, self.arrival
+        wait = q_hi - q_lo if nodes > 1 else 0.0
+        billed = {
+            "node_hours_low": nodes * (a_lo + low + self.startup) / 3600,
+            "node_hours": nodes * ((a_lo + a_hi) / 2 + row["wall_s"] + self.startup) / 3600,
+            "node_hours_high": nodes * (a_hi + high + self.startup + wait) / 3600,
+        }
+        row.update(wall_low_s=low, wall_high_s=high, start_low_s=q_lo + a_lo,
+                   start_high_s=q_hi + a_hi, **billed)  # fmt: skip
+        for end in ("_low", "", "_high"):
+            hours = billed[f"node_hours{end}"]
+            row[f"cost{end}"] = None if self.price is None else hours * self.price
+        return row
+
+    def _run(self, nodes: int, factor: float) -> dict[str, Any]:
+        """The run once its workers are there, with the CPU costs times ``factor``."""
         chunks = math.ceil(self.size / self.chunk)
         tasks = math.ceil(chunks * self.tasks_per_chunk)
         per_node = min(self.processes, self.cores)
@@ -175,27 +223,30 @@ class Model:
         stored = self.size / self.ratio  # bytes read in all
         waves = math.ceil(chunks / slots)
         workers = nodes * self.processes
-        per_task = self.task_overhead + self.overhead_per_worker * (workers - 1)
+        per_task = (self.task_overhead + self.overhead_per_worker * (workers - 1)) * factor
+        warmup = self.warmup * factor
         # a chunk's time on its process: decoding plus its tasks' own costs, longer when
         # the node's other cores are busy too
         together = min(per_node, active) if self.host_cores is None else active
         cores = self.cores if self.host_cores is None else self.host_cores
         load = (together - 1) / (cores - 1) if cores > 1 else 0.0
-        chunk_cpu = (self.chunk / self.process_rate + self.tasks_per_chunk * self.task_cost) * (
-            1 + (self.load_slowdown - 1) * min(1.0, load)
+        chunk_cpu = (
+            (self.chunk / self.process_rate + self.tasks_per_chunk * self.task_cost)
+            * (1 + (self.load_slowdown - 1) * min(1.0, load))
+            * factor
         )
         # the CPU works in waves (the last may leave processes idle: the long tail); the
         # storage and the network links share their bandwidth among the chunks in flight,
         # so a short last wave goes faster there: bytes over bandwidth; the scheduler
         # handles one task at a time
-        limits = {"CPU decode": self.warmup + waves * chunk_cpu}
+        limits = {"CPU decode": warmup + waves * chunk_cpu}
         storage_rate = self.storage.rate * (1 if self.storage.shared else active_nodes)
         limits["storage"] = stored / storage_rate
         if self.network is not None and self.storage.over_network:
             limits["network"] = stored / (self.network * active_nodes)
         limits["scheduler"] = tasks * per_task
         if self.host_cores is not None:  # workers and scheduler take turns on the cores
-            cpu = workers * self.warmup + chunks * chunk_cpu + tasks * per_task
+            cpu = workers * warmup + chunks * chunk_cpu + tasks * per_task
             limits["host CPU"] = cpu / self.host_cores
         if chunks == 0:  # nothing to read: no worker warms up, the fixed cost alone
             limits = {"none": 0.0}
@@ -203,7 +254,7 @@ class Model:
         compute_s = limits[bound]
         wall = self.fixed + compute_s
         busy = self.size / self.process_rate  # process-seconds of decoding, all chunks
-        row: dict[str, Any] = {
+        return {
             "nodes": nodes,
             "workers": workers,
             "tasks": tasks,
@@ -214,7 +265,4 @@ class Model:
             "tail_efficiency": chunks / (waves * slots) if waves else 1.0,
             "bottleneck": bound,
             "read_MB_s": self.size / self.ratio / wall / 1e6,
-            "node_hours": nodes * (wall + self.startup) / 3600,
         }
-        row["cost"] = None if self.price is None else row["node_hours"] * self.price
-        return row

@@ -26,8 +26,8 @@ Examples
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,7 +36,7 @@ from pangeo_hpc.batch.state_cache import StateCache
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.errors import InputError, named
 from pangeo_hpc.inputs.sizes import parse_rate, parse_size
-from pangeo_hpc.planning.calibration import Calibration, load_calibration
+from pangeo_hpc.planning.calibration import Calibration, calibrate_call, load_calibration
 from pangeo_hpc.planning.model import STORAGE_KINDS, Model, Storage, parse_storage
 from pangeo_hpc.planning.reads import Reads, reads
 from pangeo_hpc.tables import text_table
@@ -58,6 +58,9 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
 
+    from pangeo_hpc.batch.recipe_yaml import Recipe
+    from pangeo_hpc.s3.options import S3Options
+
 
 @dataclass
 class Plan:
@@ -75,6 +78,19 @@ class Plan:
         import pandas as pd
 
         return pd.DataFrame(self.rows).set_index("nodes")
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as JSON: the recipe, the model's inputs, what it reads and the rows
+        (each with its low and high ends: ``wall_low_s``, ``cost_high`` ...)."""
+        m = asdict(self.model)
+        m["storage"] = self.model.storage.describe()
+        return {
+            "recipe": self.recipe,
+            "model": m,
+            "reads": asdict(self.reads) if self.reads is not None else None,
+            "sources": dict(self.sources),
+            "rows": [dict(r) for r in self.rows],
+        }
 
     def best(self, within: float = 0.1) -> dict[str, Any]:
         """The fewest nodes whose wall time is within ``within`` of the fastest."""
@@ -103,29 +119,45 @@ class Plan:
             f"{m.task_cost * 1e3:.2f} ms on its worker, {m.task_overhead * 1e3:.2f} ms on the "
             f"scheduler (+{m.overhead_per_worker * 1e6:.2f} us per worker); "
             f"{m.warmup:.2f} s warm-up per worker; {m.fixed:.2f} s per run",
+            _range_line(m),
         ]
         if r is not None:
             lines.insert(1, f"inputs: {r.line()}")
         lines += [f"  {k}: {v}" for k, v in self.sources.items()]
-        head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s", "wall", "effic.", "tail"]
-        head += ["bottleneck", "read MB/s"] + (["cost $"] if m.price is not None else [])
-        rows = [[f"{r['nodes']}", f"{r['workers']:,}", f"{r['tasks']:,}",
-                 f"{r['chunks_per_process']:.2f}", f"{r['chunk_s']:.3f}", _duration(r["wall_s"]),
-                 f"{r['efficiency']:.0%}", f"{r['tail_efficiency']:.0%}", r["bottleneck"],
-                 f"{r['read_MB_s']:,.0f}", *([f"{r['cost']:.4f}"] if m.price is not None else [])]
-                for r in self.rows]  # fmt: skip
+        starts = m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0)
+        head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s"]
+        head += ["start", "wall"] if starts else ["wall"]
+        head += ["effic.", "tail", "bottleneck", "read MB/s"]
+        head += ["cost $"] if m.price is not None else ["node-h"]
+        rows = []
+        for row in self.rows:
+            start = [_span(row["start_low_s"], row["start_high_s"], _duration)] if starts else []
+            end = (row["cost_low"], row["cost_high"]) if m.price is not None else (
+                row["node_hours_low"], row["node_hours_high"])  # fmt: skip
+            rows.append([f"{row['nodes']}", f"{row['workers']:,}", f"{row['tasks']:,}",
+                         f"{row['chunks_per_process']:.2f}", f"{row['chunk_s']:.3f}", *start,
+                         _span(row["wall_low_s"], row["wall_high_s"], _duration),
+                         f"{row['efficiency']:.0%}", f"{row['tail_efficiency']:.0%}",
+                         row["bottleneck"], f"{row['read_MB_s']:,.0f}",
+                         _span(*end, lambda x: f"{x:.4f}")])  # fmt: skip
+        gap = head.index("bottleneck")
+        widths = [6, 8, 8, 11, 8, *([12] if starts else []), 16, 7, 5, 11, 10, 16]
         table = text_table(
             [head, *rows],
             right=[h != "bottleneck" for h in head],
-            widths=[6, 8, 8, 11, 8, 10, 7, 5, 11, 10, 9][: len(head)],
-            sep=[" "] * 7 + ["  "] + [" "] * (len(head) - 9),  # two spaces before bottleneck
+            widths=widths,
+            sep=[" "] * (gap - 1) + ["  "] + [" "] * (len(head) - gap - 1),
         )
         lines += ["", *table]
         b = self.best()
         lines.append(
             f"\nfewest nodes within 10 % of the fastest: {b['nodes']} "
-            f"({_duration(b['wall_s'])}, {b['bottleneck']}-bound"
-            + (f", ${b['cost']:.4f}" if b["cost"] is not None else "")
+            f"({_span(b['wall_low_s'], b['wall_high_s'], _duration)}, {b['bottleneck']}-bound"
+            + (
+                f", ${_span(b['cost_low'], b['cost_high'], lambda x: f'{x:.4f}')}"
+                if b["cost"] is not None
+                else ""
+            )
             + (f"; {r.files_to_read} of {r.files} files to read" if r else "")
             + ")"
         )
@@ -162,6 +194,33 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+def _span(low: float, high: float, show: Any) -> str:
+    """``7.8-9.1 s`` (one figure when both ends show the same)."""
+    a, b = show(low), show(high)
+    if a == b:
+        return a
+    unit_a, unit_b = a.rpartition(" ")[2], b.rpartition(" ")[2]
+    if " " in a and unit_a == unit_b:
+        return f"{a.rpartition(' ')[0]}-{b}"
+    return f"{a}-{b}"
+
+
+def _range_line(m: Model) -> str:
+    """Where the ranges come from, in one line."""
+    lo, hi = m.spread
+    text = (
+        f"range: the calibration's repeated runs took x{lo:.2f}..x{hi:.2f} of their median"
+        if (lo, hi) != (1.0, 1.0)
+        else "range: none measured (calibrate to measure repeated runs)"
+    )
+    if m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0):
+        text += (
+            f"; jobs queue {m.queue[0]:.1f}-{m.queue[1]:.1f} s, workers arrive "
+            f"{m.arrival[0]:.1f}-{m.arrival[1]:.1f} s after the job starts (billed)"
+        )
+    return text
+
+
 def _price(value: object) -> float:
     """``3.888``, ``3.888/h``, ``$3.888/h``: dollars per node-hour."""
     text = str(value).strip().lstrip("$").removesuffix("/h").removesuffix("/hour")
@@ -196,7 +255,7 @@ def _nodes(value: Iterable[int] | str | None) -> list[int]:
 
 
 def plan(
-    recipe: str,
+    recipe: str | Recipe,
     size: int | str | None = None,
     *,
     data: str | Path | None = None,
@@ -204,6 +263,7 @@ def plan(
     end: str | None = None,
     cache: StateCache | bool | None = None,
     profile: str = "local",
+    options: Mapping[str, Any] | None = None,
     storage: str | None = None,
     price: float | str | None = None,
     nodes: Sequence[int] | str | None = None,
@@ -212,13 +272,15 @@ def plan(
     startup: float | None = None,
     calibration: Calibration | str | Path | None = None,
     host_cores: int | None = None,
+    s3: S3Options | None = None,
 ) -> Plan:
     """Predict the wall time, efficiency, bottleneck and cost of ``recipe`` per node count.
 
     Parameters
     ----------
-    recipe : str
-        A recipe name (``era5-sst-mean``); its calibration is used.
+    recipe : str or Recipe
+        A recipe name (``era5-sst-mean``) or a loaded recipe; the calibration of its name
+        is used.
     size : int or str, optional
         Uncompressed size of the data it reads, e.g. ``"300GB"`` (xarray's ``nbytes``).
         Give it or ``data``.
@@ -234,7 +296,13 @@ def plan(
         With ``data``: the state cache a run would use (default config
         ``pangeo-hpc.cache.folder``); ``False``: as if nothing were cached (``--no-cache``).
     profile : str
-        Site profile for processes, cores, network and price per node (``profiles``).
+        Site profile for processes, cores, network and price per node (``profiles``); on a
+        batch cluster, the jobs' queue and their workers' arrival that ``calibrate``
+        measured on it (:attr:`Calibration.starts`, keyed by profile, or by kind for a
+        cluster started without one: ``slurm``).
+    options : mapping, optional
+        The profile's options as a run resolves them (its overrides on top, or a Slurm
+        partition's cores without a profile); default those of ``profile``.
     storage : str, optional
         ``KIND[:RATE]``: ``fsx:2880MB/s`` (shared by all nodes), ``s3`` or ``local`` (per
         node), ``cache`` (already in memory). Without a rate, the calibration's. Default:
@@ -255,6 +323,8 @@ def plan(
         figures shipped in config ``plan.fallback``.
     host_cores : int, optional
         Workers and scheduler share one host of this many cores (see :class:`Model`).
+    s3 : S3Options, optional
+        With ``s3://`` data: how to reach them.
 
     Returns
     -------
@@ -285,8 +355,15 @@ def plan(
         )
     if not isinstance(calibration, Calibration):
         calibration = load_calibration(calibration)
+    spec, recipe = recipe, (recipe if isinstance(recipe, str) else recipe.name)
     fit = calibration.recipe(recipe)
-    site = profiles.resolve(profile)
+    site = dict(options) if options is not None else profiles.resolve(profile)
+    batch = site.get("kind", "local") != "local"
+    if batch:  # as the job script: one process per core unless told otherwise
+        site["processes"] = site.get("processes") or site.get("cores")
+    queue, arrival = (0.0, 0.0), (0.0, 0.0)
+    if batch and profile in calibration.starts:
+        queue, arrival = calibration.starts[profile].ranges()
     if site.get("kind", "local") == "local":
         # a local cluster: this host's cores, shared by the workers and the scheduler
         site = {"cores": calibration.cores, "processes": calibration.cores, **site}
@@ -296,7 +373,7 @@ def plan(
         if not isinstance(site.get(key), int) or site[key] < 1:
             raise InputError(f"profile {profile!r} needs {key} (a whole number) for a plan")
     default_chunk = f"{config.get('data.time-chunk-mb')}MB"
-    inputs = None if data is None else reads(recipe, data, start=start, end=end, cache=cache)
+    inputs = None if data is None else reads(spec, data, start=start, end=end, cache=cache, s3=s3)
     chunk_bytes = parse_size(chunk if chunk is not None else default_chunk, name="chunk")
     if ratio is None:
         ratio = inputs.ratio if inputs is not None else fit.ratio
@@ -322,9 +399,15 @@ def plan(
         warmup=fit.warmup,
         load_slowdown=fit.load_slowdown,
         host_cores=host_cores,
+        spread=(float(fit.spread[0]), float(fit.spread[1])),
+        queue=queue,
+        arrival=arrival,
     )
     rows = [model.predict(n) for n in _nodes(nodes)]
     sources = {"calibration": calibration.describe()}
+    if batch and profile not in calibration.starts:
+        call, _ = calibrate_call(recipe, profile, site["kind"])
+        sources["job start"] = f"not measured on {profile!r}: counted as 0 (measure: {call})"
     return Plan(recipe=recipe, model=model, rows=rows, sources=sources, reads=inputs)
 
 

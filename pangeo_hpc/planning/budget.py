@@ -1,0 +1,204 @@
+"""A cost guard: plan a run before any job is submitted, refuse it when its predicted cost's
+high end passes the budget, and watch it while it runs.
+
+:func:`run_recipe` is :func:`pangeo_hpc.batch.execute.run_recipe` with ``budget=``
+(``5USD`` or ``2h`` node-hours, :func:`pangeo_hpc.inputs.budget.parse_budget`):
+
+1. :func:`check_budget` plans the run as it will be started (its files not cached yet,
+   its cluster's shape, the jobs' queue and workers' arrival measured by ``calibrate`` on
+   that site) from *the user's own calibration file* (the shipped figures were measured
+   elsewhere: they do not count). No calibration of the recipe, or of the site's job
+   starts on a batch cluster: refused (``calibrate first: ...``). A predicted high end
+   above the budget: refused, naming the prediction and the fix. Nothing has started.
+2. the run goes on with a :class:`~pangeo_hpc.clusters.budget.Guard` that
+   :func:`~pangeo_hpc.clusters.budget.within_budget` watches: spent node-hours past the
+   budget stop it as Ctrl-C does, its states saved
+   (:class:`~pangeo_hpc.errors.BudgetSpent`).
+
+Without a budget, a run on a batch cluster still gets one line: its prediction, or that
+there is no calibration to predict it from; a local run without a budget is not planned
+(it costs no node-hours, and a small question must start at once).
+
+The check lives here and not in :mod:`pangeo_hpc.batch` because it needs the model, one
+layer up; the batch run only takes the guard it made.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.batch.execute import run_recipe as _run
+from pangeo_hpc.batch.recipe_yaml import Recipe, load
+from pangeo_hpc.batch.results import RunResult
+from pangeo_hpc.batch.steps import data_root
+from pangeo_hpc.clusters.budget import Guard
+from pangeo_hpc.clusters.start import resolve_kind, site_name
+from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.inputs.budget import Budget, parse_budget
+from pangeo_hpc.planning.calibration import (
+    calibrate_call,
+    calibration_path,
+    read_calibration_file,
+)
+from pangeo_hpc.planning.plan import plan
+
+__all__ = ["check_budget", "run_recipe"]
+
+#: the prediction line (INFO) before a batch run starts; the CLI prints it
+log = logging.getLogger(__name__)
+
+
+def check_budget(
+    spec: Recipe | str,
+    budget: Budget | str | None,
+    *,
+    data: str | Path | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    cluster: str = "local",
+    profile: str | None = None,
+    workers: int | None = None,
+    jobs: int | None = None,
+    adapt: tuple[int, int] | None = None,
+    batch: dict[str, Any] | None = None,
+    cache: Any = None,
+    s3: Any = None,
+    calibration: str | Path | None = None,
+) -> Guard | None:
+    """Check a run's predicted cost against ``budget`` before anything starts.
+
+    Parameters are those of :func:`pangeo_hpc.batch.execute.run_recipe`; ``calibration``
+    is the calibration file (default config ``plan.calibration``). An adaptive run is
+    planned at its maximum jobs.
+
+    Returns
+    -------
+    Guard or None
+        What the run's watcher enforces; None without a budget.
+
+    Raises
+    ------
+    InputError
+        A budget that cannot be read; no calibration to check it against (``calibrate
+        first``); a predicted high end above it; a dollar budget on nodes without a price.
+    """
+    given = None if budget is None else parse_budget(budget)
+    spec = load(spec) if isinstance(spec, str) else spec
+    kind, options = resolve_kind(cluster, profile)
+    if given is None and kind == "local":
+        return None
+    options = {**options, **{k: v for k, v in (batch or {}).items() if v is not None}}
+    if kind == "local" and workers is not None:
+        options["processes"] = workers
+    options["kind"] = kind
+    site = site_name(kind, profile)
+    nodes = 1 if kind == "local" else (adapt[1] if adapt is not None else jobs or 1)
+    missing = _uncalibrated(spec.name, site, kind, calibration)
+    if missing is not None:
+        call, words = calibrate_call(spec.name, site, kind)
+        why = (
+            f"calibrate first: {missing}, so the run's cost cannot be predicted; "
+            f"measure it with {call}"
+        )
+        if given is None:
+            log.info(f"plan: {why}")
+            return None
+        raise InputError(
+            f"{why}, or run without {named('budget', given.text)}",
+            param="budget",
+            commands={call: words},
+        )
+    p = plan(
+        spec,
+        data=data_root(data, profile),
+        start=start,
+        end=end,
+        cache=cache,
+        profile=site,
+        options=options,
+        nodes=[nodes],
+        calibration=calibration,
+        s3=s3,
+    )
+    row = p.rows[0]
+    price = p.model.price
+    unit = given or Budget(1.0, "node-hours", "")
+    shown = unit.describe(row["node_hours_low"], price, row["node_hours_high"])
+    what = f"{nodes} job{'s' * (nodes != 1)}" if kind != "local" else "this machine"
+    wall = f"{row['wall_low_s']:.1f}-{row['wall_high_s']:.1f} s"
+    if row["start_high_s"]:
+        wall += f" after {row['start_low_s']:.1f}-{row['start_high_s']:.1f} s of job start"
+    line = f"plan: {shown} on {what} ({wall})"
+    if given is None:
+        log.info(line)
+        return None
+    limit = given.node_hours(price)
+    if row["node_hours_high"] > limit:
+        fewer = "fewer jobs (jobs=), " if kind != "local" and nodes > 1 else ""
+        raise InputError(
+            f"predicted cost {shown} on {what} ({wall}) exceeds {named('budget', given.text)}: "
+            f"ask for {fewer}a shorter period (start=, end=), or a larger budget",
+            param=("budget", "jobs", "start", "end"),
+        )
+    log.info(f"{line}, within budget {given.text}")
+    return Guard(given, limit, price, shown)
+
+
+def _uncalibrated(recipe: str, site: str, kind: str, path: str | Path | None) -> str | None:
+    """Why the user's calibration file cannot predict ``recipe`` on ``site``, or None."""
+    p = calibration_path(path)
+    if not p.exists():
+        return f"no calibration file {str(p)!r}"
+    own = read_calibration_file(p)
+    if recipe not in own.recipes:
+        return f"{recipe!r} is not calibrated in {str(p)!r}"
+    if kind != "local" and site not in own.starts:
+        return f"the job start on {site!r} is not measured in {str(p)!r}"
+    return None
+
+
+def run_recipe(
+    spec: Recipe,
+    *,
+    budget: Budget | str | None = None,
+    calibration: str | Path | None = None,
+    **kwargs: Any,
+) -> RunResult:
+    """:func:`pangeo_hpc.batch.execute.run_recipe` with a budget: checked against the
+    run's prediction before anything starts, then watched while it runs.
+
+    Parameters
+    ----------
+    spec : Recipe
+        The recipe.
+    budget : str or Budget, optional
+        ``5USD`` (needs the cluster's price per node-hour) or ``2h`` node-hours (also
+        ``90min``, ``600s``); see :mod:`pangeo_hpc.inputs.budget`.
+    calibration : str or Path, optional
+        The calibration file to predict from (default config ``plan.calibration``).
+    **kwargs
+        As for :func:`pangeo_hpc.batch.execute.run_recipe`.
+
+    Raises
+    ------
+    InputError
+        As :func:`check_budget`: nothing was started.
+    BudgetSpent
+        The cluster spent the budget: the run was stopped, its states are saved and the
+        same call again resumes from them.
+    """
+    where = {k: kwargs.get(k) for k in ("data", "start", "end", "workers", "jobs", "adapt")}
+    guard = check_budget(
+        spec,
+        budget,
+        **where,
+        cluster=kwargs.get("cluster", "local"),
+        profile=kwargs.get("profile"),
+        batch=kwargs.get("batch"),
+        cache=kwargs.get("cache"),
+        s3=kwargs.get("s3"),
+        calibration=calibration,
+    )
+    return _run(spec, guard=guard, **kwargs)
