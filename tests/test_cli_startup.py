@@ -48,3 +48,19 @@ def test_help_and_flag_errors_import_no_scientific_stack(args, code):
     assert got == code
     assert "pangeo_hpc" in names, "-X importtime printed nothing: the check would be vacuous"
     assert not names & set(HEAVY), f"{' '.join(args)} imported {sorted(names & set(HEAVY))}"
+
+
+def test_a_reader_that_leaves_early_gets_no_traceback():
+    """``pangeo-hpc list | head -1``: the pipe closed before the lines are written is the
+    reader's choice, not an internal error (it was a BrokenPipeError traceback)."""
+    p = subprocess.Popen(
+        [sys.executable, "-m", "pangeo_hpc.run", "list"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()  # before the child writes: its first flush meets a closed pipe
+    err = p.stderr.read()
+    assert p.wait(timeout=120) == 141, err
+    assert err == "", err

@@ -87,7 +87,7 @@ def run_recipe(
     this process's threads, and ``summary.json``'s ``cluster.in_process`` says why.
     Progress lines (the cluster, the warm-up, the states) are logged at INFO
     (``pangeo_hpc.batch``); the command line prints them. ``guard``: a budget checked
-    against the run's prediction (:func:`pangeo_hpc.planning.budget.run_recipe` makes it
+    against the run's prediction (:func:`pangeo_hpc.planning.budget.run_within_budget` makes it
     and calls this), watched while the cluster runs
     (:func:`pangeo_hpc.clusters.budget.within_budget`).
     """

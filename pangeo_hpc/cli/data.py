@@ -114,11 +114,11 @@ def _run(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.recipe_yaml import load
     from pangeo_hpc.batch.results import summary_text
     from pangeo_hpc.cli.progress import show_progress
-    from pangeo_hpc.planning.budget import run_recipe
+    from pangeo_hpc.planning.budget import run_within_budget
 
     spec = load(a.recipe)
     s3 = s3_options_from(a, a.data)
-    run = run_recipe(
+    run = run_within_budget(
         spec,
         data=a.data,
         start=a.start,

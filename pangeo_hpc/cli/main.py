@@ -7,13 +7,15 @@ Exit codes: 0 success, 2 bad input (one line on stderr naming the value and the 
 flags: :func:`pangeo_hpc.cli.common.for_cli`), 1 a failure while running (one line: storage,
 the cluster, a task whose workers died, no space left for the outputs; or a traceback for an
 internal error), 3 a run stopped because its cluster spent the budget (``--budget``; its
-states are saved: the same command again resumes), 130 interrupted. warmup, stage and index
+states are saved: the same command again resumes), 130 interrupted, 141 the reader of the
+output left (``... | head``: nothing more is printed). warmup, stage and index
 go on past files that fail, list them at the end and exit with 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import signal
 import sys
 import threading
@@ -48,7 +50,7 @@ Each verb has --help.
 
 exit codes: 0 success, 2 bad input (one line naming the value and the fix),
 1 a failure while running, 3 stopped: the budget (--budget) was spent (the
-same command again resumes), 130 interrupted."""
+same command again resumes), 130 interrupted, 141 the output's reader left."""
 
 
 def _interruptible() -> None:
@@ -181,6 +183,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `... | head`: the reader left; say nothing more
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # Python's last flush at exit must not fail
+        return 128 + signal.SIGPIPE
     except Exception as exc:
         if _killed_worker(exc):  # workers died running one task too often
             from pangeo_hpc.clusters.diagnostics import lost_task

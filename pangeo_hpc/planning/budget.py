@@ -1,7 +1,7 @@
 """A cost guard: plan a run before any job is submitted, refuse it when its predicted cost's
 high end passes the budget, and watch it while it runs.
 
-:func:`run_recipe` is :func:`pangeo_hpc.batch.execute.run_recipe` with ``budget=``
+:func:`run_within_budget` is :func:`pangeo_hpc.batch.execute.run_recipe` with ``budget=``
 (``5USD`` or ``2h`` node-hours, :func:`pangeo_hpc.inputs.budget.parse_budget`):
 
 1. :func:`check_budget` plans the run as it will be started (its files not cached yet,
@@ -44,7 +44,7 @@ from pangeo_hpc.planning.calibration import (
 )
 from pangeo_hpc.planning.plan import plan
 
-__all__ = ["check_budget", "run_recipe"]
+__all__ = ["check_budget", "run_within_budget"]
 
 #: the prediction line (INFO) before a batch run starts; the CLI prints it
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ def _uncalibrated(recipe: str, site: str, kind: str, path: str | Path | None) ->
     return None
 
 
-def run_recipe(
+def run_within_budget(
     spec: Recipe,
     *,
     budget: Budget | str | None = None,
