@@ -25,7 +25,7 @@ from pangeo_hpc.cli import cache, clusters, data, index, plan, provenance, s3, s
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
 from pangeo_hpc.cli.logs import library_lines
 from pangeo_hpc.clusters.diagnostics import lost_task
-from pangeo_hpc.errors import ClusterError, InputError, StorageError
+from pangeo_hpc.errors import ClusterError, InputError, StorageError, redact
 
 #: every verb, in the order ``--help`` lists them
 VERBS: list[Verb] = [
@@ -168,9 +168,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {for_cli(lost_task(exc), prog, verb)}", file=sys.stderr)
         return 1
     except PermissionError as exc:  # a path the user may not read or write: their input
-        where = exc.filename if exc.filename is not None else "a path"
+        where = redact(str(exc.filename)) if exc.filename is not None else "a path"
         print(
-            f"error: permission denied on {str(where)!r}: ask its owner for access, "
+            f"error: permission denied on {where!r}: ask its owner for access, "
             "or choose a path you can read (and write, for --out)",
             file=sys.stderr,
         )
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("interrupted", file=sys.stderr)
         return 130
     except Exception:
-        traceback.print_exc()
+        print(redact(traceback.format_exc()), end="", file=sys.stderr)
         print("internal error: the traceback above is a bug; please report it", file=sys.stderr)
         return 1
 

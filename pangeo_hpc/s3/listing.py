@@ -223,7 +223,7 @@ def _check_endpoint(url: str, opts: S3Options) -> None:
         raise (
             explain(exc, url, opts)
             or InputError(
-                f"S3 endpoint {opts.endpoint_url} does not answer (for {url!r}: {exc}): check "
+                f"S3 endpoint {opts.shown_endpoint} does not answer (for {url!r}: {exc}): check "
                 "endpoint_url= and that the server runs",
                 param="endpoint_url",
             )

@@ -17,9 +17,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit, urlunsplit
 
 from pangeo_hpc import config
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.extras import require
 
 if TYPE_CHECKING:
@@ -76,6 +77,20 @@ class S3Options:
     region: str | None = None
     profile: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_endpoint_url(self.endpoint_url)
+
+    def __repr__(self) -> str:  # the endpoint as every message shows it: no credentials
+        return (
+            f"S3Options(endpoint_url={self.shown_endpoint!r}, anon={self.anon!r}, "
+            f"region={self.region!r}, profile={self.profile!r})"
+        )
+
+    @property
+    def shown_endpoint(self) -> str | None:
+        """The endpoint as messages and logs show it (:func:`~pangeo_hpc.errors.redact`)."""
+        return None if self.endpoint_url is None else redact(self.endpoint_url)
+
     @classmethod
     def resolve(
         cls,
@@ -90,11 +105,6 @@ class S3Options:
             or os.environ.get("AWS_ENDPOINT_URL_S3")
             or os.environ.get("AWS_ENDPOINT_URL")
         )
-        if endpoint is not None and not str(endpoint).startswith(("http://", "https://")):
-            raise InputError(
-                f"endpoint_url={endpoint!r} needs a scheme: write e.g. http://127.0.0.1:8333",
-                param="endpoint_url",
-            )
         return cls(
             endpoint_url=endpoint,
             anon=bool(config.get("s3.anon", anon)),
@@ -143,6 +153,29 @@ class S3Options:
         if self.region:
             return self.region
         return _botocore_session(self.profile).get_config_variable("region") or "us-east-1"
+
+
+def _check_endpoint_url(endpoint: str | None) -> None:
+    """Refuse an endpoint without a scheme, or with a user name and password in it: S3
+    requests are signed with AWS keys, and aiohttp (s3fs) refuses a URL's credentials
+    beside that signature, after a run has listed its inputs."""
+    if endpoint is None:
+        return
+    shown = redact(str(endpoint))
+    if not str(endpoint).startswith(("http://", "https://")):
+        raise InputError(
+            f"endpoint_url={shown!r} needs a scheme: write e.g. http://127.0.0.1:8333",
+            param="endpoint_url",
+        )
+    parts = urlsplit(str(endpoint))
+    if parts.username is not None or parts.password is not None:
+        bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        raise InputError(
+            f"endpoint_url={shown!r} holds a user name and password, which S3 does not take: "
+            f"write endpoint_url={bare!r} and give the keys as AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or a profile)",
+            param="endpoint_url",
+        )
 
 
 @functools.cache
@@ -274,7 +307,7 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     """
     text = str(exc)
     code = next(iter(_CODE.findall(text)), "")
-    where = opts.endpoint_url or "AWS S3"
+    where = opts.shown_endpoint or "AWS S3"
     if code == "NoSuchBucket" or (code == "" and "NoSuchBucket" in text):
         return InputError(f"bucket of {url!r} does not exist on {where}: check the name")
     if code in ("NoSuchKey",) or type(exc).__name__ in ("NotFoundError", "FileNotFoundError"):
