@@ -58,6 +58,12 @@ class DataNotFoundError(InputError, FileNotFoundError):
         return FileNotFoundError.__new__(cls, *args)
 
 
+class DamagedInputError(InputError):
+    """An input file whose bytes do not decode (a damaged chunk) or that ends before its own
+    index says: damaged, truncated, or changed since it was indexed. The message names the
+    file and the chunk; the fix is to restore the file."""
+
+
 class MissingExtraError(InputError, ImportError):
     """An optional feature whose packages are not installed; the message names the extra that
     installs them (``pip install 'pangeo-hpc[s3]'``). An :class:`ImportError` for Python code,
