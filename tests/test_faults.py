@@ -321,6 +321,33 @@ def test_a_damaged_chunk_read_in_process_is_one_line_too(demo_tree, tmp_path):
     assert not out.exists()
 
 
+def test_workers_keep_the_log_of_real_failures():
+    """The filter drops distributed's record of an input error (and of tasks cancelled as a
+    worker closes), never that of another exception: a bug keeps its traceback."""
+    import logging
+
+    from pangeo_hpc.clusters.worker_logs import InputErrorFilter
+
+    def compute_failed(exc: BaseException) -> logging.LogRecord:  # as distributed logs it
+        args = (("open-x", 0), "executing", "<Task ('open-x', 0) getter(...)>", repr(exc), "tb")
+        msg = "Compute Failed\nKey:       %s\nState:     %s\nTask:  %s\nException: %r\nTraceback: %r\n"
+        return logging.LogRecord("distributed.worker", logging.ERROR, "w.py", 1, msg, args, None)
+
+    from pangeo_hpc.errors import DamagedInputError, DataNotFoundError, StorageError
+
+    keep = InputErrorFilter().filter
+    assert not keep(compute_failed(DamagedInputError("'/x.nc' is damaged: chunk (0, 1)")))
+    assert not keep(compute_failed(DataNotFoundError("no files")))
+    for bug in (RuntimeError("InputError(x)"), ValueError("bad"), StorageError("EIO")):
+        assert keep(compute_failed(bug))
+    closing = logging.LogRecord(
+        "distributed.worker.state_machine", logging.WARNING, "w.py", 1,
+        "Async instruction for <Task cancelled name='execute(x)'> ended with CancelledError",
+        None, None,
+    )  # fmt: skip
+    assert not keep(closing)
+
+
 # ----- a file vanished or unreadable during a warm-up
 
 
