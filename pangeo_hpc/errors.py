@@ -13,6 +13,7 @@ show its flags and verbs instead (:func:`pangeo_hpc.cli.common.for_cli`).
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping, Sequence
 
 
@@ -57,6 +58,12 @@ class DataNotFoundError(InputError, FileNotFoundError):
         return FileNotFoundError.__new__(cls, *args)
 
 
+class DamagedInputError(InputError):
+    """An input file whose bytes do not decode (a damaged chunk) or that ends before its own
+    index says: damaged, truncated, or changed since it was indexed. The message names the
+    file and the chunk; the fix is to restore the file."""
+
+
 class MissingExtraError(InputError, ImportError):
     """An optional feature whose packages are not installed; the message names the extra that
     installs them (``pip install 'pangeo-hpc[s3]'``). An :class:`ImportError` for Python code,
@@ -89,3 +96,43 @@ def named(name: str, value: object) -> str:
     name), ``--out '/x'`` for a flag or ``pangeo-hpc.s3.index-cache '/x'`` for a setting."""
     text = repr(str(value)) if isinstance(value, str | os.PathLike) else repr(value)
     return f"{name}={text}" if name.isidentifier() else f"{name} {text}"
+
+
+#: a URL's user information: ``scheme://USER:PASSWORD@`` (up to the host's last ``@``)
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<info>[^/?#\s]*)@")
+#: query parameters that carry a secret: S3 and GCS presigned URLs (``X-Amz-Signature``,
+#: ``X-Amz-Credential``, ``X-Amz-Security-Token``, ``X-Goog-Signature``), Azure SAS
+#: (``sig``), the older S3 form (``Signature``, ``AWSAccessKeyId``), tokens, keys, passwords
+_SECRET_PARAM = re.compile(
+    r"(?P<name>[?&;](?:[\w.-]*(?:signature|credential|token|secret|password|passw|"
+    r"apikey|api_key|access_?key|accesskeyid)[\w.-]*|sig|key|code|auth|pwd))="
+    r"(?P<value>[^&#\s'\"]*)",
+    re.IGNORECASE,
+)
+#: what stands for a secret in a redacted URL
+HIDDEN = "***"
+
+
+def redact(text: str) -> str:
+    """``text`` with the credentials of every URL in it replaced by ``***``.
+
+    A password in a URL's user information (``http://ana:***@host``; a user name without a
+    password, which may be a token, as a whole: ``https://***@host``) and the values of
+    query parameters that carry secrets (presigned URLs' ``X-Amz-Signature`` and
+    ``X-Amz-Credential``, ``token``, ``sig``, ``password`` ...). Everything that prints or
+    records a URL, or a message that may hold one, goes through here: error lines, log
+    lines, ``summary.json``, ``repr`` of the S3 options.
+
+    Examples
+    --------
+    >>> redact("S3 endpoint http://ana:s3cr3t@minio:9000 does not answer")
+    'S3 endpoint http://ana:***@minio:9000 does not answer'
+    >>> redact("https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F&X-Amz-Signature=ab12&x=1")
+    'https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Signature=***&x=1'
+    """
+
+    def userinfo(m: re.Match[str]) -> str:
+        user, colon, _ = m["info"].partition(":")
+        return f"{m['head']}{user}:{HIDDEN}@" if colon else f"{m['head']}{HIDDEN}@"
+
+    return _SECRET_PARAM.sub(rf"\g<name>={HIDDEN}", _USERINFO.sub(userinfo, text))

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 import pytest
 
-from pangeo_hpc.errors import StorageError
+from pangeo_hpc.errors import DamagedInputError
 from pangeo_hpc.io import chunk_decoding
 from pangeo_hpc.io.chunk_decoding import ChunkDecoder
 from pangeo_hpc.io.reader import H5Source
@@ -137,8 +137,14 @@ def test_a_corrupt_chunk_or_truncated_file_is_an_error_naming_the_file(tmp_path)
     off = infos[3].byte_offset
     raw[off + 2 : off + 40] = bytes(38)  # garbage inside one deflate stream
     path.write_bytes(bytes(raw))
-    with pytest.raises(StorageError, match="f.nc' is damaged: a chunk of"):
+    # bad input (exit code 2), naming the chunk: its grid index, first element, byte, size
+    c = infos[3]
+    with pytest.raises(
+        DamagedInputError,
+        match=rf"f.nc' is damaged: chunk \(0, 1, 1\) at \[0, 10, 10\] \(byte {c.byte_offset}, "
+        rf"{c.size} bytes\) does not inflate \(.*\); restore it from its source$",
+    ):
         H5Source(str(path), "v").read((slice(None),) * 3)
     path.write_bytes(bytes(raw[: len(raw) // 2]))
-    with pytest.raises(StorageError, match="f.nc.*truncated"):
+    with pytest.raises(DamagedInputError, match="f.nc.*truncated"):
         H5Source(str(path), "v").read((slice(None),) * 3)

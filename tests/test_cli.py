@@ -281,5 +281,52 @@ def test_spec_errors_name_the_file(tmp_path):
     with pytest.raises(InputError, match="lacks dataset.variable, dataset.start, dataset.end"):
         load(str(bad))
     bad.write_text("name: [unclosed\n")
-    with pytest.raises(InputError, match="is not valid YAML"):
+    with pytest.raises(
+        InputError,
+        match=r"bad.yaml' is not valid YAML: did not find expected ',' or '\]' \(line 2, column 1\): fix the file$",
+    ):
         load(str(bad))
+
+
+def _laughs(levels: int) -> str:
+    """A valid recipe but for its description: ``levels`` lists of aliases, each naming the
+    list before it ten times (10**levels strings once expanded: a "billion laughs" at 9)."""
+    lists = [f"  - &l0 [{', '.join(['ha'] * 10)}]"]
+    lists += [f"  - &l{i} [{', '.join([f'*l{i - 1}'] * 10)}]" for i in range(1, levels + 1)]
+    return "\n".join(
+        ["name: laughs", "description:", *lists,
+         "dataset: {variable: sea_surface_temperature, start: 2000-01, end: 2000-01}",
+         "steps:", "  - time_mean: {}", ""]
+    )  # fmt: skip
+
+
+def test_an_alias_bomb_or_a_huge_recipe_is_refused_before_it_is_built(tmp_path, capsys):
+    from pangeo_hpc.batch.recipe_yaml import load
+
+    recipe = tmp_path / "laughs.yaml"
+    recipe.write_text(_laughs(1))
+    assert load(recipe).description.startswith("[['ha', 'ha'")  # aliases are fine
+    recipe.write_text(_laughs(4))  # 10^4 values: the old code built them (a 100 KB string)
+    with pytest.raises(
+        InputError,
+        match=r"^recipe '.*laughs.yaml' holds more than 10,000 values once its aliases \(\*name\) are expanded: a recipe holds a few dozen; check the file \(aliases of aliases multiply\)$",
+    ):
+        load(recipe)
+    (tmp_path / "loop.yaml").write_text("name: x\ndescription: &a [*a]\n")
+    with pytest.raises(
+        InputError, match=r"loop.yaml' holds an alias \(\*name\) inside the value it names"
+    ):
+        load(tmp_path / "loop.yaml")
+    huge = tmp_path / "huge.yaml"
+    huge.write_text(_laughs(0).replace("name: laughs", "name: huge\n# " + "x" * (64 << 10)))
+    with pytest.raises(
+        InputError, match=r"huge.yaml' is larger than 64 KiB: a recipe is a few KB of YAML"
+    ):
+        load(huge)
+    # the billion laughs itself, through the command line: one line, exit code 2, nothing written
+    recipe.write_text(_laughs(9))
+    out = tmp_path / "out"
+    assert cli.main([str(recipe), "--data", str(tmp_path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "holds more than 10,000 values" in err, err
+    assert not out.exists()

@@ -122,7 +122,7 @@ def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path
 
     import zarr
 
-    from pangeo_hpc.errors import StorageError
+    from pangeo_hpc.errors import DamagedInputError
     from pangeo_hpc.io.zarr_reader import ZarrChunks
 
     fast = ZarrChunks.open(store, VAR)
@@ -143,7 +143,7 @@ def test_chunks_are_decoded_in_place_and_other_layouts_fall_back(store, tmp_path
     chunk0.unlink()  # a chunk never written reads as the fill value (NaN)
     assert np.isnan(ZarrChunks.open(copy, VAR)[0]).all()
     next(p for p in sorted((copy / VAR / "c").rglob("*")) if p.is_file()).write_bytes(b"junk")
-    with pytest.raises(StorageError, match="is damaged"):
+    with pytest.raises(DamagedInputError, match="is damaged"):
         ZarrChunks.open(copy, VAR)[(slice(None),)]
 
     other = tmp_path / "zstd.zarr"  # another codec chain: zarr-python reads it, same values

@@ -1,11 +1,12 @@
 """Faults injected into real runs: a Dask worker killed mid-recipe, the S3 server stopped
 mid-read, files that vanish or cannot be read during a warm-up, the disk filling up while the
-outputs are written, and 500 small tasks at once. Each test checks that nothing is lost
+outputs are written, a damaged chunk in an input file, and 500 small tasks at once. Each test checks that nothing is lost
 (the answer, the previous results) and that the user is told in one line what happened.
 
 Already covered elsewhere: :func:`pangeo_hpc.storage.warmup` with files that vanish before
 and during the warm-up (test_storage.py::test_warmup_reads_everything_and_reports_what_vanished);
-an endpoint that never answered and throttling (test_s3_source.py, test_inventory.py).
+an endpoint that never answered and throttling (test_s3_source.py, test_inventory.py); one
+that accepts connections and never answers (test_s3_timeouts.py).
 """
 
 from __future__ import annotations
@@ -251,6 +252,100 @@ def test_s3_server_stopped_mid_read(own_s3, tmp_path, access):
         last,
     ), last
     assert list(results.iterdir()) == []
+
+
+# ----- a damaged chunk in an input file
+
+
+def _two_months_one_damaged(demo_tree: Path, root: Path) -> tuple[Path, str]:
+    """January and February 2000 of the demo tree under ``root``, with garbage inside one
+    deflate stream of January's chunk 3; that file, and how the error line names the chunk."""
+    import h5py
+
+    for month in ("01", "02"):
+        shutil.copytree(demo_tree / "2000" / month, root / "2000" / month)
+    path = root / "2000" / "01" / "data" / f"{VAR}.nc"
+    path.chmod(0o644)
+    with h5py.File(path, "r") as f:
+        dset = f[VAR]
+        info = dset.id.get_chunk_info(3)
+        idx = tuple(o // c for o, c in zip(info.chunk_offset, dset.chunks, strict=True))
+    with path.open("r+b") as f:
+        f.seek(info.byte_offset + 10)
+        f.write(b"\xff" * 64)
+    first = list(info.chunk_offset)
+    chunk = f"chunk {idx} at {first} (byte {info.byte_offset}, {info.size} bytes)"
+    return path, chunk
+
+
+def _one_line_naming(stderr: str, path: Path, chunk: str) -> None:
+    """stderr is the one line that names the file and the chunk: no worker log before it."""
+    assert stderr.splitlines() == [
+        f"error: {str(path)!r} is damaged: {chunk} does not inflate (Decompression failed); "
+        "restore it from its source"
+    ], stderr
+
+
+@pytest.mark.slow
+def test_a_damaged_chunk_is_one_line_naming_the_file_and_chunk(demo_tree, tmp_path):
+    """Worker processes (two): the task that meets the chunk raises; distributed's worker
+    would log "Compute Failed" and its traceback (7 lines) before the CLI's line."""
+    path, chunk = _two_months_one_damaged(demo_tree, tmp_path / "data")
+    out = tmp_path / "out"
+    r = run_cli(
+        "era5-sst-mean", "--data", str(tmp_path / "data"), "--start", "2000-01", "--end",
+        "2000-02", "--workers", "2", "--no-progress", "--out", str(out), cwd=tmp_path,
+        timeout=DEADLINE,
+    )  # fmt: skip
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    _one_line_naming(r.stderr, path, chunk)
+    assert not out.exists()
+
+
+@pytest.mark.slow
+def test_a_damaged_chunk_read_in_process_is_one_line_too(demo_tree, tmp_path):
+    """One file to read beside a cached one: the run computes in this process's threads
+    (no worker processes), where the same worker log would go to the same stderr."""
+    path, chunk = _two_months_one_damaged(demo_tree, tmp_path / "data")
+    data = ("--data", str(tmp_path / "data"))
+    feb = run_cli("era5-sst-mean", *data, "--start", "2000-02", "--end", "2000-02",
+                  "--workers", "1", "--no-progress", "--out", str(tmp_path / "feb"),
+                  cwd=tmp_path)  # fmt: skip
+    assert feb.returncode == 0, feb.stderr  # February's state is now cached
+    out = tmp_path / "out"
+    r = run_cli("era5-sst-mean", *data, "--start", "2000-01", "--end", "2000-02",
+                "--workers", "1", "--no-progress", "--out", str(out), cwd=tmp_path)  # fmt: skip
+    assert "computed in this process's threads" in r.stdout, r.stdout
+    assert r.returncode == 2, (r.stdout, r.stderr)
+    _one_line_naming(r.stderr, path, chunk)
+    assert not out.exists()
+
+
+def test_workers_keep_the_log_of_real_failures():
+    """The filter drops distributed's record of an input error (and of tasks cancelled as a
+    worker closes), never that of another exception: a bug keeps its traceback."""
+    import logging
+
+    from pangeo_hpc.clusters.worker_logs import InputErrorFilter
+
+    def compute_failed(exc: BaseException) -> logging.LogRecord:  # as distributed logs it
+        args = (("open-x", 0), "executing", "<Task ('open-x', 0) getter(...)>", repr(exc), "tb")
+        msg = "Compute Failed\nKey:       %s\nState:     %s\nTask:  %s\nException: %r\nTraceback: %r\n"
+        return logging.LogRecord("distributed.worker", logging.ERROR, "w.py", 1, msg, args, None)
+
+    from pangeo_hpc.errors import DamagedInputError, DataNotFoundError, StorageError
+
+    keep = InputErrorFilter().filter
+    assert not keep(compute_failed(DamagedInputError("'/x.nc' is damaged: chunk (0, 1)")))
+    assert not keep(compute_failed(DataNotFoundError("no files")))
+    for bug in (RuntimeError("InputError(x)"), ValueError("bad"), StorageError("EIO")):
+        assert keep(compute_failed(bug))
+    closing = logging.LogRecord(
+        "distributed.worker.state_machine", logging.WARNING, "w.py", 1,
+        "Async instruction for <Task cancelled name='execute(x)'> ended with CancelledError",
+        None, None,
+    )  # fmt: skip
+    assert not keep(closing)
 
 
 # ----- a file vanished or unreadable during a warm-up

@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import shutil
 import stat
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -92,6 +93,106 @@ def test_a_wrong_secret_is_refused_without_being_repeated(canary_server, monkeyp
         assert wrong not in r.stdout + r.stderr
         assert CANARY_SECRET not in r.stdout + r.stderr
     assert not (tmp_path / "run").exists()  # nothing half-written
+
+
+def _endpoint_with_a_password(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str, str]:
+    """``http://ana:PASSWORD@127.0.0.1:PORT`` (nothing listens) and its password; AWS keys
+    in the environment, so that the old code went as far as the endpoint."""
+    from servers import free_port
+
+    password = "canary-pw-" + secrets.token_hex(12)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CANARY_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY_SECRET)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "index"))
+    return f"http://ana:{password}@127.0.0.1:{free_port()}", password
+
+
+def _refused_without_the_password(r, password: str) -> None:
+    assert password not in r.stdout + r.stderr, (r.args, r.stderr)
+    assert r.returncode == 2, (r.args, r.stdout, r.stderr)
+    assert r.stderr.count("\n") == 1, r.stderr  # one line, no traceback
+    assert "endpoint" in r.stderr and "'http://ana:***@127.0.0.1:" in r.stderr, r.stderr
+
+
+def test_a_password_in_the_endpoint_url_is_never_repeated(
+    monkeypatch, tmp_path, capsys, _state_cache_per_test
+):
+    """``--endpoint-url http://user:PASSWORD@host``: each verb that reaches S3 refuses it in
+    one line that hides the password, exit code 2, and writes nothing that holds it
+    (results, summaries, indexes, caches). In this process (``main``), for speed; the
+    environment's endpoints below go through a CLI of their own."""
+    from pangeo_hpc.cli import main as cli
+
+    monkeypatch.setattr(cli, "_interruptible", lambda: None)
+    monkeypatch.chdir(tmp_path)
+    endpoint, password = _endpoint_with_a_password(monkeypatch, tmp_path)
+    ep = ("--endpoint-url", endpoint)
+    out = tmp_path / "run"
+    for args in (
+        ("inventory", f"s3://{BUCKET}", *ep),
+        ("index", f"s3://{BUCKET}", "--variable", "sea_surface_temperature", "--start",
+         "2000-01", "--end", "2000-01", *ep),
+        ("era5-sst-mean", "--data", f"s3://{BUCKET}", "--start", "2000-01", "--end", "2000-01",
+         *ep, "--workers", "1", "--out", str(out), "--no-progress"),
+        ("survey", f"s3://{BUCKET}", *ep, "--bytes", "1MB", "--json", str(tmp_path / "s.json")),
+    ):  # fmt: skip
+        code = cli.main(list(args))
+        stdout, stderr = capsys.readouterr()
+        done = subprocess.CompletedProcess(args, code, stdout, stderr)
+        _refused_without_the_password(done, password)
+    assert not out.exists()
+    assert _files_holding(tmp_path, password) == []
+    assert _files_holding(Path(_state_cache_per_test).parent, password) == []
+
+
+@pytest.mark.parametrize("variable", ["AWS_ENDPOINT_URL", "DASK_PANGEO_HPC__S3__ENDPOINT_URL"])
+def test_a_password_in_an_endpoint_from_the_environment_is_never_repeated(
+    monkeypatch, tmp_path, variable
+):
+    endpoint, password = _endpoint_with_a_password(monkeypatch, tmp_path)
+    monkeypatch.setenv(variable, endpoint)
+    _refused_without_the_password(run_cli("inventory", f"s3://{BUCKET}", cwd=tmp_path), password)
+    assert _files_holding(tmp_path, password) == []
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("http://ana:pa$$@minio:9000", "http://ana:***@minio:9000"),
+        ("at http://ana:p@ss@minio:9000/b ok", "at http://ana:***@minio:9000/b ok"),
+        ("'s3://b','https://tok3n@host/x'", "'s3://b','https://***@host/x'"),
+        ("https://b.s3.amazonaws.com/k?X-Amz-Credential=AKIA%2F1&X-Amz-Date=2026&"
+         "X-Amz-Security-Token=T0k&X-Amz-Signature=5ig",
+         "https://b.s3.amazonaws.com/k?X-Amz-Credential=***&X-Amz-Date=2026&"
+         "X-Amz-Security-Token=***&X-Amz-Signature=***"),
+        ("https://a.blob.core.windows.net/c/b?sv=2022&sig=abc%3D#x",
+         "https://a.blob.core.windows.net/c/b?sv=2022&sig=***#x"),
+        ("http://h/lab?token=abc", "http://h/lab?token=***"),
+        ("http://127.0.0.1:8333 s3://era5-pds/2019/a@b.nc", "http://127.0.0.1:8333 s3://era5-pds/2019/a@b.nc"),
+        ("mail ana@example.org; http://h/?monkey=1", "mail ana@example.org; http://h/?monkey=1"),
+    ],
+)  # fmt: skip
+def test_redact_hides_the_credentials_of_urls(text, shown):
+    from pangeo_hpc.errors import redact
+
+    assert redact(text) == shown
+
+
+def test_s3_options_never_show_a_password():
+    from pangeo_hpc.errors import InputError
+    from pangeo_hpc.s3.options import S3Options
+
+    opts = S3Options(endpoint_url="https://minio:9000/?X-Amz-Signature=" + CANARY_SECRET)
+    assert CANARY_SECRET not in repr(opts) + str(opts) + str(opts.shown_endpoint)
+    assert opts.endpoint_url.endswith(CANARY_SECRET)  # what the clients get
+    with pytest.raises(
+        InputError,
+        match=r"^endpoint_url='http://ana:\*\*\*@minio:9000' holds a user name and password, which S3 does not take: write endpoint_url='http://minio:9000' and give the keys as AWS_ACCESS_KEY_ID",
+    ) as err:
+        S3Options(endpoint_url=f"http://ana:{CANARY_SECRET}@minio:9000")
+    assert CANARY_SECRET not in str(err.value)
 
 
 def test_job_scripts_carry_no_environment_secrets(monkeypatch, tmp_path):

@@ -36,6 +36,7 @@ from pangeo_hpc.batch.steps import (
 )
 from pangeo_hpc.clusters.budget import Guard, within_budget
 from pangeo_hpc.clusters.start import kind_of, local_cluster, resolve_kind, running_cluster
+from pangeo_hpc.clusters.worker_logs import quiet_input_errors
 from pangeo_hpc.s3.options import S3Options, is_s3
 
 __all__ = ["IN_PROCESS_FILES", "RunResult", "run_recipe"]
@@ -164,6 +165,7 @@ def _in_process(workers: int | None) -> Iterator[tuple[Any, Client]]:
     cl = local_cluster(workers=workers, processes=False)
     try:
         with Client(cl) as client:
+            quiet_input_errors(client)  # bad input is one line, without the worker's log
             yield cl, client
     finally:
         cl.close()

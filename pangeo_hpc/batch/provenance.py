@@ -4,7 +4,8 @@ Every run writes a ``provenance`` record into ``summary.json`` (:func:`record`) 
 digests into ``result.nc``'s global attributes (:func:`file_attributes`), in the spirit of
 ESMValTool's provenance records:
 
-* ``command``: the one command line that reproduces the run (also in ``history``);
+* ``command``: the one command line that reproduces the run (also in ``history``); URLs
+  in it and in ``inputs.root`` without their credentials (:func:`~pangeo_hpc.errors.redact`);
 * ``inputs``: every input file with its :class:`~pangeo_hpc.inputs.stamps.Stamp` (path,
   size, device, inode, mtime, ctime; ETag and version on S3), and one SHA-256 over them;
 * ``steps``: each result's chain, step by step with its options;
@@ -31,6 +32,7 @@ from typing import Any
 from pangeo_hpc.batch import chain
 from pangeo_hpc.batch.code_identity import function_code, package_code
 from pangeo_hpc.batch.recipe_yaml import search_path
+from pangeo_hpc.errors import redact
 from pangeo_hpc.inputs.stamps import Stamp
 
 __all__ = ["ATTRIBUTE_PREFIX", "check", "command", "file_attributes", "record"]
@@ -75,9 +77,9 @@ def record(inputs: Any, computed: Any) -> dict[str, Any]:
     user = {s.name: function_code(s.function()) for s in spec.all_steps() if s.is_user}
     reads = computed.reads
     return {
-        "command": command(spec, inputs.root, inputs.period),
+        "command": redact(command(spec, inputs.root, inputs.period)),
         "inputs": {
-            "root": str(inputs.root),
+            "root": redact(str(inputs.root)),
             "sha256": _digest(stamps),
             "files": [
                 {k: v for k, v in dataclasses.asdict(s).items() if v is not None} for s in stamps

@@ -20,6 +20,15 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.write.guard import check_label
 
+#: the largest recipe file read: the shipped ones are under 1 KB; beyond this a file is not a
+#: recipe, and YAML's time grows with it (libyaml: 1.2 s for 256 KiB of one-digit values on
+#: the developers' loaded 2-core VM, 0.3 s for these 64 KiB)
+MAX_BYTES = 64 << 10
+#: the most values (scalars, lists, mappings) a recipe may hold once its aliases (``*name``)
+#: are expanded: a shipped recipe holds under 100; nine aliases of nine aliases ... of a
+#: value (a "billion laughs") hold 10^9, which ``str()`` of a description then builds
+MAX_VALUES = 10_000
+
 _FORMATS = ("netcdf", "zarr")
 _KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
 _DATASET_KEYS = ("variable", "variables", "start", "end", "files")
@@ -100,11 +109,93 @@ def load(name_or_path: str | Path) -> Recipe:
                 "or give the path of a recipe's YAML file"
             )
         path = known[str(name_or_path)]
+    return from_dict(read_yaml(path), path)
+
+
+class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
+    """YAML's safe loader (libyaml's when PyYAML has it: ten times faster, and it refuses
+    nesting deeper than 1,000 levels) that counts a document's values, aliases expanded,
+    before it builds any of them (:data:`MAX_VALUES`)."""
+
+    def get_single_data(self) -> Any:
+        node = self.get_single_node()
+        if node is None:
+            return None
+        _count_values(node, {}, MAX_VALUES)
+        return self.construct_document(node)
+
+
+class _TooMany(Exception):
+    """More than the allowed values, or an alias inside the value it names."""
+
+
+def _count_values(node: yaml.Node, seen: dict[int, int | None], limit: int) -> int:
+    """The values below ``node`` (itself included) with aliases expanded, counted on the
+    composed nodes (an alias is the node it names: shared, so each is counted once and
+    then looked up); raises :class:`_TooMany` beyond ``limit`` or for a node inside itself."""
+    if id(node) in seen:
+        known = seen[id(node)]
+        if known is None:
+            raise _TooMany("an alias (*name) inside the value it names")
+        return known
+    seen[id(node)] = None
+    n = 1
+    if isinstance(node, yaml.SequenceNode):
+        children: list[yaml.Node] = list(node.value)
+    elif isinstance(node, yaml.MappingNode):
+        children = [part for pair in node.value for part in pair]
+    else:
+        children = []
+    for child in children:
+        n += _count_values(child, seen, limit)
+        if n > limit:
+            raise _TooMany(f"more than {limit:,} values once its aliases (*name) are expanded")
+    seen[id(node)] = n
+    return n
+
+
+def _one_line(exc: yaml.YAMLError) -> str:
+    """What YAML found wrong and where, on one line."""
+    mark = getattr(exc, "problem_mark", None)
+    what = getattr(exc, "problem", None) or str(exc)
+    where = "" if mark is None else f" (line {mark.line + 1}, column {mark.column + 1})"
+    return " ".join(f"{what}{where}".split())
+
+
+def read_yaml(path: Path) -> Any:
+    """The YAML document of a recipe file, read within :data:`MAX_BYTES` and
+    :data:`MAX_VALUES`.
+
+    Raises
+    ------
+    InputError
+        For a file larger than :data:`MAX_BYTES`, invalid YAML (nesting deeper than libyaml
+        takes included), or more than :data:`MAX_VALUES` values once aliases are expanded
+        (a "billion laughs"): all found in milliseconds, before any value is built.
+    """
+    where = f"recipe {str(path)!r}"
+    with open(path, "rb") as f:
+        data = f.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise InputError(
+            f"{where} is larger than {MAX_BYTES >> 10} KiB: a recipe is a few KB of YAML; "
+            "give the recipe's own file"
+        )
     try:
-        doc = yaml.safe_load(path.read_text())
+        return yaml.load(data.decode("utf-8"), Loader=_Loader)  # a safe loader
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where} is not UTF-8 text ({exc}): save it as UTF-8") from exc
     except yaml.YAMLError as exc:
-        raise InputError(f"recipe {str(path)!r} is not valid YAML: {exc}") from exc
-    return from_dict(doc, path)
+        raise InputError(f"{where} is not valid YAML: {_one_line(exc)}: fix the file") from exc
+    except _TooMany as exc:
+        raise InputError(
+            f"{where} holds {exc}: a recipe holds a few dozen; check the file (aliases of "
+            "aliases multiply)"
+        ) from None
+    except RecursionError:
+        raise InputError(
+            f"{where} nests lists or mappings too deep: a recipe nests a few levels"
+        ) from None
 
 
 def from_dict(doc: Any, path: Path | None = None) -> Recipe:

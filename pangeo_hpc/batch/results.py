@@ -25,7 +25,7 @@ from pangeo_hpc.batch.chain import FIRST
 from pangeo_hpc.batch.headlines import headline_table, headlines
 from pangeo_hpc.batch.recipe_yaml import Recipe
 from pangeo_hpc.batch.steps import Computed, Inputs
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_result
@@ -83,7 +83,7 @@ def summarise(
         "steps": steps_text(spec),
         "answer": headlines(computed.result),
         "inputs": {
-            "data": str(root),
+            "data": redact(str(root)),
             "variables": list(spec.variables),
             "period": list(inputs.period),
             "access": ds.encoding["source_access"],
@@ -257,7 +257,7 @@ def write_outputs(
     out = result_folder(out, spec, root)
     summary = summarise(inputs, computed, timings or {})
     period = inputs.period
-    result.attrs.update(recipe=spec.name, source=str(root), period=" to ".join(period))
+    result.attrs.update(recipe=spec.name, source=redact(str(root)), period=" to ".join(period))
     result.attrs.update(provenance.file_attributes(summary["provenance"]))
     # CF for the file: Conventions, history, coordinate attributes, time bounds, encodings
     made_by = (

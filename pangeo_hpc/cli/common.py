@@ -11,7 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, redact
 
 #: how the command line spells the library's parameters: errors of the library name them
 #: as ``price='abc'`` (:class:`pangeo_hpc.errors.InputError` ``param``), the CLI shows the flag
@@ -114,7 +114,8 @@ def for_cli(exc: BaseException, prog: str, verb: str | None = None) -> str:
     Returns
     -------
     str
-        One line for ``error: ...`` on stderr.
+        One line for ``error: ...`` on stderr, with the credentials of any URL in it hidden
+        (:func:`pangeo_hpc.errors.redact`).
     """
     text = str(exc)
     for call, words in getattr(exc, "commands", {}).items():
@@ -131,7 +132,7 @@ def for_cli(exc: BaseException, prog: str, verb: str | None = None) -> str:
             return flag + (" " if _VALUE.match(m.string, m.end()) else "")
 
         text = re.sub(rf"(?<![\w.-]){re.escape(name)}=(True(?!\w))?", spelled, text)
-    return text
+    return redact(text)
 
 
 class Verb(NamedTuple):

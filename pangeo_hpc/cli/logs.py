@@ -4,7 +4,8 @@ The library reports progress through :mod:`logging` (``logging.getLogger(__name_
 lines such as ``cluster: local, 2 workers, dashboard ...``): a notebook or another program
 sees them as its logging set-up decides (by default, warnings and worse only). The command
 line shows them as plain lines while a verb runs: INFO and below on stdout, warnings and
-worse on stderr, the message only. The package's own warnings (:mod:`warnings`, e.g. a
+worse on stderr, the message only, with the credentials of URLs hidden
+(:func:`pangeo_hpc.errors.redact`). The package's own warnings (:mod:`warnings`, e.g. a
 damaged cache entry or a full disk under the state cache) are one line on stderr too,
 ``warning: MESSAGE``, instead of Python's two lines of source file, line and code.
 """
@@ -18,6 +19,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from pangeo_hpc.errors import redact
+
 
 class _PlainLines(logging.Handler):
     """``print`` each record's message to the *current* ``sys.stdout`` or ``sys.stderr``
@@ -26,7 +29,7 @@ class _PlainLines(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
-            print(self.format(record), file=stream, flush=True)
+            print(redact(self.format(record)), file=stream, flush=True)
         except Exception:
             self.handleError(record)
 
@@ -65,7 +68,7 @@ def library_lines(name: str = "pangeo_hpc", level: int = logging.INFO) -> Iterat
             shown(message, category, filename, lineno, file, line)
             return
         try:
-            print(f"warning: {message}", file=sys.stderr, flush=True)
+            print(f"warning: {redact(str(message))}", file=sys.stderr, flush=True)
         except OSError:
             pass  # stderr gone (a closed pipe): as Python's own showwarning
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from pangeo_hpc.cli import cache, clusters, data, index, plan, provenance, s3, storage
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
 from pangeo_hpc.cli.logs import library_lines
-from pangeo_hpc.errors import BudgetSpent, ClusterError, InputError, StorageError
+from pangeo_hpc.errors import BudgetSpent, ClusterError, InputError, StorageError, redact
 
 #: every verb, in the order ``--help`` lists them
 VERBS: list[Verb] = [
@@ -170,9 +170,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {for_cli(exc, prog, verb)}", file=sys.stderr)
         return 1
     except PermissionError as exc:  # a path the user may not read or write: their input
-        where = exc.filename if exc.filename is not None else "a path"
+        where = redact(str(exc.filename)) if exc.filename is not None else "a path"
         print(
-            f"error: permission denied on {str(where)!r}: ask its owner for access, "
+            f"error: permission denied on {where!r}: ask its owner for access, "
             "or choose a path you can read (and write, for --out)",
             file=sys.stderr,
         )
@@ -193,7 +193,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             print(f"error: {for_cli(lost_task(exc), prog, verb)}", file=sys.stderr)
             return 1
-        traceback.print_exc()
+        print(redact(traceback.format_exc()), end="", file=sys.stderr)
         print("internal error: the traceback above is a bug; please report it", file=sys.stderr)
         return 1
 

@@ -30,6 +30,7 @@ from pangeo_hpc.clusters.jobqueue import (
     processes_per_job,
     worker_env,
 )
+from pangeo_hpc.clusters.worker_logs import quiet_input_errors
 from pangeo_hpc.errors import ClusterError, InputError
 
 Kind = Literal["auto", "local", "slurm", "pbs", "sge"]
@@ -235,6 +236,7 @@ def start_cluster(
     try:
         client = Client(cluster)
         try:
+            quiet_input_errors(client)  # bad input is one line, without the workers' log
             chosen = kind_of(cluster)
             if chosen != "local":
                 preflight(cluster, chosen)

@@ -37,6 +37,7 @@ from pangeo_hpc.io.layout import find_files, key_month
 from pangeo_hpc.io.reader import H5Source, RefSource, S3H5Source, Source
 from pangeo_hpc.io.references import ChunkTable, build_index, load_refs
 from pangeo_hpc.s3.options import S3Options, explain, is_s3, split_url
+from pangeo_hpc.s3.waiting import Notice
 
 INDEX_MODES = ("auto", "build", "never")
 
@@ -193,7 +194,10 @@ def _s3_catalog(
     refs = [load_refs(s) if mode != "never" else None for s in stamps]
 
     fs = opts.filesystem()
-    with fs.open(urls[0], "rb", cache_type="blockcache", block_size=4 << 20) as fo:
+    with (
+        Notice(opts, f"reading the header of {urls[0]}"),
+        fs.open(urls[0], "rb", cache_type="blockcache", block_size=4 << 20) as fo,
+    ):
         infos = [scan_file(fo, variable, name=urls[0])]
         head = Head.of(fo, variable)
     time_dim = head.dims[0]
@@ -279,7 +283,15 @@ def objects_to_index(
             f"{base}/" + pattern.format(year=m.year, month=m.month, variable=variable)
             for m in wanted
         ]
-        heads = _map(lambda u: _head(u, opts), urls)
+        what = f"HEAD of {len(urls)} object{'s' * (len(urls) != 1)} under {url}"
+        with Notice(opts, what) as notice:
+
+            def head(u: str) -> Stamp | None:
+                found = _head(u, opts)
+                notice.answered()
+                return found
+
+            heads = _map(head, urls)
         missing = [m for m, h in zip(wanted, heads, strict=True) if h is None]
         if missing:
             _check_bucket(url, opts)
@@ -347,7 +359,8 @@ def _check_bucket(url: str, opts: S3Options) -> None:
 
     bucket, prefix = split_url(url)
     try:
-        obstore.list_with_delimiter(opts.store(bucket), prefix or None)
+        with Notice(opts, f"listing {url}"):
+            obstore.list_with_delimiter(opts.store(bucket), prefix or None)
     except Exception as exc:
         raise (explain(exc, url, opts) or exc) from exc
 

@@ -55,7 +55,31 @@ def overlap(
 
 
 class CorruptChunkError(ValueError):
-    """A chunk's bytes do not decode: the file or object is damaged."""
+    """A chunk's bytes do not decode: the file or object is damaged.
+
+    Parameters
+    ----------
+    reason : str
+        What went wrong, as a predicate: ``"does not inflate (...)"``.
+    chunk : str
+        Which chunk: ``"a chunk of 90658 bytes"``, or where it is once known
+        (:meth:`pangeo_hpc.io.references.ChunkTable.assemble`).
+    """
+
+    def __init__(self, reason: str, chunk: str = "a chunk") -> None:
+        super().__init__(reason, chunk)
+        self.reason = reason
+        self.chunk = chunk
+
+    def __str__(self) -> str:
+        return f"{self.chunk} {self.reason}"
+
+
+def _whole(raw: Any, nbytes: int) -> Any:
+    """``raw``, if it holds at least the ``nbytes`` of a chunk."""
+    if memoryview(raw).nbytes < nbytes:
+        raise CorruptChunkError(f"decodes to {memoryview(raw).nbytes} bytes, not {nbytes}")
+    return raw
 
 
 def inflate(payload: Any, nbytes: int) -> bytes:
@@ -66,10 +90,10 @@ def inflate(payload: Any, nbytes: int) -> bytes:
         out = zlib.decompress(payload, bufsize=nbytes)
     except Exception as exc:  # deflate.DeflateError, zlib.error
         raise CorruptChunkError(
-            f"a chunk of {len(payload)} bytes does not inflate ({exc})"
+            f"does not inflate ({exc})", f"a chunk of {len(payload)} bytes"
         ) from exc
     if len(out) != nbytes:
-        raise CorruptChunkError(f"a chunk inflates to {len(out)} bytes, not {nbytes}")
+        raise CorruptChunkError(f"inflates to {len(out)} bytes, not {nbytes}")
     return out
 
 
@@ -140,10 +164,16 @@ class ChunkDecoder:
         self._numcodecs: list[Any] | None = None
 
     def decode(self, payload: Any) -> np.ndarray:
-        """One chunk as an array of the chunk shape."""
+        """One chunk as an array of the chunk shape.
+
+        Raises
+        ------
+        CorruptChunkError
+            If the bytes do not decode, or decode to fewer bytes than a chunk holds.
+        """
         if self.fast:
             raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
-            buf = np.frombuffer(raw, np.uint8, count=self.nbytes)
+            buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
             if self._shuffled and self.dtype.itemsize > 1:
                 buf = _unshuffle(buf, self.dtype.itemsize)
         else:
@@ -153,8 +183,14 @@ class ChunkDecoder:
                 self._numcodecs = [get_codec(dict(c)) for c in self.codecs]
             raw = payload
             for codec in self._numcodecs:
-                raw = codec.decode(raw)
-            buf = np.frombuffer(raw, np.uint8, count=self.nbytes)
+                try:
+                    raw = codec.decode(raw)
+                except Exception as exc:  # each codec raises its own (RuntimeError, ...)
+                    raise CorruptChunkError(
+                        f"does not decode with {codec.codec_id} ({exc})",
+                        f"a chunk of {len(payload)} bytes",
+                    ) from exc
+            buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
         return buf.view(self.dtype).reshape(self.chunks)
 
     def decode_into(self, payload: Any, src: tuple[slice, ...], out: np.ndarray) -> None:
@@ -168,7 +204,7 @@ class ChunkDecoder:
             and out.dtype == self.dtype
         ):
             raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
-            buf = np.frombuffer(raw, np.uint8, count=self.nbytes)
+            buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
             # un-shuffled into a small contiguous buffer, then copied out: writing straight
             # into the strided result was 3-10x slower (no vector loop, a fault per page)
             chunk = _scratch(self.nbytes // 4)

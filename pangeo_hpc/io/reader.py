@@ -23,7 +23,7 @@ from typing import Any, Protocol
 import h5py
 import numpy as np
 
-from pangeo_hpc.errors import StorageError
+from pangeo_hpc.errors import DamagedInputError, StorageError
 from pangeo_hpc.io.chunk_decoding import CorruptChunkError
 from pangeo_hpc.io.indexing import bounding_box, full_key
 from pangeo_hpc.io.references import ChunkTable
@@ -113,7 +113,10 @@ class H5Source:
                     _count(out.nbytes)
                     return out
         except OSError as exc:
-            raise StorageError(
+            # HDF5 says "truncated file: eof = ..." of a file shorter than its superblock
+            # says: bad input; other errors may be the storage's (EIO)
+            kind = DamagedInputError if "truncated file" in str(exc) else StorageError
+            raise kind(
                 f"reading {self.path!r} failed ({str(exc).splitlines()[0]}): the file may be "
                 "truncated or still being copied; restore it"
             ) from exc
@@ -151,7 +154,7 @@ def _pread_ranges(fd: int, ranges: Sequence[tuple[int, int]], name: str) -> list
         data = memoryview(os.pread(fd, end - start, start))
         _count(len(data))
         if len(data) < end - start:
-            raise StorageError(
+            raise DamagedInputError(
                 f"{name!r} ends before byte {end} that its chunk index names: the file is "
                 "truncated or still being copied; restore it"
             )
@@ -221,9 +224,13 @@ def _assemble(table: ChunkTable, box: list, plan: list, payloads: list, name: st
     try:
         return table.assemble(box, plan, payloads)
     except CorruptChunkError as exc:
-        raise StorageError(
+        if not name.startswith("s3://"):
+            raise DamagedInputError(
+                f"{name!r} is damaged: {exc}; restore it from its source"
+            ) from exc
+        raise DamagedInputError(
             f"{name!r} is damaged: {exc}; restore it from its source (an index made before "
-            "the file changed is rebuilt by build_index(..., rebuild=True))",
+            "the object changed is rebuilt by build_index(..., rebuild=True))",
             commands={"build_index(..., rebuild=True)": ["index", "URL", "--rebuild"]},
         ) from exc
 

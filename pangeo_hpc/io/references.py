@@ -396,17 +396,30 @@ class ChunkTable:
         payloads: Sequence[Any],
     ) -> np.ndarray:
         """Decode the chunks of ``plan`` (``payloads[i]`` is chunk i's bytes, or ``None``
-        when absent) into the array of ``box``."""
-        from pangeo_hpc.io.chunk_decoding import ChunkDecoder, overlap
+        when absent) into the array of ``box``.
+
+        Raises
+        ------
+        CorruptChunkError
+            Naming the chunk that does not decode: its grid index, first element, byte
+            offset and size (``chunk (1, 0, 1) at [24, 0, 100] (byte 702662, 90658 bytes)``).
+        """
+        from pangeo_hpc.io.chunk_decoding import ChunkDecoder, CorruptChunkError, overlap
 
         decoder = ChunkDecoder(self.codecs, self.chunks, self.dtype)
         out = np.empty([hi - lo for lo, hi in box], dtype=self.dtype)
-        for (idx, _, _), payload in zip(plan, payloads, strict=True):
+        for (idx, offset, size), payload in zip(plan, payloads, strict=True):
             src, dst = overlap(box, idx, self.chunks)
             if payload is None:
                 out[dst] = self.fill_value
-            else:
+                continue
+            try:
                 decoder.decode_into(payload, src, out[dst])
+            except CorruptChunkError as exc:
+                first = [i * c for i, c in zip(idx, self.chunks, strict=True)]
+                where = f"byte {offset}, {size} bytes" if offset >= 0 else "inline"
+                chunk = f"chunk {tuple(idx)} at {first} ({where})"
+                raise CorruptChunkError(exc.reason, chunk) from exc
         return out
 
 

@@ -23,7 +23,7 @@ import numpy as np
 import xarray as xr
 from dask.base import tokenize
 
-from pangeo_hpc.errors import DataNotFoundError, StorageError
+from pangeo_hpc.errors import DamagedInputError, DataNotFoundError, StorageError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.io.chunk_decoding import chunks_in, overlap
 from pangeo_hpc.io.indexing import bounding_box, full_key
@@ -124,7 +124,7 @@ class ZarrChunks:
         if not self.blosc:
             chunk = np.frombuffer(data, self.dtype)
             if chunk.size != int(np.prod(self.chunks)):
-                raise StorageError(f"{str(file)!r} is damaged: {len(data)} bytes; restore it")
+                raise DamagedInputError(f"{str(file)!r} is damaged: {len(data)} bytes; restore it")
             out[...] = chunk.reshape(self.chunks)[src]
             return
         from numcodecs import blosc
@@ -136,7 +136,7 @@ class ZarrChunks:
                 dec = np.frombuffer(blosc.decompress(data), self.dtype)
                 out[...] = dec.reshape(self.chunks)[src]
         except (RuntimeError, ValueError) as exc:
-            raise StorageError(
+            raise DamagedInputError(
                 f"{str(file)!r} is damaged ({exc}): restore it, or convert again"
             ) from exc
 

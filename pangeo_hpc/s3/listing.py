@@ -40,7 +40,8 @@ from urllib.parse import urlsplit
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.s3.options import S3Options, explain, split_url
+from pangeo_hpc.s3.options import S3Options, client_timeouts, explain, split_url
+from pangeo_hpc.s3.waiting import Notice
 
 if TYPE_CHECKING:
     from obstore import ObjectMeta
@@ -91,10 +92,17 @@ class Lister:
     ``take`` callbacks and ``progress`` are called under a lock, one at a time.
     """
 
-    def __init__(self, store: S3Store, concurrency: int, progress: Progress | None) -> None:
+    def __init__(
+        self,
+        store: S3Store,
+        concurrency: int,
+        progress: Progress | None,
+        answered: Callable[[], None] | None = None,
+    ) -> None:
         self.store = store
         self.concurrency = concurrency
         self.progress = progress
+        self.answered = answered
         self.requests = 0
         self.objects = 0
         self.pool = concurrent.futures.ThreadPoolExecutor(concurrency, "s3-list")
@@ -103,6 +111,8 @@ class Lister:
 
     def took(self, requests: int, objects: int) -> None:
         """Count requests and objects, and report progress (call it holding :attr:`lock`)."""
+        if self.answered is not None:
+            self.answered()
         self.requests += requests
         self.objects += objects
         if self.progress is not None and objects:
@@ -217,13 +227,21 @@ def _check_endpoint(url: str, opts: S3Options) -> None:
         return
     parts = urlsplit(opts.endpoint_url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    seconds = client_timeouts().connect
     try:
-        socket.create_connection((parts.hostname or "", port), timeout=10).close()
+        socket.create_connection((parts.hostname or "", port), timeout=seconds).close()
+    except TimeoutError as exc:
+        raise InputError(
+            f"S3 endpoint {opts.shown_endpoint} did not accept a connection within {seconds:g} s "
+            f"(for {url!r}): check endpoint_url= and the network, or raise "
+            "pangeo-hpc.s3.connect-timeout",
+            param="endpoint_url",
+        ) from exc
     except OSError as exc:
         raise (
             explain(exc, url, opts)
             or InputError(
-                f"S3 endpoint {opts.endpoint_url} does not answer (for {url!r}: {exc}): check "
+                f"S3 endpoint {opts.shown_endpoint} does not answer (for {url!r}: {exc}): check "
                 "endpoint_url= and that the server runs",
                 param="endpoint_url",
             )
@@ -243,19 +261,20 @@ def listing(
     limit = int(config.get("s3.list-concurrency", concurrency))
     if limit < 1:
         raise InputError(f"concurrency {limit} is not a positive whole number: use e.g. 64")
-    _check_endpoint(url, opts)
-    lister = Lister(opts.store(bucket), limit, progress)
-    try:
-        return body(lister, prefix)
-    except InputError:
-        raise
-    except Exception as exc:
-        err = explain(exc, url, opts)
-        if err is None:
+    with Notice(opts, f"listing {url}") as notice:
+        _check_endpoint(url, opts)
+        lister = Lister(opts.store(bucket), limit, progress, notice.answered)
+        try:
+            return body(lister, prefix)
+        except InputError:
             raise
-        raise err from exc
-    finally:
-        lister.close()
+        except Exception as exc:
+            err = explain(exc, url, opts)
+            if err is None:
+                raise
+            raise err from exc
+        finally:
+            lister.close()
 
 
 # --------------------------------------------------------------------------------------------

@@ -12,14 +12,16 @@ from __future__ import annotations
 
 import errno
 import functools
+import math
 import os
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+from urllib.parse import urlsplit, urlunsplit
 
 from pangeo_hpc import config
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.extras import require
 
 if TYPE_CHECKING:
@@ -76,6 +78,20 @@ class S3Options:
     region: str | None = None
     profile: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_endpoint_url(self.endpoint_url)
+
+    def __repr__(self) -> str:  # the endpoint as every message shows it: no credentials
+        return (
+            f"S3Options(endpoint_url={self.shown_endpoint!r}, anon={self.anon!r}, "
+            f"region={self.region!r}, profile={self.profile!r})"
+        )
+
+    @property
+    def shown_endpoint(self) -> str | None:
+        """The endpoint as messages and logs show it (:func:`~pangeo_hpc.errors.redact`)."""
+        return None if self.endpoint_url is None else redact(self.endpoint_url)
+
     @classmethod
     def resolve(
         cls,
@@ -90,11 +106,6 @@ class S3Options:
             or os.environ.get("AWS_ENDPOINT_URL_S3")
             or os.environ.get("AWS_ENDPOINT_URL")
         )
-        if endpoint is not None and not str(endpoint).startswith(("http://", "https://")):
-            raise InputError(
-                f"endpoint_url={endpoint!r} needs a scheme: write e.g. http://127.0.0.1:8333",
-                param="endpoint_url",
-            )
         return cls(
             endpoint_url=endpoint,
             anon=bool(config.get("s3.anon", anon)),
@@ -105,12 +116,22 @@ class S3Options:
     def storage_options(self) -> dict[str, Any]:
         """Keyword arguments for ``s3fs.S3FileSystem`` (fsspec's ``storage_options``).
 
-        botocore retries failed connections, 5xx answers and throttling with exponential
-        backoff (its "standard" mode), up to ``pangeo-hpc.s3.max-retries`` times, as the
-        obstore stores of :meth:`store` do.
+        botocore retries failed connections, 5xx answers, time-outs and throttling with
+        exponential backoff (its "standard" mode), up to ``pangeo-hpc.s3.max-retries``
+        times, as the obstore stores of :meth:`store` do; each attempt connects within
+        ``pangeo-hpc.s3.connect-timeout`` and waits ``pangeo-hpc.s3.read-timeout`` seconds
+        at most for the next bytes of an answer.
         """
         retries = {"max_attempts": int(config.get("s3.max-retries")), "mode": "standard"}
-        opts: dict[str, Any] = {"anon": self.anon, "config_kwargs": {"retries": retries}}
+        timeouts = client_timeouts()
+        opts: dict[str, Any] = {
+            "anon": self.anon,
+            "config_kwargs": {
+                "retries": retries,
+                "connect_timeout": timeouts.connect,
+                "read_timeout": timeouts.read,
+            },
+        }
         client: dict[str, Any] = {}
         if self.endpoint_url:
             client["endpoint_url"] = self.endpoint_url
@@ -132,17 +153,43 @@ class S3Options:
     def store(self, bucket: str) -> S3Store:
         """An obstore ``S3Store`` for ``bucket``, cached per process.
 
-        Retries 5xx answers and throttling (503 SlowDown, 429) with exponential backoff,
-        up to ``pangeo-hpc.s3.max-retries`` times.
+        Retries 5xx answers, throttling (503 SlowDown, 429) and time-outs with exponential
+        backoff, up to ``pangeo-hpc.s3.max-retries`` times and for at most
+        ``pangeo-hpc.s3.retry-timeout`` seconds; each attempt connects within
+        ``pangeo-hpc.s3.connect-timeout`` and waits ``pangeo-hpc.s3.read-timeout`` seconds at
+        most for the next bytes of an answer.
         """
         require("s3", "S3 access")
-        return _store(self, bucket, int(config.get("s3.max-retries")))
+        return _store(self, bucket, int(config.get("s3.max-retries")), client_timeouts())
 
     def resolved_region(self) -> str:
         """The region requests are signed for."""
         if self.region:
             return self.region
         return _botocore_session(self.profile).get_config_variable("region") or "us-east-1"
+
+
+def _check_endpoint_url(endpoint: str | None) -> None:
+    """Refuse an endpoint without a scheme, or with a user name and password in it: S3
+    requests are signed with AWS keys, and aiohttp (s3fs) refuses a URL's credentials
+    beside that signature, after a run has listed its inputs."""
+    if endpoint is None:
+        return
+    shown = redact(str(endpoint))
+    if not str(endpoint).startswith(("http://", "https://")):
+        raise InputError(
+            f"endpoint_url={shown!r} needs a scheme: write e.g. http://127.0.0.1:8333",
+            param="endpoint_url",
+        )
+    parts = urlsplit(str(endpoint))
+    if parts.username is not None or parts.password is not None:
+        bare = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+        raise InputError(
+            f"endpoint_url={shown!r} holds a user name and password, which S3 does not take: "
+            f"write endpoint_url={bare!r} and give the keys as AWS_ACCESS_KEY_ID and "
+            "AWS_SECRET_ACCESS_KEY (or a profile)",
+            param="endpoint_url",
+        )
 
 
 @functools.cache
@@ -210,8 +257,48 @@ class _BotocoreCredentials:
         return f"_BotocoreCredentials(profile={self.profile!r})"
 
 
+class Timeouts(NamedTuple):
+    """Seconds, from config ``pangeo-hpc.s3.*``: ``connect-timeout`` (each attempt's
+    connection), ``read-timeout`` (each attempt's wait for the next bytes) and
+    ``retry-timeout`` (after a request's first attempt, no more retries)."""
+
+    connect: float
+    read: float
+    retry: float
+
+
+def client_timeouts() -> Timeouts:
+    """The time-outs of S3 requests, from config (:class:`Timeouts`).
+
+    Raises
+    ------
+    InputError
+        For a value that is not a positive number of seconds.
+    """
+    values = []
+    for name in ("connect", "read", "retry"):
+        key = f"s3.{name}-timeout"
+        value = config.get(key)
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            seconds = math.nan
+        if not (0 < seconds < math.inf):
+            raise InputError(
+                f"pangeo-hpc.{key} {value!r} is not a positive number of seconds: set e.g. "
+                f"DASK_PANGEO_HPC__S3__{name.upper()}_TIMEOUT=30"
+            )
+        values.append(seconds)
+    return Timeouts(*values)
+
+
+#: the longest one attempt may take in all, its whole answer included (120 MB at 1 MB/s); an
+#: answer that stalls fails sooner, after ``read-timeout`` seconds without bytes
+REQUEST_TIMEOUT = timedelta(minutes=2)
+
+
 @functools.lru_cache(maxsize=64)
-def _store(opts: S3Options, bucket: str, max_retries: int) -> S3Store:
+def _store(opts: S3Options, bucket: str, max_retries: int, timeouts: Timeouts) -> S3Store:
     from obstore.store import S3Store
 
     kwargs: dict[str, Any] = {
@@ -223,11 +310,12 @@ def _store(opts: S3Options, bucket: str, max_retries: int) -> S3Store:
                 "max_backoff": timedelta(seconds=15),
                 "base": 2,
             },
-            "retry_timeout": timedelta(minutes=3),
+            "retry_timeout": timedelta(seconds=timeouts.retry),
         },
         "client_options": {
-            "timeout": timedelta(minutes=2),
-            "connect_timeout": timedelta(seconds=10),
+            "timeout": REQUEST_TIMEOUT,
+            "connect_timeout": timedelta(seconds=timeouts.connect),
+            "read_timeout": timedelta(seconds=timeouts.read),
         },
     }
     if opts.endpoint_url:
@@ -245,8 +333,9 @@ def _store(opts: S3Options, bucket: str, max_retries: int) -> S3Store:
 _CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
 #: obstore's "Server returned non-2xx status code: 500 Internal Server Error"
 _SERVER_STATUS = re.compile(r"status code: (5\d\d [A-Za-z ]*[A-Za-z])")
-#: obstore's "Error performing GET ... after 3 retries, max_retries: 3, ..."
-_RETRIES = re.compile(r"after (\d+) retries")
+#: obstore's "Error performing GET ... after 3 retries, max_retries: 3, ...", or (no retry
+#: said in the message) its debug text's "retries: 0,"
+_RETRIES = re.compile(r"after (\d+) retries|\bretries: (\d+),")
 
 
 def _retries(exc: BaseException) -> int:
@@ -254,7 +343,7 @@ def _retries(exc: BaseException) -> int:
     ``RetryAttempts``, behind s3fs's error) report it, else as configured."""
     found = _RETRIES.search(str(exc))
     if found:
-        return int(found.group(1))
+        return int(found.group(1) or found.group(2))
     link: BaseException | None = exc
     while link is not None:
         response = getattr(link, "response", None)  # botocore's ClientError
@@ -265,16 +354,31 @@ def _retries(exc: BaseException) -> int:
     return int(config.get("s3.max-retries"))
 
 
+def _timed_out(exc: BaseException) -> str | None:
+    """``"connect"`` or ``"read"`` if ``exc`` (or an error it was raised from) is a
+    time-out of that phase, as obstore (reqwest's ``TimedOut``), botocore
+    (``ConnectTimeoutError``, ``ReadTimeoutError``) or aiohttp report it; else ``None``."""
+    link: BaseException | None = exc
+    while link is not None:
+        name, text = type(link).__name__, str(link)
+        if "Timeout" in name or "TimedOut" in text or "kind: Timeout" in text:
+            connect = "Connect" in name or "kind: Connect" in text or "onnect timeout" in text
+            return "connect" if connect else "read"
+        link = link.__cause__ or link.__context__
+    return None
+
+
 def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     """A one-line :class:`InputError` for an S3 failure a user can fix, else ``None``.
 
-    Covers a missing bucket or key, refused credentials, an endpoint that does not answer,
-    and throttling or server errors (5xx) that outlasted the retries. Works on obstore,
+    Covers a missing bucket or key, refused credentials, an endpoint that does not answer
+    (or not in time: the time-out to raise is named), and throttling or server errors (5xx)
+    that outlasted the retries. Works on obstore,
     s3fs and botocore errors.
     """
     text = str(exc)
     code = next(iter(_CODE.findall(text)), "")
-    where = opts.endpoint_url or "AWS S3"
+    where = opts.shown_endpoint or "AWS S3"
     if code == "NoSuchBucket" or (code == "" and "NoSuchBucket" in text):
         return InputError(f"bucket of {url!r} does not exist on {where}: check the name")
     if code in ("NoSuchKey",) or type(exc).__name__ in ("NotFoundError", "FileNotFoundError"):
@@ -312,6 +416,20 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
             "retries with backoff: the server is failing or shutting down; check that it "
             "runs (and endpoint_url=), then run again",
             param="endpoint_url",
+        )
+    timed_out = _timed_out(exc)
+    if timed_out is not None:
+        seconds = getattr(client_timeouts(), timed_out)
+        what = (
+            "did not accept a connection within"
+            if timed_out == "connect"
+            else "sent no answer within"
+        )
+        return InputError(
+            f"S3 endpoint {where} {what} {seconds:g} s (for {url!r}; {_retries(exc)} retries "
+            f"with backoff): check that the server works, or raise "
+            f"pangeo-hpc.s3.{timed_out}-timeout (e.g. "
+            f"DASK_PANGEO_HPC__S3__{timed_out.upper()}_TIMEOUT={max(120, 4 * seconds):g})"
         )
     if (
         "error sending request" in text
