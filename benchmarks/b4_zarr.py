@@ -1,6 +1,6 @@
 """B4: convert once to an analysis-ready Zarr store, then repeat analyses on it (not a test).
 
-``pangeo_hpc.batch.convert.to_zarr`` writes the 0.25-degree demo SST (the B3 period, which holds
+``pangeo_hpc.batch.pipeline.convert.to_zarr`` writes the 0.25-degree demo SST (the B3 period, which holds
 the B1 period) to a Zarr store (zstd, whole-field chunks chosen for the recipes); the cost
 is reported (seconds, bytes written, and after how many analyses it has paid for itself).
 Then B1's and B3's platform computations run on both paths:
@@ -85,9 +85,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     )
     a = finish_args(p.parse_args(argv))
     try:
-        from pangeo_hpc.batch.convert import to_zarr
+        from pangeo_hpc.batch.pipeline.convert import to_zarr
     except ImportError as exc:
-        msg = f"B4 skipped: pangeo_hpc.batch.convert.to_zarr is not available yet ({exc})"
+        msg = f"B4 skipped: pangeo_hpc.batch.pipeline.convert.to_zarr is not available yet ({exc})"
         print(msg)
         write_result(
             "B4", {"title": "analysis-ready Zarr", "skipped": msg, "rows": []}, quick=a.quick

@@ -96,7 +96,7 @@ def bytes_read(lazy: Any, dataset: Any, variables: list[str]) -> int:
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     from pangeo_hpc.batch import open_inputs
-    from pangeo_hpc.batch.recipe_yaml import available, load
+    from pangeo_hpc.batch.chains.recipe_yaml import available, load
 
     p = parser(__doc__, cache="warm")
     p.add_argument("--years", type=int, help="years of daily data (default 20; --quick 1)")

@@ -158,7 +158,7 @@ def _tidy(client: Any) -> None:
 def timed_run(client: Any, recipe: str, root: Path, end: str, start: str, cache: Any) -> Any:
     """Open + compute ``recipe`` (``cache``: a StateCache or False): (seconds, Computed)."""
     from pangeo_hpc.batch import open_inputs
-    from pangeo_hpc.batch.steps import compute
+    from pangeo_hpc.batch.pipeline.steps import compute
 
     t = time.perf_counter()
     inputs = open_inputs(recipe, data=root, start=start, end=end)
@@ -181,7 +181,7 @@ def append_in_process(
     root: Path, start: str, repeat: int, caches: list[str], workers: int
 ) -> dict[str, Any]:
     """Part 1 in this process: full and update times per recipe and page-cache state."""
-    from pangeo_hpc.batch.state_cache import StateCache
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
 
     full_files = files_of(root, start, END)
     all_files = files_of(root, start, NEXT)

@@ -57,7 +57,7 @@ def _runs(
 ) -> dict[str, float]:
     """Compute seconds of one run per setup, in order, each on a new cluster as the
     command line runs it."""
-    from pangeo_hpc.batch.execute import run_recipe
+    from pangeo_hpc.batch.pipeline.execute import run_recipe
 
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -132,7 +132,7 @@ def _model(
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     import argparse
 
-    from pangeo_hpc.batch import recipe_yaml
+    from pangeo_hpc.batch.chains import recipe_yaml
     from pangeo_hpc.clusters.start import running_cluster, slurm_available
     from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.planning.calibrate import calibrate

@@ -36,9 +36,9 @@ import xarray as xr
 import yaml
 from distributed import Client, LocalCluster
 
-from pangeo_hpc.batch.recipe_yaml import load
-from pangeo_hpc.batch.state_cache import CacheWarning, StateCache
-from pangeo_hpc.batch.steps import compute, open_inputs
+from pangeo_hpc.batch.chains.recipe_yaml import load
+from pangeo_hpc.batch.incremental.state_cache import CacheWarning, StateCache
+from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
 
 ROOT = Path(__file__).resolve().parents[1]
 YEARS = (2000, 2001, 2002)

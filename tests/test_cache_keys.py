@@ -27,10 +27,10 @@ import xarray as xr
 import yaml
 from distributed import Client, LocalCluster
 
-from pangeo_hpc.batch import splitting
-from pangeo_hpc.batch.recipe_yaml import load
-from pangeo_hpc.batch.state_cache import StateCache
-from pangeo_hpc.batch.steps import compute, open_inputs
+from pangeo_hpc.batch.chains.recipe_yaml import load
+from pangeo_hpc.batch.incremental import splitting
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
 from pangeo_hpc.inputs.stamps import Stamp
 
 ROOT = Path(__file__).resolve().parents[1]

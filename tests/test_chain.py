@@ -15,8 +15,8 @@ import xarray as xr
 import yaml
 from conftest import raise_if_dask_computes
 
-from pangeo_hpc.batch import chain
-from pangeo_hpc.batch.recipe_yaml import from_dict, load
+from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.chains.recipe_yaml import from_dict, load
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes import climatology, global_mean, zonal_mean
 
@@ -147,7 +147,7 @@ def test_a_user_function_that_computes_is_an_error_naming_it(tmp_path):
         ([{"function": "os.path"}], r"must be written 'module:function'"),
         ([{"function": "os:no_such_fn"}], r"module 'os' has no function 'no_such_fn'"),
         ([{"anomaly": {"clim": "$nope"}}], r"clim='\$nope' names no variable.*\['\$sst'\]"),
-        # values of a kind the function's annotation does not take (batch/option_values.py)
+        # values of a kind the function's annotation does not take (batch/chains/option_values.py)
         (
             [{"area_mean": {"weights": "cos"}}],
             r"steps\[0\] \(area_mean\): weights='cos' must be \$NAME.*\['\$sst'\]",
@@ -351,7 +351,7 @@ def test_a_split_follows_what_each_function_declares(monkeypatch):
     """Where an incremental run cuts a chain comes from the functions' own declarations
     (pangeo_hpc.recipes.traits), never from a list of names."""
     from pangeo_hpc import recipes
-    from pangeo_hpc.batch.splitting import Split, split
+    from pangeo_hpc.batch.incremental.splitting import Split, split
     from pangeo_hpc.recipes import traits
 
     steps = chain.parse_steps(

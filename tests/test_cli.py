@@ -176,7 +176,7 @@ def test_a_run_prints_its_answer_as_a_table_and_what_it_truly_read(
 
 
 def test_the_reads_line_of_a_whole_run_and_of_uncounted_reads():
-    from pangeo_hpc.batch.results import reads_line, throughput
+    from pangeo_hpc.batch.pipeline.results import reads_line, throughput
 
     why = "caching is off (--no-cache, or pangeo-hpc.cache.enabled)"
     reads = {"incremental": False, "why": why, "files": 240, "files_reused": 0,
@@ -230,14 +230,14 @@ def test_internal_failure_exits_1(monkeypatch, capsys, demo_tree, tmp_path):
     def broken(*a, **k):
         raise RuntimeError("disk on fire")
 
-    monkeypatch.setattr("pangeo_hpc.batch.execute.run_recipe", broken)
+    monkeypatch.setattr("pangeo_hpc.batch.pipeline.execute.run_recipe", broken)
     assert cli.main(["era5-sst-mean", "--data", str(demo_tree)]) == 1
     assert "internal error" in capsys.readouterr().err
 
 
 def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree, tmp_path):
-    from pangeo_hpc.batch import execute as runner
-    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.batch.chains.recipe_yaml import load
+    from pangeo_hpc.batch.pipeline import execute as runner
 
     out = tmp_path / "out"
     out.mkdir()  # an earlier result of this package (its marked summary)
@@ -248,7 +248,7 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
         path.write_bytes(b"half a png")
         raise OSError("No space left on device")
 
-    monkeypatch.setattr("pangeo_hpc.batch.results.plot_result", failing_plot)
+    monkeypatch.setattr("pangeo_hpc.batch.pipeline.results.plot_result", failing_plot)
     with pytest.raises(OSError, match="No space left"):
         runner.run_recipe(
             load("era5-sst-mean"),
@@ -265,7 +265,7 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
 
 
 def test_spec_errors_name_the_file(tmp_path):
-    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.batch.chains.recipe_yaml import load
 
     bad = tmp_path / "bad.yaml"
     bad.write_text(
@@ -301,7 +301,7 @@ def _laughs(levels: int) -> str:
 
 
 def test_an_alias_bomb_or_a_huge_recipe_is_refused_before_it_is_built(tmp_path, capsys):
-    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.batch.chains.recipe_yaml import load
 
     recipe = tmp_path / "laughs.yaml"
     recipe.write_text(_laughs(1))

@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 from conftest import run_cli
 
-from pangeo_hpc.batch.convert import to_zarr
+from pangeo_hpc.batch.pipeline.convert import to_zarr
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.io.zarr_reader import is_zarr_store

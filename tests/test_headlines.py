@@ -13,7 +13,7 @@ import xarray as xr
 from cdo_fields import exact_areas_file
 from conftest import require_tool
 
-from pangeo_hpc.batch.headlines import headline_table, headlines, rounded
+from pangeo_hpc.batch.pipeline.headlines import headline_table, headlines, rounded
 
 LAT = np.arange(-80.0, 80.1, 20.0)  # 9 cell-centred latitudes: edges every 20 degrees
 LON = np.arange(0.0, 360.0, 30.0)

@@ -18,9 +18,9 @@ import xarray as xr
 import yaml
 from distributed import Client, LocalCluster
 
-from pangeo_hpc.batch.recipe_yaml import load
-from pangeo_hpc.batch.state_cache import StateCache
-from pangeo_hpc.batch.steps import compute, open_inputs
+from pangeo_hpc.batch.chains.recipe_yaml import load
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
 from tests.conftest import ALL_PERIOD, PRECIP_PERIOD
 
 
@@ -337,7 +337,7 @@ def test_a_roll_up_damaged_inside_its_values_gives_way_to_the_files_states(
     raw = bytearray(rollup.path.read_bytes())
     raw[len(raw) // 2] ^= 0xFF  # inside the largest member: the monthly values
     rollup.path.write_bytes(bytes(raw))
-    from pangeo_hpc.batch.state_cache import CacheWarning
+    from pangeo_hpc.batch.incremental.state_cache import CacheWarning
 
     with pytest.warns(CacheWarning, match="is damaged"):
         again = compute(open_inputs(spec, data=demo_tree, end="2000-12"), client, cache=cache)

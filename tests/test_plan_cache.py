@@ -17,7 +17,7 @@ import pytest
 from conftest import raise_if_dask_computes
 
 from pangeo_hpc import run
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.demo import DemoSpec, generate
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.planning.calibration import Calibration, RecipeFit

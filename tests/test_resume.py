@@ -28,7 +28,7 @@ import pytest
 import xarray as xr
 from conftest import ROOT
 
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 
 #: the user step that makes every file's state take ``seconds``; pickled by value to the
 #: workers with the task (it lives beside the recipe)

@@ -13,7 +13,7 @@ from conftest import raise_if_dask_computes
 
 from pangeo_hpc import run as cli
 from pangeo_hpc.batch import compute, open_inputs, run_recipe, write_outputs
-from pangeo_hpc.batch.recipe_yaml import load
+from pangeo_hpc.batch.chains.recipe_yaml import load
 from pangeo_hpc.clusters import running_cluster
 
 PERIOD = {"start": "2000-01", "end": "2000-06"}
@@ -58,7 +58,7 @@ def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, 
     # a library: no print, the cluster line is a log record
     assert capsys.readouterr().out == ""
     cluster_lines = [r for r in seen.records if r.getMessage().startswith("cluster: local, 1 ")]
-    assert [r.name for r in cluster_lines] == ["pangeo_hpc.batch.execute"]
+    assert [r.name for r in cluster_lines] == ["pangeo_hpc.batch.pipeline.execute"]
 
     with running_cluster("local", workers=1) as (_, client):
         inputs = open_inputs("era5-sst-mean", data=demo_tree, **PERIOD)
@@ -118,8 +118,8 @@ def test_a_local_cached_run_plans_its_reads_once(demo_tree, tmp_path, monkeypatc
     computing use one plan of the run (its chains on the data, the cache looked at once),
     and summary.json's reads are that plan's: the files reused and read, and the stored
     bytes of those read."""
-    from pangeo_hpc.batch import incremental_plan
-    from pangeo_hpc.batch.state_cache import StateCache
+    from pangeo_hpc.batch.incremental import plan as incremental_plan
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
 
     spec, cache = load("era5-sst-mean"), StateCache(tmp_path / "cache")
     where = {"data": demo_tree, "start": "2000-01", "workers": 1, "cache": cache}
@@ -145,8 +145,8 @@ def test_an_update_with_a_file_or_two_to_read_starts_no_worker_processes(demo_tr
     """One more month (or a re-run) computes in the client's threads: starting two worker
     processes took 1.7 s of a 6.5 s update. A run with nothing cached, or with more files
     than IN_PROCESS_FILES to read, starts its worker processes as before."""
-    from pangeo_hpc.batch.execute import IN_PROCESS_FILES
-    from pangeo_hpc.batch.state_cache import StateCache
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
+    from pangeo_hpc.batch.pipeline.execute import IN_PROCESS_FILES
 
     assert IN_PROCESS_FILES == 2
     spec, cache = load("era5-sst-trend"), StateCache(tmp_path / "cache")

@@ -387,8 +387,8 @@ def test_incremental_runs_from_s3_reuse_states_by_etag(seaweedfs, demo_tree, aws
     import h5py
     from distributed import Client, LocalCluster
 
-    from pangeo_hpc.batch.state_cache import StateCache
-    from pangeo_hpc.batch.steps import compute, open_inputs
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
+    from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
 
     part = tmp_path / "tree"
     for month in ("01", "02", "03"):

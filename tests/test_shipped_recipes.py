@@ -18,7 +18,7 @@ from conftest import ALL_PERIOD, PRECIP_PERIOD, TEST_SPEC, missing, require_tool
 from known import NINO34_BOX, daily_global_means, known_index, month_files
 
 from pangeo_hpc.batch import open_inputs
-from pangeo_hpc.batch.recipe_yaml import available
+from pangeo_hpc.batch.chains.recipe_yaml import available
 from pangeo_hpc.demo import (
     expected,
     expected_mean_wind_speed,

@@ -18,7 +18,7 @@ import dask.config
 import numpy as np
 import pytest
 
-from pangeo_hpc.batch.state_cache import (
+from pangeo_hpc.batch.incremental.state_cache import (
     CacheWarning,
     StateCache,
     entry_key,
@@ -233,7 +233,7 @@ def test_a_folder_another_run_is_claiming_right_now_is_not_refused(tmp_path):
 
 
 def test_remove_file_removes_only_entries_of_a_state_cache(tmp_path):
-    from pangeo_hpc.batch.state_cache import _is_entry
+    from pangeo_hpc.batch.incremental.state_cache import _is_entry
 
     cache = StateCache(tmp_path / "states")
     cache.put(_key(1), _state(1), {})
@@ -356,7 +356,7 @@ import sys, time, warnings
 from pathlib import Path
 import numpy as np
 warnings.simplefilter("error")  # a damaged entry seen by a reader would fail this process
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 
 folder, me, meeting = sys.argv[1], int(sys.argv[2]), Path(sys.argv[3])
 keys = ["%064x" % (i * 7919) for i in range(8)]

@@ -24,7 +24,7 @@ import pytest
 import xarray as xr
 import yaml
 
-from pangeo_hpc.batch.state_cache import CacheWarning, StateCache
+from pangeo_hpc.batch.incremental.state_cache import CacheWarning, StateCache
 
 ROOT = Path(__file__).resolve().parents[1]
 CI = os.environ.get("CI", "").lower() == "true"

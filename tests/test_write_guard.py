@@ -376,7 +376,7 @@ ALLOWED = {
     ("write/swap.py", "*"): "the guarded helper's swap and lock (called by atomic_dir only)",
     ("write/leftovers.py", "*"): "the guarded helper's own temporaries of dead writers",
     ("write/in_place.py", "*"): "the guarded helper filling a mount point (atomic_dir's)",
-    ("batch/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
+    ("batch/pipeline/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",
     ("clusters/diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",
@@ -384,8 +384,8 @@ ALLOWED = {
     ("recipes/indices.py", "rename"): "DataArray.rename, not a file",
     ("recipes/units.py", "rename"): "DataArray.rename, not a file",
     ("recipes/vectors.py", "rename"): "DataArray.rename, not a file",
-    ("batch/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
-    ("batch/incremental_states.py", "rename"): "DataArray.rename of a dimension, not a file",
+    ("batch/chains/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
+    ("batch/incremental/states.py", "rename"): "DataArray.rename of a dimension, not a file",
 }
 
 

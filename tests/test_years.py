@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from pangeo_hpc.batch.headlines import headlines
+from pangeo_hpc.batch.pipeline.headlines import headlines
 from pangeo_hpc.demo import DemoSpec
 from pangeo_hpc.demo.synthetic import TREND_REFERENCE, time_factors
 from pangeo_hpc.recipes.years import DAYS_PER_YEAR, decimal_years

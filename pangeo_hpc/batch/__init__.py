@@ -1,15 +1,28 @@
-"""Recipes run end to end: the YAML files (:mod:`~pangeo_hpc.batch.recipe_yaml`), their
-chains of recipe functions (:mod:`~pangeo_hpc.batch.chain`), the steps of a run
-(:mod:`~pangeo_hpc.batch.steps`: open, compute; :mod:`~pangeo_hpc.batch.results`: write),
-their composition (:mod:`~pangeo_hpc.batch.execute`), incremental runs from per-file partial
-states (:mod:`~pangeo_hpc.batch.incremental`, kept by
-:class:`~pangeo_hpc.batch.state_cache.StateCache`) and the conversion to Zarr."""
+"""Recipes run end to end, one job per folder, each importing only from those below it:
 
-from pangeo_hpc.batch.execute import run_recipe
-from pangeo_hpc.batch.results import RunResult, write_outputs
-from pangeo_hpc.batch.state_cache import StateCache
-from pangeo_hpc.batch.steps import Computed, Inputs, compute, open_inputs
+* :mod:`~pangeo_hpc.batch.pipeline`: open the inputs, compute, write; ``run_recipe``;
+* :mod:`~pangeo_hpc.batch.incremental`: per-file partial states, roll-ups, the read plan
+  and the state cache;
+* :mod:`~pangeo_hpc.batch.chains`: the recipe language (YAML, chains, options, code
+  identity).
+"""
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+
+#: each name and its module: imported at first use (``chains`` alone stays light)
+_LAZY = {
+    "Computed": "pangeo_hpc.batch.pipeline.steps",
+    "Inputs": "pangeo_hpc.batch.pipeline.steps",
+    "RunResult": "pangeo_hpc.batch.pipeline.results",
+    "StateCache": "pangeo_hpc.batch.incremental.state_cache",
+    "compute": "pangeo_hpc.batch.pipeline.steps",
+    "open_inputs": "pangeo_hpc.batch.pipeline.steps",
+    "run_recipe": "pangeo_hpc.batch.pipeline.execute",
+    "write_outputs": "pangeo_hpc.batch.pipeline.results",
+}
 __all__ = [
     "Computed",
     "Inputs",
@@ -20,3 +33,17 @@ __all__ = [
     "run_recipe",
     "write_outputs",
 ]
+
+if TYPE_CHECKING:
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
+    from pangeo_hpc.batch.pipeline.execute import run_recipe
+    from pangeo_hpc.batch.pipeline.results import RunResult, write_outputs
+    from pangeo_hpc.batch.pipeline.steps import Computed, Inputs, compute, open_inputs
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'pangeo_hpc.batch' has no attribute {name!r}")
+    value = getattr(importlib.import_module(_LAZY[name]), name)
+    globals()[name] = value
+    return value

@@ -63,7 +63,7 @@ def _clear_leftovers() -> None:
 
 
 def _cache(a: argparse.Namespace) -> int:
-    from pangeo_hpc.batch.state_cache import StateCache
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
 
     if a.recipe is not None and a.action == "size":
         raise InputError("--recipe applies to `cache list` and `cache clear`, not `cache size`")

@@ -60,7 +60,7 @@ def _demo_data(a: argparse.Namespace) -> int:
 
 
 def _list(a: argparse.Namespace) -> int:
-    from pangeo_hpc.batch.recipe_yaml import available, load
+    from pangeo_hpc.batch.chains.recipe_yaml import available, load
 
     for name in available():
         spec = load(name)
@@ -111,8 +111,8 @@ def _run(a: argparse.Namespace) -> int:
 
     # a bad budget is refused before xarray and dask are imported
     budget = None if a.budget is None else parse_budget(a.budget, name="--budget")
-    from pangeo_hpc.batch.recipe_yaml import load
-    from pangeo_hpc.batch.results import summary_text
+    from pangeo_hpc.batch.chains.recipe_yaml import load
+    from pangeo_hpc.batch.pipeline.results import summary_text
     from pangeo_hpc.cli.progress import show_progress
     from pangeo_hpc.planning.budget import run_within_budget
 
@@ -167,7 +167,7 @@ def _convert_args(p: argparse.ArgumentParser) -> None:
 
 def _convert(a: argparse.Namespace) -> int:
     from pangeo_hpc import config
-    from pangeo_hpc.batch.convert import to_zarr
+    from pangeo_hpc.batch.pipeline.convert import to_zarr
     from pangeo_hpc.write.guard import check_folder
 
     s3 = s3_options_from(a, a.data)

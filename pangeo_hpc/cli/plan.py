@@ -134,7 +134,7 @@ def _calibrate(a: argparse.Namespace) -> int:
             )
     if a.simulate_workers < 0:
         raise InputError(f"--simulate-workers {a.simulate_workers} must be 0 or more")
-    from pangeo_hpc.batch.recipe_yaml import load
+    from pangeo_hpc.batch.chains.recipe_yaml import load
     from pangeo_hpc.planning.calibrate import calibration_target
 
     load(a.recipe)  # before a cluster starts

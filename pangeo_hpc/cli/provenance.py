@@ -44,7 +44,7 @@ def _step(name: str, options: dict) -> str:
 
 
 def _provenance(a: argparse.Namespace) -> int:
-    from pangeo_hpc.batch.provenance import check
+    from pangeo_hpc.batch.pipeline.provenance import check
 
     prov = _load(a.result)
     if a.json:

@@ -2,7 +2,7 @@
 
 A cache entry made from a file is valid for exactly the version of the file it was made
 from. Which fields say "the same version" is decided here once, for the state cache
-(:mod:`pangeo_hpc.batch.state_cache`), the catalog's scan cache
+(:mod:`pangeo_hpc.batch.incremental.state_cache`), the catalog's scan cache
 (:mod:`pangeo_hpc.io.scan_cache`) and the byte-range indexes of S3 objects
 (:mod:`pangeo_hpc.io.references`), so that the weakest check never guards the cache whose
 staleness costs most (a wrong answer). The fields are those git's index compares:

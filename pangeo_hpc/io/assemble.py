@@ -222,7 +222,7 @@ def time_pieces(spans: Sequence[Sequence[tuple[int, int, str]]], n: int) -> list
 
     ``spans`` holds each variable's :func:`file_spans`, clipped to the steps opened. The
     pieces are what an incremental run keeps a state for
-    (:mod:`pangeo_hpc.batch.incremental`)."""
+    (:mod:`pangeo_hpc.batch.incremental.run`)."""
     cuts = sorted(
         {0, n, *(a for v in spans for a, _, _ in v), *(b for v in spans for _, b, _ in v)}
     )

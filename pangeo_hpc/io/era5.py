@@ -50,7 +50,7 @@ def open_era5(
     source : path or str, optional
         Root of a tree in the era5-pds layout (``{YYYY}/{MM}/data/{variable}.nc``): a local
         or mounted folder, or ``s3://bucket/prefix`` (e.g. ``s3://era5-pds``); or a Zarr
-        store written by :func:`pangeo_hpc.batch.convert.to_zarr`. Default: config
+        store written by :func:`pangeo_hpc.batch.pipeline.convert.to_zarr`. Default: config
         ``pangeo-hpc.data.root``.
     time_chunk_mb : float, optional
         Target uncompressed size of one Dask chunk; chunks hold whole fields and never span

@@ -1,6 +1,7 @@
 """Read the arrays of a local Zarr v3 store chunk file by chunk file, decoded in place.
 
-The stores :func:`pangeo_hpc.batch.convert.to_zarr` writes hold whole fields per chunk with one
+The stores :func:`pangeo_hpc.batch.pipeline.convert.to_zarr` writes hold whole fields per
+chunk with one
 Blosc codec. zarr-python decodes such a chunk into a buffer of its own, then copies it into
 the result through its asyncio pipeline: half of a task's time on a 2-core machine. Here the
 chunk file is read with one call and Blosc decodes it straight into the part of the output
@@ -157,7 +158,7 @@ def open_store(
     store: str | Path, variable: str, start: str | None = None, end: str | None = None
 ) -> Any:
     """The months ``start`` to ``end`` of ``variable`` in a store written by
-    :func:`pangeo_hpc.batch.convert.to_zarr`, as ``open_era5`` returns them (lazy,
+    :func:`pangeo_hpc.batch.pipeline.convert.to_zarr`, as ``open_era5`` returns them (lazy,
     Dask-backed, one task per Zarr chunk)."""
     ds = xr.open_zarr(store, consolidated=False)
     if variable not in ds.data_vars:

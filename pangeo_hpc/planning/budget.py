@@ -1,7 +1,7 @@
 """A cost guard: plan a run before any job is submitted, refuse it when its predicted cost's
 high end passes the budget, and watch it while it runs.
 
-:func:`run_within_budget` is :func:`pangeo_hpc.batch.execute.run_recipe` with ``budget=``
+:func:`run_within_budget` is :func:`pangeo_hpc.batch.pipeline.execute.run_recipe` with ``budget=``
 (``5USD`` or ``2h`` node-hours, :func:`pangeo_hpc.inputs.budget.parse_budget`):
 
 1. :func:`check_budget` plans the run as it will be started (its files not cached yet,
@@ -29,10 +29,10 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.batch import execute
-from pangeo_hpc.batch.recipe_yaml import Recipe, load
-from pangeo_hpc.batch.results import RunResult
-from pangeo_hpc.batch.steps import data_root
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
+from pangeo_hpc.batch.pipeline import execute
+from pangeo_hpc.batch.pipeline.results import RunResult
+from pangeo_hpc.batch.pipeline.steps import data_root
 from pangeo_hpc.clusters.budget import Guard
 from pangeo_hpc.clusters.start import resolve_kind, site_name
 from pangeo_hpc.errors import InputError, named
@@ -69,7 +69,7 @@ def check_budget(
 ) -> Guard | None:
     """Check a run's predicted cost against ``budget`` before anything starts.
 
-    Parameters are those of :func:`pangeo_hpc.batch.execute.run_recipe`; ``calibration``
+    Parameters are those of :func:`pangeo_hpc.batch.pipeline.execute.run_recipe`; ``calibration``
     is the calibration file (default config ``plan.calibration``). An adaptive run is
     planned at its maximum jobs.
 
@@ -166,7 +166,7 @@ def run_within_budget(
     calibration: str | Path | None = None,
     **kwargs: Any,
 ) -> RunResult:
-    """:func:`pangeo_hpc.batch.execute.run_recipe` with a budget: checked against the
+    """:func:`pangeo_hpc.batch.pipeline.execute.run_recipe` with a budget: checked against the
     run's prediction before anything starts, then watched while it runs.
 
     Parameters
@@ -179,7 +179,7 @@ def run_within_budget(
     calibration : str or Path, optional
         The calibration file to predict from (default config ``plan.calibration``).
     **kwargs
-        As for :func:`pangeo_hpc.batch.execute.run_recipe`.
+        As for :func:`pangeo_hpc.batch.pipeline.execute.run_recipe`.
 
     Raises
     ------

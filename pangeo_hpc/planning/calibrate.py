@@ -116,7 +116,7 @@ def fit_recipe(
     scheduler's CPU per task. The warm-up is the first run's worker CPU beyond a later
     run's; the fixed cost is what the first run's wall time has beyond the model's.
     """
-    from pangeo_hpc.batch import chain, recipe_yaml
+    from pangeo_hpc.batch.chains import chain, recipe_yaml
     from pangeo_hpc.io.era5 import open_era5
 
     if not isinstance(repeat, int) or repeat < 1:
@@ -283,7 +283,7 @@ def calibrate(
     What is measured and found is logged at INFO by the logger ``pangeo_hpc.planning.calibrate``
     (the command line prints it); in a notebook, ``logging.basicConfig(level="INFO")`` shows it.
     """
-    from pangeo_hpc.batch import recipe_yaml
+    from pangeo_hpc.batch.chains import recipe_yaml
     from pangeo_hpc.clusters.start import kind_of, running_cluster, site_name
     from pangeo_hpc.s3.options import is_s3
 

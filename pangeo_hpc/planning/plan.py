@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc import config
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.errors import InputError, named
 from pangeo_hpc.inputs.sizes import parse_rate, parse_size
@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     import pandas as pd
     from matplotlib.axes import Axes
 
-    from pangeo_hpc.batch.recipe_yaml import Recipe
+    from pangeo_hpc.batch.chains.recipe_yaml import Recipe
     from pangeo_hpc.s3.options import S3Options
 
 

@@ -1,11 +1,12 @@
 """What a run of a recipe on its data would read, its cached partial states considered.
 
-A recipe that runs incrementally (:mod:`pangeo_hpc.batch.incremental`) reads only the files
+A recipe that runs incrementally (:mod:`pangeo_hpc.batch.incremental.run`) reads only the files
 whose partial states are not in the state cache yet; ``plan --data`` predicts from those
 bytes. The check is cheap and read-only: the recipe's data are opened lazily (their
 catalog), each file is stamped (``os.stat``, or one HEAD per S3 object, as a run does) and
 the cache is looked at by entry name: the run's own plan
-(:func:`~pangeo_hpc.batch.read_plan.plan_reads`, the :class:`~pangeo_hpc.batch.read_plan.ReadPlan`
+(:func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads`, the
+:class:`~pangeo_hpc.batch.incremental.read_plan.ReadPlan`
 a run reports from). No state is loaded, nothing is computed, and nothing in the cache is
 marked used.
 
@@ -19,10 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.batch.read_plan import plan_reads
-from pangeo_hpc.batch.recipe_yaml import Recipe, load
-from pangeo_hpc.batch.state_cache import FLAG, StateCache
-from pangeo_hpc.batch.steps import CACHE_OFF, data_root, open_cache, open_dataset
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
+from pangeo_hpc.batch.incremental.read_plan import plan_reads
+from pangeo_hpc.batch.incremental.state_cache import FLAG, StateCache
+from pangeo_hpc.batch.pipeline.steps import CACHE_OFF, data_root, open_cache, open_dataset
 from pangeo_hpc.errors import named
 
 __all__ = ["Reads", "reads"]

@@ -13,7 +13,7 @@ owns all a reduction keeps of a block of data:
 The recipe functions compute through these same objects on their own data
 (:meth:`~Aggregation.reduce`: :func:`~pangeo_hpc.recipes.means.time_mean`,
 :func:`~pangeo_hpc.recipes.trend.trend`), and an incremental run per input file
-(:mod:`pangeo_hpc.batch.incremental_states`): the two cannot disagree but by the order of float64
+(:mod:`pangeo_hpc.batch.incremental.states`): the two cannot disagree but by the order of float64
 additions. A :class:`~pangeo_hpc.recipes.traits.Reduction` names its aggregation by the
 keys of :data:`AGGREGATIONS`.
 

@@ -1,6 +1,6 @@
 """What a recipe function says of itself, for runs that split by input file.
 
-An incremental run (:mod:`pangeo_hpc.batch.incremental`) needs to know, of each step, three
+An incremental run (:mod:`pangeo_hpc.batch.incremental.run`) needs to know, of each step, three
 things; each function declares them itself, beside its code, as an attribute (never in a
 list of names kept elsewhere, which drifts from the code it describes):
 

@@ -37,7 +37,7 @@ def _draw(sub: FigureBase, shape: Shape) -> None:
     try:
         (draw_missing if kind == "missing" else DRAW[kind])(sub, shape)
     except Exception as exc:  # the figure is written with the results
-        # (batch/results.py, all or nothing): a panel that fails must not cost the run
+        # (batch/pipeline/results.py, all or nothing): a panel that fails must not cost the run
         sub.clear()
         DRAW["other"](sub, Shape("other", shape.data))
         sub.axes[0].texts[0].set_text(

@@ -132,10 +132,5 @@ def fill_in_place(
             if (target / name).is_dir() and not (target / name).is_symlink():
                 os.replace(target / name, old / name)  # a folder is not renamed over
             os.replace(tmp / name, target / name)
-    except Exception as exc:
-        from pangeo_hpc.write.outputs import _raise_if_full  # ENOSPC: one line, as atomic_dir
-
-        _raise_if_full(exc, target)
-        raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

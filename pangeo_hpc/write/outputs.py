@@ -111,10 +111,14 @@ def atomic_dir(
     """
     inputs = list(inputs)
     if is_mount_point(target):  # it cannot be renamed (EBUSY): filled file by file
-        with fill_in_place(
-            target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite
-        ) as inside:
-            yield inside
+        try:
+            with fill_in_place(
+                target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite
+            ) as inside:
+                yield inside
+        except Exception as exc:
+            _raise_if_full(exc, Path(target))
+            raise
         return
     target = check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
     tmp: Path | None = None

@@ -2,7 +2,7 @@
 
 A recipe may end in anything: one number, a time series, a map, twelve monthly maps. The
 figure (:mod:`pangeo_hpc.write.figures`) and the headline numbers
-(:mod:`pangeo_hpc.batch.headlines`) both start from :func:`result_shape`, so that they
+(:mod:`pangeo_hpc.batch.pipeline.headlines`) both start from :func:`result_shape`, so that they
 always agree on what a variable is. The kind follows the dimensions left after dropping
 those of size 1, found by what they hold, not by their names: latitude and longitude with
 :func:`~pangeo_hpc.recipes.grid.horizontal_names` (any CF naming), time with

@@ -4,7 +4,7 @@ NetCDF4 as ERA5 ships it (zlib + shuffle, 24x100x100 chunks) costs a zlib decode
 byte at every analysis. A Zarr store written once with Blosc-zstd (byte shuffle, multi-threaded
 decode several times faster than zlib) and chunks of whole fields over a few dozen time
 steps serves the recipes (global means, climatologies, time-mean maps) with one read per
-chunk. :func:`pangeo_hpc.batch.convert.to_zarr` opens a tree and calls :func:`write_store`.
+chunk. :func:`pangeo_hpc.batch.pipeline.convert.to_zarr` opens a tree and calls :func:`write_store`.
 """
 
 from __future__ import annotations

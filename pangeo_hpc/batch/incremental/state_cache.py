@@ -9,7 +9,8 @@ only the files that are new or changed and merges the states it finds.
   (:class:`~pangeo_hpc.inputs.stamps.Stamp`: path, device, inode, size, mtime and ctime of
   a local file; size, ETag and version of an S3 object) and of the hash of the chain up to
   the reduction, which holds the code of its steps
-  (:meth:`~pangeo_hpc.batch.splitting.Split.chain_hash`). A changed file has another key,
+  (:meth:`~pangeo_hpc.batch.incremental.splitting.Split.chain_hash`). A changed file has
+  another key,
   so it invalidates only its own state; nothing is ever looked up by path.
 * **Files.** One ``<key>.npz`` per entry (``np.savez``, never pickle: loaded with
   ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), sealed

@@ -3,7 +3,7 @@
 A recipe's ``steps:`` is a list of recipe functions of :mod:`pangeo_hpc.recipes` (or user
 functions, ``- function: module:name``), each with its keyword arguments; ``results:``
 optionally names several results, each the shared steps followed by its own. Every step is
-checked here, before any data are opened (:mod:`pangeo_hpc.batch.chain`).
+checked here, before any data are opened (:mod:`pangeo_hpc.batch.chains.chain`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from pangeo_hpc import config
-from pangeo_hpc.batch.chain import Step, check_steps, parse_steps
+from pangeo_hpc.batch.chains.chain import Step, check_steps, parse_steps
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.write.guard import check_label
@@ -82,7 +82,7 @@ class Recipe:
 def search_path() -> list[Path]:
     """Folders searched for recipes: config ``pangeo-hpc.recipes.path``, then the shipped ones."""
     extra = [Path(p).expanduser() for p in config.get("recipes.path") or []]
-    here = Path(__file__).resolve().parents[1]  # the package: pangeo_hpc/_specs in a wheel
+    here = Path(__file__).resolve().parents[2]  # the package: pangeo_hpc/_specs in a wheel
     return [*extra, here / "_specs", here.parent / "recipes"]
 
 

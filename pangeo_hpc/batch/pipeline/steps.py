@@ -1,7 +1,7 @@
 """The first two steps of a recipe run, each callable on its own from a notebook: open the
 inputs and build the chain's lazy result (:func:`open_inputs`), then compute it on a Dask
-client (:func:`compute`). :func:`pangeo_hpc.batch.results.write_outputs` writes what came
-out; :func:`pangeo_hpc.batch.execute.run_recipe` does all three with a cluster of its own.
+client (:func:`compute`). :func:`pangeo_hpc.batch.pipeline.results.write_outputs` writes what came
+out; :func:`pangeo_hpc.batch.pipeline.execute.run_recipe` does all three with a cluster of its own.
 
 >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
 >>> computed = compute(inputs, client, progress=distributed.progress)  # doctest: +SKIP
@@ -20,10 +20,11 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import config
-from pangeo_hpc.batch import chain, incremental
-from pangeo_hpc.batch.read_plan import ReadPlan, Report, plan_reads, worker_reads
-from pangeo_hpc.batch.recipe_yaml import Recipe, load
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
+from pangeo_hpc.batch.incremental import run as incremental
+from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report, plan_reads, worker_reads
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.start import kind_of
 from pangeo_hpc.errors import InputError
@@ -55,7 +56,7 @@ class Inputs:
     s3 : S3Options, optional
         How ``s3://`` data were reached (their ETags identify them in the cache).
     memo : dict
-        The steps built so far on ``dataset`` (:func:`pangeo_hpc.batch.chain.run_steps`).
+        The steps built so far on ``dataset`` (:func:`pangeo_hpc.batch.chains.chain.run_steps`).
     """
 
     spec: Recipe
@@ -72,7 +73,7 @@ class Inputs:
     def read_plan(self, store: StateCache | None) -> tuple[incremental.Prepared | str, ReadPlan]:
         """The incremental plan of these inputs (or why they run whole) and what a run
         with the state cache ``store`` (``None``: caching off) reads of them
-        (:func:`~pangeo_hpc.batch.read_plan.plan_reads`): made once per cache folder and
+        (:func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads`): made once per cache folder and
         kept, so that deciding where to run and running use the same plan."""
         key = None if store is None else str(store.folder)
         if key not in self._reads:
@@ -129,14 +130,15 @@ def open_inputs(
 
     Every step is checked on the opened data before anything is read (a step that computes,
     options the data cannot meet, a reference period the data do not cover). A recipe whose
-    results all split at a reduction (:func:`pangeo_hpc.batch.splitting.split`) is checked
+    results all split at a reduction
+    (:func:`pangeo_hpc.batch.incremental.splitting.split`) is checked
     up to its reductions here; the steps after them are checked by :func:`compute` before
     it reads more than one file, and ``Inputs.lazy`` is built when first used.
 
     Parameters
     ----------
     spec : Recipe or str
-        The recipe, or its name or YAML path (:func:`pangeo_hpc.batch.recipe_yaml.load`).
+        The recipe, or its name or YAML path (:func:`pangeo_hpc.batch.chains.recipe_yaml.load`).
     data : str or Path, optional
         Its data (see :func:`data_root`): a folder, ``s3://bucket/prefix`` or a Zarr store;
         not used by a recipe whose dataset is a ``files:`` glob.
@@ -193,7 +195,7 @@ class Computed:
         The chain's result, in memory.
     cluster : dict
         ``kind`` (local, slurm, pbs, sge) and ``workers`` when the computation started;
-        :func:`~pangeo_hpc.batch.execute.run_recipe` adds the ``profile`` and ``jobs`` it
+        :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe` adds the ``profile`` and ``jobs`` it
         asked for.
     seconds : float
         Wall time of the computation.
@@ -224,9 +226,10 @@ def compute(
 ) -> Computed:
     """Compute ``inputs.lazy`` on ``client``'s workers, incrementally when the chain allows.
 
-    A recipe whose every result splits at a reduction (:func:`pangeo_hpc.batch.splitting.split`)
+    A recipe whose every result splits at a reduction
+    (:func:`pangeo_hpc.batch.incremental.splitting.split`)
     is computed from per-file partial states, those of unchanged files taken from the cache
-    and the others saved to it as their tasks finish (:mod:`pangeo_hpc.batch.incremental`):
+    and the others saved to it as their tasks finish (:mod:`pangeo_hpc.batch.incremental.run`):
     one more month reads one file, a killed run resumes. Other recipes run whole.
 
     Parameters
@@ -243,7 +246,7 @@ def compute(
         systems: FSx for Lustre, rclone mounts); the report line is logged (INFO).
     cache : StateCache or bool, optional
         Where partial states are kept; ``False``: run whole, nothing cached (``--no-cache``).
-        Default: a :class:`~pangeo_hpc.batch.state_cache.StateCache` of config
+        Default: a :class:`~pangeo_hpc.batch.incremental.state_cache.StateCache` of config
         ``pangeo-hpc.cache.folder``, unless ``pangeo-hpc.cache.enabled`` is false.
 
     Returns

@@ -1,6 +1,6 @@
 """The plan of an incremental run: each result's chain cut at its reduction, on the data.
 
-:func:`prepare` cuts every result's chain (:func:`~pangeo_hpc.batch.splitting.split`),
+:func:`prepare` cuts every result's chain (:func:`~pangeo_hpc.batch.incremental.splitting.split`),
 builds the steps before each reduction on the opened data (lazily), finds which time steps
 of those data each input file's piece holds and the group of each step (the reduction's
 own rules, :meth:`~pangeo_hpc.recipes.traits.Reduction.labels`), and keys each piece's
@@ -17,9 +17,9 @@ import dask.array as darr
 import numpy as np
 import xarray as xr
 
-from pangeo_hpc.batch import chain
-from pangeo_hpc.batch.splitting import Split, split
-from pangeo_hpc.batch.state_cache import entry_key, stamp_files
+from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.incremental.splitting import Split, split
+from pangeo_hpc.batch.incremental.state_cache import entry_key, stamp_files
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io.assemble import Piece
 from pangeo_hpc.recipes.aggregations import Aggregation, years_since_epoch
@@ -127,7 +127,7 @@ def prepare(
     memo: chain.Memo | None = None,
 ) -> Prepared | str:
     """Plan an incremental run of ``recipe`` on ``data`` (from
-    :func:`~pangeo_hpc.batch.steps.open_dataset`; ``memo``: the steps already built on
+    :func:`~pangeo_hpc.batch.pipeline.steps.open_dataset`; ``memo``: the steps already built on
     it), or say why it must run whole."""
     pieces = data.encoding.get("source_pieces")
     if not pieces:

@@ -1,7 +1,7 @@
 """The identity of the code a cached state depends on: ours, the libraries', the user's.
 
 A state cached from a file is valid only for the code that computed it. Its key
-(:meth:`pangeo_hpc.batch.splitting.Split.chain_hash`) therefore holds, besides the step
+(:meth:`pangeo_hpc.batch.incremental.splitting.Split.chain_hash`) therefore holds, besides the step
 names and options:
 
 * :func:`package_code`: pangeo-hpc's version, a SHA-256 of the sources that read the files
@@ -14,7 +14,7 @@ names and options:
   constants and defaults) and the bytes of the module file it comes from (helpers and
   module constants it uses), as ``joblib.Memory`` keys a function by its source. A user
   module beside a recipe is loaded again when its file changes
-  (:func:`pangeo_hpc.batch.chain.user_function`), so the code that runs is the file's.
+  (:func:`pangeo_hpc.batch.chains.chain.user_function`), so the code that runs is the file's.
 
 What it does not see: a user function's imports of other modules of the user (their
 changes are not in the key; put the helpers in the same module), and data read by a user
@@ -42,13 +42,13 @@ SOURCE_ATTR = "__pangeo_hpc_source_sha256__"
 _SOURCES = (
     "recipes",
     "io",
-    "batch/splitting.py",
-    "batch/incremental.py",
-    "batch/incremental_plan.py",
-    "batch/incremental_states.py",
-    "batch/incremental_rollups.py",
-    "batch/chain.py",
-    "batch/steps.py",
+    "batch/incremental/splitting.py",
+    "batch/incremental/run.py",
+    "batch/incremental/plan.py",
+    "batch/incremental/states.py",
+    "batch/incremental/rollups.py",
+    "batch/chains/chain.py",
+    "batch/pipeline/steps.py",
     "jit.py",
 )
 #: the libraries whose versions a state depends on
@@ -59,7 +59,7 @@ _LIBRARIES = ("numpy", "pandas", "xarray", "dask", "flox", "numbagg", "numba", "
 def package_code() -> str:
     """The SHA-256 (hex) of pangeo-hpc's version, its state-making sources and the
     versions of :data:`_LIBRARIES` in this process."""
-    root = Path(__file__).resolve().parents[1]
+    root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
     h.update(_version("pangeo-hpc").encode())
     for lib in _LIBRARIES:

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pangeo_hpc.batch.chain import Step, options_of
-from pangeo_hpc.batch.code_identity import function_code, package_code
+from pangeo_hpc.batch.chains.chain import Step, options_of
+from pangeo_hpc.batch.chains.code_identity import function_code, package_code
 from pangeo_hpc.recipes import traits
 from pangeo_hpc.recipes.aggregations import Aggregation
 
@@ -65,8 +65,8 @@ class Split:
     def chain_hash(self, variables: Sequence[str]) -> str:
         """What a file's state depends on besides the file: the variables, the prefix, the
         reduction and its options, and the code of all of them (hex): pangeo-hpc's and its
-        libraries' (:func:`~pangeo_hpc.batch.code_identity.package_code`), and each user
-        function's (:func:`~pangeo_hpc.batch.code_identity.function_code`)."""
+        libraries' (:func:`~pangeo_hpc.batch.chains.code_identity.package_code`), and each user
+        function's (:func:`~pangeo_hpc.batch.chains.code_identity.function_code`)."""
         steps = [*self.prefix, self.reduction]
         doc = {
             "code": package_code(),

@@ -1,8 +1,9 @@
 """Run one recipe end to end: check, open, start the cluster, compute, write the outputs.
 
 :func:`run_recipe` is the composition the command line runs; each step is a public
-function a notebook can call on its own (:func:`~pangeo_hpc.batch.steps.open_inputs`,
-:func:`~pangeo_hpc.batch.steps.compute`, :func:`~pangeo_hpc.batch.results.write_outputs`).
+function a notebook can call on its own (:func:`~pangeo_hpc.batch.pipeline.steps.open_inputs`,
+:func:`~pangeo_hpc.batch.pipeline.steps.compute`,
+:func:`~pangeo_hpc.batch.pipeline.results.write_outputs`).
 """
 
 from __future__ import annotations
@@ -18,15 +19,15 @@ from typing import Any
 from distributed import Client
 
 from pangeo_hpc import config
-from pangeo_hpc.batch.recipe_yaml import Recipe
-from pangeo_hpc.batch.results import (
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.results import (
     RunResult,
     check_format,
     result_folder,
     write_outputs,
 )
-from pangeo_hpc.batch.state_cache import StateCache
-from pangeo_hpc.batch.steps import (
+from pangeo_hpc.batch.pipeline.steps import (
     Inputs,
     check_warmup,
     compute,
@@ -82,7 +83,7 @@ def run_recipe(
     folder is striped for the result's size. ``s3`` and ``index`` apply to ``s3://`` data
     (see :func:`pangeo_hpc.io.era5.open_era5`); with ``index="build"`` the missing indexes
     are built on the cluster's workers. ``cache`` keeps each input file's partial state
-    (see :func:`pangeo_hpc.batch.steps.compute`): ``False`` runs whole and caches nothing.
+    (see :func:`pangeo_hpc.batch.pipeline.steps.compute`): ``False`` runs whole and caches nothing.
     A local run that finds states in the cache and has at most :data:`IN_PROCESS_FILES`
     files to read (one more month, a re-run) starts no worker processes: it computes in
     this process's threads, and ``summary.json``'s ``cluster.in_process`` says why.

@@ -2,7 +2,7 @@
 figure (``plot.png``) and ``summary.json``, written together or not at all
 (:func:`pangeo_hpc.write.outputs.atomic_dir`, or file by file into a mount point:
 :func:`pangeo_hpc.write.in_place.fill_in_place`), from what
-:mod:`pangeo_hpc.batch.steps` opened and computed; and the summary as a person reads it
+:mod:`pangeo_hpc.batch.pipeline.steps` opened and computed; and the summary as a person reads it
 (:func:`summary_text`: the answer's table and what was read)."""
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import config
-from pangeo_hpc.batch import provenance
-from pangeo_hpc.batch.chain import FIRST
-from pangeo_hpc.batch.headlines import headline_table, headlines
-from pangeo_hpc.batch.recipe_yaml import Recipe
-from pangeo_hpc.batch.steps import Computed, Inputs
+from pangeo_hpc.batch.chains.chain import FIRST
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe
+from pangeo_hpc.batch.pipeline import provenance
+from pangeo_hpc.batch.pipeline.headlines import headline_table, headlines
+from pangeo_hpc.batch.pipeline.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
@@ -40,7 +40,7 @@ FORMATS = ("netcdf", "zarr")
 
 @dataclass
 class RunResult:
-    """What :func:`write_outputs` wrote (and :func:`~pangeo_hpc.batch.execute.run_recipe`
+    """What :func:`write_outputs` wrote (and :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`
     returns)."""
 
     out: Path
@@ -182,7 +182,7 @@ def summary_text(summary: Mapping[str, Any], *, as_json: bool = False) -> list[s
         :attr:`RunResult.summary`, or ``summary.json`` read back.
     as_json : bool
         The answer as one line, ``RECIPE: {JSON}`` (``summary["answer"]``, for programs),
-        instead of the table (:func:`~pangeo_hpc.batch.headlines.headline_table`).
+        instead of the table (:func:`~pangeo_hpc.batch.pipeline.headlines.headline_table`).
 
     Returns
     -------
@@ -232,8 +232,8 @@ def write_outputs(
     Parameters
     ----------
     inputs, computed : Inputs, Computed
-        From :func:`~pangeo_hpc.batch.steps.open_inputs` and
-        :func:`~pangeo_hpc.batch.steps.compute`.
+        From :func:`~pangeo_hpc.batch.pipeline.steps.open_inputs` and
+        :func:`~pangeo_hpc.batch.pipeline.steps.compute`.
     out : str or Path, optional
         The folder; default ``<output.root>/<recipe name>``. It may replace only an
         earlier result of this package, never the data.

@@ -20,12 +20,12 @@ import dask
 import numpy as np
 import xarray as xr
 
-from pangeo_hpc.batch.incremental_plan import Prepared, ResultPlan
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.recipes.aggregations import Aggregation, State
 
 #: progress lines (INFO): the CLI prints them
-log = logging.getLogger("pangeo_hpc.batch.incremental")
+log = logging.getLogger("pangeo_hpc.batch.incremental.run")
 
 
 def piece_state(plan: ResultPlan, piece: int) -> Any:

@@ -1,11 +1,12 @@
 """Incremental and resumable runs: each input file's partial state, cached, then merged.
 
-For every result of a recipe whose chain splits (:func:`pangeo_hpc.batch.splitting.split`),
+For every result of a recipe whose chain splits
+(:func:`pangeo_hpc.batch.incremental.splitting.split`),
 the data the prefix gives are cut where the input files change (``source_pieces`` of
-:func:`~pangeo_hpc.io.era5.open_era5`; the plan: :mod:`pangeo_hpc.batch.incremental_plan`);
+:func:`~pangeo_hpc.io.era5.open_era5`; the plan: :mod:`pangeo_hpc.batch.incremental.plan`);
 each piece's state (the reduction's :class:`~pangeo_hpc.recipes.aggregations.Aggregation`,
-:mod:`pangeo_hpc.batch.incremental_states`) is one task on the cluster, saved to the cache
-(:class:`~pangeo_hpc.batch.state_cache.StateCache`) as soon as it arrives, keyed by the
+:mod:`pangeo_hpc.batch.incremental.states`) is one task on the cluster, saved to the cache
+(:class:`~pangeo_hpc.batch.incremental.state_cache.StateCache`) as soon as it arrives, keyed by the
 files' identity and the chain. States of files already in the cache are not computed
 again: a period with one more month reads that month, a run killed at any point goes on
 from the files it finished. The merged state gives the reduction's values, put into the
@@ -13,9 +14,10 @@ reduction's own lazy result on the whole data (its coordinates and attributes; n
 computed) as NumPy data, and the rest of the chain runs on that in this process: the recipe
 functions compute through the same aggregations and kernels on NumPy and Dask data alike in
 float64, so the answer is the whole graph's to float64 rounding. Each chain also keeps a
-roll-up (:mod:`pangeo_hpc.batch.incremental_rollups`), its merged state over every file
+roll-up (:mod:`pangeo_hpc.batch.incremental.rollups`), its merged state over every file
 (for a resampling, the finished values), so that an update loads one entry and the new
-files'. What the run reads is planned once (:class:`~pangeo_hpc.batch.read_plan.ReadPlan`)
+files'. What the run reads is planned once
+(:class:`~pangeo_hpc.batch.incremental.read_plan.ReadPlan`)
 and reported from that plan.
 """
 
@@ -27,23 +29,23 @@ from typing import Any
 
 import xarray as xr
 
-from pangeo_hpc.batch import chain
-from pangeo_hpc.batch.incremental_plan import Prepared, ResultPlan, check, prepare
-from pangeo_hpc.batch.incremental_rollups import (
+from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan, check, prepare
+from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report, plan_reads, worker_reads
+from pangeo_hpc.batch.incremental.rollups import (
     ROLLUP_SHARE,
     load_rollup,
     rollup_pieces,
     save_rollup,
 )
-from pangeo_hpc.batch.incremental_states import (
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.incremental.states import (
     compute_states,
     entry_meta,
     fill,
     from_cache,
     reduce,
 )
-from pangeo_hpc.batch.read_plan import ReadPlan, Report, plan_reads, worker_reads
-from pangeo_hpc.batch.state_cache import StateCache
 from pangeo_hpc.recipes.aggregations import State
 
 __all__ = ["Prepared", "ReadPlan", "Report", "check", "plan_reads", "prepare", "run"]
@@ -58,7 +60,7 @@ def run(
     reads: ReadPlan,
 ) -> tuple[xr.Dataset, Report]:
     """Compute the recipe's results from cached and new states (see the module's text);
-    ``reads`` is what :func:`~pangeo_hpc.batch.read_plan.plan_reads` planned with
+    ``reads`` is what :func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads` planned with
     ``prepared``: the report is that plan as carried out (:meth:`ReadPlan.as_run`)."""
     n_pieces = len(prepared.pieces)
     chains = prepared.chains

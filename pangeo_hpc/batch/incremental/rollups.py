@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from pangeo_hpc.batch.incremental_plan import Prepared, ResultPlan
-from pangeo_hpc.batch.incremental_states import keeps_values
-from pangeo_hpc.batch.state_cache import StateCache, entry_key
+from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan
+from pangeo_hpc.batch.incremental.state_cache import StateCache, entry_key
+from pangeo_hpc.batch.incremental.states import keeps_values
 from pangeo_hpc.recipes.aggregations import State
 
 #: a roll-up is written again once the pieces outside it (each loaded from its own entry)

@@ -8,7 +8,7 @@ variable ``name`` (the v wind of a wind speed, the SST whose NaN mask is the oce
 
 Everything is checked before data are opened (:func:`check_steps`: known functions,
 options they take, values of the kinds their annotations name,
-:mod:`~pangeo_hpc.batch.option_values`); while the chain is built (:func:`build`) a step
+:mod:`~pangeo_hpc.batch.chains.option_values`); while the chain is built (:func:`build`) a step
 that computes is an error naming it, since recipe functions must stay lazy.
 """
 
@@ -29,8 +29,8 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc import recipes
-from pangeo_hpc.batch.code_identity import SOURCE_ATTR
-from pangeo_hpc.batch.option_values import check_values
+from pangeo_hpc.batch.chains.code_identity import SOURCE_ATTR
+from pangeo_hpc.batch.chains.option_values import check_values
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes import time_bounds
 from pangeo_hpc.recipes.cf_attrs import OWNER, renamed_in_cell_methods
@@ -349,7 +349,7 @@ def run_steps(
 
 
 def build(recipe: Any, data: xr.Dataset, memo: Memo | None = None) -> xr.Dataset:
-    """The results of ``recipe`` (a :class:`~pangeo_hpc.batch.recipe_yaml.Recipe`, which
+    """The results of ``recipe`` (a :class:`~pangeo_hpc.batch.chains.recipe_yaml.Recipe`, which
     imports this module) on ``data``, lazy: a Dataset of the named results, or of the one
     result (under its own name, else the input variable's). Steps in ``memo`` (from the
     same ``data``) are not built again."""

@@ -10,8 +10,8 @@ ESMValTool's provenance records:
   size, device, inode, mtime, ctime; ETag and version on S3), and one SHA-256 over them;
 * ``steps``: each result's chain, step by step with its options;
 * ``code``: the SHA-256 of pangeo-hpc's state-making sources and its libraries' versions
-  (:func:`~pangeo_hpc.batch.code_identity.package_code`), and of each user function
-  (:func:`~pangeo_hpc.batch.code_identity.function_code`): what the state cache is keyed by;
+  (:func:`~pangeo_hpc.batch.chains.code_identity.package_code`), and of each user function
+  (:func:`~pangeo_hpc.batch.chains.code_identity.function_code`): what the state cache is keyed by;
 * ``states``: how many input files' states came from the cache and how many were computed.
 
 :func:`check` compares a record with the files and code as they are now, which
@@ -29,9 +29,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.batch import chain
-from pangeo_hpc.batch.code_identity import function_code, package_code
-from pangeo_hpc.batch.recipe_yaml import search_path
+from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.chains.code_identity import function_code, package_code
+from pangeo_hpc.batch.chains.recipe_yaml import search_path
 from pangeo_hpc.errors import redact
 from pangeo_hpc.inputs.stamps import Stamp
 

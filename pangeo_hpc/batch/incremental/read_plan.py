@@ -1,12 +1,12 @@
 """What a run reads of its inputs: one :class:`ReadPlan`, built once, and the run's
 :class:`Report` made from it.
 
-:func:`plan_reads` plans an incremental run (:func:`~pangeo_hpc.batch.incremental_plan.prepare`)
+:func:`plan_reads` plans an incremental run (:func:`~pangeo_hpc.batch.incremental.plan.prepare`)
 and looks at the state cache by entry name: the pieces whose states are cached (an entry of
 their own, or inside the roll-up of the last run) are *reused*, those no step uses are *not
 needed*, the others are *to read*. Cheap and read-only: no state is loaded, none is marked
 used. The same plan decides whether a local run needs worker processes
-(:mod:`pangeo_hpc.batch.execute`), predicts a run's bytes (``plan --data``,
+(:mod:`pangeo_hpc.batch.pipeline.execute`), predicts a run's bytes (``plan --data``,
 :mod:`pangeo_hpc.planning.reads`) and, with what the run found on the way (an entry that
 could not be read is a miss: its files are read), is what ``summary.json``'s ``reads`` and
 the printed reads line say.
@@ -19,9 +19,9 @@ from typing import Any
 
 import xarray as xr
 
-from pangeo_hpc.batch.incremental_plan import Prepared, prepare
-from pangeo_hpc.batch.incremental_rollups import rollup_pieces
-from pangeo_hpc.batch.state_cache import StateCache
+from pangeo_hpc.batch.incremental.plan import Prepared, prepare
+from pangeo_hpc.batch.incremental.rollups import rollup_pieces
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.io.reader import bytes_read
 
 __all__ = ["ReadPlan", "Report", "plan_reads", "worker_reads"]
@@ -127,13 +127,13 @@ def plan_reads(
     recipe : Recipe
         The recipe.
     data : xarray.Dataset
-        Its data, opened (:func:`~pangeo_hpc.batch.steps.open_dataset`).
+        Its data, opened (:func:`~pangeo_hpc.batch.pipeline.steps.open_dataset`).
     cache : StateCache or None
         Where a run would look.
     why_not : str
         Why the run is not incremental when ``cache`` is ``None``.
     s3, memo : optional
-        As for :func:`~pangeo_hpc.batch.incremental_plan.prepare`.
+        As for :func:`~pangeo_hpc.batch.incremental.plan.prepare`.
 
     Returns
     -------
