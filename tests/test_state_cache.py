@@ -18,12 +18,8 @@ import dask.config
 import numpy as np
 import pytest
 
-from pangeo_hpc.batch.incremental.state_cache import (
-    CacheWarning,
-    StateCache,
-    entry_key,
-    stamp_files,
-)
+from pangeo_hpc.batch.incremental.keys import entry_key, stamp_files
+from pangeo_hpc.batch.incremental.state_cache import CacheWarning, StateCache
 from pangeo_hpc.cli import main as cli
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.stamps import Stamp

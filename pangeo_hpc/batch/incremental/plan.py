@@ -18,8 +18,8 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.incremental.keys import entry_key, stamp_files
 from pangeo_hpc.batch.incremental.splitting import Split, split
-from pangeo_hpc.batch.incremental.state_cache import entry_key, stamp_files
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io.assemble import Piece
 from pangeo_hpc.recipes.aggregations import Aggregation, years_since_epoch

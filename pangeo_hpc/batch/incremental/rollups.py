@@ -13,8 +13,9 @@ from typing import Any
 
 import numpy as np
 
+from pangeo_hpc.batch.incremental.keys import entry_key
 from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan
-from pangeo_hpc.batch.incremental.state_cache import StateCache, entry_key
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.incremental.states import keeps_values
 from pangeo_hpc.recipes.aggregations import State
 

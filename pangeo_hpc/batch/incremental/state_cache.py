@@ -5,13 +5,8 @@ time slice), a *partial state* of its reduction: a few NumPy arrays (sums and co
 per-month sums, ...). Kept here, a later run of the same chain over the same files reads
 only the files that are new or changed and merges the states it finds.
 
-* **Keys.** An entry's key (:func:`entry_key`) is the SHA-256 of its files' identities
-  (:class:`~pangeo_hpc.inputs.stamps.Stamp`: path, device, inode, size, mtime and ctime of
-  a local file; size, ETag and version of an S3 object) and of the hash of the chain up to
-  the reduction, which holds the code of its steps
-  (:meth:`~pangeo_hpc.batch.incremental.splitting.Split.chain_hash`). A changed file has
-  another key,
-  so it invalidates only its own state; nothing is ever looked up by path.
+* **Keys** (:mod:`~pangeo_hpc.batch.incremental.keys`): the files' identities and the
+  chain's code; nothing is ever looked up by path.
 * **Files.** One ``<key>.npz`` per entry (``np.savez``, never pickle: loaded with
   ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), sealed
   (:mod:`pangeo_hpc.write.sealed`: a head naming the format and the SHA-256 of the npz
@@ -58,15 +53,12 @@ by a killed run, and none depend on ``flock`` working over NFS or Lustre.
 from __future__ import annotations
 
 import errno
-import hashlib
 import io
 import json
 import os
 import re
 import time
 import warnings
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,21 +66,12 @@ from typing import Any
 import numpy as np
 
 from pangeo_hpc import config
+from pangeo_hpc.batch.incremental.keys import FORMAT as _FORMAT
 from pangeo_hpc.errors import InputError, StorageError, named
-from pangeo_hpc.inputs.stamps import Stamp
-from pangeo_hpc.io import fingerprint
-from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.write.sealed import seal_head, unseal
 from pangeo_hpc.write.writable import nearest_existing, read_only
 
-__all__ = [
-    "CacheWarning",
-    "Entry",
-    "StateCache",
-    "cache_enabled",
-    "entry_key",
-    "stamp_files",
-]
+__all__ = ["CacheWarning", "Entry", "StateCache", "cache_enabled"]
 
 #: the kind in the folder's marker (:func:`pangeo_hpc.write.outputs.claim_tree`)
 KIND = "state-cache"
@@ -100,7 +83,6 @@ _PART = re.compile(r"\.[0-9a-f]{64}\.npz\.[^/]+\.tmp|\.pangeo-hpc\.json\.[^/]+\.
 #: the member of an entry's npz holding its meta (JSON bytes) and key
 _META = "__meta__"
 #: what goes into every key besides stamps and chain: a new layout makes new keys
-_FORMAT = "pangeo-hpc-state-3"  # 2: stamps with ctime, inode, device, version; 3: sealed
 #: the head of an entry's file, before the SHA-256 of the npz bytes (write.sealed)
 _HEAD = f"{_FORMAT} sha256 ".encode()
 #: a temporary file older than this was left by a killed writer: eviction removes it
@@ -111,63 +93,6 @@ _UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 class CacheWarning(UserWarning):
     """The state cache ignored something (a damaged entry, a full disk); the run goes on."""
-
-
-def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[Stamp]:
-    """The identity of each file (``os.stat``), or of each ``s3://`` object (one HEAD
-    request each, 32 at a time, never from s3fs's listing cache). A dataset that the
-    catalog opened carries its stamps already (``encoding["source_stamps"]``): this is for
-    files given otherwise.
-
-    Parameters
-    ----------
-    paths : sequence of str
-        Local paths (made absolute, symbolic links kept) or ``s3://bucket/key`` URLs.
-    s3 : S3Options, optional
-        How to reach S3; default :meth:`S3Options.resolve`. Unused without ``s3://`` paths.
-
-    Returns
-    -------
-    list of Stamp
-        In the order of ``paths``.
-
-    Raises
-    ------
-    FileNotFoundError
-        For a file that does not exist (local or S3).
-    """
-    remote = [p for p in paths if is_s3(p)]
-    heads: dict[str, Stamp] = {}
-    if remote:
-        fs = (s3 or S3Options.resolve()).filesystem()
-
-        def head(url: str) -> Stamp:
-            info = fs.info(url, refresh=True)
-            etag = info.get("ETag") or info.get("etag")
-            return Stamp.of_object(url, info["size"], etag, info.get("VersionId"))
-
-        with ThreadPoolExecutor(max_workers=min(32, len(remote))) as pool:  # HEADs in flight
-            heads = dict(zip(remote, pool.map(head, remote), strict=True))
-    return [heads[path] if path in heads else fingerprint.stamp(path) for path in paths]
-
-
-def entry_key(stamps: Sequence[Stamp], chain: str) -> str:
-    """The key of the state of ``stamps`` under ``chain``: 64 hex digits (SHA-256).
-
-    The stamps count in the order of their paths (the same files listed otherwise give the
-    same key); ``chain`` is the hash of the steps up to the reduction, as the caller
-    computes it.
-
-    Examples
-    --------
-    >>> a = Stamp("/d/2000-01.nc", 10, mtime_ns=1)
-    >>> b = Stamp("/d/2000-02.nc", 10, mtime_ns=2)
-    >>> entry_key([a, b], "c") == entry_key([b, a], "c") != entry_key([a, b], "d")
-    True
-    """
-    files = sorted((s.fields for s in stamps), key=json.dumps)
-    doc = json.dumps({"format": _FORMAT, "chain": chain, "files": files}, separators=(",", ":"))
-    return hashlib.sha256(doc.encode()).hexdigest()
 
 
 def cache_enabled(override: bool | None = None) -> bool:
