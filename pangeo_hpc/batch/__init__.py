@@ -10,8 +10,6 @@
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from pangeo_hpc.batch.incremental.state_cache import StateCache
-
 #: each name and its module: imported at first use (``chains`` alone stays light)
 _LAZY = {
     "Computed": "pangeo_hpc.batch.pipeline.steps",

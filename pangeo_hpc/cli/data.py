@@ -60,12 +60,10 @@ def _demo_data(a: argparse.Namespace) -> int:
 
 
 def _list(a: argparse.Namespace) -> int:
-    from pangeo_hpc.batch.chains.recipe_yaml import available, load
+    from pangeo_hpc.batch.chains.recipe_yaml import available, summary_line
 
-    for name in available():
-        spec = load(name)
-        first = spec.description.splitlines()[0] if spec.description else ""
-        period = f"{spec.start}..{spec.end}" if spec.start else "all files"
+    for name, path in available().items():
+        period, first = summary_line(path)
         print(f"{name:24s} {period:16s} {first}")
     return 0
 
@@ -107,16 +105,19 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 
 
 def _run(a: argparse.Namespace) -> int:
+    from pangeo_hpc.batch.chains.recipe_yaml import find, from_dict, read_yaml
     from pangeo_hpc.inputs.budget import parse_budget
 
-    # a bad budget is refused before xarray and dask are imported
+    # an unknown recipe, a recipe that is no YAML or too large, a bad budget: refused
+    # before the recipe functions, xarray and dask are imported
+    path = find(a.recipe)
+    doc = read_yaml(path)
     budget = None if a.budget is None else parse_budget(a.budget, name="--budget")
-    from pangeo_hpc.batch.chains.recipe_yaml import load
     from pangeo_hpc.batch.pipeline.results import summary_text
     from pangeo_hpc.cli.progress import show_progress
     from pangeo_hpc.planning.budget import run_within_budget
 
-    spec = load(a.recipe)
+    spec = from_dict(doc, path)
     s3 = s3_options_from(a, a.data)
     run = run_within_budget(
         spec,

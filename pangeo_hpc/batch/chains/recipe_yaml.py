@@ -10,15 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from pangeo_hpc import config
-from pangeo_hpc.batch.chains.chain import Step, check_steps, parse_steps
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.write.guard import check_label
+
+if TYPE_CHECKING:  # the chain brings the recipe functions, xarray and dask: built on use
+    from pangeo_hpc.batch.chains.chain import Step
 
 #: the largest recipe file read: the shipped ones are under 1 KB; beyond this a file is not a
 #: recipe, and YAML's time grows with it (libyaml: 1.2 s for 256 KiB of one-digit values on
@@ -95,8 +97,8 @@ def available() -> dict[str, Path]:
     return found
 
 
-def load(name_or_path: str | Path) -> Recipe:
-    """Load a recipe by name (``era5-sst-mean``) or by path to a YAML file."""
+def find(name_or_path: str | Path) -> Path:
+    """The YAML file of a recipe named (``era5-sst-mean``) or given by its path."""
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         path = p
@@ -109,7 +111,27 @@ def load(name_or_path: str | Path) -> Recipe:
                 "or give the path of a recipe's YAML file"
             )
         path = known[str(name_or_path)]
+    return path
+
+
+def load(name_or_path: str | Path) -> Recipe:
+    """Load a recipe by name (``era5-sst-mean``) or by path to a YAML file, every step
+    checked (:func:`from_dict`)."""
+    path = find(name_or_path)
     return from_dict(read_yaml(path), path)
+
+
+def summary_line(path: Path) -> tuple[str, str]:
+    """The period (``2000-01..2019-12``, or ``all files``) and the first line of the
+    description of the recipe in ``path``, read without checking its steps (``list``:
+    no recipe function, xarray or dask imported)."""
+    doc = read_yaml(path)
+    doc = doc if isinstance(doc, dict) else {}
+    dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
+    start, end = dataset.get("start"), dataset.get("end")
+    period = f"{start}..{end}" if start else "all files"
+    description = str(doc.get("description") or "")
+    return period, description.splitlines()[0] if description else ""
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]
@@ -200,6 +222,8 @@ def read_yaml(path: Path) -> Any:
 
 def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     """A :class:`Recipe` from the mapping of a YAML file, every step checked."""
+    from pangeo_hpc.batch.chains.chain import check_steps, parse_steps
+
     named = doc.get("name", "?") if isinstance(doc, dict) else "?"
     where = f"recipe {str(path if path is not None else named)!r}"
     if not isinstance(doc, dict):
