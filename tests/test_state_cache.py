@@ -229,7 +229,7 @@ def test_a_folder_another_run_is_claiming_right_now_is_not_refused(tmp_path):
 
 
 def test_remove_file_removes_only_entries_of_a_state_cache(tmp_path):
-    from pangeo_hpc.batch.incremental.state_cache import _is_entry
+    from pangeo_hpc.batch.incremental.cache_folder import is_entry as _is_entry
 
     cache = StateCache(tmp_path / "states")
     cache.put(_key(1), _state(1), {})

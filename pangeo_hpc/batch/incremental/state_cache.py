@@ -30,141 +30,52 @@ only the files that are new or changed and merges the states it finds.
   never a value. (Entries of format 2, unsealed, have other keys: they are never looked
   up, ``cache list`` shows them as unreadable, and eviction or ``cache clear`` removes
   them.)
-* **Unwritable.** A folder that cannot be written (a read-only file system, no
-  permission) turns caching off as a full disk does (:meth:`StateCache.check_writable`
-  before a run's cluster starts, and at any put): hits are still read.
-* **Eviction.** Least recently used first, beyond ``pangeo-hpc.cache.max-size``. "Used" is
-  the file's mtime, set by every :meth:`StateCache.get` with ``os.utime`` (atime is not
-  reliable under ``relatime`` or ``noatime``). Removals go through
-  :func:`~pangeo_hpc.write.outputs.remove_file`, which removes only ``<64 hex>.npz`` files
-  of a folder marked ``state-cache``.
-
-Concurrency: several processes (two runs, or a run and ``cache clear``) may share the
-folder without locks. Every entry appears whole through one rename and disappears through
-one unlink; a reader that has opened an entry keeps reading it after another process
-evicts or replaces it (POSIX keeps the inode), and one that finds it gone has a miss
-(``FileNotFoundError`` is a miss, not a warning). Two writers of one key both succeed, and
-their states are equal (same files, same chain), so whichever rename comes last is right.
-Eviction by two processes at once may remove a little more than needed, never a file in
-use by a writer (temporary names are not entries). No lock files, so none are left behind
-by a killed run, and none depend on ``flock`` working over NFS or Lustre.
+An unwritable folder, eviction and sharing the folder between processes:
+:mod:`.cache_folder`.
 """
 
 from __future__ import annotations
 
-import errno
 import io
 import json
 import os
 import re
-import time
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from pangeo_hpc import config
+from pangeo_hpc.batch.incremental.cache_folder import (
+    FLAG,
+    KIND,
+    Entry,
+    check_owner,
+    default_folder,
+    default_max_bytes,
+    file_size,
+    is_entry,
+    only_ours,
+    remove_stale_parts,
+    scan,
+    why_unwritable,
+)
 from pangeo_hpc.batch.incremental.keys import FORMAT as _FORMAT
-from pangeo_hpc.errors import InputError, StorageError, named
+from pangeo_hpc.errors import InputError, StorageError
 from pangeo_hpc.write.sealed import seal_head, unseal
 from pangeo_hpc.write.writable import nearest_existing, read_only
 
-__all__ = ["CacheWarning", "Entry", "StateCache", "cache_enabled"]
+__all__ = ["CacheWarning", "Entry", "StateCache"]
 
-#: the kind in the folder's marker (:func:`pangeo_hpc.write.outputs.claim_tree`)
-KIND = "state-cache"
-#: how messages name the folder: the setting that chooses it
-FLAG = "pangeo-hpc.cache.folder"
-#: the name of an entry, and of the temporary file of one being written (atomic_file)
-_ENTRY = re.compile(r"[0-9a-f]{64}\.npz")
-_PART = re.compile(r"\.[0-9a-f]{64}\.npz\.[^/]+\.tmp|\.pangeo-hpc\.json\.[^/]+\.tmp")
 #: the member of an entry's npz holding its meta (JSON bytes) and key
 _META = "__meta__"
 #: what goes into every key besides stamps and chain: a new layout makes new keys
 #: the head of an entry's file, before the SHA-256 of the npz bytes (write.sealed)
 _HEAD = f"{_FORMAT} sha256 ".encode()
-#: a temporary file older than this was left by a killed writer: eviction removes it
-_STALE_PART_S = 3600.0
-#: errors of a write that mean the folder cannot be written: caching off, the run goes on
-_UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 class CacheWarning(UserWarning):
     """The state cache ignored something (a damaged entry, a full disk); the run goes on."""
-
-
-def cache_enabled(override: bool | None = None) -> bool:
-    """Whether runs use the cache: ``override`` if given (``--no-cache``: ``False``), else
-    ``pangeo-hpc.cache.enabled``."""
-    value = config.get("cache.enabled", override)
-    if isinstance(value, str):
-        return value.strip().lower() not in ("false", "no", "off", "0", "")
-    return bool(value)
-
-
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One cached state, as ``cache list`` shows it."""
-
-    key: str
-    path: Path
-    size: int
-    last_used: float  # epoch seconds
-    meta: dict[str, Any] = field(default_factory=dict)
-    #: ``None``, or why the entry cannot be read (damaged, an earlier format)
-    damaged: str | None = None
-
-
-def _folder() -> Path:
-    return Path(os.path.expandvars(str(config.get("cache.folder")))).expanduser()
-
-
-def _max_bytes() -> int:
-    from pangeo_hpc.inputs.sizes import parse_size
-
-    return parse_size(config.get("cache.max-size"), name="pangeo-hpc.cache.max-size")
-
-
-def _marked(folder: Path) -> bool:
-    from pangeo_hpc.write.guard import read_marker
-
-    doc = read_marker(folder)
-    return doc is not None and doc.get("kind") == KIND
-
-
-def _is_entry(path: Path) -> bool:
-    """An entry of a state cache: its name, inside a folder marked ``state-cache``."""
-    return _ENTRY.fullmatch(path.name) is not None and _marked(path.parent)
-
-
-def _is_part(path: Path) -> bool:
-    """A temporary file of a writer, inside a folder marked ``state-cache``."""
-    return _PART.fullmatch(path.name) is not None and _marked(path.parent)
-
-
-def _only_ours(folder: Path) -> bool:
-    """An unmarked folder that holds only entries and temporary files (another process is
-    claiming it right now, or its marker was lost): ours to mark."""
-    return all(_ENTRY.fullmatch(p.name) or _PART.fullmatch(p.name) for p in folder.iterdir())
-
-
-def _why_unwritable(exc: BaseException, folder: Path) -> str | None:
-    """Why a put failed, if the folder cannot take entries (a full disk, a read-only file
-    system, no permission): then caching stops for the run; ``None`` for other errors."""
-    link: BaseException | None = exc
-    seen: list[BaseException] = []
-    while link is not None and link not in seen:
-        if isinstance(link, StorageError) and "no space left" in str(link):
-            return f"no space left on device on {folder}"
-        if isinstance(link, OSError) and link.errno in (errno.ENOSPC, errno.EDQUOT):
-            return f"no space left on device on {folder}"
-        if isinstance(link, OSError) and link.errno in _UNWRITABLE:
-            return f"{folder} cannot be written ({os.strerror(link.errno)})"
-        seen.append(link)
-        link = link.__cause__ or link.__context__
-    return None
 
 
 class StateCache:
@@ -189,9 +100,9 @@ class StateCache:
     __slots__ = ("_claimed", "_total", "_verified", "disabled", "folder", "max_bytes")
 
     def __init__(self, folder: str | Path | None = None, max_bytes: int | None = None) -> None:
-        given = _folder() if folder is None else Path(os.path.expandvars(str(folder)))
+        given = default_folder() if folder is None else Path(os.path.expandvars(str(folder)))
         self.folder: Path = given.expanduser()
-        self.max_bytes: int = _max_bytes() if max_bytes is None else int(max_bytes)
+        self.max_bytes: int = default_max_bytes() if max_bytes is None else int(max_bytes)
         #: ``None``, or why writes stopped (a full disk, a read-only folder); then
         #: :meth:`put` stores nothing
         self.disabled: str | None = None
@@ -210,29 +121,7 @@ class StateCache:
 
     def _check(self) -> bool:
         """Refuse a folder that is not this user's own; ``False`` if it does not exist."""
-        from pangeo_hpc.write.guard import check_tree
-
-        try:
-            st = self.folder.stat()
-        except FileNotFoundError:
-            return False
-        me = os.geteuid()
-        if st.st_uid != me or st.st_mode & 0o022:
-            mode = f"{st.st_mode & 0o7777:04o}"
-            owner = _user(st.st_uid)
-            fix = (
-                f"`chmod 700 {self.folder}`"
-                if st.st_uid == me
-                else "a folder of your own (`mkdir -m 700 ~/.cache/pangeo-hpc-states`)"
-            )
-            raise InputError(
-                f"{named(FLAG, self.folder)} is owned by {owner} with mode {mode}: a cache "
-                "folder that another user can write to is refused (a state put there would "
-                f"become your results): use {fix}, or set {FLAG} to a folder only you can "
-                "write (nothing was changed)"
-            )
-        check_tree(self.folder, kind=KIND, flag=FLAG, ours=_only_ours)
-        return True
+        return check_owner(self.folder)
 
     def _claim(self) -> None:
         """Create the folder (``0700``, marked) or check it, once per instance."""
@@ -242,7 +131,7 @@ class StateCache:
             return
         for attempt in range(3):
             try:
-                claim_tree(self.folder, kind=KIND, flag=FLAG, ours=_only_ours, mode=0o700)
+                claim_tree(self.folder, kind=KIND, flag=FLAG, ours=only_ours, mode=0o700)
                 break
             except FileNotFoundError:  # another process's temporary marker went away
                 if attempt == 2:
@@ -331,7 +220,7 @@ class StateCache:
             stacklevel=3,
         )
         try:
-            remove_file(path, ours=_is_entry, flag=FLAG)
+            remove_file(path, ours=is_entry, flag=FLAG)
         except (OSError, InputError):
             pass  # a miss either way; the next put replaces it
 
@@ -397,54 +286,37 @@ class StateCache:
         np.savez(npz, allow_pickle=False, **members)
         try:
             self._claim()
-            with atomic_file(path, flag=FLAG, mode=0o600, ours=_is_entry) as tmp:
+            with atomic_file(path, flag=FLAG, mode=0o600, ours=is_entry) as tmp:
                 with tmp.open("wb") as f:
                     f.write(seal_head(npz.getbuffer(), _HEAD))
                     f.write(npz.getbuffer())
         except (OSError, StorageError) as exc:
-            why = _why_unwritable(exc, self.folder)
+            why = why_unwritable(exc, self.folder)
             if why is None:
                 raise
             self._disable(why)
             return False
         if self._total is None:
-            self._total = sum(size for _, size, _ in self._scan())
+            self._total = sum(size for _, size, _ in scan(self.folder))
         else:
-            self._total += _file_size(path)
+            self._total += file_size(path)
         if self._total > self.max_bytes:
             self._evict(keep=path.name)
         return True
-
-    def _scan(self) -> list[tuple[Path, int, float]]:
-        """Each entry's path, size and last use (mtime); a missing folder has none."""
-        found = []
-        try:
-            with os.scandir(self.folder) as it:
-                for e in it:
-                    if not _ENTRY.fullmatch(e.name):
-                        continue
-                    try:
-                        st = e.stat(follow_symlinks=False)
-                    except FileNotFoundError:
-                        continue
-                    found.append((Path(e.path), st.st_size, st.st_mtime))
-        except FileNotFoundError:
-            return []
-        return found
 
     def entries(self) -> list[Entry]:
         """Every entry, most recently used first; one that cannot be read (damaged, of an
         earlier format) has empty ``meta`` and ``damaged`` saying why. Nothing is removed
         here (``cache list`` only looks)."""
         out = []
-        for path, size, used in sorted(self._scan(), key=lambda t: t[2], reverse=True):
+        for path, size, used in sorted(scan(self.folder), key=lambda t: t[2], reverse=True):
             meta, why = self._read_meta(path)
             out.append(Entry(path.name[:-4], path, size, used, meta, why))
         return out
 
     def size(self) -> int:
         """Bytes of all entries."""
-        return sum(size for _, size, _ in self._scan())
+        return sum(size for _, size, _ in scan(self.folder))
 
     def clear(self, *, recipe: str | None = None) -> int:
         """Remove every entry, or those of ``recipe`` (their ``meta["recipe"]``).
@@ -459,10 +331,10 @@ class StateCache:
         if not self._check():
             return 0
         removed = 0
-        for path, _, _ in self._scan():
+        for path, _, _ in scan(self.folder):
             if recipe is not None and self._read_meta(path)[0].get("recipe") != recipe:
                 continue
-            removed += remove_file(path, ours=_is_entry, flag=FLAG)
+            removed += remove_file(path, ours=is_entry, flag=FLAG)
         return removed
 
     def _read_meta(self, path: Path) -> tuple[dict[str, Any], str | None]:
@@ -495,7 +367,7 @@ class StateCache:
         removing temporary files that killed writers left behind."""
         from pangeo_hpc.write.outputs import remove_file
 
-        found = self._scan()
+        found = scan(self.folder)
         total = sum(size for _, size, _ in found)
         removed = 0
         self._total = total
@@ -504,42 +376,12 @@ class StateCache:
                 break
             if path.name == keep:
                 continue
-            if remove_file(path, ours=_is_entry, flag=FLAG):
+            if remove_file(path, ours=is_entry, flag=FLAG):
                 removed += 1
             total -= size  # gone either way (another process may have evicted it)
         self._total = total
-        self._remove_stale_parts()
+        remove_stale_parts(self.folder)
         return removed
-
-    def _remove_stale_parts(self) -> None:
-        from pangeo_hpc.write.outputs import remove_file
-
-        now = time.time()
-        try:
-            with os.scandir(self.folder) as it:
-                stale = [
-                    Path(e.path)
-                    for e in it
-                    if _PART.fullmatch(e.name) and now - _mtime(e) > _STALE_PART_S
-                ]
-        except FileNotFoundError:
-            return
-        for path in stale:
-            remove_file(path, ours=_is_part, flag=FLAG)
-
-
-def _file_size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except FileNotFoundError:  # evicted by another process already
-        return 0
-
-
-def _mtime(entry: os.DirEntry[str]) -> float:
-    try:
-        return entry.stat(follow_symlinks=False).st_mtime
-    except FileNotFoundError:
-        return time.time()
 
 
 def _parse(payload: bytes, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -551,12 +393,3 @@ def _parse(payload: bytes, key: str) -> tuple[dict[str, np.ndarray], dict[str, A
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("meta"), dict):
         raise ValueError("its key or meta is not this entry's")
     return arrays, doc["meta"]
-
-
-def _user(uid: int) -> str:
-    import pwd
-
-    try:
-        return f"{pwd.getpwuid(uid).pw_name} (uid {uid})"
-    except KeyError:
-        return f"uid {uid}"
