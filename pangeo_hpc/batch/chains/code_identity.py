@@ -48,6 +48,7 @@ _SOURCES = (
     "batch/incremental/states.py",
     "batch/incremental/rollups.py",
     "batch/chains/chain.py",
+    "batch/chains/results_of.py",
     "batch/pipeline/steps.py",
     "jit.py",
 )

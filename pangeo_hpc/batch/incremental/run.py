@@ -29,7 +29,7 @@ from typing import Any
 
 import xarray as xr
 
-from pangeo_hpc.batch.chains import chain
+from pangeo_hpc.batch.chains import chain, results_of
 from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan, check, prepare
 from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report, plan_reads, worker_reads
 from pangeo_hpc.batch.incremental.rollups import (
@@ -74,7 +74,7 @@ def run(
     # for era5-sst-trend) holds its states until the steps have run, then saves them.
     checked = len(todo) > 1
     if checked:
-        chain.finish(recipe, _suffixes(prepared.results, _templates(chains), data))
+        results_of.finish(recipe, _suffixes(prepared.results, _templates(chains), data))
     held: list[tuple[str, State, dict[str, Any]]] | None = None if checked else []
     before = worker_reads(client)
     with ThreadPoolExecutor(max_workers=1) as background:
@@ -105,7 +105,7 @@ def run(
         if checked:
             saving = [writer.submit(save_rollup, *r) for r in rollups]
         values = _suffixes(prepared.results, reduced, data)
-        result = chain.finish(recipe, values).compute(scheduler="threads")
+        result = results_of.finish(recipe, values).compute(scheduler="threads")
         if held is not None:  # the steps ran: the held states and roll-ups may be saved
             saved += sum(bool(cache.put(*h)) for h in held)
             saving = [writer.submit(save_rollup, *r) for r in rollups]
