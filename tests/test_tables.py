@@ -55,14 +55,15 @@ PLAN = """\
 plan for era5-sst-mean: 300.0 GB uncompressed (100.0 GB stored, ratio 3.00), 2,344 chunks of 128 MB
 nodes: 36 processes, 72 cores, network 12,500 MB/s, $3.888/node-hour; storage fsx 2,880 MB/s shared
 measured: 100 MB/s per process; per task 0.00 ms on its worker, 1.00 ms on the scheduler (+0.00 us per worker); 0.00 s warm-up per worker; 1.00 s per run
+range: none measured (calibrate to measure repeated runs)
   calibration: test
 
- nodes  workers    tasks chunks/proc  chunk s       wall  effic.  tail  bottleneck   read MB/s    cost $
-     1       36   11,720       65.11    1.280     85.5 s     97%   99%  CPU decode       1,170    0.0923
-     2       72   11,720       32.56    1.280     43.2 s     96%   99%  CPU decode       2,313    0.0934
-     8      288   11,720        8.14    3.858     35.7 s     29%   90%  storage          2,799    0.3086
-    64    2,304   11,720        1.02   17.361     35.7 s      4%   51%  storage          2,799    2.4691
-  1024   36,864   11,720        0.06   34.722     35.7 s      0%    6%  storage          2,799   39.5059
+ nodes  workers    tasks chunks/proc  chunk s             wall  effic.  tail  bottleneck   read MB/s           cost $
+     1       36   11,720       65.11    1.280           85.5 s     97%   99%  CPU decode       1,170           0.0923
+     2       72   11,720       32.56    1.280           43.2 s     96%   99%  CPU decode       2,313           0.0934
+     8      288   11,720        8.14    3.858           35.7 s     29%   90%  storage          2,799           0.3086
+    64    2,304   11,720        1.02   17.361           35.7 s      4%   51%  storage          2,799           2.4691
+  1024   36,864   11,720        0.06   34.722           35.7 s      0%    6%  storage          2,799          39.5059
 
 fewest nodes within 10 % of the fastest: 8 (35.7 s, storage-bound, $0.3086)
 """
@@ -71,14 +72,15 @@ PLAN_WITHOUT_PRICE = """\
 plan for era5-sst-mean: 300.0 GB uncompressed (100.0 GB stored, ratio 3.00), 2,344 chunks of 128 MB
 nodes: 36 processes, 72 cores, network 12,500 MB/s; storage fsx 2,880 MB/s shared
 measured: 100 MB/s per process; per task 0.00 ms on its worker, 1.00 ms on the scheduler (+0.00 us per worker); 0.00 s warm-up per worker; 1.00 s per run
+range: none measured (calibrate to measure repeated runs)
   calibration: test
 
- nodes  workers    tasks chunks/proc  chunk s       wall  effic.  tail  bottleneck   read MB/s
-     1       36   11,720       65.11    1.280     85.5 s     97%   99%  CPU decode       1,170
-     2       72   11,720       32.56    1.280     43.2 s     96%   99%  CPU decode       2,313
-     8      288   11,720        8.14    3.858     35.7 s     29%   90%  storage          2,799
-    64    2,304   11,720        1.02   17.361     35.7 s      4%   51%  storage          2,799
-  1024   36,864   11,720        0.06   34.722     35.7 s      0%    6%  storage          2,799
+ nodes  workers    tasks chunks/proc  chunk s             wall  effic.  tail  bottleneck   read MB/s           node-h
+     1       36   11,720       65.11    1.280           85.5 s     97%   99%  CPU decode       1,170           0.0237
+     2       72   11,720       32.56    1.280           43.2 s     96%   99%  CPU decode       2,313           0.0240
+     8      288   11,720        8.14    3.858           35.7 s     29%   90%  storage          2,799           0.0794
+    64    2,304   11,720        1.02   17.361           35.7 s      4%   51%  storage          2,799           0.6351
+  1024   36,864   11,720        0.06   34.722           35.7 s      0%    6%  storage          2,799          10.1610
 
 fewest nodes within 10 % of the fastest: 8 (35.7 s, storage-bound)
 """

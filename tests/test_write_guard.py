@@ -385,6 +385,7 @@ ALLOWED = {
     ("recipes/units.py", "rename"): "DataArray.rename, not a file",
     ("recipes/vectors.py", "rename"): "DataArray.rename, not a file",
     ("batch/chains/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
+    ("batch/chains/results_of.py", "rename"): "DataArray.rename of results and dims, not a file",
     ("batch/incremental/states.py", "rename"): "DataArray.rename of a dimension, not a file",
 }
 
