@@ -327,7 +327,13 @@ def _store(opts: S3Options, bucket: str, max_retries: int, timeouts: Timeouts) -
         kwargs["skip_signature"] = True
     else:
         kwargs["credential_provider"] = _BotocoreCredentials(opts.profile)
-    return S3Store(bucket, **kwargs)
+    try:
+        return S3Store(bucket, **kwargs)
+    except ValueError as exc:  # an obstore without read_timeout (0.8, the lowest allowed):
+        if "read_timeout" not in str(exc):  # there the request time-out bounds each read
+            raise
+        del kwargs["client_options"]["read_timeout"]
+        return S3Store(bucket, **kwargs)
 
 
 _CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
