@@ -17,6 +17,7 @@ from pathlib import Path
 import dask.config
 import numpy as np
 import pytest
+from privileges import CI, need_root
 
 from pangeo_hpc.batch.incremental.keys import entry_key, stamp_files
 from pangeo_hpc.batch.incremental.state_cache import CacheWarning, StateCache
@@ -26,15 +27,6 @@ from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.write.outputs import remove_file
 
 ROOT = Path(__file__).resolve().parents[1]
-CI = os.environ.get("CI", "").lower() == "true"
-
-
-def _need_root(what: str) -> None:
-    if os.geteuid() == 0:
-        return
-    if CI:
-        pytest.fail(f"{what} needs root, and CI=true: run the tests as root in CI")
-    pytest.skip(f"{what} needs root (sudo); CI runs it")
 
 
 def _state(i: int, n: int = 16) -> dict[str, np.ndarray]:
@@ -194,7 +186,7 @@ def test_a_folder_others_may_write_is_refused(tmp_path):
 
 
 def test_a_folder_of_another_user_is_refused(tmp_path):
-    _need_root("chown to another user")
+    need_root("chown to another user")
     folder = tmp_path / "states"
     StateCache(folder).put(_key(1), _state(1), {})
     os.chown(folder, 65534, 65534)  # nobody, mode still 0700
@@ -304,7 +296,7 @@ def test_a_damaged_entry_is_ignored_with_a_warning_and_rebuilt(tmp_path, damage)
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A real 256 kB tmpfs (as root), unmounted afterwards."""
-    _need_root("mounting a tmpfs")
+    need_root("mounting a tmpfs")
     where = tmp_path / "tiny"
     where.mkdir()
     r = subprocess.run(

@@ -23,23 +23,15 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
+from privileges import CI, need_root
 
 from pangeo_hpc.batch.incremental.state_cache import CacheWarning, StateCache
 
 ROOT = Path(__file__).resolve().parents[1]
-CI = os.environ.get("CI", "").lower() == "true"
-
-
-def _need_root(what: str) -> None:
-    if os.geteuid() == 0:
-        return
-    if CI:
-        pytest.fail(f"{what} needs root, and CI=true: run the tests as root in CI")
-    pytest.skip(f"{what} needs root (sudo); CI runs it")
 
 
 def _mount(*args: str, what: str) -> None:
-    _need_root(what)
+    need_root(what)
     r = subprocess.run(["mount", *args], capture_output=True, text=True)
     if r.returncode != 0:
         if CI:
