@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from pangeo_hpc.write.guard import file_records
 from pangeo_hpc.write.outputs import atomic_dir, write_json
+from pangeo_hpc.write.records import file_records
 
 ROOT = Path(__file__).resolve().parents[1]
 #: bytes of a result: big enough that writing it takes a moment
@@ -30,7 +30,7 @@ SIZE = 200_000
 WRITE = """
 import json, os, sys
 from pathlib import Path
-from pangeo_hpc.write.guard import file_records
+from pangeo_hpc.write.records import file_records
 from pangeo_hpc.write.outputs import atomic_dir, write_json
 
 def write(target, label, size, hold=None):

@@ -17,7 +17,7 @@ from matplotlib.text import Text
 
 from pangeo_hpc.write import figure_kinds
 from pangeo_hpc.write.figures import draw_result, plot_result
-from pangeo_hpc.write.guard import file_is_ours
+from pangeo_hpc.write.marks import file_is_ours
 from pangeo_hpc.write.result_shape import result_shape
 
 LAT = np.arange(-90.0, 90.1, 30.0)  # 7 latitudes, both poles

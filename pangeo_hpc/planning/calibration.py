@@ -182,7 +182,7 @@ def calibration_path(path: str | Path | None = None) -> Path:
 def is_calibration_file(p: Path) -> bool:
     """Whether ``p`` is a calibration file this package wrote (marked, or of an earlier
     version: its keys)."""
-    from pangeo_hpc.write.guard import file_is_ours
+    from pangeo_hpc.write.marks import file_is_ours
 
     if file_is_ours(p):
         return True

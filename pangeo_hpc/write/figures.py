@@ -16,7 +16,7 @@ import xarray as xr
 from matplotlib.figure import Figure, FigureBase
 
 from pangeo_hpc.write.figure_kinds import DRAW, HEIGHTS, columns, draw_missing
-from pangeo_hpc.write.guard import figure_metadata
+from pangeo_hpc.write.marks import figure_metadata
 from pangeo_hpc.write.result_shape import Shape, result_shape
 
 
@@ -82,7 +82,7 @@ def draw_result(
 
 def plot_result(result: xr.Dataset, path: Path, title: str) -> None:
     """Write the figure of :func:`draw_result` to ``path`` (format from its suffix), marked
-    as this package's in its metadata (:func:`pangeo_hpc.write.guard.figure_metadata`)."""
+    as this package's in its metadata (:func:`pangeo_hpc.write.marks.figure_metadata`)."""
     fmt = Path(path).suffix[1:].lower() or "png"
     fig = draw_result(result, title)
     fig.savefig(path, format=fmt, dpi=110, metadata=figure_metadata(fmt))

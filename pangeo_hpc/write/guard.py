@@ -10,12 +10,13 @@ before it is renamed into place (a long run gives a user time to put a file ther
 * an existing **folder** is replaced only when it is empty or is an output of this
   package that holds nothing else, unchanged (:func:`folder_kind`: a result folder's
   marked ``summary.json`` lists its files with the size and SHA-256 of each as written,
-  :func:`file_records`; a Zarr store carries :data:`STORE_ATTR`); a tree that a verb
-  fills file by file carries the marker file :data:`MARKER`, and is written into, never
-  replaced; an existing **file** only when it carries the format's marker
-  (:func:`file_is_ours`). Anything else is refused with one line naming the path, the
-  first foreign entries (or the file a user changed), and the fix. Nothing is renamed,
-  removed or written first.
+  :mod:`pangeo_hpc.write.records`; a Zarr store carries
+  :data:`~pangeo_hpc.write.marks.STORE_ATTR`); a tree that a verb fills file by file
+  carries the marker file :data:`~pangeo_hpc.write.marks.MARKER`, and is written into,
+  never replaced; an existing **file** only when it carries the format's marker
+  (:func:`~pangeo_hpc.write.marks.file_is_ours`). Anything else is refused with one line
+  naming the path, the first foreign entries (or the file a user changed), and the fix.
+  Nothing is renamed, removed or written first.
 * a folder named after a **label** (a recipe's ``name:`` under ``results/``) is built by
   :func:`folder_in`, which accepts only a label (:func:`check_label`) and a path that
   stays inside its root.
@@ -29,28 +30,16 @@ another process replaces while it is checked is checked again (:func:`check_fold
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import re
-import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 from pangeo_hpc.errors import InputError, named, shown
+from pangeo_hpc.write.marks import file_is_ours, is_our_store, read_marker
+from pangeo_hpc.write.records import result_changes
 
-#: the marker file of a tree this package fills file by file (demo data, stage, caches)
-MARKER = ".pangeo-hpc.json"
-#: the value of ``written_by`` in markers and JSON outputs, and the text in figures
-WRITTEN_BY = "pangeo-hpc"
-#: the attribute of Zarr stores written by ``convert`` before the marker file existed
-STORE_ATTR = "pangeo_hpc_converted_from"
-#: what a result folder of earlier versions holds
-_LEGACY_RESULT = {"result.nc", "result.zarr", "plot.png", "summary.json"}
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-#: figure formats: the marker sits in their metadata (see :func:`figure_metadata`)
-_FIGURES = {".png", ".svg", ".pdf"}
 
 
 def is_url(target: object) -> bool:
@@ -145,38 +134,15 @@ def check_inputs(target: Path, inputs: Iterable[object], flag: str) -> None:
         )
 
 
-def read_marker(folder: Path) -> dict[str, Any] | None:
-    """The marker of a folder this package wrote, or ``None``."""
-    try:
-        doc = json.loads((folder / MARKER).read_text())
-    except (OSError, ValueError):
-        return None
-    if isinstance(doc, dict) and str(doc.get("written_by", "")).startswith(WRITTEN_BY):
-        return doc
-    return None
-
-
-def marker_doc(kind: str) -> dict[str, Any]:
-    """The marker of a tree of ``kind`` that a verb fills file by file (it may hold a
-    user's files too, so it is never replaced whole)."""
-    from datetime import UTC, datetime
-    from importlib.metadata import version
-
-    return {
-        "written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}",
-        "kind": kind,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-    }
-
-
 def folder_kind(folder: Path) -> str | None:
     """The kind of output (``"result"``, ``"zarr"``, a tree's kind) if ``folder`` is one
     this package wrote and holds nothing else, unchanged; ``None`` otherwise.
 
     A tree filled file by file (``demo-data``, ``stage``, a cache) has the marker file
-    :data:`MARKER`; a recipe's result folder is marked by its ``summary.json`` (which lists
-    the outputs beside it with their sizes and hashes); a Zarr store by its attributes
-    (:func:`is_our_store`).
+    :data:`~pangeo_hpc.write.marks.MARKER`; a recipe's result folder is marked by its
+    ``summary.json`` (which lists the outputs beside it with their sizes and hashes); a Zarr
+    store by its attributes
+    (:func:`~pangeo_hpc.write.marks.is_our_store`).
     """
     return _examine(folder)[0]
 
@@ -189,118 +155,9 @@ def _examine(folder: Path) -> tuple[str | None, str | None]:
     if doc is not None:
         return str(doc.get("kind")), None
     if "summary.json" in names:
-        why = _result_changes(folder, names)
+        why = result_changes(folder, names)
         return ("result", None) if why == "" else (None, why)
     return ("zarr" if is_our_store(folder, names) else None), None
-
-
-#: the key of a result's ``summary.json`` that records its files as written
-FILES_KEY = "files"
-#: the record of files and folders hashed already, by what tells a file changed
-#: (device, inode, size, mtime, ctime): a result is checked three times per run
-_HASHED: dict[tuple[int, ...], str] = {}
-
-
-def _sha256(path: Path, st: os.stat_result) -> str:
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-    if key not in _HASHED:
-        digest = hashlib.sha256()
-        with path.open("rb") as f:
-            while block := f.read(1 << 20):
-                digest.update(block)
-        if len(_HASHED) > 4096:
-            _HASHED.clear()
-        _HASHED[key] = digest.hexdigest()
-    return _HASHED[key]
-
-
-def file_record(path: Path) -> dict[str, Any]:
-    """Size and SHA-256 of a file as :func:`file_records` writes them; of a folder (a
-    ``result.zarr``), its bytes, its files and one SHA-256 of every file's relative path,
-    size and SHA-256. A link, or a folder holding one, has no record (``{}``)."""
-    st = path.lstat()
-    if stat.S_ISREG(st.st_mode):
-        return {"bytes": st.st_size, "sha256": _sha256(path, st)}
-    if not stat.S_ISDIR(st.st_mode):
-        return {}
-    tree, total, count = hashlib.sha256(), 0, 0
-    for sub in sorted(path.rglob("*")):
-        sst = sub.lstat()
-        if stat.S_ISDIR(sst.st_mode):
-            continue
-        if not stat.S_ISREG(sst.st_mode):
-            return {}
-        rel = sub.relative_to(path).as_posix()
-        tree.update(f"{rel}\0{sst.st_size}\0{_sha256(sub, sst)}\n".encode())
-        total, count = total + sst.st_size, count + 1
-    return {"bytes": total, "files": count, "sha256": tree.hexdigest()}
-
-
-def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """What a result's ``summary.json`` records of the files ``names`` in ``folder``
-    (under :data:`FILES_KEY`), so that a later run replaces them only while every one is
-    as written: ``{"result.nc": {"bytes": ..., "sha256": ...}, ...}`` (:func:`file_record`)."""
-    return {name: file_record(folder / name) for name in names}
-
-
-def _result_changes(folder: Path, names: set[str]) -> str | None:
-    """``""`` if ``folder`` is a result of this package as written; else why not, for a
-    message (a changed file, no record of the files), or ``None`` if it is not one."""
-    try:
-        doc = json.loads((folder / "summary.json").read_text())
-    except (OSError, ValueError):
-        return None
-    if not isinstance(doc, dict):
-        return None
-    old = (
-        "holds a result of an older pangeo-hpc, which recorded no sizes or hashes of its "
-        "files, so a file edited there cannot be told from its own: move the folder away"
-    )
-    if str(doc.get("written_by", "")).startswith(WRITTEN_BY):
-        listed = {str(v) for v in (doc.get("outputs") or {}).values()} | {"summary.json"}
-        if not names <= listed:
-            return None
-        records = doc.get(FILES_KEY)
-        others = sorted(names - {"summary.json"})
-        if others and not isinstance(records, dict):
-            return old
-        for name in others:
-            written = records.get(name) if isinstance(records, dict) else None
-            if not written or file_record(folder / name) != written:
-                return (
-                    f"holds {name!r}, changed since pangeo-hpc wrote it (its size or SHA-256 "
-                    "differs from summary.json's record): move that file out of the folder"
-                )
-        return ""
-    # written before summaries were marked: the versions name this package
-    if WRITTEN_BY in (doc.get("versions") or {}) and names <= _LEGACY_RESULT:
-        return old
-    return None
-
-
-#: the files of a Zarr group (v3 and v2)
-_ZARR_FILES = {"zarr.json", ".zgroup", ".zattrs", ".zmetadata"}
-
-
-def is_our_store(folder: Path, names: set[str] | None = None) -> bool:
-    """Whether ``folder`` is a Zarr store written by ``convert`` and holds nothing else:
-    its group attributes carry :data:`STORE_ATTR` (a Zarr store's marker lives in its
-    metadata, since zarr-python warns about any file it does not know)."""
-    names = {p.name for p in folder.iterdir()} if names is None else names
-    attrs: Any = {}
-    for meta, key in (("zarr.json", "attributes"), (".zattrs", None)):
-        try:
-            doc = json.loads((folder / meta).read_text())
-        except (OSError, ValueError):
-            continue
-        attrs = doc.get(key, {}) if key else doc
-        break
-    if not isinstance(attrs, dict) or STORE_ATTR not in attrs:
-        return False
-    return all(
-        n in _ZARR_FILES or any((folder / n / f).is_file() for f in ("zarr.json", ".zarray"))
-        for n in names
-    )
 
 
 def _foreign(folder: Path, limit: int = 3) -> str:
@@ -476,31 +333,6 @@ def _kind_error(path: Path, flag: str, found: str, kind: str) -> InputError:
     )
 
 
-def file_is_ours(path: Path) -> bool:
-    """Whether the file ``path`` carries this package's marker for its format.
-
-    JSON: a top-level ``written_by`` naming ``pangeo-hpc``; YAML: a first line
-    ``# written by ... pangeo``; figures (PNG, SVG, PDF): the marker text of
-    :func:`figure_metadata` in the file. Other files are never ours.
-    """
-    suffix = path.suffix.lower()
-    try:
-        if suffix == ".json":
-            doc = json.loads(path.read_text())
-            return isinstance(doc, dict) and str(doc.get("written_by", "")).startswith(WRITTEN_BY)
-        if suffix in (".yaml", ".yml"):
-            with path.open(errors="replace") as f:
-                first = f.readline()
-            return first.startswith("# written by") and "pangeo" in first
-        if suffix in _FIGURES:
-            if path.stat().st_size > 64 << 20:
-                return False
-            return figure_mark().encode() in path.read_bytes()
-    except (OSError, ValueError):
-        return False
-    return False
-
-
 def check_file(
     target: str | os.PathLike[str],
     *,
@@ -509,7 +341,8 @@ def check_file(
     ours: Callable[[Path], bool] | None = None,
 ) -> Path:
     """Check that the file ``target`` may be written: new, or one this package wrote
-    (:func:`file_is_ours`, or the test ``ours`` of a writer that knows its files better).
+    (:func:`~pangeo_hpc.write.marks.file_is_ours`, or the test ``ours`` of a writer that
+    knows its files better).
 
     Raises
     ------
@@ -528,22 +361,3 @@ def check_file(
             "file name, or move that file away yourself (nothing was changed)",
         )
     return path
-
-
-def figure_mark() -> str:
-    """The text a figure written by this package carries in its metadata."""
-    return f"written by {WRITTEN_BY}"
-
-
-def figure_metadata(fmt: str) -> dict[str, str]:
-    """Matplotlib ``savefig(metadata=...)`` that marks a figure of format ``fmt``."""
-    from importlib.metadata import version
-
-    text = f"{figure_mark()} {version('pangeo-hpc')}"
-    if fmt == "png":
-        return {"Software": text}
-    if fmt == "svg":
-        return {"Description": text}
-    if fmt == "pdf":
-        return {"Creator": text}
-    return {}

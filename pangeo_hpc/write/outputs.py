@@ -29,19 +29,10 @@ from pathlib import Path
 from typing import Any
 
 from pangeo_hpc.errors import InputError, StorageError, named
-from pangeo_hpc.write.guard import (
-    MARKER,
-    WRITTEN_BY,
-    check_file,
-    check_folder,
-    check_tree,
-    figure_metadata,
-    folder_kind,
-    local_path,
-    marker_doc,
-)
+from pangeo_hpc.write.guard import check_file, check_folder, check_tree, folder_kind, local_path
 from pangeo_hpc.write.in_place import fill_in_place, is_mount_point
 from pangeo_hpc.write.leftovers import remove_stale, temporary_name
+from pangeo_hpc.write.marks import MARKER, WRITTEN_BY, figure_metadata, marker_doc
 from pangeo_hpc.write.swap import HeldSignals, swap_in, target_lock
 
 #: a write that failed with less than this left on its file system ran out of space: HDF5
@@ -207,7 +198,7 @@ def atomic_file(
 ) -> Iterator[Path]:
     """Yield a temporary name next to ``target``; rename it to ``target`` on success.
 
-    ``target`` may be new or a file this package wrote (:func:`pangeo_hpc.write.guard.file_is_ours`,
+    ``target`` may be new or a file this package wrote (:func:`pangeo_hpc.write.marks.file_is_ours`,
     or the ``ours`` test given), checked on entry and before the rename; its parent folder
     is created. The temporary file is created empty with ``mode`` (default from the
     umask; e.g. ``0o600`` for caches); with ``part`` (a suffix such as ``".part"``) it is

@@ -20,7 +20,8 @@ import numpy as np
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.write.codecs import CODECS
-from pangeo_hpc.write.guard import STORE_ATTR, check_folder
+from pangeo_hpc.write.guard import check_folder
+from pangeo_hpc.write.marks import STORE_ATTR
 from pangeo_hpc.write.outputs import atomic_dir
 
 

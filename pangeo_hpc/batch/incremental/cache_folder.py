@@ -96,7 +96,7 @@ def default_max_bytes() -> int:
 
 
 def _marked(folder: Path) -> bool:
-    from pangeo_hpc.write.guard import read_marker
+    from pangeo_hpc.write.marks import read_marker
 
     doc = read_marker(folder)
     return doc is not None and doc.get("kind") == KIND

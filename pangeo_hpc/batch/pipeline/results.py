@@ -29,9 +29,10 @@ from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_result
-from pangeo_hpc.write.guard import check_folder, file_records, folder_in
+from pangeo_hpc.write.guard import check_folder, folder_in
 from pangeo_hpc.write.in_place import is_mount_point
 from pangeo_hpc.write.outputs import atomic_dir, write_json
+from pangeo_hpc.write.records import file_records
 from pangeo_hpc.write.writable import check_utf8, check_writable
 from pangeo_hpc.write.zarr import write_zarr
 
@@ -281,7 +282,7 @@ def write_outputs(
             result, tmp / "plot.png", f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
         )
         summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
-        # as written: a later run replaces them only while every one is (write/guard.py)
+        # as written: a later run replaces them only while every one is (write/records.py)
         summary["files"] = file_records(tmp, [data_file, "plot.png"])
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)
