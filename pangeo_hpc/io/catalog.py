@@ -36,7 +36,8 @@ from pangeo_hpc.io.hdf5_meta import (
 from pangeo_hpc.io.layout import find_files, key_month
 from pangeo_hpc.io.reader import H5Source, RefSource, S3H5Source, Source
 from pangeo_hpc.io.references import ChunkTable, build_index, load_refs
-from pangeo_hpc.s3.options import S3Options, explain, is_s3, split_url
+from pangeo_hpc.s3.failures import explain
+from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 from pangeo_hpc.s3.waiting import Notice
 
 INDEX_MODES = ("auto", "build", "never")

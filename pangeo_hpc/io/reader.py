@@ -27,7 +27,8 @@ from pangeo_hpc.errors import DamagedInputError, StorageError
 from pangeo_hpc.io.chunk_decoding import CorruptChunkError
 from pangeo_hpc.io.indexing import bounding_box, full_key
 from pangeo_hpc.io.references import ChunkTable
-from pangeo_hpc.s3.options import S3Options, explain, split_url
+from pangeo_hpc.s3.failures import explain
+from pangeo_hpc.s3.options import S3Options, split_url
 
 #: s3fs block size for HDF5 over S3: its default read-ahead cache is ~2x slower for HDF5
 S3_BLOCK = 8 << 20

@@ -40,7 +40,8 @@ from urllib.parse import urlsplit
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.s3.options import S3Options, client_timeouts, explain, split_url
+from pangeo_hpc.s3.failures import explain
+from pangeo_hpc.s3.options import S3Options, client_timeouts, split_url
 from pangeo_hpc.s3.waiting import Notice
 
 if TYPE_CHECKING:

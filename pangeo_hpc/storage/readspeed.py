@@ -20,7 +20,8 @@ from typing import Any
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.extras import require
-from pangeo_hpc.s3.options import S3Options, explain, split_url
+from pangeo_hpc.s3.failures import explain
+from pangeo_hpc.s3.options import S3Options, split_url
 from pangeo_hpc.storage import pagecache
 from pangeo_hpc.storage.detect import detect
 

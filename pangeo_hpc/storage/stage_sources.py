@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple, Protocol
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.s3.options import S3Options, explain, is_s3, split_url
+from pangeo_hpc.s3.failures import explain
+from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 
 if TYPE_CHECKING:
     from obstore.store import S3Store

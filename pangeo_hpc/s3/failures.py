@@ -1,0 +1,128 @@
+"""What an S3 failure means for the user: one line naming the bucket, key or endpoint and
+the fix (a missing bucket or key, refused credentials, throttling, server errors after the
+retries, time-outs), from obstore, s3fs or botocore errors alike.
+"""
+
+from __future__ import annotations
+
+import errno
+import re
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.s3.options import S3Options, client_timeouts
+
+__all__ = ["explain"]
+
+_CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
+#: obstore's "Server returned non-2xx status code: 500 Internal Server Error"
+_SERVER_STATUS = re.compile(r"status code: (5\d\d [A-Za-z ]*[A-Za-z])")
+#: obstore's "Error performing GET ... after 3 retries, max_retries: 3, ...", or (no retry
+#: said in the message) its debug text's "retries: 0,"
+_RETRIES = re.compile(r"after (\d+) retries|\bretries: (\d+),")
+
+
+def _retries(exc: BaseException) -> int:
+    """How often the failed request was retried: as obstore or botocore (its response's
+    ``RetryAttempts``, behind s3fs's error) report it, else as configured."""
+    found = _RETRIES.search(str(exc))
+    if found:
+        return int(found.group(1) or found.group(2))
+    link: BaseException | None = exc
+    while link is not None:
+        response = getattr(link, "response", None)  # botocore's ClientError
+        meta = response.get("ResponseMetadata", {}) if isinstance(response, dict) else {}
+        if "RetryAttempts" in meta:
+            return int(meta["RetryAttempts"])
+        link = link.__cause__
+    return int(config.get("s3.max-retries"))
+
+
+def _timed_out(exc: BaseException) -> str | None:
+    """``"connect"`` or ``"read"`` if ``exc`` (or an error it was raised from) is a
+    time-out of that phase, as obstore (reqwest's ``TimedOut``), botocore
+    (``ConnectTimeoutError``, ``ReadTimeoutError``) or aiohttp report it; else ``None``."""
+    link: BaseException | None = exc
+    while link is not None:
+        name, text = type(link).__name__, str(link)
+        if "Timeout" in name or "TimedOut" in text or "kind: Timeout" in text:
+            connect = "Connect" in name or "kind: Connect" in text or "onnect timeout" in text
+            return "connect" if connect else "read"
+        link = link.__cause__ or link.__context__
+    return None
+
+
+def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
+    """A one-line :class:`InputError` for an S3 failure a user can fix, else ``None``.
+
+    Covers a missing bucket or key, refused credentials, an endpoint that does not answer
+    (or not in time: the time-out to raise is named), and throttling or server errors (5xx)
+    that outlasted the retries. Works on obstore,
+    s3fs and botocore errors.
+    """
+    text = str(exc)
+    code = next(iter(_CODE.findall(text)), "")
+    where = opts.shown_endpoint or "AWS S3"
+    if code == "NoSuchBucket" or (code == "" and "NoSuchBucket" in text):
+        return InputError(f"bucket of {url!r} does not exist on {where}: check the name")
+    if code in ("NoSuchKey",) or type(exc).__name__ in ("NotFoundError", "FileNotFoundError"):
+        call = f"pangeo_hpc.storage.inventory.inventory({url!r})"
+        return InputError(
+            f"{url!r} does not exist on {where}: check the prefix with {call}",
+            commands={call: ["inventory", url]},
+        )
+    if code in (
+        "AccessDenied",
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "AllAccessDisabled",
+    ) or type(exc).__name__ in ("PermissionDeniedError", "UnauthenticatedError", "PermissionError"):
+        fix = (
+            "the bucket is not public; drop anon=True and use credentials"
+            if opts.anon
+            else "check AWS_PROFILE / AWS_ACCESS_KEY_ID, or pass anon=True for a public bucket"
+        )
+        return InputError(f"access to {url!r} denied ({code or 'forbidden'}): {fix}", param="anon")
+    if (
+        code in ("SlowDown", "Throttling", "TooManyRequests", "RequestLimitExceeded")
+        or " 503 " in text
+    ):
+        return InputError(
+            f"{where} kept throttling requests for {url!r} (503 SlowDown) after "
+            f"{config.get('s3.max-retries')} retries with backoff: lower the concurrency "
+            "(pangeo-hpc.s3.list-concurrency) or try again later"
+        )
+    status = _SERVER_STATUS.search(text)
+    if status or (isinstance(exc, OSError) and exc.errno == errno.EREMOTEIO):  # s3fs: 500
+        what = status.group(1) if status else getattr(exc, "strerror", None) or "a server error"
+        return InputError(
+            f"S3 endpoint {where} answered {what!r} for {url!r} after {_retries(exc)} "
+            "retries with backoff: the server is failing or shutting down; check that it "
+            "runs (and endpoint_url=), then run again",
+            param="endpoint_url",
+        )
+    timed_out = _timed_out(exc)
+    if timed_out is not None:
+        seconds = getattr(client_timeouts(), timed_out)
+        what = (
+            "did not accept a connection within"
+            if timed_out == "connect"
+            else "sent no answer within"
+        )
+        return InputError(
+            f"S3 endpoint {where} {what} {seconds:g} s (for {url!r}; {_retries(exc)} retries "
+            f"with backoff): check that the server works, or raise "
+            f"pangeo-hpc.s3.{timed_out}-timeout (e.g. "
+            f"DASK_PANGEO_HPC__S3__{timed_out.upper()}_TIMEOUT={max(120, 4 * seconds):g})"
+        )
+    if (
+        "error sending request" in text
+        or "Connect" in type(exc).__name__
+        or "connect" in text.lower()
+    ):
+        return InputError(
+            f"S3 endpoint {where} does not answer (for {url!r}): check endpoint_url= and "
+            f"that the server runs (no answer after {_retries(exc)} retries with backoff)",
+            param="endpoint_url",
+        )
+    return None
