@@ -1,0 +1,128 @@
+"""A plan as the table a terminal shows: its inputs, one row per node count with the ranges
+the calibration measured, and the recommendation (:meth:`pangeo_hpc.planning.plan.Plan.text`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING, Any
+
+from pangeo_hpc.tables import text_table
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from pangeo_hpc.planning.model import Model
+    from pangeo_hpc.planning.reads import Reads
+
+__all__ = ["fewest_nodes", "plan_text"]
+
+
+def fewest_nodes(rows: Sequence[Mapping[str, Any]], within: float = 0.1) -> Mapping[str, Any]:
+    """The row of the fewest nodes whose wall time is within ``within`` of the fastest."""
+    fastest = min(r["wall_s"] for r in rows)
+    return min((r for r in rows if r["wall_s"] <= fastest * (1 + within)), key=lambda r: r["nodes"])
+
+
+def plan_text(
+    recipe: str,
+    m: Model,
+    rows: Sequence[Mapping[str, Any]],
+    sources: Mapping[str, str],
+    r: Reads | None,
+) -> str:
+    """A plan of ``recipe`` (its model ``m``, ``rows`` per node count, where its figures came
+    from and what it reads) as a table a terminal shows, with a recommendation."""
+    lines = [
+        f"plan for {recipe}"
+        + (f" on {r.period[0]}..{r.period[1]}" if r else "")
+        + f": {m.size / 1e9:,.1f} GB uncompressed "
+        + ("to read " if r else "")
+        + f"({m.size / m.ratio / 1e9:,.1f} GB stored, ratio {m.ratio:.2f}), "
+        f"{math.ceil(m.size / m.chunk):,} chunks of {m.chunk / 1e6:,.0f} MB",
+        f"nodes: {m.processes} processes, {m.cores} cores"
+        + (f", network {m.network / 1e6:,.0f} MB/s" if m.network else "")
+        + (f", ${m.price:g}/node-hour" if m.price is not None else "")
+        + f"; storage {m.storage.describe()}",
+        f"measured: {m.process_rate / 1e6:,.0f} MB/s per process; per task "
+        f"{m.task_cost * 1e3:.2f} ms on its worker, {m.task_overhead * 1e3:.2f} ms on the "
+        f"scheduler (+{m.overhead_per_worker * 1e6:.2f} us per worker); "
+        f"{m.warmup:.2f} s warm-up per worker; {m.fixed:.2f} s per run",
+        _range_line(m),
+    ]
+    if r is not None:
+        lines.insert(1, f"inputs: {r.line()}")
+    lines += [f"  {k}: {v}" for k, v in sources.items()]
+    starts = m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0)
+    head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s"]
+    head += ["start", "wall"] if starts else ["wall"]
+    head += ["effic.", "tail", "bottleneck", "read MB/s"]
+    head += ["cost $"] if m.price is not None else ["node-h"]
+    cells = []
+    for row in rows:
+        start = [_span(row["start_low_s"], row["start_high_s"], _duration)] if starts else []
+        end = (row["cost_low"], row["cost_high"]) if m.price is not None else (
+            row["node_hours_low"], row["node_hours_high"])  # fmt: skip
+        cells.append([f"{row['nodes']}", f"{row['workers']:,}", f"{row['tasks']:,}",
+                     f"{row['chunks_per_process']:.2f}", f"{row['chunk_s']:.3f}", *start,
+                     _span(row["wall_low_s"], row["wall_high_s"], _duration),
+                     f"{row['efficiency']:.0%}", f"{row['tail_efficiency']:.0%}",
+                     row["bottleneck"], f"{row['read_MB_s']:,.0f}",
+                     _span(*end, lambda x: f"{x:.4f}")])  # fmt: skip
+    gap = head.index("bottleneck")
+    widths = [6, 8, 8, 11, 8, *([12] if starts else []), 16, 7, 5, 11, 10, 16]
+    table = text_table(
+        [head, *cells],
+        right=[h != "bottleneck" for h in head],
+        widths=widths,
+        sep=[" "] * (gap - 1) + ["  "] + [" "] * (len(head) - gap - 1),
+    )
+    lines += ["", *table]
+    b = fewest_nodes(rows)
+    lines.append(
+        f"\nfewest nodes within 10 % of the fastest: {b['nodes']} "
+        f"({_span(b['wall_low_s'], b['wall_high_s'], _duration)}, {b['bottleneck']}-bound"
+        + (
+            f", ${_span(b['cost_low'], b['cost_high'], lambda x: f'{x:.4f}')}"
+            if b["cost"] is not None
+            else ""
+        )
+        + (f"; {r.files_to_read} of {r.files} files to read" if r else "")
+        + ")"
+    )
+    return "\n".join(lines)
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.1f} min"
+    return f"{seconds / 3600:.1f} h"
+
+
+def _span(low: float, high: float, show: Any) -> str:
+    """``7.8-9.1 s`` (one figure when both ends show the same)."""
+    a, b = show(low), show(high)
+    if a == b:
+        return a
+    unit_a, unit_b = a.rpartition(" ")[2], b.rpartition(" ")[2]
+    if " " in a and unit_a == unit_b:
+        return f"{a.rpartition(' ')[0]}-{b}"
+    return f"{a}-{b}"
+
+
+def _range_line(m: Model) -> str:
+    """Where the ranges come from, in one line."""
+    lo, hi = m.spread
+    text = (
+        f"range: the calibration's repeated runs took x{lo:.2f}..x{hi:.2f} of their median"
+        if (lo, hi) != (1.0, 1.0)
+        else "range: none measured (calibrate to measure repeated runs)"
+    )
+    if m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0):
+        text += (
+            f"; jobs queue {m.queue[0]:.1f}-{m.queue[1]:.1f} s, workers arrive "
+            f"{m.arrival[0]:.1f}-{m.arrival[1]:.1f} s after the job starts (billed)"
+        )
+    return text
