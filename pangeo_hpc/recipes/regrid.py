@@ -103,7 +103,7 @@ def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
         arrays = store.get(key)
         if arrays is not None:
             try:
-                found = Weights.from_arrays(arrays, method)
+                found = Weights.from_arrays(arrays)
                 if found.matrix.shape != (dst.size, src.size):
                     found = None
             except (KeyError, ValueError, TypeError):
@@ -126,16 +126,18 @@ def _apply(block: np.ndarray, *, weights: Weights, shape: tuple[int, int]) -> np
     valid = np.isfinite(f)
     m = weights.matrix
     num = m @ np.where(valid, f, 0.0)
-    if weights.missing == "mean":
+    rows = weights.mean_rows[:, None]
+    out = np.full_like(num, np.nan)
+    if rows.any():  # the mean over the valid weights
         den = m @ valid.astype("f8")
         with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(den > 0, num / den, np.nan)
-    else:  # any missing neighbour, even of weight 0, masks the target
+            out = np.where(rows & (den > 0), num / den, out)
+    if not rows.all():  # any missing neighbour, even of weight 0, masks the target
         pattern = m.copy()
         pattern.data[:] = 1.0
         bad = pattern @ (~valid).astype("f8")
         empty = (np.diff(m.indptr) == 0)[:, None]
-        out = np.where((bad > 0) | empty, np.nan, num)
+        out = np.where(~rows & (bad == 0) & ~empty, num, out)
     dtype = block.dtype if block.dtype.kind == "f" else np.dtype("f8")
     return out.T.reshape(*lead, *shape).astype(dtype, copy=False)
 

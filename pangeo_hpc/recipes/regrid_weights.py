@@ -2,14 +2,16 @@
 
 Each method gives a :class:`Weights`: a ``scipy.sparse`` CSR matrix ``W`` (rows: target
 cells, columns: source cells, both flattened latitude-major in the order the data are
-stored) and how missing source values count (:attr:`Weights.missing`). Applied to a field
-``f`` with valid cells ``v`` (not NaN) and ``f0 = f`` where valid, else 0:
+stored) and, per target cell, how missing source values count (:attr:`Weights.mean_rows`).
+Applied to a field ``f`` with valid cells ``v`` (not NaN) and ``f0 = f`` where valid, else 0:
 
-* ``"mean"`` (conservative): ``(W @ f0) / (W @ v)``, missing where ``W @ v`` is 0: the
-  mean over the valid part of the overlap, as CDO ``remapcon`` normalises by default
-  (``FRACAREA``). A target cell that overlaps no valid source cell is missing.
-* ``"all"`` (nearest, bilinear): ``W @ f0`` where every source cell with a weight is
-  valid, else missing (a masked neighbour masks the target, as in CDO).
+* mean rows (conservative; bilinear's inverse-distance rows): ``(W @ f0) / (W @ v)``,
+  missing where ``W @ v`` is 0: the mean over the valid part of the overlap, as CDO
+  ``remapcon`` normalises by default (``FRACAREA``). A target cell that overlaps no valid
+  source cell is missing.
+* the other rows (nearest, bilinear): ``W @ f0`` where every source cell with a weight
+  (even a weight of 0) is valid, else missing (a masked neighbour masks the target, as
+  in CDO).
 
 Methods:
 
@@ -30,7 +32,6 @@ cells) is missing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 import scipy.sparse as sp
@@ -40,32 +41,28 @@ from pangeo_hpc.recipes.regrid_grids import Grid
 
 __all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest"]
 
-Method = Literal["conservative", "nearest", "bilinear"]
-#: what each method treats missing source values as (see the module's description)
-METHODS: dict[str, Literal["mean", "all"]] = {
-    "conservative": "mean",
-    "nearest": "all",
-    "bilinear": "all",
-}
+#: the methods, as a recipe names them
+METHODS = ("conservative", "nearest", "bilinear")
+_RAD = np.pi / 180.0
 #: overlaps smaller than this share of a cell's width are rounding, not overlap
 _TINY = 1e-10
 
 
 @dataclass(frozen=True, eq=False)
 class Weights:
-    """A sparse matrix of weights and how missing values count.
+    """A sparse matrix of weights and how missing values count in each row.
 
     Attributes
     ----------
     matrix : scipy.sparse.csr_matrix
         ``(target cells, source cells)``, float64.
-    missing : {"mean", "all"}
-        ``"mean"``: normalise by the valid weights; ``"all"``: missing if any weighted
-        source value is missing.
+    mean_rows : numpy.ndarray
+        Bool per target cell: normalised by the valid weights (else missing if any
+        weighted source value is).
     """
 
     matrix: sp.csr_matrix
-    missing: Literal["mean", "all"]
+    mean_rows: np.ndarray
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The CSR arrays, to store (no pickle)."""
@@ -75,17 +72,21 @@ class Weights:
             "indices": m.indices,
             "indptr": m.indptr,
             "shape": np.asarray(m.shape, "i8"),
+            "mean_rows": self.mean_rows,
         }
 
     @classmethod
-    def from_arrays(cls, arrays: dict[str, np.ndarray], missing: str) -> Weights:
-        """The weights :meth:`arrays` gave (``missing`` as :data:`METHODS` says)."""
+    def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Weights:
+        """The weights :meth:`arrays` gave; ValueError if they are not well-formed."""
         shape = tuple(int(n) for n in arrays["shape"])
         m = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
         if m.data.dtype != np.float64 or not np.isfinite(m.data).all():
             raise ValueError("weights must be finite float64")
         m.check_format(full_check=True)
-        return cls(m, METHODS[missing] if missing in METHODS else missing)  # type: ignore[arg-type]
+        rows = np.asarray(arrays["mean_rows"])
+        if rows.dtype != bool or rows.shape != (m.shape[0],):
+            raise ValueError("mean_rows must be one bool per target cell")
+        return cls(m, rows)
 
 
 def build(src: Grid, dst: Grid, method: str) -> Weights:
@@ -96,8 +97,12 @@ def build(src: Grid, dst: Grid, method: str) -> Weights:
             "curvilinear (2-D latitude and longitude): use method='nearest'",
             param="method",
         )
-    make = {"conservative": conservative, "nearest": nearest, "bilinear": bilinear}[method]
-    return Weights(make(src, dst).tocsr(), METHODS[method])
+    if method == "conservative":
+        return Weights(conservative(src, dst), np.ones(dst.size, bool))
+    if method == "nearest":
+        return Weights(nearest(src, dst), np.zeros(dst.size, bool))
+    m, mean_rows = bilinear(src, dst)
+    return Weights(m, mean_rows)
 
 
 def _interval_overlaps(dst: np.ndarray, src: np.ndarray, *, period: float | None) -> np.ndarray:
@@ -186,11 +191,17 @@ def nearest(src: Grid, dst: Grid) -> sp.csr_matrix:
 def _linear_1d(x: np.ndarray, xs: np.ndarray, *, period: float | None) -> sp.csr_matrix:
     """``(len(x), len(xs))`` weights of linear interpolation from points ``xs`` (any
     order) to ``x``; rows of points outside ``xs`` are empty (periodic: none are)."""
+    # in radians, a target moved by whole turns into the source's range, as CDO does it:
+    # where a target falls exactly on a source point, the box is [that point's left
+    # neighbour, the point], and which side a moved target falls is decided to the last bit
     order = np.argsort(xs)
-    s = xs[order]
+    s = xs[order] * _RAD
+    x = np.asarray(x, "f8") * _RAD
     if period is not None:  # close the circle: the first point again, one period on
-        x = s[0] + np.mod(x - s[0], period)
-        s = np.append(s, s[0] + period)
+        turn = period * _RAD
+        x = np.where(x < s[0], x + turn, x)
+        x = np.where(x > s[0] + turn, x - turn, x)
+        s = np.append(s, s[0] + turn)
         order = np.append(order, order[0])
     right = np.clip(np.searchsorted(s, x, side="left"), 1, s.size - 1)
     left = right - 1
@@ -203,9 +214,10 @@ def _linear_1d(x: np.ndarray, xs: np.ndarray, *, period: float | None) -> sp.csr
     return sp.coo_matrix((vals, (np.tile(rows, 2), cols)), shape=(x.size, xs.size)).tocsr()
 
 
-def bilinear(src: Grid, dst: Grid) -> sp.csr_matrix:
+def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     """Weights linear in latitude and in longitude between the four source centres
-    around each target centre (see the module's description)."""
+    around each target centre (see the module's description), and the rows of
+    inverse-distance weights beyond the outermost latitudes of a global source."""
     span = np.ptp(np.append(src.lon_bounds[:, 0], src.lon_bounds[:, 1]))
     periodic = span >= 360.0 - 1e-6
     lat = _linear_1d(dst.lat, src.lat, period=None)
@@ -216,9 +228,11 @@ def bilinear(src: Grid, dst: Grid) -> sp.csr_matrix:
         lon = _linear_1d(shifted, src.lon, period=None)
     m = sp.kron(lat, lon, format="csr")
     outside = np.flatnonzero(np.diff(m.indptr) == 0)
+    mean_rows = np.zeros(dst.size, bool)
     if periodic and outside.size:  # beyond the outermost latitudes (CDO: near the poles)
         m = _with_rows(m, outside, _inverse_distance(src, dst, outside))
-    return m
+        mean_rows[outside] = True
+    return m, mean_rows
 
 
 def _inverse_distance(src: Grid, dst: Grid, rows: np.ndarray) -> sp.csr_matrix:
