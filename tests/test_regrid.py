@@ -18,8 +18,9 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 import xarray as xr
-from cdo_fields import CONVENTIONS, cdo, cdo_field, cdo_values
-from conftest import raise_if_dask_computes, run_cli
+from cdo_fields import CONVENTIONS, cdo, cdo_field, cdo_values, write_for_cdo
+from cf import cfchecks, unavailable
+from conftest import missing, raise_if_dask_computes, run_cli
 
 from pangeo_hpc.batch.incremental.state_cache import CacheWarning, StateCache
 from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
@@ -108,6 +109,21 @@ def test_equal_to_cdo_regional_target(fields, tmp_path, method, convention):
     path = fields["r360x180"][convention]
     expected = cdo_values(f"{OPS[method]},{griddes}", path, out=tmp_path / "cdo.nc")
     assert_like_cdo(ours(path, grid=REGION, method=method), expected)
+
+
+@pytest.mark.parametrize("method", list(OPS))
+@pytest.mark.parametrize("descending", [False, True])
+def test_equal_to_cdo_regional_source(fields, tmp_path, method, descending):
+    """A region of 30W..60E, 40S..70N to the global r144x72: targets beyond it missing
+    (conservative, bilinear; CDO's bilinear takes the inverse-distance mean in the outer
+    half cells), the nearest centre anywhere (remapnn)."""
+    path = cdo("sellonlatbox,-30,60,-40,70", fields["r360x180"]["0..360"], out=tmp_path / "r.nc")
+    if descending:
+        with xr.open_dataset(path) as ds:
+            flipped = ds.isel(lat=slice(None, None, -1)).load()
+        path = write_for_cdo(flipped, tmp_path / "r-desc.nc")
+    expected = cdo_values(f"{OPS[method]},r144x72", path, out=tmp_path / "cdo.nc")
+    assert_like_cdo(ours(path, grid="r144x72", method=method), expected)
 
 
 def test_grid_of_a_file_and_bounds_written(fields, tmp_path):
@@ -294,6 +310,8 @@ name: sst-on-r144x72
 description: SST regridded conservatively to 2.5 degrees, then its mean.
 dataset:
   variable: sea_surface_temperature
+  start: "2000-01"
+  end: "2000-02"
 steps:
   - regrid: {grid: r144x72, method: conservative}
   - time_mean: {}
@@ -322,6 +340,11 @@ def test_recipe_through_the_cli_equals_cdo(demo_tree, tmp_path):
         np.testing.assert_array_equal(ds.sea_surface_temperature.values, got.astype("f4"))
     r = run_cli("cache", "list", cwd=tmp_path)
     assert "(regrid weights)" in r.stdout, r.stdout + r.stderr
+    why = unavailable()
+    if why is not None:
+        missing("cfchecks", why)
+    report = cfchecks(tmp_path / "out" / "result.nc", tmp_path / "tables")
+    assert report.errors == [], "\n".join(report.errors)
 
 
 def test_a_bad_grid_in_a_recipe_is_exit_2(demo_tree, tmp_path):

@@ -147,18 +147,15 @@ def _centres(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
 
 def _inside(src: Grid, dst: Grid) -> np.ndarray:
     """Which target centres lie inside the cells of a rectilinear source (all of them for
-    a global one), flattened as the target's cells."""
-    lat_t, lon_t = _centres(dst)
+    a global one), flattened as the target's cells (a rectilinear target)."""
     if src.curvilinear:
-        return np.ones(lat_t.size, bool)
+        return np.ones(dst.size, bool)
     south, north = src.lat_bounds.min(), src.lat_bounds.max()
-    ok = (lat_t >= south - 1e-9) & (lat_t <= north + 1e-9)
+    rows = (dst.lat >= south - 1e-9) & (dst.lat <= north + 1e-9)
     west = src.lon_bounds[:, 0]
-    within = (
-        np.mod(lon_t[:, None] - west[None, :], 360.0)
-        <= (src.lon_bounds[:, 1] - west)[None, :] + 1e-9
-    )
-    return ok & within.any(1)
+    width = src.lon_bounds[:, 1] - west
+    cols = (np.mod(dst.lon[:, None] - west[None, :], 360.0) <= width[None, :] + 1e-9).any(1)
+    return (rows[:, None] & cols[None, :]).ravel()
 
 
 def _neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -182,27 +179,36 @@ def _neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def nearest(src: Grid, dst: Grid) -> sp.csr_matrix:
     """One weight of 1 per target cell, on the source centre nearest to its centre on the
-    sphere; none for a centre outside a regional source."""
+    sphere (anywhere: beyond a regional source too, as CDO)."""
     idx, _ = _neighbours(src, dst, 1)
-    rows = np.flatnonzero(_inside(src, dst))
+    rows = np.arange(dst.size)  # as CDO's remapnn, beyond a regional source too
     return sp.csr_matrix((np.ones(rows.size), (rows, idx[rows, 0])), shape=(dst.size, src.size))
 
 
-def _linear_1d(x: np.ndarray, xs: np.ndarray, *, period: float | None) -> sp.csr_matrix:
+def _linear_1d(
+    x: np.ndarray, xs: np.ndarray, *, period: float | None, closed: bool = False
+) -> sp.csr_matrix:
     """``(len(x), len(xs))`` weights of linear interpolation from points ``xs`` (any
-    order) to ``x``; rows of points outside ``xs`` are empty (periodic: none are)."""
+    order) to ``x``, moved by whole ``period`` into their range; rows of points outside
+    ``xs`` are empty (``closed``: the axis goes round, and none are)."""
     # in radians, a target moved by whole turns into the source's range, as CDO does it:
     # where a target falls exactly on a source point, the box is [that point's left
     # neighbour, the point], and which side a moved target falls is decided to the last bit
     order = np.argsort(xs)
     s = xs[order] * _RAD
     x = np.asarray(x, "f8") * _RAD
-    if period is not None:  # close the circle: the first point again, one period on
+    if period is not None and closed:  # into [s0, s0 + turn]; the first point again at its end
         turn = period * _RAD
         x = np.where(x < s[0], x + turn, x)
         x = np.where(x > s[0] + turn, x - turn, x)
         s = np.append(s, s[0] + turn)
         order = np.append(order, order[0])
+    elif period is not None:  # a region: a target beyond either end moved by a turn
+        turn = period * _RAD
+        x = np.where(x > s[-1], x - turn, x)
+        x = np.where(np.abs(x - s[0]) < 1e-12, s[0], x)  # on the end but for the rounding
+        x = np.where(x < s[0], x + turn, x)
+        x = np.where(np.abs(x - s[-1]) < 1e-12, s[-1], x)
     right = np.clip(np.searchsorted(s, x, side="left"), 1, s.size - 1)
     left = right - 1
     t = (x - s[left]) / (s[right] - s[left])
@@ -221,15 +227,14 @@ def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     span = np.ptp(np.append(src.lon_bounds[:, 0], src.lon_bounds[:, 1]))
     periodic = span >= 360.0 - 1e-6
     lat = _linear_1d(dst.lat, src.lat, period=None)
-    lon = _linear_1d(dst.lon, src.lon, period=360.0 if periodic else None)
-    if not periodic:  # a regional source: longitudes as near its own as can be
-        centre = src.lon[np.argmin(np.abs(src.lon - np.median(src.lon)))]
-        shifted = centre + np.mod(dst.lon - centre + 180.0, 360.0) - 180.0
-        lon = _linear_1d(shifted, src.lon, period=None)
+    lon = _linear_1d(dst.lon, src.lon, period=360.0, closed=periodic)
     m = sp.kron(lat, lon, format="csr")
     outside = np.flatnonzero(np.diff(m.indptr) == 0)
     mean_rows = np.zeros(dst.size, bool)
-    if periodic and outside.size:  # beyond the outermost latitudes (CDO: near the poles)
+    # inside the source's cells but not between four centres (beyond the outermost
+    # latitudes of a global grid, the outer half cells of a region): CDO's fallback
+    outside = outside[_inside(src, dst)[outside]]
+    if outside.size:
         m = _with_rows(m, outside, _inverse_distance(src, dst, outside))
         mean_rows[outside] = True
     return m, mean_rows
