@@ -278,19 +278,16 @@ def test_bad_options_are_one_line(options, match):
     assert "\n" not in str(err.value)
 
 
-def test_curvilinear_source_nearest_only():
-    y, x = np.meshgrid(np.linspace(-80, 80, 9), np.linspace(0, 350, 36), indexing="ij")
-    da = xr.DataArray(
-        np.arange(y.size, dtype="f8").reshape(y.shape),
-        dims=("y", "x"),
-        coords={"lat": (("y", "x"), y), "lon": (("y", "x"), x)},
-    )
-    with pytest.raises(InputError, match="method='conservative' needs a rectilinear source"):
-        regrid(da, grid="r36x18")
-    out = regrid(da, grid="r36x18", method="nearest")
-    assert out.dims == ("lat", "lon") and out.shape == (18, 36)
-    # the nearest of (85S, 0E) is the first row's first point
-    assert out.values[0, 0] == 0.0
+def test_curvilinear_source_nearest_only(fields, tmp_path):
+    """CDO's r180x91 field with holes as a curvilinear grid (2-D lat and lon): nearest
+    equals remapnn; the other methods are refused in one line."""
+    path = cdo("setgridtype,curvilinear", fields["r180x91"]["0..360"], out=tmp_path / "c.nc")
+    with xr.open_dataset(path) as ds:
+        assert ds.lat.dims == ("y", "x")
+        with pytest.raises(InputError, match="method='conservative' needs a rectilinear"):
+            regrid(ds.sst, grid="r144x72")
+    expected = cdo_values("remapnn,r144x72", path, out=tmp_path / "cdo.nc")
+    assert_like_cdo(ours(path, grid="r144x72", method="nearest"), expected)
 
 
 def test_step_by_step_unless_the_grid_is_a_file():
