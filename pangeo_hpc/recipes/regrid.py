@@ -122,14 +122,17 @@ def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
 def _apply(block: np.ndarray, *, weights: Weights, shape: tuple[int, int]) -> np.ndarray:
     """Regrid the fields of ``block`` (``(..., ny, nx)``) to ``shape``."""
     lead = block.shape[:-2]
-    f = block.reshape(-1, block.shape[-2] * block.shape[-1]).astype("f8").T
+    # (source cells, fields) in C order, as SciPy's sparse product reads it: one copy
+    f = np.ascontiguousarray(block.reshape(-1, block.shape[-2] * block.shape[-1]).T, "f8")
     valid = np.isfinite(f)
+    np.copyto(f, 0.0, where=~valid)
     m = weights.matrix
-    num = m @ np.where(valid, f, 0.0)
+    num = m @ f
     rows = weights.mean_rows[:, None]
     out = np.full_like(num, np.nan)
-    if rows.any():  # the mean over the valid weights
-        den = m @ valid.astype("f8")
+    if rows.any():  # the mean over the valid weights (one mask for all: computed once)
+        same = bool((valid == valid[:, :1]).all())
+        den = m @ (valid[:, :1] if same else valid).astype("f8")
         with np.errstate(invalid="ignore", divide="ignore"):
             out = np.where(rows & (den > 0), num / den, out)
     if not rows.all():  # any missing neighbour, even of weight 0, masks the target
@@ -144,7 +147,7 @@ def _apply(block: np.ndarray, *, weights: Weights, shape: tuple[int, int]) -> np
 
 def _file_target(options: Mapping[str, Any]) -> str | None:
     grid = options.get("grid")
-    if isinstance(grid, str) and not regrid_grids._CDO.fullmatch(grid.strip()):
+    if isinstance(grid, str) and not regrid_grids.CDO_NAME.fullmatch(grid.strip()):
         return (
             f"regrid to the grid of the file {grid!r}: the state cache does not see that "
             "file's content (write the grid as rNxM or {lat: [...], lon: [...]} to run "

@@ -32,9 +32,10 @@ import xarray as xr
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.grid import cell_edges, horizontal_names, longitude_edges
 
-__all__ = ["Grid", "source_grid", "target_grid"]
+__all__ = ["CDO_NAME", "Grid", "source_grid", "target_grid"]
 
-_CDO = re.compile(r"r(\d+)x(\d+)")
+#: CDO's name of a global grid of N longitudes and M latitudes
+CDO_NAME = re.compile(r"r(\d+)x(\d+)")
 _GRID_HINT = (
     "give grid: r144x72 (CDO's rNxM), {lat: [south, north, step], lon: [west, east, step]} "
     "or the path of a NetCDF file"
@@ -109,7 +110,7 @@ def target_grid(spec: Any) -> Grid:
     if isinstance(spec, Mapping):
         return _box(spec)
     if isinstance(spec, str | Path):
-        match = _CDO.fullmatch(str(spec).strip())
+        match = CDO_NAME.fullmatch(str(spec).strip())
         if match:
             nlon, nlat = int(match[1]), int(match[2])
             if nlon < 1 or nlat < 1:
