@@ -127,7 +127,7 @@ def test_equal_to_cdo_regional_source(fields, tmp_path, method, descending):
 
 
 def test_grid_of_a_file_and_bounds_written(fields, tmp_path):
-    """A target read from a NetCDF file (CDO's r72x36 with its bounds); the result carries
+    """A target read from a NetCDF file (CDO's r72x36, no bounds variables: edges halfway); the result carries
     the target's cell edges, which prepare_for_file writes as lat_bnds and lon_bnds."""
     from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 
