@@ -12,6 +12,7 @@ from pangeo_hpc.recipes.means import area_mean, global_mean, time_mean, time_ser
 from pangeo_hpc.recipes.months import select_months, select_season
 from pangeo_hpc.recipes.percentile import percentile
 from pangeo_hpc.recipes.regions import select_region
+from pangeo_hpc.recipes.regrid import regrid
 from pangeo_hpc.recipes.resample import resample, running_mean
 from pangeo_hpc.recipes.seasonal import anomaly, climatology
 from pangeo_hpc.recipes.trend import linear_trend, trend, trend_global_mean
@@ -29,6 +30,7 @@ __all__ = [
     "magnitude",
     "nino34",
     "percentile",
+    "regrid",
     "resample",
     "running_mean",
     "select_months",

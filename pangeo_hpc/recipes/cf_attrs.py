@@ -210,6 +210,12 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
             if not (lower == upper).all():
                 ds[f"{t}_{BOUNDS_DIM}"] = ((t, BOUNDS_DIM), np.stack([lower, upper], axis=1))
                 ds.variables[t].attrs["bounds"] = f"{t}_{BOUNDS_DIM}"
+    for d in (lat, lon):  # cell edges a regrid carries (two 1-D coordinates)
+        lower, upper = time_bounds.bounds_names(str(d))
+        if d in ds.dims and lower in ds.coords and upper in ds.coords:
+            pair = np.stack([ds[lower].values, ds[upper].values], axis=1)
+            ds[f"{d}_{BOUNDS_DIM}"] = ((d, BOUNDS_DIM), pair)
+            ds.variables[d].attrs["bounds"] = f"{d}_{BOUNDS_DIM}"
     carriers = [str(c) for c in ds.coords if time_bounds.is_bounds_coord(str(c))]
     ds = ds.drop_vars(carriers)
     for name in [c for c in ds.coords if "period_start" in ds.variables[c].attrs]:

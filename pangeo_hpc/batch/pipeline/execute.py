@@ -21,6 +21,7 @@ from distributed import Client
 from pangeo_hpc import config
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe
 from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
 from pangeo_hpc.batch.pipeline.results import (
     RunResult,
     check_format,
@@ -38,6 +39,7 @@ from pangeo_hpc.batch.pipeline.steps import (
 from pangeo_hpc.clusters.budget import Guard, within_budget
 from pangeo_hpc.clusters.start import kind_of, local_cluster, resolve_kind, running_cluster
 from pangeo_hpc.clusters.worker_logs import quiet_input_errors
+from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.s3.options import S3Options, is_s3
 
 __all__ = ["IN_PROCESS_FILES", "RunResult", "run_recipe"]
@@ -103,46 +105,50 @@ def run_recipe(
     store = open_cache(cache)  # a folder others can write to is refused before any cluster
     if store is not None:
         store.check_writable()  # one that cannot be written: caching off, said first
-    # with index="build", check the inputs now and build the indexes on the workers later
-    build_first = is_s3(str(root)) and config.get("s3.index", index) == "build"
-    where = {"data": root, "start": start, "end": end, "s3": s3}
-    inputs = open_inputs(spec, **where, index="never" if build_first else index)
-    t_open = time.perf_counter()
-    small = None
-    if store is not None and not (warm_inputs or build_first or is_s3(str(root))):
-        small = _few_to_read(inputs, store, cluster, profile)
-    if small is not None:
-        started = _in_process(workers)
-    else:
-        started = running_cluster(
-            cluster,  # type: ignore[arg-type]
-            profile=profile,
-            workers=workers,
-            jobs=jobs,
-            adapt=adapt,
-            **(batch or {}),
-        )
-    with within_budget(started, guard) as (cl, client):
-        n_workers = len(client.scheduler_info()["workers"])
+    # regridding weights are kept beside the states, under the same rules
+    with using_store(None if store is None else CachedWeights(store)):
+        # with index="build", check the inputs now and build the indexes on the workers later
+        build_first = is_s3(str(root)) and config.get("s3.index", index) == "build"
+        where = {"data": root, "start": start, "end": end, "s3": s3}
+        inputs = open_inputs(spec, **where, index="never" if build_first else index)
+        t_open = time.perf_counter()
+        small = None
+        if store is not None and not (warm_inputs or build_first or is_s3(str(root))):
+            small = _few_to_read(inputs, store, cluster, profile)
         if small is not None:
-            log.info(f"cluster: none started ({small}), computed in this process's threads")
+            started = _in_process(workers)
         else:
-            log.info(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}")
-        if build_first:
-            inputs = open_inputs(spec, **where, index="build", client=client)
-        t_ready = time.perf_counter()
-        computed = compute(
-            inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
-        )
-    asked: dict[str, Any] = {"profile": profile, "jobs": jobs}  # beside what compute() saw
-    if small is not None:
-        asked["in_process"] = small
-    computed = replace(computed, cluster={**computed.cluster, **asked})
-    timings = {
-        "open": t_open - t0,
-        "cluster_start": t_ready - t_open + computed.warmup_seconds,
-    }
-    return write_outputs(inputs, computed, out=out, fmt=fmt, timings=timings, started=t0)
+            started = running_cluster(
+                cluster,  # type: ignore[arg-type]
+                profile=profile,
+                workers=workers,
+                jobs=jobs,
+                adapt=adapt,
+                **(batch or {}),
+            )
+        with within_budget(started, guard) as (cl, client):
+            n_workers = len(client.scheduler_info()["workers"])
+            if small is not None:
+                log.info(f"cluster: none started ({small}), computed in this process's threads")
+            else:
+                log.info(
+                    f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}"
+                )
+            if build_first:
+                inputs = open_inputs(spec, **where, index="build", client=client)
+            t_ready = time.perf_counter()
+            computed = compute(
+                inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
+            )
+        asked: dict[str, Any] = {"profile": profile, "jobs": jobs}  # beside what compute() saw
+        if small is not None:
+            asked["in_process"] = small
+        computed = replace(computed, cluster={**computed.cluster, **asked})
+        timings = {
+            "open": t_open - t0,
+            "cluster_start": t_ready - t_open + computed.warmup_seconds,
+        }
+        return write_outputs(inputs, computed, out=out, fmt=fmt, timings=timings, started=t0)
 
 
 def _few_to_read(

@@ -1,0 +1,44 @@
+"""Regridding weights kept in the state cache's folder, between runs.
+
+:func:`~pangeo_hpc.recipes.regrid.regrid` builds its weights from coordinates alone and
+looks them up in the store in use (:func:`~pangeo_hpc.recipes.regrid.using_store`). A
+recipe run uses this one: entries of the state cache
+(:class:`~pangeo_hpc.batch.incremental.state_cache.StateCache`), so the cache's rules hold
+for them as for states: keys that hold everything the weights depend on (both grids, the
+method, the code: :func:`~pangeo_hpc.recipes.regrid.weights_key`), sealed with their
+SHA-256 and checked before they are parsed, written whole or not at all, least recently
+used evicted beyond ``pangeo-hpc.cache.max-size``, a damaged entry a warning and a miss,
+``--no-cache`` none of it. ``cache list`` shows them as recipe ``(regrid weights)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+
+__all__ = ["RECIPE", "CachedWeights"]
+
+#: what ``cache list`` shows in the recipe column of a weights entry
+RECIPE = "(regrid weights)"
+
+
+class CachedWeights:
+    """A :class:`~pangeo_hpc.recipes.regrid.WeightsStore` in a state cache's folder."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self, cache: StateCache) -> None:
+        self.cache = cache
+
+    def get(self, key: str) -> dict[str, np.ndarray] | None:
+        found = self.cache.get(key)
+        if found is None or found[1].get("recipe") != RECIPE:
+            return None
+        return found[0]
+
+    def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        said = f"{meta.get('regrid')}: {meta.get('source')} -> {meta.get('target')}"
+        self.cache.put(key, arrays, {"recipe": RECIPE, "result": said, **meta})
