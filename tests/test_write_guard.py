@@ -384,6 +384,7 @@ ALLOWED = {
     ("recipes/indices.py", "rename"): "DataArray.rename, not a file",
     ("recipes/units.py", "rename"): "DataArray.rename, not a file",
     ("recipes/vectors.py", "rename"): "DataArray.rename, not a file",
+    ("recipes/regrid.py", "rename"): "DataArray.rename of the target grid's dims, not a file",
     ("batch/chains/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
     ("batch/chains/results_of.py", "rename"): "DataArray.rename of results and dims, not a file",
     ("batch/incremental/states.py", "rename"): "DataArray.rename of a dimension, not a file",
