@@ -5,8 +5,9 @@ A scientist exploring compares one command with another: ``python -m pangeo_hpc.
 RECIPE.yaml`` (a fresh Python process: imports, cluster start, the run, writing
 ``result.nc``, ``plot.png`` and ``summary.json``, interpreter exit) against the CDO line
 that answers the same question, each timed as wall time by this process around the child. (CDO runs with ``-b F32``, the
-data's own type: without it ``yseasmean`` fails writing its time axis, "Numeric conversion
-not representable", CDO 2.1.1 here.)
+data's own type, and ``-a``, an absolute time axis: without them ``yseasmean`` fails writing
+its time axis now and then, "Numeric conversion not representable" for a middle-of-season
+time of garbage hours that an int32 axis cannot hold, CDO 2.1.1 here on 2015-2019.)
 Questions, on the 1-degree demo SST of ``benchmarks/data/demo-1deg`` (daily, monthly files):
 
 * ``mean``: time mean then area mean of 5 years (60 files), against
@@ -152,7 +153,7 @@ def main(argv: list[str] | None = None) -> int:
             for q in _CHAINS:
                 inputs = yearly if q == "model" else monthly
                 cdo_out = work / f"cdo-{q}.nc"
-                cdo = ["cdo", "-s", "-O", "-b", "F32", *_CDO[q].split(), "-mergetime", *map(str, inputs),
+                cdo = ["cdo", "-s", "-O", "-a", "-b", "F32", *_CDO[q].split(), "-mergetime", *map(str, inputs),
                        str(cdo_out)]  # fmt: skip
                 steps = [
                     ("cdo", cdo, env),

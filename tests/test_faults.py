@@ -41,6 +41,13 @@ TEN_YEARS = ("--start", "2000-01", "--end", "2009-12")
 DEADLINE = 300
 
 
+@pytest.fixture
+def worker_processes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """CLI runs in worker processes (to kill one), however little they read: a local run
+    computes in its own threads up to pangeo-hpc.cluster.in-process-bytes."""
+    monkeypatch.setenv("DASK_PANGEO_HPC__CLUSTER__IN_PROCESS_BYTES", "0")
+
+
 @pytest.fixture(scope="module")
 def clean_run(demo_tree: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The output folder of an undisturbed ten-year era5-sst-mean run on two workers."""
@@ -124,7 +131,9 @@ def _kill_one_worker(proc: subprocess.Popen) -> int:
 
 
 @pytest.mark.slow
-def test_a_worker_killed_mid_recipe_changes_nothing(demo_tree, clean_run, tmp_path):
+def test_a_worker_killed_mid_recipe_changes_nothing(
+    demo_tree, clean_run, tmp_path, worker_processes
+):
     """Dask reschedules the dead worker's tasks and its nanny starts a new one: the same
     answer as an undisturbed run, exit code 0."""
     results = tmp_path / "results"
@@ -139,7 +148,9 @@ def test_a_worker_killed_mid_recipe_changes_nothing(demo_tree, clean_run, tmp_pa
     assert sorted(p.name for p in results.iterdir()) == ["mean"]  # no temporary folder left
 
 
-def test_a_task_whose_worker_died_is_named_in_one_line(demo_tree, tmp_path, monkeypatch):
+def test_a_task_whose_worker_died_is_named_in_one_line(
+    demo_tree, tmp_path, monkeypatch, worker_processes
+):
     """With no deaths allowed per task (distributed.scheduler.allowed-failures = 0), the kill
     fails the run: one line names the task and the fix, exit code 1, no outputs."""
     monkeypatch.setenv("DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES", "0")
@@ -287,7 +298,9 @@ def _one_line_naming(stderr: str, path: Path, chunk: str) -> None:
 
 
 @pytest.mark.slow
-def test_a_damaged_chunk_is_one_line_naming_the_file_and_chunk(demo_tree, tmp_path):
+def test_a_damaged_chunk_is_one_line_naming_the_file_and_chunk(
+    demo_tree, tmp_path, worker_processes
+):
     """Worker processes (two): the task that meets the chunk raises; distributed's worker
     would log "Compute Failed" and its traceback (7 lines) before the CLI's line."""
     path, chunk = _two_months_one_damaged(demo_tree, tmp_path / "data")
@@ -304,8 +317,8 @@ def test_a_damaged_chunk_is_one_line_naming_the_file_and_chunk(demo_tree, tmp_pa
 
 @pytest.mark.slow
 def test_a_damaged_chunk_read_in_process_is_one_line_too(demo_tree, tmp_path):
-    """One file to read beside a cached one: the run computes in this process's threads
-    (no worker processes), where the same worker log would go to the same stderr."""
+    """Little to read: the run computes in this process's threads (no worker processes),
+    where the same worker log would go to the same stderr."""
     path, chunk = _two_months_one_damaged(demo_tree, tmp_path / "data")
     data = ("--data", str(tmp_path / "data"))
     feb = run_cli("era5-sst-mean", *data, "--start", "2000-02", "--end", "2000-02",

@@ -264,9 +264,18 @@ def _check_resumed(
 # -- killed runs resume --------------------------------------------------------------------
 
 
+@pytest.fixture(params=["threads", "processes"])
+def where(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """A run in the client's threads (the default for so little to read) or in worker
+    processes (pangeo-hpc.cluster.in-process-bytes 0)."""
+    if request.param == "processes":
+        monkeypatch.setenv("DASK_PANGEO_HPC__CLUSTER__IN_PROCESS_BYTES", "0")
+    return request.param
+
+
 @pytest.mark.slow
 def test_a_client_killed_by_sigkill_resumes_from_the_states_it_saved(
-    demo_tree, tmp_path, reference, runs
+    demo_tree, tmp_path, reference, runs, where
 ):
     expected, full = reference()
     recipe, cache = _recipe(tmp_path / "recipe", seconds=0.5), tmp_path / "cache"
@@ -288,7 +297,7 @@ def test_a_client_killed_by_sigkill_resumes_from_the_states_it_saved(
 
 @pytest.mark.slow
 def test_ctrl_c_exits_130_keeps_the_states_and_the_next_run_resumes(
-    demo_tree, tmp_path, reference, runs
+    demo_tree, tmp_path, reference, runs, where
 ):
     expected, full = reference()
     recipe, cache = _recipe(tmp_path / "recipe", seconds=0.5), tmp_path / "cache"
@@ -314,7 +323,10 @@ def test_ctrl_c_exits_130_keeps_the_states_and_the_next_run_resumes(
 
 
 @pytest.mark.slow
-def test_a_lost_worker_is_replaced_and_the_run_finishes_right(demo_tree, tmp_path, reference, runs):
+def test_a_lost_worker_is_replaced_and_the_run_finishes_right(
+    demo_tree, tmp_path, reference, runs, monkeypatch
+):
+    monkeypatch.setenv("DASK_PANGEO_HPC__CLUSTER__IN_PROCESS_BYTES", "0")  # one to kill
     expected, _ = reference()
     recipe, cache = _recipe(tmp_path / "recipe", seconds=0.5), tmp_path / "cache"
     p = runs.start(recipe, demo_tree, tmp_path / "out", cache, workers=2)

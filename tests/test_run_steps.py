@@ -49,9 +49,10 @@ def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, 
     logger.setLevel(logging.INFO)
     logger.addHandler(seen)
     try:
-        whole = run_recipe(
-            load("era5-sst-mean"), data=demo_tree, workers=1, out=tmp_path / "whole", **PERIOD
-        )
+        with dask.config.set({"pangeo-hpc.cluster.in-process-bytes": 0}):  # a worker process
+            whole = run_recipe(
+                load("era5-sst-mean"), data=demo_tree, workers=1, out=tmp_path / "whole", **PERIOD
+            )
     finally:
         logger.removeHandler(seen)
         logger.setLevel(level)
@@ -130,7 +131,8 @@ def test_a_local_cached_run_plans_its_reads_once(demo_tree, tmp_path, monkeypatc
         incremental_plan, "_plan", lambda *a, **kw: planned.append(a[1]) or plan(*a, **kw)
     )
     summary = run_recipe(spec, end="2000-04", out=tmp_path / "update", **where).summary
-    assert summary["cluster"]["in_process"] == "1 file to read, 3 cached"
+    assert summary["cluster"]["in_process"].startswith("1 file to read, ")
+    assert summary["cluster"]["in_process"].endswith(", 3 cached: <= 1.0 GB")
     chains = {cut.chain_hash(spec.variables) for cut in planned}
     assert len(planned) == len(chains), "a chain planned twice in one run"
     reads = summary["reads"]
@@ -141,47 +143,53 @@ def test_a_local_cached_run_plans_its_reads_once(demo_tree, tmp_path, monkeypatc
 
 
 @pytest.mark.slow
-def test_an_update_with_a_file_or_two_to_read_starts_no_worker_processes(demo_tree, tmp_path):
-    """One more month (or a re-run) computes in the client's threads: starting two worker
-    processes took 1.7 s of a 6.5 s update. A run with nothing cached, or with more files
-    than IN_PROCESS_FILES to read, starts its worker processes as before."""
+def test_a_run_with_little_to_read_starts_no_worker_processes(demo_tree, tmp_path):
+    """A local run whose plan reads at most pangeo-hpc.cluster.in-process-bytes computes in
+    the client's threads, cache or none; one that reads more starts its worker processes.
+    Here the limit is set between the bytes of two and of three monthly files."""
     from pangeo_hpc.batch.incremental.state_cache import StateCache
-    from pangeo_hpc.batch.pipeline.execute import IN_PROCESS_FILES
 
-    assert IN_PROCESS_FILES == 2
     spec, cache = load("era5-sst-trend"), StateCache(tmp_path / "cache")
     logger, seen = logging.getLogger("pangeo_hpc"), _Records()
     level = logger.level
     logger.setLevel(logging.INFO)
     logger.addHandler(seen)
+    month = sorted(demo_tree.glob("2001/0[1-6]/data/*.nc"))
+    sizes = sorted(p.stat().st_size for p in month)
+    limit = sum(sizes[-2:]) + sizes[0] // 2  # any two months, never three
 
     def run(end, out, **kw):
         kw.setdefault("cache", cache)
         seen.records.clear()
-        done = run_recipe(spec, data=demo_tree, start="2000-01", end=end, workers=2,
-                          out=tmp_path / out, **kw)  # fmt: skip
+        with dask.config.set({"pangeo-hpc.cluster.in-process-bytes": limit}):
+            done = run_recipe(spec, data=demo_tree, start="2000-01", end=end, workers=2,
+                              out=tmp_path / out, **kw)  # fmt: skip
         lines = [r.getMessage() for r in seen.records if r.getMessage().startswith("cluster: ")]
         return done.summary, lines
 
     try:
-        # nothing cached: one file to read, but worker processes as for any first run
-        first, lines = run("2000-01", "first", cache=StateCache(tmp_path / "other"))
-        assert first["cluster"]["in_process"] is None and first["cluster"]["workers"] == 2
-        assert lines[0].startswith("cluster: local, 2 workers"), lines
-        full, _ = run("2000-12", "full")
+        first, lines = run("2000-02", "first", cache=StateCache(tmp_path / "other"))
+        assert first["cluster"]["in_process"].startswith("2 files to read, ")  # none cached
+        full, lines = run("2000-12", "full")
         assert full["cluster"]["in_process"] is None and full["reads"]["files_read"] == 12
+        assert full["cluster"]["workers"] == 2
+        assert lines[0].startswith("cluster: local, 2 workers, dashboard http"), lines
+        assert lines[0].endswith(f", 0 cached: more than {limit / 1e6:.1f} MB)"), lines
         update, lines = run("2001-01", "update")
         assert update["reads"]["files_read"] == 1
-        assert update["cluster"]["in_process"] == "1 file to read, 12 cached"
+        assert update["cluster"]["in_process"].endswith(
+            ", 12 cached: <= " + f"{limit / 1e6:.1f} MB"
+        )
         assert update["cluster"]["workers"] == 1  # one worker of this process, two threads
         assert lines == [
-            "cluster: none started (1 file to read, 12 cached), computed in this process's threads"
+            f"cluster: none started ({update['cluster']['in_process']}), computed in this "
+            "process's threads"
         ]
         two, _ = run("2001-03", "two")  # 2001-02 and 2001-03 new
-        assert two["cluster"]["in_process"] == "2 files to read, 13 cached"
+        assert two["cluster"]["in_process"].startswith("2 files to read, ")
         three, _ = run("2001-06", "three")  # 2001-04..06 new: worker processes
         assert three["cluster"]["in_process"] is None and three["reads"]["files_read"] == 3
-        whole, _ = run("2001-01", "whole", cache=False)
+        whole, _ = run("2001-01", "whole", cache=False)  # 13 files: worker processes
         assert whole["reads"]["incremental"] is False and whole["cluster"]["in_process"] is None
     finally:
         logger.removeHandler(seen)

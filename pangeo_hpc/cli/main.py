@@ -15,6 +15,7 @@ go on past files that fail, list them at the end and exit with 1.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
 import signal
 import sys
@@ -205,5 +206,33 @@ def _killed_worker(exc: BaseException) -> bool:
     return distributed is not None and isinstance(exc, distributed.KilledWorker)
 
 
+def console() -> None:
+    """The ``pangeo-hpc`` command and ``python -m pangeo_hpc.run``: :func:`main`, then the
+    process ends without tearing the interpreter down (:func:`exit_now`)."""
+    exit_now(main())
+
+
+def exit_now(code: int) -> None:
+    """End this process with ``code`` once the exit handlers ran and the output is out,
+    skipping the interpreter's teardown.
+
+    After the answer is printed, tearing down the modules of the scientific stack one by
+    one (xarray, dask, distributed, numba, matplotlib, HDF5) took 0.9 s of every command on
+    the 2-core VM, 2 s when it was loaded. Nothing of a run lives in that teardown: outputs
+    are closed and renamed into place, logging is flushed and temporary folders are removed
+    by their ``atexit`` handlers, which run here first. A non-daemon thread still running
+    (a notebook's, never the command line's) is waited for as a normal exit would.
+    """
+    if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
+        sys.exit(code)
+    atexit._run_exitfuncs()  # what sys.exit would run: logging, finalizers, temporary folders
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a reader that left, a closed stream: nothing to say
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

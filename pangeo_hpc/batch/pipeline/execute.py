@@ -20,7 +20,9 @@ from distributed import Client
 
 from pangeo_hpc import config
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe
+from pangeo_hpc.batch.incremental.read_plan import ReadPlan
 from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.placement import Placement, place
 from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
 from pangeo_hpc.batch.pipeline.results import (
     RunResult,
@@ -42,12 +44,7 @@ from pangeo_hpc.clusters.worker_logs import quiet_input_errors
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.s3.options import S3Options, is_s3
 
-__all__ = ["IN_PROCESS_FILES", "RunResult", "run_recipe"]
-
-#: a local run that finds states in the cache and has at most this many files to read
-#: computes in this process's threads: starting and stopping worker processes would take
-#: longer than the work (1.7 s of an update's 6.5 s through the CLI)
-IN_PROCESS_FILES = 2
+__all__ = ["RunResult", "run_recipe"]
 
 #: the cluster line (INFO) once the cluster is up; the CLI prints it
 log = logging.getLogger(__name__)
@@ -86,9 +83,10 @@ def run_recipe(
     (see :func:`pangeo_hpc.io.era5.open_era5`); with ``index="build"`` the missing indexes
     are built on the cluster's workers. ``cache`` keeps each input file's partial state
     (see :func:`pangeo_hpc.batch.pipeline.steps.compute`): ``False`` runs whole and caches nothing.
-    A local run that finds states in the cache and has at most :data:`IN_PROCESS_FILES`
-    files to read (one more month, a re-run) starts no worker processes: it computes in
-    this process's threads, and ``summary.json``'s ``cluster.in_process`` says why.
+    A local run whose plan reads at most config ``pangeo-hpc.cluster.in-process-bytes``
+    (stored; with or without a cache) starts no worker processes: it computes in this
+    process's threads (:mod:`~pangeo_hpc.batch.pipeline.placement`), and ``summary.json``'s
+    ``cluster.in_process`` says why.
     Progress lines (the cluster, the warm-up, the states) are logged at INFO
     (``pangeo_hpc.batch``); the command line prints them. ``guard``: a budget checked
     against the run's prediction (:func:`pangeo_hpc.planning.budget.run_within_budget` makes it
@@ -112,9 +110,10 @@ def run_recipe(
         where = {"data": root, "start": start, "end": end, "s3": s3}
         inputs = open_inputs(spec, **where, index="never" if build_first else index)
         t_open = time.perf_counter()
-        small = None
-        if store is not None and not (warm_inputs or build_first or is_s3(str(root))):
-            small = _few_to_read(inputs, store, cluster, profile)
+        placed = None
+        if not (warm_inputs or build_first or is_s3(str(root))):  # those need their workers
+            placed = _placement(inputs, store, cluster, profile)
+        small = placed.why if placed is not None and placed.in_process else None
         if small is not None:
             started = _in_process(workers)
         else:
@@ -131,9 +130,9 @@ def run_recipe(
             if small is not None:
                 log.info(f"cluster: none started ({small}), computed in this process's threads")
             else:
-                log.info(
-                    f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {cl.dashboard_link}"
-                )
+                why = f" ({placed.why})" if placed is not None else ""
+                link = cl.dashboard_link
+                log.info(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {link}{why}")
             if build_first:
                 inputs = open_inputs(spec, **where, index="build", client=client)
             t_ready = time.perf_counter()
@@ -151,19 +150,14 @@ def run_recipe(
         return write_outputs(inputs, computed, out=out, fmt=fmt, timings=timings, started=t0)
 
 
-def _few_to_read(
-    inputs: Inputs, store: StateCache, cluster: str, profile: str | None
-) -> str | None:
-    """Why this run needs no worker processes, or None: a local run that finds its states
-    in the cache for all but at most :data:`IN_PROCESS_FILES` files (one more month, a
-    re-run)."""
-    if resolve_kind(cluster, profile)[0] != "local":
-        return None  # on a batch cluster the user chose where the work runs
-    _, plan = inputs.read_plan(store)  # made once: compute() runs this same plan
-    if not plan.incremental or not plan.reused or plan.files_to_read > IN_PROCESS_FILES:
-        return None
-    n = plan.files_to_read
-    return f"{n} file{'' if n == 1 else 's'} to read, {plan.files_reused} cached"
+def _placement(
+    inputs: Inputs, store: StateCache | None, cluster: str, profile: str | None
+) -> Placement:
+    """Where this run computes (:func:`~pangeo_hpc.batch.pipeline.placement.place`), from
+    the plan of what it reads, made once: :func:`compute` runs this same plan."""
+    kind = resolve_kind(cluster, profile)[0]
+    plan = inputs.read_plan(store)[1] if kind == "local" else ReadPlan(())
+    return place(plan, kind=kind)
 
 
 @contextmanager
