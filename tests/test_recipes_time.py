@@ -115,7 +115,10 @@ def test_resample_equals_cdo(series, tmp_path, grid, freq, stat):
     for ours in (got, kept):
         starts = pd.DatetimeIndex(ours.time.values)
         ends = starts + pd.tseries.frequencies.to_offset(ALIAS[freq])
-        at = [np.flatnonzero((cdo_times >= a) & (cdo_times < b)) for a, b in zip(starts, ends)]
+        at = [
+            np.flatnonzero((cdo_times >= a) & (cdo_times < b))
+            for a, b in zip(starts, ends, strict=True)
+        ]
         assert [len(i) for i in at] == [1] * len(at)
         np.testing.assert_allclose(ours.values, expected.values[np.concatenate(at)], rtol=1e-5)
     assert got.sizes["time"] == expected.sizes["time"] - (2 if freq == "seasonal" else 0)

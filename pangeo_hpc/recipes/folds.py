@@ -20,8 +20,8 @@ A long fold is a chain of tasks of at most :data:`SPLIT_EVERY` states each (the 
 fold and the next states), so no task holds more than that many; the chains of the groups
 and of the blocks of the other axes run side by side. An array of at most
 :data:`SMALL_BYTES` (an area mean's series) is folded in one task per block of the other
-axes, from its blocks as they are (no concatenation: the same blocks, the same sums). No block is copied or sent whole to
-another worker.
+axes, from its blocks as they are (no concatenation: the same blocks, the same sums). No
+block is copied or sent whole to another worker.
 """
 
 from __future__ import annotations

@@ -235,3 +235,51 @@ def group_subtract(x: Any, ref: Any, codes: np.ndarray) -> Any:
         concatenate=True,
         meta=np.empty((0,) * x.ndim, x.dtype),
     )
+
+
+def _rows(block: np.ndarray, local: np.ndarray, axis: int) -> np.ndarray:
+    if local.size and np.array_equal(local, np.arange(local[0], local[0] + local.size)):
+        where = [slice(None)] * block.ndim  # a run of rows: a view, not a copy
+        where[axis] = slice(int(local[0]), int(local[0]) + local.size)
+        return block[tuple(where)]
+    return np.take(block, local, axis=axis)
+
+
+def take_blocks(x: Any, index: np.ndarray, axis: int = 0) -> Any:
+    """``x`` at the sorted positions ``index`` along ``axis``, each block of the result the
+    positions that lie in one block of ``x`` (blocks with none are left out).
+
+    Dask's own take (``x[index]``, xarray's ``isel``) regroups the rows into chunks of
+    about the same size, which cut across the blocks of ``x``: a selection of DJF from a
+    chunk per monthly file gave chunks of 30 days, each of two files. Here the blocks stay
+    the files': an incremental run's per-file states are then states of the same blocks
+    as the whole graph's, and merge to the same numbers to the bit
+    (:mod:`pangeo_hpc.recipes.folds`). A block's rows that follow each other are a view.
+    """
+    index = np.asarray(index, dtype=np.intp)
+    if not isinstance(x, da.Array) or index.size == 0:
+        return (
+            np.take(x, index, axis=axis)
+            if not isinstance(x, da.Array)
+            else x[(slice(None),) * axis + (index,)]
+        )
+    from itertools import product
+
+    from dask.highlevelgraph import HighLevelGraph
+
+    edges = np.cumsum((0, *x.chunks[axis]))
+    which = np.searchsorted(edges, index, "right") - 1
+    blocks, starts = np.unique(which, return_index=True)
+    parts = np.split(index, starts[1:])
+    name = "take-blocks-" + tokenize(x, index, axis)
+    others = [range(len(c)) for i, c in enumerate(x.chunks) if i != axis]
+    dsk: dict[Any, Any] = {}
+    for j, (b, part) in enumerate(zip(blocks, parts, strict=True)):
+        local = part - edges[b]
+        for rest in product(*others):
+            source = (x.name, *rest[:axis], int(b), *rest[axis:])
+            dsk[(name, *rest[:axis], j, *rest[axis:])] = (_rows, source, local, axis)
+    chunks = list(x.chunks)
+    chunks[axis] = tuple(p.size for p in parts)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, chunks=tuple(chunks), meta=x._meta)
