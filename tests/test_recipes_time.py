@@ -4,6 +4,7 @@ daysum after shifttime, runmean) on CDO-made fields and fields with NaN that var
 from __future__ import annotations
 
 import subprocess
+import typing
 from pathlib import Path
 
 import dask.array
@@ -24,6 +25,7 @@ from pangeo_hpc.recipes import (
     select_season,
     time_mean,
 )
+from pangeo_hpc.recipes.aggregations import STATISTICS
 from pangeo_hpc.recipes.cf_attrs import TIME_PERIOD, prepare_for_file
 
 pytestmark = pytest.mark.cdo
@@ -172,6 +174,13 @@ def test_resample_leaves_out_empty_periods_and_keeps_chunks():
     assert small.chunks == ((12,),)  # a series: one chunk
     gap = resample(field.isel(lat=0, lon=0).drop_sel(time=times[times.month == 3]), freq="MS")
     assert gap.sizes["time"] == 11 and 3 not in gap.time.dt.month.values
+
+
+def test_resample_offers_the_statistics_of_the_aggregations():
+    """The choices a recipe's YAML is checked against (the signature's) are the
+    aggregations with a CF cell method: one list, the registry's."""
+    hint = typing.get_type_hints(resample)["stat"]
+    assert list(typing.get_args(hint)) == list(STATISTICS)
 
 
 def test_resample_errors():

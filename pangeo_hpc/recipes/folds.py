@@ -27,15 +27,33 @@ block is copied or sent whole to another worker.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
 
-if TYPE_CHECKING:
-    from pangeo_hpc.recipes.aggregations import Aggregation, State
+#: a state: ``labels`` and the fields (:mod:`pangeo_hpc.recipes.aggregations`)
+State = dict[str, np.ndarray]
+
+
+class Aggregation(Protocol):
+    """What a fold uses of an :class:`~pangeo_hpc.recipes.aggregations.Aggregation`
+    (which imports this module: named here by what it does, not imported)."""
+
+    name: str
+    fields: tuple[str, ...]
+
+    def blank(self, groups: int, cells: tuple[int, ...]) -> State: ...
+    def empty(self, cells: tuple[int, ...]) -> State: ...
+    def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State: ...
+    def combine(self, states: Sequence[State]) -> State: ...
+    def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]: ...
+    def finalize(
+        self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
+    ) -> dict[str, np.ndarray]: ...
+
 
 __all__ = ["SMALL_BYTES", "SPLIT_EVERY", "fold_groups"]
 
