@@ -12,10 +12,17 @@ owns all a reduction keeps of a block of data:
 
 The recipe functions compute through these same objects on their own data
 (:meth:`~Aggregation.reduce`: :func:`~pangeo_hpc.recipes.means.time_mean`,
-:func:`~pangeo_hpc.recipes.trend.trend`), and an incremental run per input file
-(:mod:`pangeo_hpc.batch.incremental.states`): the two cannot disagree but by the order of float64
-additions. A :class:`~pangeo_hpc.recipes.traits.Reduction` names its aggregation by the
-keys of :data:`AGGREGATIONS`.
+:func:`~pangeo_hpc.recipes.trend.trend`; :meth:`~Aggregation.reduce_groups`:
+:func:`~pangeo_hpc.recipes.seasonal.climatology`,
+:func:`~pangeo_hpc.recipes.resample.resample`,
+:func:`~pangeo_hpc.recipes.accumulations.daily_totals`), and an incremental run per input
+file (:mod:`pangeo_hpc.batch.incremental.states`): the two cannot disagree but by the order
+of float64 additions, and a reduction by groups merges its blocks' states in the order an
+incremental run merges its files' (:mod:`~pangeo_hpc.recipes.folds`), so that one is the
+same to the bit. A :class:`~pangeo_hpc.recipes.traits.Reduction` names its aggregation by
+the keys of :data:`AGGREGATIONS`; what a reduction is (a statistic of the data's quantity,
+its CF cell method, whether it divides) is an attribute of its object, never a list of
+names elsewhere.
 
 A state is a dict of NumPy arrays: ``labels`` (one int64 per group of time steps: 0 for a
 time mean or a trend, the period's first instant in ns for a resampling, the month or

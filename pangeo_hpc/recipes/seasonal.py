@@ -159,7 +159,7 @@ def anomaly(
     Returns
     -------
     DataArray
-        Same units and cell methods as ``da``, no standard name (an anomaly of a
+        Same units, cell methods and ``comment`` as ``da``, no standard name (an anomaly of a
         temperature is not a temperature), ``long_name`` saying from what.
 
     Raises
