@@ -43,13 +43,13 @@ def test_group_means_any_chunking(time_chunk, split_every, cells, per_group):
     lazy = da.from_array(x, chunks=(time_chunk, *cells))
     mean = AGGREGATIONS["mean"]
     with mock.patch("pangeo_hpc.recipes.folds.SMALL_BYTES", 0):  # the graph of big data
-        (got,) = fold_groups(mean, lazy, codes, {}, dtype="f4", per_group=per_group,
-                             split_every=split_every)  # fmt: skip
+        got = fold_groups(mean, lazy, codes, {}, dtype="f4", per_group=per_group,
+                          split_every=split_every)["value"]  # fmt: skip
     along = (1,) * 5 if per_group else (5,)
     assert got.dtype == np.float32 and got.chunks == (along, *lazy.chunks[1:])
     np.testing.assert_allclose(got.compute(), want, rtol=1e-7)
     assert np.isnan(got.compute()[:, 0, 0]).all()
-    (small,) = fold_groups(mean, lazy, codes, {}, dtype="f4")  # one task per cell block
+    small = fold_groups(mean, lazy, codes, {}, dtype="f4")["value"]  # one task per cell block
     assert small.chunks == ((5,), *lazy.chunks[1:])
     folds = [k for k in dict(small.__dask_graph__()) if str(k[0]).startswith("fold-")]
     assert len(folds) == small.npartitions
@@ -77,7 +77,7 @@ def test_group_folds_are_the_states_merged_in_order_to_the_bit(name, time_chunk)
     for small in (0, 2**40):
         with mock.patch("pangeo_hpc.recipes.folds.SMALL_BYTES", small):
             for split_every in (2, 3, 8):
-                (got,) = fold_groups(agg, lazy, codes, {}, split_every=split_every)
+                got = fold_groups(agg, lazy, codes, {}, split_every=split_every)["value"]
                 np.testing.assert_array_equal(got.compute(), want)
     if name in ("mean", "sum") and time_chunk == 1:  # a tree of the blocks' sums differs
         tree = lazy.reshape(4, 25, 3).sum(axis=1, split_every=2).compute()
@@ -89,7 +89,7 @@ def test_group_folds_are_the_states_merged_in_order_to_the_bit(name, time_chunk)
 def test_group_folds_refuse_wrong_codes():
     x = da.zeros((10, 4, 4), chunks=(5, 2, 4))
     with pytest.raises(ValueError, match=r"codes has shape \(9,\)"):
-        fold_groups(AGGREGATIONS["mean"], x, np.zeros(9, int), {})
+        fold_groups(AGGREGATIONS["mean"], x, np.zeros(9, int), {})["value"]
 
 
 def test_weighted_mean_blocks_have_no_concatenation():

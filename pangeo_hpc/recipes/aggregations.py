@@ -217,8 +217,7 @@ class Aggregation:
         of the blocks that hold it in time order (:meth:`combine`), finalized
         (:func:`~pangeo_hpc.recipes.folds.fold_groups`; ``per_group``: one chunk per
         group). The same states merged in the same order as an incremental run's."""
-        stacked = fold_groups(self, x, codes, options, t, dtype, per_group=per_group)
-        return {name: stacked[i] for i, name in enumerate(self.outputs(options))}
+        return fold_groups(self, x, codes, options, t, dtype, per_group=per_group)
 
     def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The names of what :meth:`finalize` gives for ``options``."""

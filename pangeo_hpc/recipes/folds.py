@@ -74,8 +74,8 @@ def fold_groups(
     per_group: bool = False,
     split_every: int = SPLIT_EVERY,
 ) -> Any:
-    """What ``agg`` gives of each group of time steps of ``x`` (NumPy or Dask, time first),
-    stacked: ``(outputs, groups, *x.shape[1:])`` in ``dtype``, lazily for Dask.
+    """What ``agg`` gives of each group of time steps of ``x`` (NumPy or Dask, time first):
+    per output name, ``(groups, *x.shape[1:])`` in ``dtype``, lazily for Dask.
 
     Parameters
     ----------
@@ -111,9 +111,11 @@ def fold_groups(
     out_dtype = np.dtype(dtype)
     if not isinstance(x, da.Array):
         state = agg.chunk(np.asarray(x), codes, t)
-        return _finish(agg, [state], list(range(groups)), x.shape[1:], options, out_dtype, names)
+        value = _finish(agg, [state], list(range(groups)), x.shape[1:], options, out_dtype, names)
+        return _split(value, names)
     if groups == 0:
-        return da.empty((len(names), 0, *x.shape[1:]), dtype=out_dtype, chunks=-1)
+        return _split(da.empty((len(names), 0, *x.shape[1:]), dtype=out_dtype), names)
+    lead = (0,) if len(names) > 1 else ()  # several outputs: stacked first
     small = x.nbytes <= SMALL_BYTES
     token = tokenize(agg, x, codes, t, dict(options), out_dtype, per_group, split_every)
     state_name, fold_name = f"fold-state-{token}", f"fold-merge-{token}"
@@ -121,11 +123,24 @@ def fold_groups(
     edges = np.cumsum((0, *x.chunks[0]))
     spans = [(edges[i], edges[i + 1]) for i in range(len(x.chunks[0]))]
     used = [i for i, (a, b) in enumerate(spans) if (codes[a:b] >= 0).any()]
+    # groups whose steps all lie in one block that holds no other group (a month per
+    # chunk): one task each, the block's state finalized
+    owners: dict[int, set[int]] = {}
+    for i in used:
+        block_codes = codes[slice(*spans[i])]
+        for g in np.unique(block_codes[block_codes >= 0]):
+            owners.setdefault(int(g), set()).add(i)
+    alone = np.zeros(groups, bool)
+    for g, blocks in owners.items():
+        (i, *more) = blocks
+        if not more:
+            block_codes = codes[slice(*spans[i])]
+            alone[g] = np.unique(block_codes[block_codes >= 0]).size == 1
     dsk: dict[Any, Any] = {}
     for cell in np.ndindex(*(len(c) for c in x.chunks[1:])):
         shape = tuple(x.chunks[1 + k][j] for k, j in enumerate(cell))
         if small:
-            dsk[(out_name, 0, 0, *cell)] = (
+            dsk[(out_name, *lead, 0, *cell)] = (
                 _fold_all,
                 agg,
                 [(x.name, i, *cell) for i in used],
@@ -141,10 +156,26 @@ def fold_groups(
         holders: list[list[Any]] = [[] for _ in range(groups)]
         for i in used:
             block_codes = codes[slice(*spans[i])]
-            key = (state_name, i, *cell)
             part = None if t is None else t[slice(*spans[i])]
+            held = np.unique(block_codes[block_codes >= 0])
+            if per_group and held.size == 1 and alone[held[0]]:  # a block that is a period
+                g = int(held[0])
+                dsk[(out_name, *lead, g, *cell)] = (
+                    _fold_all,
+                    agg,
+                    [(x.name, i, *cell)],
+                    [block_codes],
+                    [part],
+                    [g],
+                    shape,
+                    dict(options),
+                    out_dtype,
+                    names,
+                )
+                continue
+            key = (state_name, i, *cell)
             dsk[key] = (agg.chunk, (x.name, i, *cell), block_codes, part)
-            for g in np.unique(block_codes[block_codes >= 0]):
+            for g in held:
                 holders[int(g)].append(key)
         folds = [
             _chain(dsk, agg, (fold_name, g, cell), keys, split_every)
@@ -153,7 +184,9 @@ def fold_groups(
         finish = (_finish_each, agg)
         if per_group:
             for g, fold in enumerate(folds):
-                dsk[(out_name, 0, g, *cell)] = (
+                if alone[g]:
+                    continue  # its block's own task
+                dsk[(out_name, *lead, g, *cell)] = (
                     *finish,
                     [fold],
                     [g],
@@ -164,7 +197,7 @@ def fold_groups(
                 )
         else:
             every = list(range(groups))
-            dsk[(out_name, 0, 0, *cell)] = (
+            dsk[(out_name, *lead, 0, *cell)] = (
                 *finish,
                 folds,
                 every,
@@ -175,8 +208,15 @@ def fold_groups(
             )
     along = (1,) * groups if per_group and not small else (groups,)
     graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x])
-    chunks = ((len(names),), along, *x.chunks[1:])
-    return da.Array(graph, out_name, chunks=chunks, dtype=out_dtype)
+    chunks = (*[(len(names),)] * len(lead), along, *x.chunks[1:])
+    return _split(da.Array(graph, out_name, chunks=chunks, dtype=out_dtype), names)
+
+
+def _split(values: Any, names: Sequence[str]) -> dict[str, Any]:
+    """The outputs by name: the values of one, or the rows of several stacked."""
+    if len(names) == 1:
+        return {names[0]: values}
+    return {name: values[i] for i, name in enumerate(names)}
 
 
 def _chain(
@@ -279,4 +319,5 @@ def _values(
     names: Sequence[str],
 ) -> np.ndarray:
     values = agg.finalize(state, options, dtype)
-    return np.stack([np.asarray(values[n]).astype(dtype, copy=False) for n in names])
+    out = [np.asarray(values[n]).astype(dtype, copy=False) for n in names]
+    return out[0] if len(out) == 1 else np.stack(out)
