@@ -65,6 +65,15 @@ CASES = {
         "2003-12",
         lambda s: s.groupby("time0.season").mean(),
     ),
+    # kept incomplete seasons, labelled with their first step (2000-01-01, 2000-12-01)
+    "seasonal max of a box, incomplete seasons kept": (
+        [
+            {"select_region": {"lat": [-30, 30], "lon": [100, 250]}},
+            {"resample": {"freq": "seasonal", "stat": "max", "incomplete": "keep"}},
+        ],
+        "2001-01",
+        None,
+    ),
     "monthly climatology of the field, a reference period": (
         [{"climatology": {"reference": ["2000-03", "2001-11"]}}],
         "2001-12",
