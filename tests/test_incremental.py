@@ -257,7 +257,9 @@ def test_a_roll_up_of_finished_groups_is_not_used_when_a_new_file_adds_to_one(
     )
     assert (parts.reads.files_reused, parts.reads.files_read) == (12, 2)
     _same(whole, parts)
-    assert parts.result["sea_surface_temperature"].sizes["time0"] == 5
+    # MAM, JJA, SON 2000 and DJF 2000/01 (the DJF of January and February 2000 lacks its
+    # December: left out, as resample leaves out incomplete seasons)
+    assert parts.result["sea_surface_temperature"].sizes["time0"] == 4
 
 
 def test_a_month_more_keeps_the_roll_up_a_year_more_writes_it_again(demo_tree, client, tmp_path):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pickle
+from unittest import mock
 
 import dask
 import dask.array as da
@@ -11,9 +12,10 @@ import pytest
 import xarray as xr
 
 from pangeo_hpc import recipes
+from pangeo_hpc.recipes.aggregations import AGGREGATIONS
+from pangeo_hpc.recipes.folds import fold_groups
 from pangeo_hpc.recipes.kernels import (
     TREND_SUMS,
-    group_nanmean_blocks,
     group_subtract,
     trend_sums,
     weighted_nanmean_blocks,
@@ -31,24 +33,63 @@ def _data(shape=(100, 7, 9), seed=0):
 @pytest.mark.parametrize("time_chunk", [100, 33, 7, 1])
 @pytest.mark.parametrize("split_every", [2, 8])
 @pytest.mark.parametrize("cells", [(7, 9), (3, 4)])
-def test_group_nanmean_any_chunking(time_chunk, split_every, cells):
+@pytest.mark.parametrize("per_group", [False, True])
+def test_group_means_any_chunking(time_chunk, split_every, cells, per_group):
     x = _data()
     codes = np.sort(np.random.default_rng(1).integers(0, 5, 100))
     codes[:3] = 0
     with np.errstate(invalid="ignore"), pytest.warns(RuntimeWarning, match="empty slice"):
         want = np.stack([np.nanmean(x[codes == g].astype("f8"), axis=0) for g in range(5)])
     lazy = da.from_array(x, chunks=(time_chunk, *cells))
-    got = group_nanmean_blocks(lazy, codes, split_every=split_every)
-    assert got.dtype == np.float32 and got.chunks == ((5,), *lazy.chunks[1:])
+    mean = AGGREGATIONS["mean"]
+    with mock.patch("pangeo_hpc.recipes.folds.SMALL_BYTES", 0):  # the graph of big data
+        got = fold_groups(mean, lazy, codes, {}, dtype="f4", per_group=per_group,
+                          split_every=split_every)["value"]  # fmt: skip
+    along = (1,) * 5 if per_group else (5,)
+    assert got.dtype == np.float32 and got.chunks == (along, *lazy.chunks[1:])
     np.testing.assert_allclose(got.compute(), want, rtol=1e-7)
     assert np.isnan(got.compute()[:, 0, 0]).all()
-    np.testing.assert_allclose(group_nanmean_blocks(x, codes), want, rtol=1e-7)
+    small = fold_groups(mean, lazy, codes, {}, dtype="f4")["value"]  # one task per cell block
+    assert small.chunks == ((5,), *lazy.chunks[1:])
+    folds = [k for k in dict(small.__dask_graph__()) if str(k[0]).startswith("fold-")]
+    assert len(folds) == small.npartitions
+    np.testing.assert_array_equal(small.compute(), got.compute())
+    np.testing.assert_allclose(mean.reduce_groups(x, codes, {})["value"], want, rtol=1e-12)
 
 
-def test_group_nanmean_refuses_wrong_codes():
+@pytest.mark.parametrize("name", ["mean", "sum", "min", "max"])
+@pytest.mark.parametrize("time_chunk", [100, 9, 1])
+def test_group_folds_are_the_states_merged_in_order_to_the_bit(name, time_chunk):
+    """Float64 data (an area mean's series), whose sums round differently in another
+    order: the lazy reduction equals, to the bit, each block's state merged in time order,
+    as an incremental run merges its files' states; a tree of the same sums does not."""
+    rng = np.random.default_rng(5)
+    x = rng.normal(0, 1, (100, 3)) * 10.0 ** rng.integers(-8, 8, (100, 3))
+    codes = np.repeat(np.arange(4), 25)
+    agg = AGGREGATIONS[name]
+    lazy = da.from_array(x, chunks=(time_chunk, 3))
+    blocks = [x[i : i + time_chunk] for i in range(0, 100, time_chunk)]
+    parts = [
+        agg.chunk(b, codes[i * time_chunk : (i + 1) * time_chunk]) for i, b in enumerate(blocks)
+    ]
+    merged = agg.combine([p for p in parts if p["labels"].size])
+    want = agg.finalize(merged, {}, "f8")["value"]
+    for small in (0, 2**40):
+        with mock.patch("pangeo_hpc.recipes.folds.SMALL_BYTES", small):
+            for split_every in (2, 3, 8):
+                got = fold_groups(agg, lazy, codes, {}, split_every=split_every)["value"]
+                np.testing.assert_array_equal(got.compute(), want)
+    if name in ("mean", "sum") and time_chunk == 1:  # a tree of the blocks' sums differs
+        tree = lazy.reshape(4, 25, 3).sum(axis=1, split_every=2).compute()
+        if name == "mean":
+            tree = tree / 25
+        assert not np.array_equal(tree, want)
+
+
+def test_group_folds_refuse_wrong_codes():
     x = da.zeros((10, 4, 4), chunks=(5, 2, 4))
     with pytest.raises(ValueError, match=r"codes has shape \(9,\)"):
-        group_nanmean_blocks(x, np.zeros(9, int))
+        fold_groups(AGGREGATIONS["mean"], x, np.zeros(9, int), {})["value"]
 
 
 def test_weighted_mean_blocks_have_no_concatenation():

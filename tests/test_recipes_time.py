@@ -4,6 +4,7 @@ daysum after shifttime, runmean) on CDO-made fields and fields with NaN that var
 from __future__ import annotations
 
 import subprocess
+import typing
 from pathlib import Path
 
 import dask.array
@@ -24,6 +25,7 @@ from pangeo_hpc.recipes import (
     select_season,
     time_mean,
 )
+from pangeo_hpc.recipes.aggregations import STATISTICS
 from pangeo_hpc.recipes.cf_attrs import TIME_PERIOD, prepare_for_file
 
 pytestmark = pytest.mark.cdo
@@ -104,25 +106,56 @@ def test_resample_equals_cdo(series, tmp_path, grid, freq, stat):
     da = opened(path)
     with raise_if_dask_computes():
         got = resample(da, freq=freq, stat=stat)
-    np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
-    # each value labelled with its period's start; CDO's time stamp lies in that period
-    starts = pd.DatetimeIndex(got.time.values)
-    ends = starts + pd.tseries.frequencies.to_offset(ALIAS[freq])
+        kept = resample(da, freq=freq, stat=stat, incomplete="keep")
+    # CDO keeps every period, incomplete seasons too (and warns)
+    np.testing.assert_allclose(kept.values, expected.values, rtol=1e-5)
+    # each value labelled with its period's start (a season kept without its first
+    # month: with its first step); CDO's time stamp lies in that period. The default
+    # leaves out the seasons without a month of data (the first DJF of January and
+    # February, the last MAM of March and April): the others are CDO's
     cdo_times = pd.DatetimeIndex(expected.time.values)
-    assert ((cdo_times >= starts) & (cdo_times < ends)).all()
+    for ours in (got, kept):
+        starts = pd.DatetimeIndex(ours.time.values)
+        ends = starts + pd.tseries.frequencies.to_offset(ALIAS[freq])
+        at = [
+            np.flatnonzero((cdo_times >= a) & (cdo_times < b))
+            for a, b in zip(starts, ends, strict=True)
+        ]
+        assert [len(i) for i in at] == [1] * len(at)
+        np.testing.assert_allclose(ours.values, expected.values[np.concatenate(at)], rtol=1e-5)
+    assert got.sizes["time"] == expected.sizes["time"] - (2 if freq == "seasonal" else 0)
     assert (starts == starts.to_period(ALIAS[freq][0]).start_time).all() or freq == "seasonal"
     assert got.attrs["units"] == "m"
     method = {"min": "minimum", "max": "maximum"}.get(stat, stat)
-    assert got.attrs["cell_methods"] == f"time: {method}"
+    seasons = " (complete seasons only)" if freq == "seasonal" else ""
+    assert got.attrs["cell_methods"] == f"time: {method}{seasons}"
 
 
-def test_seasonal_first_djf_holds_january_and_february(series):
+def test_seasons_without_a_month_of_data_are_dropped_or_kept_inside_their_bounds(series):
     da = opened(series["seasonal", "random-0..360"])  # 2000-01-01 on, every 5 days
     got = resample(da, freq="QS-DEC", stat="mean")
-    assert str(got.time.values[0])[:10] == "1999-12-01"
+    # the DJF of January and February 2000 is left out, and the MAM of March-April 2001
+    assert [str(t)[:10] for t in got.time.values] == [
+        "2000-03-01", "2000-06-01", "2000-09-01", "2000-12-01"
+    ]  # fmt: skip
+    assert (
+        "DJF from 1999-12 (Jan+Feb only), MAM from 2001-03 (Mar+Apr only)" in (got.attrs["comment"])
+    )
+    kept = resample(da, freq="QS-DEC", stat="mean", incomplete="keep")
     first = da.sel(time=slice("2000-01-01", "2000-02-29")).mean("time")
-    np.testing.assert_allclose(got.isel(time=0).values, first.values, rtol=1e-6)
-    assert [str(t)[:10] for t in got.time.values[1:3]] == ["2000-03-01", "2000-06-01"]
+    np.testing.assert_allclose(kept.isel(time=0).values, first.values, rtol=1e-6)
+    # labelled with its first step, inside its interval (not 1999-12-01, outside it)
+    assert str(kept.time.values[0])[:10] == "2000-01-01"
+    lower, upper = kept.time_bnds_lower.values[0], kept.time_bnds_upper.values[0]
+    assert lower <= kept.time.values[0] <= upper
+    assert str(upper)[:10] == "2000-03-01"
+    assert kept.attrs["cell_methods"] == "time: mean (incomplete seasons kept)"
+    assert kept.attrs["comment"].startswith("Incomplete seasons kept")
+    xr.testing.assert_identical(
+        kept.isel(time=slice(1, 5)).drop_attrs(), got.drop_attrs()
+    )  # the complete ones are the same
+    with pytest.raises(InputError, match=r"incomplete='some' is not one of \['drop', 'keep'\]"):
+        resample(da, freq="seasonal", incomplete="some")
 
 
 def test_resample_leaves_out_empty_periods_and_keeps_chunks():
@@ -141,6 +174,13 @@ def test_resample_leaves_out_empty_periods_and_keeps_chunks():
     assert small.chunks == ((12,),)  # a series: one chunk
     gap = resample(field.isel(lat=0, lon=0).drop_sel(time=times[times.month == 3]), freq="MS")
     assert gap.sizes["time"] == 11 and 3 not in gap.time.dt.month.values
+
+
+def test_resample_offers_the_statistics_of_the_aggregations():
+    """The choices a recipe's YAML is checked against (the signature's) are the
+    aggregations with a CF cell method: one list, the registry's."""
+    hint = typing.get_type_hints(resample)["stat"]
+    assert list(typing.get_args(hint)) == list(STATISTICS)
 
 
 def test_resample_errors():
@@ -267,7 +307,8 @@ def test_demo_sst_equals_cdo(demo, tmp_path):
     sst = open_era5(source=root, start="2000-11", end="2001-03").sea_surface_temperature
     with raise_if_dask_computes():
         monthly = resample(sst, freq="monthly")
-        seasonal = resample(sst, freq="seasonal", stat="max")
+        seasonal = resample(sst, freq="seasonal", stat="max", incomplete="keep")
+        complete = resample(sst, freq="seasonal", stat="max")
         smooth = running_mean(monthly, window=3)
     for got, ops in (
         (monthly, "-monmean"),
@@ -276,18 +317,24 @@ def test_demo_sst_equals_cdo(demo, tmp_path):
     ):
         expected = cdo_result(merged, tmp_path, ops)
         np.testing.assert_allclose(got.values, expected.values, rtol=1e-5)
-    assert [str(t)[:7] for t in seasonal.time0.values] == ["2000-09", "2000-12", "2001-03"]
+    # kept incomplete seasons are labelled with their first step (inside their bounds)
+    assert [str(t)[:7] for t in seasonal.time0.values] == ["2000-11", "2000-12", "2001-03"]
+    # by default only the complete DJF, CDO's second
+    assert [str(t)[:7] for t in complete.time0.values] == ["2000-12"]
+    np.testing.assert_allclose(complete.values, expected_seasons(merged, tmp_path)[1:2], rtol=1e-5)
     assert monthly.attrs["units"] == sst.attrs["units"]
     assert monthly.attrs["cell_methods"].endswith("time0: mean")
 
 
+def expected_seasons(merged: Path, tmp_path: Path) -> np.ndarray:
+    return cdo_result(merged, tmp_path, "-seasmax").values
+
+
 @pytest.mark.parametrize("stat", ["mean", "min", "max", "sum"])
 def test_periods_that_are_the_chunks_are_reduced_block_by_block_as_xarray(stat):
-    """A month per chunk (open_era5's monthly files): the one-pass block reduction gives
-    xarray's resample, NaN cells and all-NaN months included."""
-    import importlib
-
-    resample_module = importlib.import_module("pangeo_hpc.recipes.resample")
+    """A month per chunk (open_era5's monthly files): each month reduced from its own
+    block (a state, finalized: no merge task), as xarray's resample, NaN cells and all-NaN
+    months included."""
     time = xr.date_range("2000-01-01", "2001-12-31", freq="D")
     rng = np.random.default_rng(3)
     values = (280 + rng.standard_normal((time.size, 60, 100))).astype("f4")  # > 16 MiB
@@ -298,14 +345,19 @@ def test_periods_that_are_the_chunks_are_reduced_block_by_block_as_xarray(stat):
                               "lon": np.arange(100.0)}, attrs={"units": "K"})  # fmt: skip
     month_chunks = tuple(pd.Series(1, index=time).resample("MS").sum().values)
     lazy = da.chunk({"time": month_chunks})
-    fast = resample_module._by_block(lazy, "time", "MS", stat)
-    assert fast is not None  # the chunks are the months
+    with raise_if_dask_computes():
+        fast = resample(lazy, freq="MS", stat=stat)
+    graph = dict(fast.data.__dask_graph__())
+    assert not any(str(k[0]).startswith("fold-merge") for k in graph if isinstance(k, tuple))
     grouped = da.resample(time="MS")
     slow = grouped.sum(min_count=1) if stat == "sum" else getattr(grouped, stat)()
     np.testing.assert_allclose(fast.values, slow.values, rtol=1e-6)
     np.testing.assert_array_equal(fast.time.values, slow.time.values)
-    # chunks that are not the periods: not this path
-    assert resample_module._by_block(da.chunk({"time": 50}), "time", "MS", stat) is None
+    # chunks that are not the periods: a month's blocks merged, the same values
+    other = resample(lazy.chunk({"time": 50}), freq="MS", stat=stat)
+    graph = dict(other.data.__dask_graph__())
+    assert any(str(k[0]).startswith("fold-merge") for k in graph if isinstance(k, tuple))
+    np.testing.assert_allclose(other.values, slow.values, rtol=1e-6)
 
 
 # -- time bounds: what each value covers, as CDO writes time_bnds -------------------
@@ -366,21 +418,24 @@ BOUNDS_CASES = {
     # JJA means: June to August, not the year to the next JJA's label
     "seasmean of JJA": ("daily", "-seasmean -selseason,JJA",
                         lambda da: resample(_jja(da), freq="seasonal")),
-    # every season; the first DJF holds January and February alone
-    "seasmean": ("daily", "-seasmean", lambda da: resample(da, freq="seasonal")),
+    # every season, kept as CDO keeps them: the first DJF holds January and February alone
+    "seasmean": ("daily", "-seasmean",
+                 lambda da: resample(da, freq="seasonal", incomplete="keep")),
     "yearmean of JJA": ("daily", "-yearmean -selseason,JJA",
                         lambda da: resample(_jja(da), freq="annual")),
     "monmax": ("daily", "-monmax", lambda da: resample(da, freq="monthly", stat="max")),
     # twelve months each: 2015-01-01 to 2016-01-01, not a month around the middle label
     "runmean,12": ("monthly", "-runmean,12", lambda da: running_mean(da, window=12)),
     "runmean,3 of seasmean": ("monthly", "-runmean,3 -seasmean",
-                              lambda da: running_mean(resample(da, freq="seasonal"), window=3)),
+                              lambda da: running_mean(resample(da, freq="seasonal",
+                                                               incomplete="keep"), window=3)),
     # whole periods: the first step's start to the last step's end
     "timmean": ("daily", "-timmean", time_mean),
     "timmean of JJA": ("daily", "-timmean -selseason,JJA", lambda da: time_mean(_jja(da))),
     "timmean of DJF means": ("daily", "-timmean -seasmean -selseason,DJF",
                              lambda da: time_mean(resample(
-                                 select_season(da, season="DJF"), freq="seasonal"))),
+                                 select_season(da, season="DJF"), freq="seasonal",
+                                 incomplete="keep"))),
 }  # fmt: skip
 
 
@@ -391,6 +446,18 @@ def test_time_bounds_equal_cdo(bounded, tmp_path, case):
     with raise_if_dask_computes():
         got = ours(opened_field(bounded[name]))
     np.testing.assert_array_equal(written_bounds(got, tmp_path), expected)
+
+
+def test_bounds_of_complete_seasons_are_cdos(bounded, tmp_path):
+    """The default leaves out the first DJF (January and February 2000) and the last MAM
+    (March 2002 alone): the bounds of the others are CDO's, and each label (the season's
+    start) lies in them."""
+    expected = cdo_bounds(tmp_path, "-seasmean", bounded["daily"])
+    got = resample(opened_field(bounded["daily"]), freq="seasonal")
+    written = written_bounds(got, tmp_path)
+    np.testing.assert_array_equal(written, expected[1:-1])
+    labels = got.time.values.astype("datetime64[s]")
+    assert ((written[:, 0] <= labels) & (labels <= written[:, 1])).all()
 
 
 def test_percentile_bounds_equal_timpctl(bounded, tmp_path):

@@ -115,10 +115,20 @@ def test_nino34_djf_is_the_known_winter_index(runs):
     days = pd.DatetimeIndex(_days())
     signal = expected(SPEC, days.values.astype("datetime64[h]"), box=NINO34_BOX)
     daily = pd.Series(signal["box_signal_K"], index=days)
-    winters = daily[daily.index.month.isin([12, 1, 2])].resample("QS-DEC").mean().dropna()
-    known = winters - winters.mean()
-    assert got.sizes["time0"] == len(known) == 4  # Jan-Feb 2000, then three whole winters
+    djf = daily[daily.index.month.isin([12, 1, 2])]
+    winters = djf.resample("QS-DEC").mean()
+    months = pd.Series(djf.index.year * 12 + djf.index.month, index=djf.index)
+    months = months.resample("QS-DEC").nunique()
+    whole = winters[months.reindex(winters.index).values == 3]  # all three months in
+    known = whole - whole.mean()
+    # Jan-Feb 2000 and Dec 2002 alone left out: the two whole winters
+    assert got.sizes["time0"] == len(known) == 2
+    np.testing.assert_array_equal(got.time0.values, whole.index.values)
     np.testing.assert_allclose(got.values, known.values, atol=0.02)
+    res = result(runs, "era5-nino34-djf")
+    bounds = res[res.time0.attrs["bounds"]].values  # each label in its winter's bounds
+    assert ((bounds[:, 0] <= got.time0.values) & (got.time0.values <= bounds[:, 1])).all()
+    assert "complete seasons only" in got.attrs["cell_methods"]
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ import xarray as xr
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes import time_bounds
+from pangeo_hpc.recipes.aggregations import AGGREGATIONS
 from pangeo_hpc.recipes.cf_attrs import with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
@@ -101,14 +102,22 @@ def daily_totals(da: xr.DataArray, *, bounds: xr.DataArray | None = None) -> xr.
             "accumulations: give at least 24 hours from one midnight to the next",
             param="da",
         )
-    keep = np.flatnonzero(day.isin(whole))
     da = time_bounds.without_intervals(da, t)
-    steps = da.isel({t: keep}).assign_coords({t: (t, start.values[keep], da[t].attrs)})
-    out = steps.resample({t: "D"}).sum(min_count=1)
-    out = out.sel({t: whole.values})  # days missing in the middle of the data stay out
+    # each step's whole day (-1: a day the data do not wholly cover), summed by the sum's
+    # aggregation as an incremental run's per-file states are (the same blocks: no steps
+    # cut away first)
+    codes = np.where(day.isin(whole), whole.get_indexer(day), -1)
+    cells = [d for d in da.dims if d != t]
+    first = da.transpose(t, *cells)
+    dtype = da.dtype if np.issubdtype(da.dtype, np.floating) else np.dtype("f8")
+    value = AGGREGATIONS["sum"].reduce_groups(first.data, codes, {}, dtype=dtype, per_group=True)
+    coords = {k: v for k, v in first.coords.items() if t not in v.dims}
+    days = xr.DataArray(whole.values, dims=(t,), attrs=dict(da[t].attrs))
+    out = xr.DataArray(value["value"], dims=(t, *cells), coords={**coords, t: days})
+    out.name = da.name  # (the constructor names it after the Dask array, given None)
+    out = out.transpose(*da.dims)
     # each total covers its whole day (the intervals of its accumulations)
     out = time_bounds.with_intervals(out, t, whole.values, (whole + pd.Timedelta(1, "D")).values)
-    out[t].attrs = dict(da[t].attrs)
     out[t].encoding.update(time_bounds.calendar_encoding(da[t]))
     return with_attrs(out, period_attrs(da, t, "daily total", f"{t}: sum"))
 

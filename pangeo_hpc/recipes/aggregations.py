@@ -12,10 +12,17 @@ owns all a reduction keeps of a block of data:
 
 The recipe functions compute through these same objects on their own data
 (:meth:`~Aggregation.reduce`: :func:`~pangeo_hpc.recipes.means.time_mean`,
-:func:`~pangeo_hpc.recipes.trend.trend`), and an incremental run per input file
-(:mod:`pangeo_hpc.batch.incremental.states`): the two cannot disagree but by the order of float64
-additions. A :class:`~pangeo_hpc.recipes.traits.Reduction` names its aggregation by the
-keys of :data:`AGGREGATIONS`.
+:func:`~pangeo_hpc.recipes.trend.trend`; :meth:`~Aggregation.reduce_groups`:
+:func:`~pangeo_hpc.recipes.seasonal.climatology`,
+:func:`~pangeo_hpc.recipes.resample.resample`,
+:func:`~pangeo_hpc.recipes.accumulations.daily_totals`), and an incremental run per input
+file (:mod:`pangeo_hpc.batch.incremental.states`): the two cannot disagree but by the order
+of float64 additions, and a reduction by groups merges its blocks' states in the order an
+incremental run merges its files' (:mod:`~pangeo_hpc.recipes.folds`), so that one is the
+same to the bit. A :class:`~pangeo_hpc.recipes.traits.Reduction` names its aggregation by
+the keys of :data:`AGGREGATIONS`; what a reduction is (a statistic of the data's quantity,
+its CF cell method, whether it divides) is an attribute of its object, never a list of
+names elsewhere.
 
 A state is a dict of NumPy arrays: ``labels`` (one int64 per group of time steps: 0 for a
 time mean or a trend, the period's first instant in ns for a resampling, the month or
@@ -44,11 +51,12 @@ from typing import Any
 import dask.array as darr
 import numpy as np
 
+from pangeo_hpc.recipes.folds import fold_groups
 from pangeo_hpc.recipes.kernels import TREND_SUMS, group_sums, stacked_sums, trend_block
 from pangeo_hpc.recipes.student import t_two_sided_p
 from pangeo_hpc.recipes.years import decimal_years
 
-__all__ = ["AGGREGATIONS", "EPOCH", "Aggregation", "State", "years_since_epoch"]
+__all__ = ["AGGREGATIONS", "EPOCH", "STATISTICS", "Aggregation", "State", "years_since_epoch"]
 
 #: trends count time in years from here (a fixed origin: states of any period merge)
 EPOCH = np.datetime64("2000-01-01T00:00:00", "ns")
@@ -82,6 +90,10 @@ class Aggregation:
     extremes: Mapping[str, Any] = {}
     #: whether the state needs the time of each step (years since :data:`EPOCH`)
     timed: bool = False
+    #: CF's name of the statistic of the values over time (CF Appendix E: ``mean``,
+    #: ``minimum``...), for a reduction whose values are of the data's quantity; None
+    #: for one that is not (a trend)
+    cell_method: str | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -92,7 +104,8 @@ class Aggregation:
     def _dtype(self, f: str) -> str:
         return "i4" if f == "count" else "f8"
 
-    def _blank(self, groups: int, cells: tuple[int, ...]) -> State:
+    def blank(self, groups: int, cells: tuple[int, ...]) -> State:
+        """The state of ``groups`` groups of no time step."""
         out: State = {}
         for f in self.fields:
             fill = np.nan if f in self.extremes else 0
@@ -101,7 +114,7 @@ class Aggregation:
 
     def empty(self, cells: tuple[int, ...]) -> State:
         """The state of no time step at all."""
-        return {"labels": np.zeros(0, "i8"), **self._blank(0, cells)}
+        return {"labels": np.zeros(0, "i8"), **self.blank(0, cells)}
 
     def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
         """The state of one block of data, time first: ``labels`` the group of each time
@@ -115,7 +128,7 @@ class Aggregation:
         if labels.size == 0:
             return self.empty(cells)
         groups, codes = np.unique(labels, return_inverse=True)
-        out = {"labels": groups.astype("i8"), **self._blank(groups.size, cells)}
+        out = {"labels": groups.astype("i8"), **self.blank(groups.size, cells)}
         cuts = np.flatnonzero(np.diff(codes)) + 1  # runs of one label (time is in order)
         starts = np.concatenate([[0], cuts])
         stops = np.concatenate([cuts, [codes.size]])
@@ -144,7 +157,7 @@ class Aggregation:
                 joined_[f] = joined if np.all(order[1:] > order[:-1]) else joined[order]
             return joined_
         cells = states[0][self.fields[0]].shape[1:]
-        out = {"labels": labels, **self._blank(labels.size, cells)}
+        out = {"labels": labels, **self.blank(labels.size, cells)}
         for s in states:
             at = np.searchsorted(labels, s["labels"])
             for f in self.fields:
@@ -188,6 +201,24 @@ class Aggregation:
         )
         return {name: values[i] for i, name in enumerate(names)}
 
+    def reduce_groups(
+        self,
+        x: Any,
+        codes: np.ndarray,
+        options: Mapping[str, Any],
+        t: np.ndarray | None = None,
+        dtype: Any = "f8",
+        *,
+        per_group: bool = False,
+    ) -> dict[str, Any]:
+        """The values of each group of time steps of ``x`` (NumPy or Dask, time first;
+        ``codes``: the group of each step, 0 .. groups - 1, -1 left out), group axis
+        first, lazy for Dask: each block's state (:meth:`chunk`), per group the left fold
+        of the blocks that hold it in time order (:meth:`combine`), finalized
+        (:func:`~pangeo_hpc.recipes.folds.fold_groups`; ``per_group``: one chunk per
+        group). The same states merged in the same order as an incremental run's."""
+        return fold_groups(self, x, codes, options, t, dtype, per_group=per_group)
+
     def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The names of what :meth:`finalize` gives for ``options``."""
         return ("value",)
@@ -209,12 +240,15 @@ class Aggregation:
 
 
 class Sums(Aggregation):
-    """A mean or a sum: float64 sums and int32 counts of the valid values per group."""
+    """A mean (``divide``) or a sum: float64 sums and int32 counts of the valid values per
+    group."""
 
     fields = ("sum", "count")
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, divide: bool) -> None:
         self.name = name
+        self.cell_method = name
+        self.divide = divide
 
     def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
         x = np.asarray(x)
@@ -238,7 +272,7 @@ class Sums(Aggregation):
         self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
     ) -> dict[str, np.ndarray]:
         count = state["count"]
-        if self.name == "mean":  # a group without valid values has sum 0: 0 / 0 is NaN
+        if self.divide:  # a group without valid values has sum 0: 0 / 0 is NaN
             value = np.empty(count.shape, dtype)
             with np.errstate(invalid="ignore", divide="ignore"):
                 np.divide(state["sum"], count, out=value, casting="unsafe")
@@ -249,10 +283,11 @@ class Sums(Aggregation):
 class Extreme(Aggregation):
     """A minimum or a maximum (NaN where a group has no valid value) and the count."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, pick: Any, cell_method: str) -> None:
         self.name = name
+        self.cell_method = cell_method
         self.fields = (name, "count")
-        self.extremes = {name: np.fmin if name == "min" else np.fmax}
+        self.extremes = {name: pick}
 
     def _add_run(self, out: State, g: int, x: np.ndarray, t: np.ndarray | None) -> None:
         pick = self.extremes[self.name]
@@ -322,5 +357,18 @@ class Trend(Aggregation):
 
 #: every aggregation by the name a :class:`~pangeo_hpc.recipes.traits.Reduction` gives
 AGGREGATIONS: dict[str, Aggregation] = {
-    a.name: a for a in (Sums("mean"), Sums("sum"), Extreme("min"), Extreme("max"), Trend())
+    a.name: a
+    for a in (
+        Sums("mean", divide=True),
+        Extreme("min", np.fmin, "minimum"),
+        Extreme("max", np.fmax, "maximum"),
+        Sums("sum", divide=False),
+        Trend(),
+    )
+}
+#: the aggregations whose values are of the data's quantity (those with a CF cell method:
+#: a mean, a sum, an extreme): the statistics :func:`~pangeo_hpc.recipes.resample.resample`
+#: offers
+STATISTICS: dict[str, Aggregation] = {
+    n: a for n, a in AGGREGATIONS.items() if a.cell_method is not None
 }

@@ -127,88 +127,6 @@ def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np
     return _group_sums(x, codes, k)
 
 
-def _partial(block: np.ndarray, codes: np.ndarray) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    """Per group present in ``block`` (groups ``codes`` along axis 0): NaN-skipping sums and
-    counts over that axis, float64 and int32."""
-    present, local = np.unique(codes, return_inverse=True)
-    flat = np.ascontiguousarray(block.reshape(block.shape[0], -1))
-    sums, counts = _group_sums(flat, local.astype(np.intp), len(present))
-    return {int(g): (sums[i], counts[i]) for i, g in enumerate(present)}
-
-
-def _combine(parts: list[dict], group: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-    s, c = parts[0][group]
-    s, c = s.copy(), c.copy()
-    for p in parts[1:]:
-        s += p[group][0]
-        c += p[group][1]
-    return {group: (s, c)}
-
-
-def _finalize(parts: list[dict], group: int, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    s, c = _combine(parts, group)[group]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(c > 0, s / c, np.nan)
-    return mean.astype(dtype, copy=False).reshape((1, *shape))
-
-
-def group_nanmean_blocks(x: Any, codes: np.ndarray, split_every: int = 8) -> Any:
-    """Mean over axis 0 within each group, skipping NaN: row ``g`` of the result is the mean
-    of the rows ``i`` of ``x`` with ``codes[i] == g`` (``codes``: 0..G-1, every group
-    present).
-
-    For Dask, each block yields sums and counts of just the groups it holds (one compiled
-    pass, float64); per group and block of the other axes, those of the blocks along axis 0
-    that hold it are added in a tree of ``split_every``, then divided, all groups in one
-    block. No block is copied, transposed or sent whole to another worker. Floating results
-    keep ``x``'s dtype. NumPy data go through the same kernel in the same order: a block
-    holding all of axis 0 gives the same values as the NumPy array.
-    """
-    codes = np.asarray(codes)
-    if codes.shape != (x.shape[0],):
-        raise ValueError(f"codes has shape {codes.shape}, need ({x.shape[0]},)")
-    groups = int(codes.max()) + 1 if codes.size else 0
-    dtype = x.dtype if np.issubdtype(x.dtype, np.floating) else np.dtype("f8")
-    field = tuple(x.shape[1:])
-    if not isinstance(x, da.Array):
-        part = _partial(np.asarray(x), codes)
-        return np.concatenate([_finalize([part], g, field, dtype) for g in range(groups)])
-    from dask.highlevelgraph import HighLevelGraph
-
-    token = tokenize(x, codes, split_every)
-    part_name, out_name = f"group-sums-{token}", f"group-nanmean-{token}"
-    dsk: dict[Any, Any] = {}
-    edges = np.cumsum((0, *x.chunks[0]))
-    for cell in np.ndindex(*(len(c) for c in x.chunks[1:])):  # each block of the other axes
-        shape = tuple(x.chunks[1 + k][j] for k, j in enumerate(cell))
-        holders: dict[int, list[Any]] = {g: [] for g in range(groups)}
-        for i in range(len(x.chunks[0])):
-            block_codes = codes[edges[i] : edges[i + 1]]
-            if block_codes.size == 0:
-                continue
-            dsk[(part_name, i, *cell)] = (_partial, (x.name, i, *cell), block_codes)
-            for g in np.unique(block_codes):
-                holders[int(g)].append((part_name, i, *cell))
-        for g, keys in holders.items():
-            level = 0
-            while len(keys) > split_every:  # a tree: no task adds more than split_every parts
-                name = f"group-combine-{level}-{token}"
-                keys_next = []
-                for j in range(0, len(keys), split_every):
-                    dsk[(name, g, j, *cell)] = (_combine, keys[j : j + split_every], g)
-                    keys_next.append((name, g, j, *cell))
-                keys, level = keys_next, level + 1
-            holders[g] = keys
-        # one block of every group: the climatology's users index it by group (anomaly)
-        dsk[(out_name, 0, *cell)] = (_finalize_all, list(holders.values()), shape, dtype)
-    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x])
-    return da.Array(graph, out_name, chunks=((groups,), *x.chunks[1:]), dtype=dtype)
-
-
-def _finalize_all(parts: list[list[dict]], shape: tuple[int, ...], dtype: Any) -> np.ndarray:
-    return np.concatenate([_finalize(p, g, shape, dtype) for g, p in enumerate(parts)])
-
-
 #: the sums :func:`trend_sums` gives, in order
 TREND_SUMS = ("n", "st", "stt", "sx", "stx", "sxx")
 
@@ -333,3 +251,51 @@ def group_subtract(x: Any, ref: Any, codes: np.ndarray) -> Any:
         concatenate=True,
         meta=np.empty((0,) * x.ndim, x.dtype),
     )
+
+
+def _rows(block: np.ndarray, local: np.ndarray, axis: int) -> np.ndarray:
+    if local.size and np.array_equal(local, np.arange(local[0], local[0] + local.size)):
+        where = [slice(None)] * block.ndim  # a run of rows: a view, not a copy
+        where[axis] = slice(int(local[0]), int(local[0]) + local.size)
+        return block[tuple(where)]
+    return np.take(block, local, axis=axis)
+
+
+def take_blocks(x: Any, index: np.ndarray, axis: int = 0) -> Any:
+    """``x`` at the sorted positions ``index`` along ``axis``, each block of the result the
+    positions that lie in one block of ``x`` (blocks with none are left out).
+
+    Dask's own take (``x[index]``, xarray's ``isel``) regroups the rows into chunks of
+    about the same size, which cut across the blocks of ``x``: a selection of DJF from a
+    chunk per monthly file gave chunks of 30 days, each of two files. Here the blocks stay
+    the files': an incremental run's per-file states are then states of the same blocks
+    as the whole graph's, and merge to the same numbers to the bit
+    (:mod:`pangeo_hpc.recipes.folds`). A block's rows that follow each other are a view.
+    """
+    index = np.asarray(index, dtype=np.intp)
+    if not isinstance(x, da.Array) or index.size == 0:
+        return (
+            np.take(x, index, axis=axis)
+            if not isinstance(x, da.Array)
+            else x[(slice(None),) * axis + (index,)]
+        )
+    from itertools import product
+
+    from dask.highlevelgraph import HighLevelGraph
+
+    edges = np.cumsum((0, *x.chunks[axis]))
+    which = np.searchsorted(edges, index, "right") - 1
+    blocks, starts = np.unique(which, return_index=True)
+    parts = np.split(index, starts[1:])
+    name = "take-blocks-" + tokenize(x, index, axis)
+    others = [range(len(c)) for i, c in enumerate(x.chunks) if i != axis]
+    dsk: dict[Any, Any] = {}
+    for j, (b, part) in enumerate(zip(blocks, parts, strict=True)):
+        local = part - edges[b]
+        for rest in product(*others):
+            source = (x.name, *rest[:axis], int(b), *rest[axis:])
+            dsk[(name, *rest[:axis], j, *rest[axis:])] = (_rows, source, local, axis)
+    chunks = list(x.chunks)
+    chunks[axis] = tuple(p.size for p in parts)
+    graph = HighLevelGraph.from_collections(name, dsk, dependencies=[x])
+    return da.Array(graph, name, chunks=tuple(chunks), meta=x._meta)

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import dask.array as darr
 import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.kernels import take_blocks
 from pangeo_hpc.recipes.traits import step_by_step
 
 #: the seasons ``select_season`` knows, as CDO's ``selseason`` defines them
@@ -127,7 +129,10 @@ def _select(da: xr.DataArray, wanted: Sequence[int], recipe: str, given: str) ->
             "give months the data hold or a longer period",
             param=given.split("=")[0],
         )
-    out = da.isel({t: np.flatnonzero(np.isin(month, list(wanted)))})
+    index = np.flatnonzero(np.isin(month, list(wanted)))
+    out = da.isel({t: index})
+    if isinstance(da.data, darr.Array):  # the blocks stay the files' (dask's take regroups)
+        out = out.copy(data=take_blocks(da.data, index, da.get_axis_num(t)))
     # what selected the data, in their name (a JJA mean is not a DJF mean)
     name = da.attrs.get("long_name", da.name or "field")
     return out.assign_attrs(long_name=f"{name} in {months_words(wanted)}")

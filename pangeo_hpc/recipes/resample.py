@@ -7,29 +7,46 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 import numpy as np
-import pandas as pd
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes import time_bounds
+from pangeo_hpc.recipes.aggregations import STATISTICS
 from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.folds import SMALL_BYTES
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.months import MONTH_NAMES, months_words
 from pangeo_hpc.recipes.traits import Reduction, reduces, whole_series
 
 #: the periods by name -> pandas aliases; each labels a period with its first day
 FREQS = {"daily": "D", "monthly": "MS", "seasonal": "QS-DEC", "annual": "YS"}
 _WORDS = {alias: word for word, alias in FREQS.items()}
-#: our statistics -> CF cell method names (CF Appendix E)
-STATS = {"mean": "mean", "min": "minimum", "max": "maximum", "sum": "sum"}
-#: a series below this size is resampled as one chunk (one task, not thousands)
-SMALL_BYTES = 16 * 2**20
+#: the months of a season: a season with fewer of them in the data is incomplete
+SEASON_MONTHS = 3
+#: what to do with incomplete seasons
+INCOMPLETE = ("drop", "keep")
 
 
-def period_starts(coord: np.ndarray) -> np.ndarray:
+def period_starts(coord: np.ndarray, options: Mapping[str, Any] | None = None) -> np.ndarray:
     """The labels of periods (their first instants) as int64 nanoseconds: the groups of a
     resampling, or of days."""
     return coord.astype("datetime64[ns]").view("i8")
+
+
+def periods(values: np.ndarray, alias: str) -> tuple[np.ndarray, np.ndarray]:
+    """The periods of ``alias`` from the first to the last of the dates ``values`` (sorted;
+    datetime64 or cftime), as xarray's and pandas' resampling cut them (anchored to the
+    calendar: the same periods whatever the data's first date), and the index of each
+    date's period among them: ``(starts, at)``."""
+    values = np.asarray(values)
+    if values.size == 0:
+        return values[:0], np.zeros(0, np.intp)
+    positions = xr.DataArray(np.arange(values.size), dims=("t",), coords={"t": values})
+    starts = np.asarray(positions.resample(t=alias).count(**_engine())["t"].values)
+    if starts.dtype.kind == "M":  # in the dates' own resolution
+        starts = starts.astype(values.dtype)
+    return starts, np.searchsorted(starts, values, "right") - 1
 
 
 def _stat(options: Mapping[str, Any]) -> str:
@@ -37,21 +54,25 @@ def _stat(options: Mapping[str, Any]) -> str:
 
 
 def _period_groups(time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset) -> np.ndarray:
-    """The start of each time step's period (ns), as pandas' resampling groups them."""
-    alias = FREQS.get(options["freq"], options["freq"])
-    values = time.values
-    index = pd.DatetimeIndex(values)
-    starts = pd.Series(index, index=index).resample(alias).min().index.values
-    at = np.searchsorted(starts, values, "right") - 1
-    return starts[at].astype("datetime64[ns]").view("i8")
+    """The start of each time step's period (ns): the groups of an incremental run's states,
+    every period, whole or not (a later file may complete a season)."""
+    starts, at = periods(time.values, FREQS.get(options["freq"], options["freq"]))
+    return period_starts(starts[at])
 
 
-@reduces(Reduction(_stat, _period_groups, period_starts, periods=True))
+def _result_periods(labels: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
+    """The start (ns) of the period each of a result's labels lies in: its group (a season
+    kept without its first month is labelled with its first step, inside the season)."""
+    return _period_groups(xr.DataArray(labels, dims=("t",)), options, xr.Dataset())
+
+
+@reduces(Reduction(_stat, _period_groups, _result_periods, periods=True, partial_left_out=True))
 def resample(
     da: xr.DataArray,
     *,
     freq: str,
     stat: Literal["mean", "min", "max", "sum"] = "mean",
+    incomplete: Literal["drop", "keep"] = "drop",
 ) -> xr.DataArray:
     """One value per calendar day, month, season or year (CDO ``daymean``, ``monmax``,
     ``seasmean``, ``yearsum``, ...).
@@ -59,16 +80,23 @@ def resample(
     Parameters
     ----------
     da : DataArray
-        Data with a time dimension (datetime64 or cftime), on any grid or none.
+        Data with a time dimension (datetime64 or cftime, in time order), on any grid or
+        none.
     freq : {"daily", "monthly", "seasonal", "annual", "D", "MS", "QS-DEC", "YS"}
         The periods. Seasons are DJF, MAM, JJA, SON; a DJF holds the December before its
-        January. As CDO ``seasmean`` does, a season the data only partly cover is
-        reduced over the steps it has: data from January on start with a DJF of January
-        and February alone (CDO warns "Season 1 has only 2 input time steps"), labelled
-        with the December before.
+        January.
     stat : {"mean", "min", "max", "sum"}
         The statistic over each period's time steps, skipping NaN (NaN where a period has
-        no valid value, as CDO's missing value).
+        no valid value, as CDO's missing value): an
+        :data:`~pangeo_hpc.recipes.aggregations.STATISTICS` aggregation.
+    incomplete : {"drop", "keep"}
+        Seasons the data hold only some months of (data from January on: a DJF of January
+        and February alone). ``drop`` (as ESMValCore's ``seasonal_statistics``) leaves
+        them out; a season is complete when each of its three months holds a time step.
+        ``keep`` (as CDO ``seasmean``, which warns "Season 1 has only 2 input time steps")
+        reduces them over the steps they have, labelled with their first step's start
+        when that is after the season's (then the label lies in the value's interval).
+        Other periods are all kept.
 
     Returns
     -------
@@ -77,14 +105,20 @@ def resample(
         time step at all are left out, as CDO leaves them. Each value's time interval
         (:mod:`~pangeo_hpc.recipes.time_bounds`, the file's ``time_bnds``) runs from the
         start of its first step to the end of its last, as CDO's: a JJA mean covers June
-        to August, a DJF of January and February alone those two months (its label, the
-        December before, then lies outside them: cfchecks warns). Units and standard name as
-        ``da`` (a sum of m is m); ``cell_methods`` gains ``time: mean`` (``minimum``,
-        ``maximum``, ``sum``). Dask data stay lazy: a small series is made one chunk
-        first; a large field keeps its chunks (no rechunk), each period reduced from
-        the chunks that hold it (in one pass, block by block, when its chunks are
-        exactly its periods). A field of many small periods is regrouped into bands of
-        whole time series, about 16 MB each.
+        to August. Units and standard name as ``da`` (a sum of m is m); ``cell_methods``
+        gains ``time: mean`` (``minimum``, ``maximum``, ``sum``), for seasons with
+        ``(complete seasons only)``, or ``(incomplete seasons kept)`` when some are; a
+        ``comment`` names the seasons left out or kept incomplete.
+
+    Notes
+    -----
+    Computed by the statistic's :class:`~pangeo_hpc.recipes.aggregations.Aggregation`
+    (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.reduce_groups`), as an
+    incremental run's per-file states are: the state of each block (one compiled pass,
+    float64 sums), per period the left fold of the blocks that hold it, finalized: the same
+    numbers to the bit. Dask data stay lazy and keep their chunks (no rechunk along time);
+    a series below 16 MB is reduced in one task, periods of a small field regrouped into
+    bands of whole time series, about 16 MB each.
     """
     check_dataarray(da, "resample")
     alias = FREQS.get(freq, freq)
@@ -92,44 +126,79 @@ def resample(
         raise InputError(
             f"resample: freq={freq!r} is not one of {[*FREQS, *FREQS.values()]}", param="freq"
         )
-    if stat not in STATS:
-        raise InputError(f"resample: stat={stat!r} is not one of {list(STATS)}", param="stat")
+    if stat not in STATISTICS:
+        raise InputError(f"resample: stat={stat!r} is not one of {list(STATISTICS)}", param="stat")
+    if incomplete not in INCOMPLETE:
+        raise InputError(
+            f"resample: incomplete={incomplete!r} is not one of {list(INCOMPLETE)}",
+            param="incomplete",
+        )
+    agg = STATISTICS[stat]
     t = time_name(da)
     lower, upper = time_bounds.intervals(da[t])
     da = time_bounds.without_intervals(da, t)
-    out = _by_block(da, t, alias, stat)
-    if out is None:
-        series = one_chunk_if_small(da, t)
-        grouped = series.resample({t: alias})
-        kw = _engine()
-        out = grouped.sum(min_count=1, **kw) if stat == "sum" else getattr(grouped, stat)(**kw)
-        # periods that hold no time step (a gap in the data): counted on the coordinate
-        steps = xr.ones_like(da[t].drop_vars(list(da[t].coords)), dtype="i4")
-        counts = steps.assign_coords({t: da[t].values}).resample({t: alias}).sum(**kw).values
-        held = np.nan_to_num(counts) > 0  # an empty period's sum is NaN or 0 (xarray versions)
-        if not held.all():
-            out = out.isel({t: np.flatnonzero(held)})
-    out = _fewer_chunks(out, t)
+    starts, at = periods(da[t].values, alias)
+    held, codes = np.unique(at, return_inverse=True)  # the periods that hold steps
+    partial = _incomplete(da[t], codes, held.size, alias)
+    kept = ~partial if incomplete == "drop" else np.ones(held.size, bool)
+    codes = np.where(kept[codes], np.cumsum(kept)[codes] - 1, -1)
+    rows = np.arange(codes.size)
+    first = np.array([rows[codes == g][0] for g in range(int(kept.sum()))], dtype=np.intp)
+    last = np.array([rows[codes == g][-1] for g in range(int(kept.sum()))], dtype=np.intp)
+    labels = starts[held[kept]]
+    late = partial[kept] & (lower[first] > labels)  # a season kept without its start
+    labels = np.where(late, lower[first], labels) if late.any() else labels
+    cells = [d for d in da.dims if d != t]
+    data = da.transpose(t, *cells)
+    dtype = da.dtype if np.issubdtype(da.dtype, np.floating) else np.dtype("f8")
+    value = agg.reduce_groups(data.data, codes, {}, dtype=dtype, per_group=True)["value"]
+    coords = {k: v for k, v in data.coords.items() if t not in v.dims}
+    time = xr.DataArray(labels, dims=(t,), attrs=dict(da[t].attrs))
+    out = xr.DataArray(value, dims=(t, *cells), coords={**coords, t: time})
+    out.name = da.name  # (the constructor names it after the Dask array, given None)
+    out = _fewer_chunks(out.transpose(*da.dims), t)
     # each value covers its steps: the first one's start to the last one's end (CDO's
     # time_bnds), not its period (JJA only of a year) nor the step to the next label
-    first, last = _members(da[t], out[t], alias)
     out = time_bounds.with_intervals(out, t, *time_bounds.grouped(lower, upper, first, last))
-    out[t].attrs = dict(da[t].attrs)
     out[t].encoding.update(time_bounds.calendar_encoding(da[t]))
-    word = f"{_WORDS[alias]} {STATS[stat]}"
-    return with_attrs(out, period_attrs(da, t, word, f"{t}: {STATS[stat]}"))
+    method = f"{t}: {agg.cell_method}"
+    if alias == FREQS["seasonal"]:
+        method += " (incomplete seasons kept)" if partial.any() and incomplete == "keep" else ""
+        method += " (complete seasons only)" if incomplete == "drop" else ""
+    attrs = period_attrs(da, t, f"{_WORDS[alias]} {agg.cell_method}", method)
+    if partial.any():
+        attrs["comment"] = _partial_words(da[t], at, held[partial], starts, incomplete)
+    return with_attrs(out, attrs)
 
 
-def _members(time: xr.DataArray, labels: xr.DataArray, alias: str) -> tuple[Any, Any]:
-    """Positions of the first and the last step of ``time`` in the period of each of
-    ``labels`` (the periods that hold steps, as :func:`resample` keeps them)."""
-    t = str(time.dims[0])
-    positions = xr.DataArray(
-        np.arange(time.size), dims=(t,), coords={t: np.asarray(time.values)}
-    ).resample({t: alias})
-    first, last = positions.min(**_engine()), positions.max(**_engine())
-    at = {t: np.asarray(labels.values)}
-    return first.sel(at).values, last.sel(at).values
+def _incomplete(time: xr.DataArray, codes: np.ndarray, groups: int, alias: str) -> np.ndarray:
+    """Per period (``codes``: each step's, 0 .. groups - 1): a season with a month that
+    holds no time step; no other period is incomplete."""
+    if alias != FREQS["seasonal"] or groups == 0:
+        return np.zeros(groups, bool)
+    month = np.asarray(time.dt.year.values, "i8") * 12 + np.asarray(time.dt.month.values, "i8")
+    pairs = np.unique(np.stack([np.asarray(codes, "i8"), month]), axis=1)
+    return np.bincount(pairs[0], minlength=groups) < SEASON_MONTHS
+
+
+def _partial_words(
+    time: xr.DataArray, at: np.ndarray, which: np.ndarray, starts: np.ndarray, incomplete: str
+) -> str:
+    """What became of the incomplete seasons (``which``: their indices among the periods
+    ``starts``; ``at``: each step's period), for the result's ``comment``."""
+    month = np.asarray(time.dt.month.values)
+    names = []
+    for k in which:
+        first = int(str(starts[k])[5:7])
+        season = [first, first % 12 + 1, (first + 1) % 12 + 1]
+        have = [MONTH_NAMES[m - 1] for m in season if m in set(month[at == k].tolist())]
+        names.append(f"{months_words(season)} from {str(starts[k])[:7]} ({'+'.join(have)} only)")
+    if incomplete == "drop":
+        return (
+            "Seasons that lack a month of data are left out (incomplete='keep' keeps them): "
+            + ", ".join(names)
+        )
+    return "Incomplete seasons kept, each reduced over the months it has: " + ", ".join(names)
 
 
 def _engine() -> dict[str, str]:
@@ -191,51 +260,6 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
     out = time_bounds.with_intervals(out, t, lower[: n - window + 1], upper[window - 1 :])
     word = f"{window}-step running mean"
     return with_attrs(out, period_attrs(da, t, word, f"{t}: mean"))
-
-
-def _by_block(da: xr.DataArray, t: str, alias: str, stat: str) -> xr.DataArray | None:
-    """The periods of a big field whose time chunks are exactly its periods (a month per
-    chunk, as ``open_era5`` gives for monthly means: a chunk never spans two files),
-    reduced block by block in one pass: no grouping machinery, no second pass for counts.
-    None when they are not (then xarray's resample)."""
-    if (
-        da.chunks is None
-        or da.nbytes <= SMALL_BYTES
-        or da.dims[0] != t
-        or any(len(c) != 1 for c in da.chunks[1:])
-        or da[t].dtype.kind != "M"
-    ):
-        return None
-    position = pd.Series(np.arange(da.sizes[t]), index=pd.DatetimeIndex(da[t].values))
-    periods = position.resample(alias)
-    first, last = periods.min().dropna(), periods.max().dropna()
-    edges = np.cumsum((0, *da.chunks[0]))
-    if not (
-        np.array_equal(first.values, edges[:-1]) and np.array_equal(last.values + 1, edges[1:])
-    ):
-        return None
-    chunks = ((1,) * len(first), *da.chunks[1:])
-    data = da.data.map_blocks(_reduce_block, stat, chunks=chunks, dtype=da.dtype)
-    coords = {k: v for k, v in da.coords.items() if t not in v.dims}
-    time = xr.DataArray(first.index.values, dims=(t,), attrs=da[t].attrs)
-    return xr.DataArray(data, dims=da.dims, coords={t: time, **coords}, name=da.name)
-
-
-def _reduce_block(block: np.ndarray, stat: str) -> np.ndarray:
-    """``stat`` over the first axis of one block, skipping NaN (NaN where none is valid);
-    sums in float64."""
-    valid = ~np.isnan(block)
-    count = valid.sum(axis=0)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        if stat in ("mean", "sum"):
-            total = np.where(valid, block, 0).sum(axis=0, dtype="f8")
-            value = total / count if stat == "mean" else total
-        else:
-            fill = np.inf if stat == "min" else -np.inf
-            pick = np.min if stat == "min" else np.max
-            value = pick(np.where(valid, block, fill), axis=0)
-    out = np.where(count > 0, value, np.nan).astype(block.dtype)
-    return out[None]
 
 
 #: chunks of a resampled field below this are regrouped (one month of a 1-degree field: 0.26 MB)

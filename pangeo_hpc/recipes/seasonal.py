@@ -14,10 +14,11 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
+from pangeo_hpc.recipes.aggregations import AGGREGATIONS
 from pangeo_hpc.recipes.cf_attrs import cell_methods, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
-from pangeo_hpc.recipes.kernels import group_nanmean_blocks, group_subtract
+from pangeo_hpc.recipes.kernels import group_subtract
 from pangeo_hpc.recipes.traits import Reduction, reduces, whole_series
 
 #: the seasons in CDO's order (``yseasmean``); December belongs to the DJF of its year
@@ -35,7 +36,7 @@ _LABEL_ATTRS = {
 }
 
 
-def _calendar_groups(coord: np.ndarray) -> np.ndarray:
+def _calendar_groups(coord: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
     """The groups of a climatology's ``month`` (1-12) or ``season`` (DJF...) coordinate, as
     :func:`group_index` numbers them."""
     if coord.dtype.kind in "USO":
@@ -44,16 +45,16 @@ def _calendar_groups(coord: np.ndarray) -> np.ndarray:
 
 
 def _climatology_groups(
-    time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset
+    time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset | None = None
 ) -> np.ndarray:
     """Each time step's calendar month or season (:func:`group_index`); -1 outside the
     reference period."""
     codes = group_index(time, options.get("freq", "monthly")).astype("i8")
     reference = options.get("reference")
     if reference is not None:
-        month = time.values.astype("datetime64[M]")
-        first, last = (np.datetime64(str(r)[:7], "M") for r in reference)
-        codes = np.where((month >= first) & (month <= last), codes, -1)
+        first, last = _months(reference, "climatology")
+        months = _month_numbers(time)
+        codes = np.where((months >= first) & (months <= last), codes, -1)
     return codes
 
 
@@ -89,18 +90,22 @@ def climatology(
 
     Notes
     -----
-    Data with time first, NumPy or Dask however chunked, are reduced block by block with a
-    compiled kernel that sums in float64 (:func:`~pangeo_hpc.recipes.kernels.group_nanmean_blocks`):
-    the same values from the same numbers whatever the chunks, to float64 rounding. Other
-    layouts go through xarray's ``groupby``, which agrees to float32 precision.
+    Computed by the mean's :class:`~pangeo_hpc.recipes.aggregations.Sums`
+    (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.reduce_groups`), as an incremental
+    run's per-file states are: per block of the data (the steps outside the reference
+    period left out, not cut away: the same blocks), float64 sums and int32 counts per
+    month or season in one compiled pass; per group, the left fold of the blocks that hold
+    it; divided. NumPy or Dask, however chunked: the same values from the same numbers to
+    float64 rounding, and to the bit from the same blocks.
     """
     check_dataarray(da, "climatology")
     dim, words = _grouping(freq, "climatology")
     t = time_name(da)
-    ref = reference_period(da, reference, "climatology")
-    index = group_index(ref[t], freq)
-    present, codes = np.unique(index, return_inverse=True)
+    ref = reference_period(da, reference, "climatology")  # checked: the data cover it
+    present = np.unique(group_index(ref[t], freq))
     labels = present if dim == "month" else np.array([SEASONS[i] for i in present])
+    steps = _climatology_groups(da[t], {"freq": freq, "reference": reference})
+    codes = np.where(steps >= 0, np.searchsorted(present, steps), -1)
     # the time dimension is gone: CF's name "time" in the inherited entries
     period = _period_words(reference, ref[t])
     method = f"time: mean (each {words} over the years{period})"
@@ -109,19 +114,16 @@ def climatology(
         "long_name": f"{da.attrs.get('long_name', da.name or 'field')}, {freq} climatology{period}",
         "cell_methods": cell_methods(da, method, gone={t: "time"}),
     }
-    if not _time_blocks(ref, t):
-        key = xr.DataArray(codes.ravel(), dims=(t,), coords={t: ref[t]}, name=dim)
-        out = ref.groupby(key).mean(t, skipna=True)
-        return out.assign_coords({dim: (dim, labels, _LABEL_ATTRS[dim])}).assign_attrs(attrs)
-    data = group_nanmean_blocks(ref.data, codes.ravel())
-    coords = {k: v for k, v in ref.coords.items() if t not in v.dims}
-    return xr.DataArray(
-        data,
-        dims=(dim, *ref.dims[1:]),
-        coords={dim: (dim, labels, _LABEL_ATTRS[dim]), **coords},
-        name=da.name,
-        attrs=attrs,
+    cells = [d for d in da.dims if d != t]
+    data = da.transpose(t, *cells)
+    dtype = da.dtype if np.issubdtype(da.dtype, np.floating) else np.dtype("f8")
+    value = AGGREGATIONS["mean"].reduce_groups(data.data, codes, {}, dtype=dtype)["value"]
+    coords = {k: v for k, v in data.coords.items() if t not in v.dims}
+    out = xr.DataArray(
+        value, dims=(dim, *cells), coords={dim: (dim, labels, _LABEL_ATTRS[dim]), **coords}
     )
+    out.name = da.name  # (the constructor names it after the Dask array, given None)
+    return out.assign_attrs(attrs)
 
 
 @whole_series("anomaly subtracts the climatology of the whole period")
@@ -157,7 +159,7 @@ def anomaly(
     Returns
     -------
     DataArray
-        Same units and cell methods as ``da``, no standard name (an anomaly of a
+        Same units, cell methods and ``comment`` as ``da``, no standard name (an anomaly of a
         temperature is not a temperature), ``long_name`` saying from what.
 
     Raises
@@ -186,7 +188,7 @@ def anomaly(
     if freq == "annual":
         if clim is None:
             ref = reference_period(da, reference, "anomaly")
-            clim = ref.mean(t, skipna=True)
+            clim = _mean(ref, t)
         out = da - clim
         what = "the mean"
     else:
@@ -214,10 +216,23 @@ def anomaly(
     # the same units (a temperature difference for a temperature), the input's cell methods
     # (each value is still, say, a monthly mean), but no standard name: an anomaly of
     # sea_surface_temperature is not a sea_surface_temperature (and CF has no name for it)
-    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods")}
+    # and the comment on what the values are (a resample's seasons left out)
+    attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods", "comment")}
     name = da.attrs.get("long_name", da.name or "field")
     attrs["long_name"] = f"{name} anomaly from {what}{period}"
     return with_attrs(out, attrs)
+
+
+def _mean(da: xr.DataArray, t: str) -> xr.DataArray:
+    """The mean over ``t``, skipping NaN, through the mean's aggregation (float64 sums in
+    one pass per block): NumPy and Dask data (an incremental run's merged values and the
+    whole graph's) give the same numbers to the bit."""
+    cells = [d for d in da.dims if d != t]
+    first = da.transpose(t, *cells)
+    dtype = da.dtype if np.issubdtype(da.dtype, np.floating) else np.dtype("f8")
+    value = AGGREGATIONS["mean"].reduce(first.data, {}, dtype=dtype)["value"]
+    coords = {k: v for k, v in first.coords.items() if t not in v.dims}
+    return xr.DataArray(value, dims=cells, coords=coords)
 
 
 def reference_period(

@@ -65,20 +65,23 @@ class Reduction:
         Each time step's group (:data:`Groups`); ``None``: one group of every step.
     result_groups : callable, optional
         The group of each value of the result's group coordinate (the values of that
-        coordinate -> int64, as :attr:`groups` labels them); ``None`` for one group (no
-        group axis in the result).
+        coordinate and the options -> int64, as :attr:`groups` labels them); ``None`` for
+        one group (no group axis in the result).
     periods : bool
         The groups are periods of time that follow each other (a resampling, days): a
         period wholly before the new files is finished, so a roll-up keeps its finished
         values rather than sums and counts.
     partial_left_out : bool
-        Groups that the data do not wholly cover are left out of the result (days of an
-        accumulation), so the result may hold fewer groups than the states.
+        Groups that the data do not wholly cover may be left out of the result (days of an
+        accumulation, incomplete seasons), so the result may hold fewer groups than the
+        states. Which ones the function decides on the whole data; the states hold every
+        group (a file's state must not depend on the other files: a later month may
+        complete a season).
     """
 
     state: str | Callable[[Mapping[str, Any]], str]
     groups: Groups | None = None
-    result_groups: Callable[[np.ndarray], np.ndarray] | None = None
+    result_groups: Callable[[np.ndarray, Mapping[str, Any]], np.ndarray] | None = None
     periods: bool = False
     partial_left_out: bool = False
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from pangeo_hpc.batch.chains import chain
 from pangeo_hpc.batch.chains.chain import Step, options_of
 from pangeo_hpc.batch.chains.code_identity import function_code, package_code
 from pangeo_hpc.recipes import traits
@@ -101,9 +102,19 @@ def split(steps: Sequence[Step]) -> Split | str:
         if why is not None:
             return f"{step.where}: {why}"
     return (
-        "no reduction along time (time_mean, resample, climatology, trend, daily_totals): "
-        "the result is as long as the data"
+        f"no reduction along time ({', '.join(_reductions())}): the result is as long as the data"
     )
+
+
+def _reductions() -> list[str]:
+    """The recipe functions that declare a reduction
+    (:data:`~pangeo_hpc.recipes.traits.REDUCTION`)."""
+    functions = chain.step_functions()
+    return [
+        n
+        for n, fn in functions.items()
+        if isinstance(getattr(fn, traits.REDUCTION, None), traits.Reduction)
+    ]
 
 
 def _why_not(step: Step, fn: Any) -> str | None:

@@ -243,9 +243,10 @@ def _select_groups(
     if how.result_groups is None:  # one group (a time mean, a trend)
         return arranged.isel({"\x00group": 0})
     dim = next(d for d in template.dims if d not in arranged.dims)
-    wanted = how.result_groups(template[dim].values)
+    wanted = how.result_groups(template[dim].values, plan.split.options)
     at = np.searchsorted(labels, wanted)
-    # daily_totals leaves out the days the data do not wholly cover; the others, none
+    # daily_totals leaves out the days the data do not wholly cover, resample incomplete
+    # seasons (as the function decided on the whole data, the template); the others, none
     extra = labels.size != wanted.size and not how.partial_left_out
     if extra or not np.array_equal(labels[np.minimum(at, labels.size - 1)], wanted):
         raise RuntimeError(
