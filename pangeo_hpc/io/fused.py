@@ -29,7 +29,7 @@ from pangeo_hpc.io.reader import Decoding, Fetched, MultiFileArray, _assemble
 from pangeo_hpc.jit import CACHE, njit
 from pangeo_hpc.recipes.kernels import weighted_sums
 
-__all__ = ["fusable", "weighted_sums_of"]
+__all__ = ["SummingArray", "fusable", "weighted_sums_of"]
 
 
 @njit
@@ -167,3 +167,17 @@ def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray
         block = decoding.apply(fetched, array.dtype)
         part += weighted_sums(block.reshape(b - a, -1), w.ravel())
     return out
+
+
+class SummingArray(MultiFileArray):
+    """A :class:`~pangeo_hpc.io.reader.MultiFileArray` that also sums time steps of its
+    field as it decodes them (the protocol
+    :class:`pangeo_hpc.recipes.fusion.WeightedSums`), for
+    :func:`pangeo_hpc.recipes.kernels.weighted_nanmean_blocks`."""
+
+    __slots__ = ()
+
+    def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
+        """Per time step ``start:stop``: ``Σ w x`` and ``Σ w`` over the valid values of a
+        2-D field, ``(stop - start, 2)`` float64 (:func:`weighted_sums_of`)."""
+        return weighted_sums_of(self, start, stop, w)

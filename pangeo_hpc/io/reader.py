@@ -120,11 +120,11 @@ class H5Source:
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
         fetched = self.fetch(key)
-        if isinstance(fetched, np.ndarray):
+        if not isinstance(fetched, Fetched):  # read by h5py (a NumPy scalar for one value)
             return fetched
         return _assemble(*fetched, self.path)
 
-    def fetch(self, key: tuple[slice | int, ...]) -> Fetched | np.ndarray:
+    def fetch(self, key: tuple[slice | int, ...]) -> Fetched | Any:
         """The chunks ``key`` needs as stored (see :data:`Fetched`), or, for a dataset the
         chunk reader does not take, the values themselves (read with h5py)."""
         try:
@@ -333,15 +333,6 @@ class MultiFileArray:
             if b > a:
                 out.append((i, a, b, lo + a - start))
         return out
-
-    def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
-        """Per time step ``start:stop``: ``Σ w x`` and ``Σ w`` over the valid values of a
-        2-D field, ``(stop - start, 2)`` float64, summed as the chunks are decoded
-        (:func:`pangeo_hpc.io.fused.weighted_sums_of`); what
-        :func:`pangeo_hpc.recipes.kernels.weighted_nanmean_blocks` asks of a source."""
-        from pangeo_hpc.io.fused import weighted_sums_of
-
-        return weighted_sums_of(self, start, stop, w)
 
     def _rows(self, start: int, stop: int, field_key: tuple) -> np.ndarray:
         """Rows ``start:stop`` along time, each file read once."""

@@ -9,12 +9,19 @@ each chunk as it is decoded). Nothing then holds a decoded block, so a task need
 the size of a block: consecutive blocks (which never cut a stored chunk) are summed by
 one task, about ``pangeo-hpc.data.fused-task-mb`` of data each but at least
 ``pangeo-hpc.data.fused-tasks`` tasks for the whole array, so that workers finish
-together. This layer knows no reader: it finds the array Dask's ``from_array`` keeps
+together.
+
+The data's blocks are then not read for the mean: anything else computed from the same
+data with it (a time mean beside an area mean) reads the files a second time.
+:func:`reads_twice` finds that in a set of results (the recipe runner then builds them
+again with ``pangeo-hpc.data.fuse-reads`` off); a user computing such results together
+turns it off. This layer knows no reader: it finds the array Dask's ``from_array`` keeps
 (the ``original-`` key, one object) and asks it by duck typing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import dask.array as da
@@ -24,7 +31,18 @@ from dask.highlevelgraph import HighLevelGraph
 
 from pangeo_hpc import config
 
-__all__ = ["WeightedSums", "fused_weighted_nanmean", "reader_of", "task_spans"]
+__all__ = [
+    "FUSED",
+    "WeightedSums",
+    "fused_spans",
+    "fused_weighted_nanmean",
+    "reader_of",
+    "reads_twice",
+    "task_spans",
+]
+
+#: the start of the name of a layer of reads fused with their reduction
+FUSED = "weighted-nanmean-read-"
 
 
 @runtime_checkable
@@ -72,9 +90,15 @@ def task_spans(blocks: tuple[int, ...], itemsize_per_step: float) -> list[tuple[
     return spans
 
 
-def fused_weighted_nanmean(x: da.Array, w: np.ndarray, min_share: float) -> da.Array | None:
+def fused_weighted_nanmean(
+    x: da.Array, w: np.ndarray, min_share: float, finish: Callable[..., np.ndarray]
+) -> da.Array | None:
     """The weighted mean over the field of each time step of ``x``, computed by the reader
-    ``x`` comes straight from (:func:`reader_of`), or ``None`` when it does not."""
+    ``x`` comes straight from (:func:`reader_of`), or ``None`` when it does not; ``finish``
+    makes the means from the sums, the total weight and ``min_share``
+    (:func:`pangeo_hpc.recipes.kernels.mean_of_sums`)."""
+    if not config.get("data.fuse-reads"):
+        return None
     reader = reader_of(x)
     if reader is None or w.shape != x.shape[1:]:
         return None
@@ -82,9 +106,9 @@ def fused_weighted_nanmean(x: da.Array, w: np.ndarray, min_share: float) -> da.A
     spans = task_spans(x.chunks[0], float(np.prod(x.shape[1:])) * x.dtype.itemsize)
     original = f"original-{x.name}"
     token = tokenize(x.name, w, min_share, spans)
-    name, wname = f"weighted-nanmean-read-{token}", f"weights-{tokenize(w)}"
+    name, wname = f"{FUSED}{token}", f"weights-{tokenize(w)}"
     dsk: dict[Any, Any] = {
-        (name, i): (_mean_of_span, original, a, b, wname, min_share)
+        (name, i): (_mean_of_span, original, a, b, wname, min_share, finish)
         for i, (a, b) in enumerate(spans)
     }
     layers = {original: x.dask.layers[original], wname: {wname: w}, name: dsk}
@@ -95,8 +119,36 @@ def fused_weighted_nanmean(x: da.Array, w: np.ndarray, min_share: float) -> da.A
 
 
 def _mean_of_span(
-    reader: WeightedSums, start: int, stop: int, w: np.ndarray, min_share: float
+    reader: WeightedSums,
+    start: int,
+    stop: int,
+    w: np.ndarray,
+    min_share: float,
+    finish: Callable[..., np.ndarray],
 ) -> np.ndarray:
-    from pangeo_hpc.recipes.kernels import mean_of_sums
+    return finish(reader.weighted_sums(start, stop, w), float(w.sum()), min_share)
 
-    return mean_of_sums(reader.weighted_sums(start, stop, w), float(w.sum()), min_share)
+
+def fused_spans(graph: Any) -> dict[str, list[tuple[int, int]]]:
+    """The reads fused with a reduction in a high-level ``graph``: per array read (its
+    Dask name, that of its blocks), the spans of time steps its fused tasks read."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for name, layer in graph.layers.items():
+        if not str(name).startswith(FUSED):
+            continue
+        for task in dict(layer).values():
+            _, original, start, stop, *_ = task
+            out.setdefault(original[len("original-") :], []).append((start, stop))
+    return out
+
+
+def reads_twice(arrays: Any) -> bool:
+    """Whether the Dask arrays ``arrays``, computed together, would read some data twice:
+    once as blocks and once by a reduction fused with its reads (:func:`fused_spans`)."""
+    from dask.highlevelgraph import HighLevelGraph as Graph
+
+    graphs = [a.__dask_graph__() for a in arrays if isinstance(a, da.Array)]
+    if not graphs:
+        return False
+    merged = Graph.merge(*graphs)
+    return any(name in merged.layers for name in fused_spans(merged))

@@ -13,6 +13,7 @@ import numpy as np
 from dask.base import tokenize
 
 from pangeo_hpc.jit import njit
+from pangeo_hpc.recipes.fusion import fused_weighted_nanmean
 
 
 @njit
@@ -94,11 +95,10 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> An
     :meth:`pangeo_hpc.io.reader.MultiFileArray.weighted_sums`) are summed there instead, in
     fewer, larger tasks that never hold a block (:mod:`pangeo_hpc.recipes.fusion`).
     """
-    from pangeo_hpc.recipes.fusion import fused_weighted_nanmean
 
     if not isinstance(x, da.Array):
         return weighted_nanmean(x, w, min_share)
-    fused = fused_weighted_nanmean(x, w, min_share)
+    fused = fused_weighted_nanmean(x, w, min_share, mean_of_sums)
     if fused is not None:
         return fused
     lead = tuple(range(x.ndim - w.ndim))
