@@ -35,7 +35,7 @@ platform's peak RSS per worker is sampled during its first run, on workers that 
 nothing else (the workers keep what the xarray cases allocate).
 
     python benchmarks/b1_global_mean.py [--gb 2.2] [--repeat 3] [--cache warm,cold] [--quick]
-        [--no-naive] [--no-cdo-default]
+        [--no-naive] [--no-cdo-default] [--source TREE --period 2000-01..2019-12]
 """
 
 from __future__ import annotations
@@ -197,11 +197,20 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="skip the (slow) run of CDO with netCDF-C's default chunk cache",
     )
+    p.add_argument(
+        "--source",
+        help="an existing era5-pds tree of daily SST to read instead (not written to), "
+        "e.g. benchmarks/data/demo-1deg; with --period",
+    )
+    p.add_argument("--period", default="2000-01..2019-12", help="months of --source, A..B")
     a = finish_args(p.parse_args(argv))
     gb = a.gb or (0.5 if a.quick else 2.2)
     workers = a.workers
 
-    root, start, end = quarter_degree(months_for_gb(gb))
+    if a.source:
+        root, (start, end) = Path(a.source).resolve(), a.period.split("..")
+    else:
+        root, start, end = quarter_degree(months_for_gb(gb))
     files = files_of(root, start, end)
     size = data_size(files)
     print(f"B1 data: {root} {start}..{end}: {size.describe()}")
@@ -362,6 +371,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "summary": f"{size.bytes_uncompressed / 1e9:.2f} GB, {size.files} files",
         "params": {
             "gb": gb,
+            "source": str(root),
             "start": start,
             "end": end,
             "workers": workers,
