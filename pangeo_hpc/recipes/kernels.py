@@ -136,6 +136,8 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
     counts = np.zeros((k, m), dtype=np.int32)
     for i in range(n):
         g = codes[i]
+        if g < 0:  # a step in no group
+            continue
         for j in range(m):
             v = x[i, j]
             if v == v:  # not NaN
@@ -146,7 +148,8 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
 
 def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """NaN-skipping sums (float64) and counts (int32) of the rows of ``x`` (time, cells) in
-    each of the ``k`` groups ``codes`` (0..k-1 per row) names: one compiled pass."""
+    each of the ``k`` groups ``codes`` (0..k-1 per row; a row coded -1 is in none) names:
+    one compiled pass."""
     return _group_sums(x, codes, k)
 
 
