@@ -59,6 +59,7 @@ from common import (
     VAR,
     Case,
     Timings,
+    add_source,
     data_size,
     files_of,
     finish_args,
@@ -197,17 +198,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         action="store_true",
         help="skip the (slow) run of CDO with netCDF-C's default chunk cache",
     )
-    p.add_argument(
-        "--source",
-        help="an existing era5-pds tree of daily SST to read instead (not written to), "
-        "e.g. benchmarks/data/demo-1deg; with --period",
-    )
-    p.add_argument("--period", default="2000-01..2019-12", help="months of --source, A..B")
-    p.add_argument(
-        "--bounds-only",
-        action="store_true",
-        help="time the platform and the two bounds only (no xarray, no CDO)",
-    )
+    add_source(p)  # e.g. benchmarks/data/demo-1deg instead of the 0.25-degree tree
+    p.add_argument("--bounds-only", action="store_true", help="no xarray, no CDO")
     a = finish_args(p.parse_args(argv))
     gb = a.gb or (0.5 if a.quick else 2.2)
     workers = a.workers
@@ -357,18 +349,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 ratio_row("B1", "vs best xarray", cache_state, plat, med[best_xr], best_xr, 1.6)
             )
         if kept_cdo:
-            best_cdo = kept_cdo[0].name
-            rows.append(
-                ratio_row(
-                    "B1",
-                    "vs CDO fldmean at its best (chunk cache of one chunk row)",
-                    cache_state,
-                    plat,
-                    med[best_cdo],
-                    best_cdo,
-                    1.5,
-                )
+            cdo, what = (
+                kept_cdo[0].name,
+                "vs CDO fldmean at its best (chunk cache of one chunk row)",
             )
+            rows.append(ratio_row("B1", what, cache_state, plat, med[cdo], cdo, 1.5))
     plat_warm = t.median("warm", "pangeo-hpc") if "warm" in t.seconds else float("nan")
     for name, what in (
         ("cdo per file, default cache", "vs CDO fldmean as it comes (1 run)"),

@@ -19,7 +19,7 @@ Seconds per uncompressed GB (medians of interleaved repeats), stored bytes, and 
 codec's decode speed-up over NetCDF (the bound) are printed and written to
 ``benchmarks/results/codecs.json``. The encoded chunks are held in memory.
 
-    python benchmarks/codecs.py [--source benchmarks/data/demo-1deg] [--period 2000-01..2004-12]
+    python benchmarks/codecs.py [--source benchmarks/data/demo-1deg] [--period 2000-01..2019-12]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bounds import chunk_index, unshuffle4
-from common import DATA, VAR, files_of, parser, write_result
+from common import DATA, VAR, add_source, files_of, parser, write_result
 
 ZARR = ("zstd", "lz4hc", "lz4")
 
@@ -83,8 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     from pangeo_hpc import config
 
     p = parser(__doc__)
-    p.add_argument("--source", default=str(DATA / "demo-1deg"), help="era5-pds tree of SST")
-    p.add_argument("--period", default="2000-01..2004-12", help="months, A..B")
+    add_source(p, default=str(DATA / "demo-1deg"))
     a = p.parse_args(argv)
     repeat = a.repeat or (1 if a.quick else 5)
     start, end = a.period.split("..")
