@@ -4,7 +4,7 @@ straight from a file reader.
 ``weighted_nanmean_blocks`` of data that come straight from ``da.from_array(reader)``
 (nothing between them: no selection, no arithmetic) asks the reader itself for the sums
 of each time step, when it offers them (``reader.weighted_sums(start, stop, w)``, the
-:class:`WeightedSums` protocol: :class:`pangeo_hpc.io.reader.MultiFileArray`, which sums
+:class:`WeightedSums` protocol: :class:`pangeo_hpc.io.fused.SummingArray`, which sums
 each chunk as it is decoded). Nothing then holds a decoded block, so a task need not be
 the size of a block: consecutive blocks (which never cut a stored chunk) are summed by
 one task, about ``pangeo-hpc.data.fused-task-mb`` of data each but at least

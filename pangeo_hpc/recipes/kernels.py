@@ -92,7 +92,7 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> An
     the block arrives as it is, wrapped in one list per dropped axis.
 
     Data straight from a reader that sums as it decodes (``weighted_sums``, e.g.
-    :meth:`pangeo_hpc.io.reader.MultiFileArray.weighted_sums`) are summed there instead, in
+    :meth:`pangeo_hpc.io.fused.SummingArray.weighted_sums`) are summed there instead, in
     fewer, larger tasks that never hold a block (:mod:`pangeo_hpc.recipes.fusion`).
     """
 
