@@ -67,26 +67,35 @@ def demo_data(years: int) -> tuple[Path, str, str]:
 
 def read_tasks(lazy: Any, dataset: Any, variables: list[str]) -> dict[str, tuple[int, int]]:
     """Per input variable: (read tasks in the recipe's graph, chunks of the variable)."""
+    from pangeo_hpc.recipes.fusion import fused_spans
+
     graph = dict(lazy.__dask_graph__())
+    fused = fused_spans(lazy.__dask_graph__())  # tasks that read and reduce (area means)
     out = {}
     for v in variables:
         name = dataset[v].data.name
         reads = sum(1 for k in graph if isinstance(k, tuple) and k[0] == name)
-        out[v] = (reads, dataset[v].data.npartitions)
+        out[v] = (reads + len(fused.get(name, [])), dataset[v].data.npartitions)
     return out
 
 
 def bytes_read(lazy: Any, dataset: Any, variables: list[str]) -> int:
     """Uncompressed bytes of the chunks the culled graph reads (a recipe that selects
-    months reads only the chunks that hold them)."""
+    months reads only the chunks that hold them), and of the time steps its fused tasks
+    read (an area mean summed as the data are decoded)."""
     import numpy as np
     from dask.core import flatten
 
+    from pangeo_hpc.recipes.fusion import fused_spans
+
     culled = lazy.__dask_graph__().cull(set(flatten(lazy.__dask_keys__())))
     keys = {k for k in culled.keys() if isinstance(k, tuple)}
+    fused = fused_spans(lazy.__dask_graph__())
     total = 0
     for v in variables:
         arr = dataset[v].data
+        step = int(np.prod(arr.shape[1:])) * arr.dtype.itemsize
+        total += sum(b - a for a, b in fused.get(arr.name, [])) * step  # read as summed
         for index in np.ndindex(*arr.numblocks):
             if (arr.name, *index) in keys:
                 sizes = [c[i] for c, i in zip(arr.chunks, index, strict=True)]

@@ -619,6 +619,13 @@ def parser(doc: str | None, **defaults: Any) -> argparse.ArgumentParser:
     return p
 
 
+def add_source(p: argparse.ArgumentParser, default: str | None = None) -> None:
+    """``--source TREE`` (an existing era5-pds tree of daily SST, read, never written) and
+    ``--period A..B`` (its months)."""
+    p.add_argument("--source", default=default, help="an existing era5-pds tree of SST to read")
+    p.add_argument("--period", default="2000-01..2019-12", help="months of --source, A..B")
+
+
 def finish_args(a: argparse.Namespace, default_repeat: int = 3) -> argparse.Namespace:
     if a.repeat is None:
         a.repeat = 1 if a.quick else default_repeat

@@ -2,10 +2,12 @@
 variables on one grid and time axis as one dataset: what :func:`~pangeo_hpc.io.era5.open_era5`
 and :func:`~pangeo_hpc.io.files.open_files` share.
 
-The data are a :class:`~pangeo_hpc.io.reader.MultiFileArray` read without xarray's lock, in
-chunks of whole fields that never span two files. The time axis and its bounds (``time1`` and
-``time1_bounds`` of ERA5's forecast variables, ``time_bnds`` of CMIP files) come from the
-scans, each file's values decoded with its own ``units`` and ``calendar``.
+The data are a :class:`~pangeo_hpc.io.fused.SummingArray` (a
+:class:`~pangeo_hpc.io.reader.MultiFileArray` that sums area means as it reads) read
+without xarray's lock, in chunks of whole fields that never span two files. The time axis
+and its bounds (``time1`` and ``time1_bounds`` of ERA5's forecast variables, ``time_bnds``
+of CMIP files) come from the scans, each file's values decoded with its own ``units`` and
+``calendar``.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ import xarray as xr
 from dask.base import tokenize
 
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.io.fused import SummingArray
 from pangeo_hpc.io.hdf5_meta import FileInfo, Head
-from pangeo_hpc.io.reader import MultiFileArray, Source
+from pangeo_hpc.io.reader import Source
 
 #: attributes of the files that are encoding or HDF5 plumbing, not the variable's
 DIMS_ATTR_SKIP = (
@@ -69,7 +72,7 @@ def lazy_dataset(
         np.dtype("f4") if ref.dtype.kind in "fiu" and ref.dtype.itemsize <= 4 else np.dtype("f8")
     )
     decodings = [info.decoding for info in infos]
-    array = MultiFileArray(sources, lengths, ref.field_shape, dtype, decodings)
+    array = SummingArray(sources, lengths, ref.field_shape, dtype, decodings)
     chunks = time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
     data = da.from_array(
         array,

@@ -18,7 +18,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 import h5py
 import numpy as np
@@ -84,6 +84,21 @@ class Decoding:
         return out
 
 
+class Fetched(NamedTuple):
+    """The stored chunks a read needs, before decoding: ``table`` locates and decodes them,
+    ``box`` is the block they are decoded into (``(lo, hi)`` per axis), ``post`` what the
+    key takes out of it (:func:`~pangeo_hpc.io.indexing.bounding_box`); ``plan`` lists each
+    chunk (grid index, byte offset, length) and ``payloads`` its bytes (``None`` for a
+    chunk never written). A reduction can decode them chunk by chunk
+    (:mod:`pangeo_hpc.io.fused`) instead of assembling the block."""
+
+    table: ChunkTable
+    box: list[tuple[int, int]]
+    post: tuple
+    plan: list[tuple[tuple[int, ...], int, int]]
+    payloads: list[Any]
+
+
 class Source(Protocol):
     """Reads a hyperslab of one variable of one file, as stored (before CF decoding)."""
 
@@ -104,6 +119,14 @@ class H5Source:
     variable: str
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        fetched = self.fetch(key)
+        if not isinstance(fetched, Fetched):  # read by h5py (a NumPy scalar for one value)
+            return fetched
+        return _assemble(*fetched, self.path)
+
+    def fetch(self, key: tuple[slice | int, ...]) -> Fetched | Any:
+        """The chunks ``key`` needs as stored (see :data:`Fetched`), or, for a dataset the
+        chunk reader does not take, the values themselves (read with h5py)."""
         try:
             with h5py.File(self.path, "r") as f:
                 dset = f[self.variable]
@@ -128,7 +151,7 @@ class H5Source:
             payloads = _pread_ranges(fd, [(off, n) for _, off, n in plan], self.path)
         finally:
             os.close(fd)
-        return _assemble(table, box, plan, payloads, self.path)[post]
+        return Fetched(table, box, post, plan, payloads)
 
 
 #: neighbouring chunks closer than this are read with one ``pread``
@@ -198,6 +221,10 @@ class RefSource:
     opts: S3Options
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        return _assemble(*self.fetch(key), self.url)
+
+    def fetch(self, key: tuple[slice | int, ...]) -> Fetched:
+        """The chunks ``key`` needs as stored (see :data:`Fetched`)."""
         import obstore
 
         box, post = bounding_box(key, self.table.shape)
@@ -218,12 +245,14 @@ class RefSource:
             _count(sum(b - a for a, b in ranged))
         it = iter(fetched)
         payloads = [next(it) if off >= 0 else self.table.inline.get(idx) for idx, off, _ in plan]
-        return _assemble(self.table, box, plan, payloads, self.url)[post]
+        return Fetched(self.table, box, post, plan, payloads)
 
 
-def _assemble(table: ChunkTable, box: list, plan: list, payloads: list, name: str) -> np.ndarray:
+def _assemble(
+    table: ChunkTable, box: list, post: tuple, plan: list, payloads: list, name: str
+) -> np.ndarray:
     try:
-        return table.assemble(box, plan, payloads)
+        return table.assemble(box, plan, payloads)[post]
     except CorruptChunkError as exc:
         if not name.startswith("s3://"):
             raise DamagedInputError(
@@ -291,17 +320,23 @@ class MultiFileArray:
             block = block[(slice(None), *key[1:])]
         return block[0] if scalar else block
 
-    def _rows(self, start: int, stop: int, field_key: tuple) -> np.ndarray:
-        """Rows ``start:stop`` along time, each file read once."""
-        parts = []
+    def spans(self, start: int, stop: int) -> list[tuple[int, int, int, int]]:
+        """The files that rows ``start:stop`` come from: ``(file, first, stop, at)``, the
+        file's rows ``first:stop`` being rows ``at:`` of the span."""
+        out = []
         first = int(np.searchsorted(self._offsets, start, side="right")) - 1
         for i in range(max(first, 0), len(self.sources)):
-            lo, hi = self._offsets[i], self._offsets[i + 1]
+            lo, hi = int(self._offsets[i]), int(self._offsets[i + 1])
             if lo >= stop:
                 break
             a, b = max(start, lo) - lo, min(stop, hi) - lo
             if b > a:
-                parts.append(self._read(i, (slice(a, b), *field_key)))
+                out.append((i, a, b, lo + a - start))
+        return out
+
+    def _rows(self, start: int, stop: int, field_key: tuple) -> np.ndarray:
+        """Rows ``start:stop`` along time, each file read once."""
+        parts = [self._read(i, (slice(a, b), *field_key)) for i, a, b, _ in self.spans(start, stop)]
         if not parts:
             shape = np.empty(self.shape[1:], dtype=bool)[field_key].shape
             return np.empty((0, *shape), dtype=self.dtype)

@@ -13,6 +13,7 @@ import numpy as np
 from dask.base import tokenize
 
 from pangeo_hpc.jit import njit
+from pangeo_hpc.recipes.fusion import fused_weighted_nanmean
 
 
 @njit
@@ -56,15 +57,29 @@ def weighted_nanmean(x: np.ndarray, w: np.ndarray, min_share: float = 0.0) -> np
     :data:`SMALL` values are summed with NumPy, more by the compiled kernel.
     """
     lead = x.shape[: x.ndim - w.ndim]
-    flat = np.ascontiguousarray(x.reshape(-1, w.size))
     wf = np.ascontiguousarray(w, dtype="f8").ravel()
-    sums = _weighted_sums_numpy(flat, wf) if flat.size <= SMALL else _weighted_sums(flat, wf)
+    sums = weighted_sums(x.reshape(-1, w.size), wf)
+    return mean_of_sums(sums, wf.sum(), min_share).reshape(lead)
+
+
+def weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    """``(n, 2)`` float64: per row of ``x`` (``n`` rows of ``w.size`` values), ``Σ w x`` and
+    ``Σ w`` over the values that are not NaN; one compiled pass (NumPy up to
+    :data:`SMALL` values)."""
+    flat = np.ascontiguousarray(x)
+    wf = np.ascontiguousarray(w, dtype="f8")
+    return _weighted_sums_numpy(flat, wf) if flat.size <= SMALL else _weighted_sums(flat, wf)
+
+
+def mean_of_sums(sums: np.ndarray, total: float, min_share: float = 0.0) -> np.ndarray:
+    """The means of :func:`weighted_sums` (``total``: the sum of all the weights), NaN where
+    the valid weights sum to zero or to less than ``min_share`` of ``total`` (see
+    :func:`weighted_nanmean`)."""
     enough = sums[:, 1] > 0
     if min_share > 0:
-        enough &= sums[:, 1] >= min_share * wf.sum() * (1 - 1e-12)
+        enough &= sums[:, 1] >= min_share * total * (1 - 1e-12)
     with np.errstate(invalid="ignore", divide="ignore"):
-        mean = np.where(enough, sums[:, 0] / sums[:, 1], np.nan)
-    return mean.reshape(lead)
+        return np.where(enough, sums[:, 0] / sums[:, 1], np.nan)
 
 
 def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> Any:
@@ -75,9 +90,17 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> An
     ``apply_ufunc(dask="parallelized")`` would make Dask concatenate each block's single
     chunk along the dropped axes first, a copy of every block. With ``concatenate=False``
     the block arrives as it is, wrapped in one list per dropped axis.
+
+    Data straight from a reader that sums as it decodes (``weighted_sums``, e.g.
+    :meth:`pangeo_hpc.io.fused.SummingArray.weighted_sums`) are summed there instead, in
+    fewer, larger tasks that never hold a block (:mod:`pangeo_hpc.recipes.fusion`).
     """
+
     if not isinstance(x, da.Array):
         return weighted_nanmean(x, w, min_share)
+    fused = fused_weighted_nanmean(x, w, min_share, mean_of_sums)
+    if fused is not None:
+        return fused
     lead = tuple(range(x.ndim - w.ndim))
     core = tuple(range(x.ndim - w.ndim, x.ndim))
     if any(len(x.chunks[i]) != 1 for i in core):
@@ -113,6 +136,8 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
     counts = np.zeros((k, m), dtype=np.int32)
     for i in range(n):
         g = codes[i]
+        if g < 0:  # a step in no group
+            continue
         for j in range(m):
             v = x[i, j]
             if v == v:  # not NaN
@@ -123,7 +148,8 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
 
 def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """NaN-skipping sums (float64) and counts (int32) of the rows of ``x`` (time, cells) in
-    each of the ``k`` groups ``codes`` (0..k-1 per row) names: one compiled pass."""
+    each of the ``k`` groups ``codes`` (0..k-1 per row; a row coded -1 is in none) names:
+    one compiled pass."""
     return _group_sums(x, codes, k)
 
 

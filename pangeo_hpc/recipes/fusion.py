@@ -1,0 +1,154 @@
+"""Reductions done by the reader, as it decodes: the graph of an area mean over data
+straight from a file reader.
+
+``weighted_nanmean_blocks`` of data that come straight from ``da.from_array(reader)``
+(nothing between them: no selection, no arithmetic) asks the reader itself for the sums
+of each time step, when it offers them (``reader.weighted_sums(start, stop, w)``, the
+:class:`WeightedSums` protocol: :class:`pangeo_hpc.io.fused.SummingArray`, which sums
+each chunk as it is decoded). Nothing then holds a decoded block, so a task need not be
+the size of a block: consecutive blocks (which never cut a stored chunk) are summed by
+one task, about ``pangeo-hpc.data.fused-task-mb`` of data each but at least
+``pangeo-hpc.data.fused-tasks`` tasks for the whole array, so that workers finish
+together.
+
+The data's blocks are then not read for the mean: anything else computed from the same
+data with it (a time mean beside an area mean) reads the files a second time.
+:func:`reads_twice` finds that in a set of results (the recipe runner then builds them
+again with ``pangeo-hpc.data.fuse-reads`` off); a user computing such results together
+turns it off. This layer knows no reader: it finds the array Dask's ``from_array`` keeps
+(the ``original-`` key, one object) and asks it by duck typing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import dask.array as da
+import numpy as np
+from dask.base import tokenize
+from dask.highlevelgraph import HighLevelGraph
+
+from pangeo_hpc import config
+
+__all__ = [
+    "FUSED",
+    "WeightedSums",
+    "fused_spans",
+    "fused_weighted_nanmean",
+    "reader_of",
+    "reads_twice",
+    "task_spans",
+]
+
+#: the start of the name of a layer of reads fused with their reduction
+FUSED = "weighted-nanmean-read-"
+
+
+@runtime_checkable
+class WeightedSums(Protocol):
+    """A reader that sums time steps of a 2-D field as it reads them."""
+
+    def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
+        """``(stop - start, 2)`` float64: ``Σ w x`` and ``Σ w`` over the values that are
+        not NaN, per time step."""
+        ...
+
+
+def reader_of(x: da.Array) -> WeightedSums | None:
+    """The reader ``x`` was made from by ``da.from_array`` if ``x`` is nothing but its
+    blocks, whole fields each, and it offers :class:`WeightedSums`; else ``None``."""
+    original = f"original-{x.name}"
+    if x.ndim != 3 or set(x.dask.dependencies.get(x.name, ())) != {original}:
+        return None
+    if any(len(c) != 1 for c in x.chunks[1:]):
+        return None
+    layer = x.dask.layers.get(original)
+    obj = layer.get(original) if layer is not None else None
+    if isinstance(obj, WeightedSums) and getattr(obj, "shape", None) == x.shape:
+        return obj
+    return None
+
+
+def task_spans(blocks: tuple[int, ...], itemsize_per_step: float) -> list[tuple[int, int]]:
+    """Consecutive ``blocks`` (lengths along time) joined into task spans ``(start, stop)``:
+    about ``data.fused-task-mb`` of data each, but at least ``data.fused-tasks`` spans for
+    all (fewer when there are fewer blocks); a span ends only where a block ends."""
+    total = sum(blocks) * itemsize_per_step
+    cap = float(config.get("data.fused-task-mb")) * 1e6
+    want = int(config.get("data.fused-tasks"))
+    target = min(cap, total / max(want, 1))
+    spans: list[tuple[int, int]] = []
+    start = stop = 0
+    for n in blocks:
+        if stop > start and (stop - start + n) * itemsize_per_step > target:
+            spans.append((start, stop))
+            start = stop
+        stop += n
+    if stop > start:
+        spans.append((start, stop))
+    return spans
+
+
+def fused_weighted_nanmean(
+    x: da.Array, w: np.ndarray, min_share: float, finish: Callable[..., np.ndarray]
+) -> da.Array | None:
+    """The weighted mean over the field of each time step of ``x``, computed by the reader
+    ``x`` comes straight from (:func:`reader_of`), or ``None`` when it does not; ``finish``
+    makes the means from the sums, the total weight and ``min_share``
+    (:func:`pangeo_hpc.recipes.kernels.mean_of_sums`)."""
+    if not config.get("data.fuse-reads"):
+        return None
+    reader = reader_of(x)
+    if reader is None or w.shape != x.shape[1:]:
+        return None
+    w = np.ascontiguousarray(w, dtype="f8")
+    spans = task_spans(x.chunks[0], float(np.prod(x.shape[1:])) * x.dtype.itemsize)
+    original = f"original-{x.name}"
+    token = tokenize(x.name, w, min_share, spans)
+    name, wname = f"{FUSED}{token}", f"weights-{tokenize(w)}"
+    dsk: dict[Any, Any] = {
+        (name, i): (_mean_of_span, original, a, b, wname, min_share, finish)
+        for i, (a, b) in enumerate(spans)
+    }
+    layers = {original: x.dask.layers[original], wname: {wname: w}, name: dsk}
+    deps = {original: set(), wname: set(), name: {original, wname}}
+    graph = HighLevelGraph(layers, deps)
+    chunks = (tuple(b - a for a, b in spans),)
+    return da.Array(graph, name, chunks=chunks, dtype="f8", meta=np.empty((0,)))
+
+
+def _mean_of_span(
+    reader: WeightedSums,
+    start: int,
+    stop: int,
+    w: np.ndarray,
+    min_share: float,
+    finish: Callable[..., np.ndarray],
+) -> np.ndarray:
+    return finish(reader.weighted_sums(start, stop, w), float(w.sum()), min_share)
+
+
+def fused_spans(graph: Any) -> dict[str, list[tuple[int, int]]]:
+    """The reads fused with a reduction in a high-level ``graph``: per array read (its
+    Dask name, that of its blocks), the spans of time steps its fused tasks read."""
+    out: dict[str, list[tuple[int, int]]] = {}
+    for name, layer in graph.layers.items():
+        if not str(name).startswith(FUSED):
+            continue
+        for task in dict(layer).values():
+            _, original, start, stop, *_ = task
+            out.setdefault(original[len("original-") :], []).append((start, stop))
+    return out
+
+
+def reads_twice(arrays: Any) -> bool:
+    """Whether the Dask arrays ``arrays``, computed together, would read some data twice:
+    once as blocks and once by a reduction fused with its reads (:func:`fused_spans`)."""
+    from dask.highlevelgraph import HighLevelGraph as Graph
+
+    graphs = [a.__dask_graph__() for a in arrays if isinstance(a, da.Array)]
+    if not graphs:
+        return False
+    merged = Graph.merge(*graphs)
+    return any(name in merged.layers for name in fused_spans(merged))
