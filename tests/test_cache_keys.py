@@ -18,6 +18,7 @@ import random
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import netCDF4
@@ -244,9 +245,10 @@ def test_the_property_fails_with_a_chain_hash_of_names_and_options(client, tmp_p
 # the two reproductions of issue 27, as a user runs them: the command line, a fresh process
 
 
-def _cli(*args: str, cwd: Path, pythonpath: Path = ROOT) -> float:
-    """Run the recipe through ``python -m pangeo_hpc.run``; its one answer (the area mean)."""
-    out = cwd / f"out{len(list(cwd.glob('out*')))}"
+def _cli(*args: str, cwd: Path, pythonpath: Path = ROOT, name: str | None = None) -> float:
+    """Run the recipe through ``python -m pangeo_hpc.run``; its one answer (the area mean).
+    Its output folder is ``name`` in ``cwd`` (default: the next ``outN``)."""
+    out = cwd / (name or f"out{len(list(cwd.glob('out*')))}")
     env = {**os.environ, "PYTHONPATH": str(pythonpath)}
     r = subprocess.run(
         [sys.executable, "-m", "pangeo_hpc.run", *args, "--out", str(out), "--no-progress"],
@@ -263,8 +265,10 @@ def test_a_file_rewritten_in_place_with_its_mtime_put_back_is_read_again(tmp_pat
     recipe = str(_recipe(tmp_path, data))
     first = _cli(recipe, cwd=tmp_path)
     _keep_times(data / "sst_2001.nc", lambda p: _add(p, 10.0))
-    again = _cli(recipe, cwd=tmp_path)
-    fresh = _cli(recipe, "--no-cache", cwd=tmp_path)
+    with ThreadPoolExecutor(2) as pool:  # at once: the cached run and the uncached one
+        cached = pool.submit(_cli, recipe, cwd=tmp_path, name="again")
+        uncached = pool.submit(_cli, recipe, "--no-cache", cwd=tmp_path, name="fresh")
+        again, fresh = cached.result(), uncached.result()
     assert again == pytest.approx(fresh, rel=1e-6)
     assert again == pytest.approx(first + 10.0 / len(YEARS), rel=1e-4)  # a quarter of the days
 

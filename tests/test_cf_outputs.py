@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import xarray as xr
 from cf import cfchecks, unavailable
-from conftest import missing, require_tool, run_cli
+from conftest import missing, require_tool, run_clis
 
 from pangeo_hpc.recipes.cf_attrs import per_time_units
 
@@ -65,10 +65,8 @@ def outputs(demo_tree, tmp_path_factory) -> dict[str, Path]:
     demo tree."""
     base = tmp_path_factory.mktemp("cf-outputs")
     (base / "seasons.yaml").write_text(SEASONS_RECIPE)
-    out = {}
-    for recipe in RECIPES:
-        folder = base / recipe
-        r = run_cli(
+    commands = [
+        (
             str(base / "seasons.yaml") if recipe == "seasons" else recipe,
             "--data",
             str(demo_tree),
@@ -77,12 +75,13 @@ def outputs(demo_tree, tmp_path_factory) -> dict[str, Path]:
             "1",
             "--no-progress",
             "--out",
-            str(folder),
-            cwd=base,
+            str(base / recipe),
         )
-        assert r.returncode == 0, r.stderr
-        out[recipe] = folder / "result.nc"
-    return out
+        for recipe in RECIPES
+    ]
+    for recipe, r in zip(RECIPES, run_clis(*commands, cwd=base), strict=True):  # 2 at a time
+        assert r.returncode == 0, f"{recipe}: {r.stderr}"
+    return {recipe: base / recipe / "result.nc" for recipe in RECIPES}
 
 
 @pytest.mark.slow
@@ -176,35 +175,13 @@ def _open_silently(store: Path) -> None:
 
 @pytest.mark.slow
 def test_zarr_outputs_open_without_warnings(demo_tree, tmp_path):
-    out = tmp_path / "trend"
-    r = run_cli(
-        "era5-sst-trend",
-        "--data",
-        str(demo_tree),
-        *PERIOD,
-        "--workers",
-        "1",
-        "--no-progress",
-        "--format",
-        "zarr",
-        "--out",
-        str(out),
-        cwd=tmp_path,
-    )
-    assert r.returncode == 0, r.stderr
-    store = tmp_path / "sst.zarr"
-    r = run_cli(
-        "convert",
-        "--data",
-        str(demo_tree),
-        "--out",
-        str(store),
-        *PERIOD,
-        "--workers",
-        "1",
-        cwd=tmp_path,
-    )
-    assert r.returncode == 0, r.stderr
+    out, store = tmp_path / "trend", tmp_path / "sst.zarr"
+    trend_run = ("era5-sst-trend", "--data", str(demo_tree), *PERIOD, "--workers", "1",
+             "--no-progress", "--format", "zarr", "--out", str(out))  # fmt: skip
+    convert_run = ("convert", "--data", str(demo_tree), "--out", str(store), *PERIOD,
+               "--workers", "1")  # fmt: skip
+    for r in run_clis(trend_run, convert_run, cwd=tmp_path):  # at once
+        assert r.returncode == 0, r.stderr
     for path in (out / "result.zarr", store):
         _open_silently(path)
     trend = xr.open_zarr(out / "result.zarr")

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import run_cli
+from conftest import run_cli, run_clis
 from known import daily_global_means, month_files
 
 from pangeo_hpc import run as cli
@@ -26,39 +26,23 @@ def test_list_names_both_recipes(tmp_path):
 @pytest.mark.smoke
 @pytest.mark.slow
 def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
-    data = tmp_path / "era5"
-    r = run_cli(
-        "demo-data",
-        "--out",
-        str(data),
-        "--start",
-        "2001-01",
-        "--end",
-        "2001-02",
-        "--resolution",
-        "5",
+    # three independent runs, two at a time (conftest.run_clis); checked one by one below
+    data, mean, trend = tmp_path / "era5", tmp_path / "mean", tmp_path / "trend"
+    made, averaged, trended = run_clis(
+        ("demo-data", "--out", str(data), "--start", "2001-01", "--end", "2001-02",
+         "--resolution", "5"),
+        ("era5-sst-mean", "--data", str(demo_tree), "--start", "2003-01", "--end", "2004-12",
+         "--workers", "2", "--warmup", "--out", str(mean)),
+        ("era5-sst-trend", "--data", str(demo_tree), "--start", "2000-01", "--end", "2009-12",
+         "--workers", "1", "--out", str(trend), "--format", "zarr"),
         cwd=tmp_path,
-    )
+    )  # fmt: skip
+    r = made
     assert r.returncode == 0, r.stderr
     assert "2 monthly files" in r.stdout
     assert (data / "2001" / "02" / "data" / "sea_surface_temperature.nc").is_file()
 
-    out = tmp_path / "mean"
-    r = run_cli(
-        "era5-sst-mean",
-        "--data",
-        str(demo_tree),
-        "--start",
-        "2003-01",
-        "--end",
-        "2004-12",
-        "--workers",
-        "2",
-        "--warmup",
-        "--out",
-        str(out),
-        cwd=tmp_path,
-    )
+    out, r = mean, averaged
     assert r.returncode == 0, r.stderr
     assert f"plot: {out / 'plot.png'}" in r.stdout
     # plain lines, not a redrawn bar, in logs: the states of the 24 files as they arrive
@@ -79,23 +63,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert result.global_mean_series.size == 24 and result.time_mean.attrs["units"] == "K"
     assert (out / "plot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
-    out = tmp_path / "trend"
-    r = run_cli(
-        "era5-sst-trend",
-        "--data",
-        str(demo_tree),
-        "--start",
-        "2000-01",
-        "--end",
-        "2009-12",
-        "--workers",
-        "1",
-        "--out",
-        str(out),
-        "--format",
-        "zarr",
-        cwd=tmp_path,
-    )
+    out, r = trend, trended
     assert r.returncode == 0, r.stderr
     summary = json.loads((out / "summary.json").read_text())
     assert summary["answer"]["global_mean_trend"]["value"] == pytest.approx(0.2, rel=0.05)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import run_cli
+from conftest import run_cli, run_clis
 
 from pangeo_hpc.batch.pipeline.convert import to_zarr
 from pangeo_hpc.errors import DataNotFoundError, InputError
@@ -73,38 +74,28 @@ def test_a_failed_conversion_leaves_nothing(demo_tree, tmp_path, monkeypatch):
 def test_cli_convert_then_recipe_on_the_store(demo_tree, tmp_path):
     store = tmp_path / "sst.zarr"
     period = ("--start", "2000-01", "--end", "2000-12")
-    r = run_cli(
-        "convert",
-        "--data",
-        str(demo_tree),
-        "--out",
-        str(store),
-        *period,
-        "--workers",
-        "1",
+
+    def mean_of(name: str, data: Path) -> tuple[str, ...]:
+        return ("era5-sst-mean", "--data", str(data), *period, "--workers", "2",
+                "--out", str(tmp_path / name), "--no-progress")  # fmt: skip
+
+    # the conversion beside the run on the files (conftest.run_clis: two at a time); the
+    # refused conversion before the run on the store, which must find the store whole
+    converted, on_files = run_clis(
+        ("convert", "--data", str(demo_tree), "--out", str(store), *period, "--workers", "1"),
+        mean_of("nc", demo_tree),
         cwd=tmp_path,
     )
+    r = converted
     assert r.returncode == 0, r.stderr
     assert re.search(r"convert: 366 time steps .* \d+\.\d\d GB uncompressed", r.stdout)
     again = run_cli("convert", "--data", str(demo_tree), "--out", str(store), cwd=tmp_path)
     assert again.returncode == 2 and "exists: pass --overwrite to replace it" in again.stderr
+    on_store = run_cli(*mean_of("zarr", store), cwd=tmp_path)
     runs = {}
-    for name, data in (("nc", demo_tree), ("zarr", store)):
-        out = tmp_path / name
-        r = run_cli(
-            "era5-sst-mean",
-            "--data",
-            str(data),
-            *period,
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-            "--no-progress",
-            cwd=tmp_path,
-        )
+    for name, r in (("nc", on_files), ("zarr", on_store)):
         assert r.returncode == 0, r.stderr
-        runs[name] = json.loads((out / "summary.json").read_text())
+        runs[name] = json.loads((tmp_path / name / "summary.json").read_text())
     assert runs["zarr"]["inputs"]["access"] == "zarr"
     for name, headline in runs["nc"]["answer"].items():
         other = runs["zarr"]["answer"][name]

@@ -11,7 +11,7 @@ import dask
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import aws_environment, run_cli
+from conftest import aws_environment, run_cli, run_clis
 from servers import free_port, publish_tree
 
 from pangeo_hpc.errors import DataNotFoundError, InputError
@@ -261,27 +261,21 @@ def test_cli_index_then_recipe_from_s3_matches_local(
 
     # the recipe builds its own indexes on its workers, in a fresh cache
     monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "recipe-index"))
+
+    def mean_of(name: str, data: str, *extra: str) -> tuple[str, ...]:
+        return ("era5-sst-mean", "--data", data, *period, *extra, "--workers", "2",
+                "--out", str(tmp_path / name), "--no-progress")  # fmt: skip
+
+    # the two runs at once (conftest.run_clis)
+    done = run_clis(
+        mean_of("local", str(demo_tree)),
+        mean_of("s3", s3_tree, *ep, "--index", "build"),
+        cwd=tmp_path,
+    )
     runs = {}
-    for name, data, extra in (
-        ("local", str(demo_tree), ()),
-        ("s3", s3_tree, (*ep, "--index", "build")),
-    ):
-        out = tmp_path / name
-        r = run_cli(
-            "era5-sst-mean",
-            "--data",
-            data,
-            *period,
-            *extra,
-            "--workers",
-            "2",
-            "--out",
-            str(out),
-            "--no-progress",
-            cwd=tmp_path,
-        )
+    for name, r in zip(("local", "s3"), done, strict=True):
         assert r.returncode == 0, r.stderr
-        runs[name] = json.loads((out / "summary.json").read_text())
+        runs[name] = json.loads((tmp_path / name / "summary.json").read_text())
     assert runs["s3"]["inputs"]["access"] == "s3-indexed"
     assert len(list((tmp_path / "recipe-index").glob("*/*.json"))) == 6  # one per object
     assert runs["s3"]["answer"] == runs["local"]["answer"]
@@ -290,9 +284,12 @@ def test_cli_index_then_recipe_from_s3_matches_local(
     xr.testing.assert_identical(local_nc.drop_attrs(), s3_nc.drop_attrs())
     assert seaweedfs.secret not in (tmp_path / "s3/summary.json").read_text()
 
-    bad = run_cli("era5-sst-mean", "--data", str(demo_tree), "--anon", cwd=tmp_path)
+    bad, missing = run_clis(
+        ("era5-sst-mean", "--data", str(demo_tree), "--anon"),
+        ("index", "s3://no-such-bucket", *ep),
+        cwd=tmp_path,
+    )
     assert bad.returncode == 2 and re.search(r"--anon apply to s3:// sources only", bad.stderr)
-    missing = run_cli("index", "s3://no-such-bucket", *ep, cwd=tmp_path)
     assert missing.returncode == 2
     assert "error: bucket of 's3://no-such-bucket' does not exist" in missing.stderr
 

@@ -54,14 +54,34 @@ def grid(resolution: float) -> tuple[np.ndarray, np.ndarray]:
     return lat.astype("f4"), lon.astype("f4")
 
 
+#: the land masks of the grids this process has made, by their latitudes and longitudes:
+#: ``global_land_mask`` unpacks its whole 1 km globe on import (about 1 GB, 5-10 s), so a
+#: process does that at most once, and the processes of :func:`~pangeo_hpc.demo.generate`
+#: are handed their parent's masks (:func:`known_land_masks`) and never do it
+_LAND_MASKS: dict[tuple[bytes, bytes], np.ndarray] = {}
+
+
 def land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """True over land, from the GLOBE 1 km mask sampled at the cell centres."""
-    require("demo", "the demo data's land mask")
-    from global_land_mask import globe
+    key = (np.asarray(lat).tobytes(), np.asarray(lon).tobytes())
+    if key not in _LAND_MASKS:
+        require("demo", "the demo data's land mask")
+        from global_land_mask import globe
 
-    la, lo = np.meshgrid(lat.astype("f8"), lon.astype("f8"), indexing="ij")
-    lo = np.where(lo >= 180.0, lo - 360.0, lo)
-    return np.asarray(globe.is_land(np.clip(la, -89.999, 89.999), lo))
+        la, lo = np.meshgrid(lat.astype("f8"), lon.astype("f8"), indexing="ij")
+        lo = np.where(lo >= 180.0, lo - 360.0, lo)
+        _LAND_MASKS[key] = np.asarray(globe.is_land(np.clip(la, -89.999, 89.999), lo))
+    return _LAND_MASKS[key].copy()
+
+
+def known_land_masks() -> dict[tuple[bytes, bytes], np.ndarray]:
+    """The land masks this process has made (see :func:`remember_land_masks`)."""
+    return dict(_LAND_MASKS)
+
+
+def remember_land_masks(masks: dict[tuple[bytes, bytes], np.ndarray]) -> None:
+    """Take another process's land masks (:func:`known_land_masks`) as this one's."""
+    _LAND_MASKS.update(masks)
 
 
 class Fields:

@@ -34,7 +34,9 @@ from pangeo_hpc.demo.sst import (
     TREND_REFERENCE,
     Fields,
     grid,
+    known_land_masks,
     land_mask,
+    remember_land_masks,
     time_factors,
 )
 from pangeo_hpc.demo.writer import DEMO_HISTORY, is_demo_file, write_month
@@ -159,7 +161,14 @@ def generate(
             if progress:
                 progress(done, len(todo))
     else:
-        with ProcessPoolExecutor(min(nproc, len(todo)), mp_context=get_context("spawn")) as pool:
+        # the land mask made once here, not in each process (global_land_mask's import)
+        land_mask(*grid(float(spec.resolution)))  # type: ignore[arg-type]
+        with ProcessPoolExecutor(
+            min(nproc, len(todo)),
+            mp_context=get_context("spawn"),
+            initializer=remember_land_masks,
+            initargs=(known_land_masks(),),
+        ) as pool:
             for _ in pool.map(write_month, *args):
                 done += 1
                 if progress:
