@@ -111,3 +111,28 @@ def test_reads_twice_and_the_switch(tmp_path):
         assert not reads_twice([global_mean(sst).data, time_mean(sst).data])
     # a selection first: blocks read, then reduced (not fused)
     assert not fused_spans(global_mean(sst.isel(lat=slice(1, None))).data.__dask_graph__())
+
+
+def test_an_incremental_run_reads_each_file_once(demo_tree, tmp_path):
+    """era5-sst-mean's area means beside its time mean, run file by file with a state
+    cache: the fused area mean is built as in a whole run (not fused), so the reader counts
+    each file's bytes once, in the first run and in the update (a second read doubled them)."""
+    from distributed import Client, LocalCluster
+
+    from pangeo_hpc.batch import open_inputs
+    from pangeo_hpc.batch.incremental.state_cache import StateCache
+    from pangeo_hpc.batch.pipeline.steps import compute
+
+    cache = StateCache(tmp_path / "cache")
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None
+        ) as cl,  # fmt: skip
+        Client(cl) as client,
+    ):
+        for end in ("2000-02", "2000-03"):
+            inputs = open_inputs("era5-sst-mean", data=demo_tree, start="2000-01", end=end)
+            reads = compute(inputs, client, cache=cache).reads
+            assert reads is not None and reads.incremental and reads.files_read >= 1
+            done = reads.as_dict()
+            assert 0 < done["bytes_read"] <= done["bytes_to_read"], done

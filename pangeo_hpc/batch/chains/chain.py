@@ -354,14 +354,25 @@ def build(recipe: Any, data: xr.Dataset, memo: Memo | None = None) -> xr.Dataset
     same ``data``) are not built again."""
     memo = {} if memo is None else memo
     first = data[recipe.variable]
-    values = {n: run_steps(s, first, data, memo) for n, s in result_chains(recipe).items()}
+    chains = result_chains(recipe)
+    values = read_once(
+        lambda: {n: run_steps(c, first, data, memo) for n, c in chains.items()}, memo
+    )
+    return finish(recipe, values)
+
+
+def read_once(make: Callable[[], dict[str, Any]], memo: Memo) -> dict[str, Any]:
+    """``make()``: lazy values built from one dataset (into ``memo``), built again with
+    ``pangeo-hpc.data.fuse-reads`` off if computing them together would read some data
+    twice (:func:`~pangeo_hpc.recipes.fusion.reads_twice`: an area mean summed as it reads,
+    beside a result that reads the blocks, a time mean): one read of the data for all, as
+    a recipe says, in a whole run and in an incremental one alike."""
+    values = make()
     if reads_twice([v.data for v in values.values() if isinstance(v, xr.DataArray)]):
-        # an area mean summed as it reads, beside a result that reads the blocks (a time
-        # mean): one read of the data for all, as the recipe says
         memo.clear()
         with dask.config.set({"pangeo-hpc.data.fuse-reads": False}):
-            values = {n: run_steps(s, first, data, memo) for n, s in result_chains(recipe).items()}
-    return finish(recipe, values)
+            values = make()
+    return values
 
 
 def result_chains(recipe: Any) -> dict[str, list[Step]]:

@@ -112,9 +112,15 @@ def check(recipe: Any, data: xr.Dataset, memo: chain.Memo) -> bool:
     cuts = [split(steps) for steps in chain.result_chains(recipe).values()]
     if any(isinstance(cut, str) for cut in cuts):
         return False
-    for cut in cuts:
-        assert isinstance(cut, Split)
-        chain.run_steps([*cut.prefix, cut.reduction], data[recipe.variable], data, memo)
+    first = data[recipe.variable]
+    splits = [cut for cut in cuts if isinstance(cut, Split)]
+    chain.read_once(
+        lambda: {
+            str(i): chain.run_steps([*cut.prefix, cut.reduction], first, data, memo)
+            for i, cut in enumerate(splits)
+        },
+        memo,
+    )
     return True
 
 
