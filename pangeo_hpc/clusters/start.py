@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -71,13 +71,19 @@ def slurm_node_profile() -> dict[str, Any]:
     return {"kind": "slurm", "cores": cores, "memory": f"{int(mem_mb * 0.9)}MB"}
 
 
-def resolve_kind(kind: str, profile: str | None) -> tuple[str, dict[str, Any]]:
-    """The cluster kind to start and the profile options, with "auto" decided."""
+def resolve_kind(
+    kind: str, profile: str | None, given: Mapping[str, Any] | None = None
+) -> tuple[str, dict[str, Any]]:
+    """The cluster kind to start and the profile options, with "auto" decided. A Slurm
+    cluster without a profile asks ``sinfo`` for the nodes' cores and memory unless the
+    options ``given`` hold both (their values are checked later, without Slurm)."""
     if kind not in KINDS:
         raise InputError(f"cluster kind {kind!r} is unknown: use one of {', '.join(KINDS)}")
     name = profile or config.get("cluster.profile")
     if name == "auto":
         if kind in ("auto", "slurm") and (kind == "slurm" or slurm_available()):
+            if given and given.get("cores") is not None and given.get("memory") is not None:
+                return "slurm", {"kind": "slurm"}
             return "slurm", slurm_node_profile()
         if kind in ("pbs", "sge"):
             raise InputError(
@@ -123,7 +129,7 @@ def get_cluster(
         Batch clusters: profile options to change, e.g. ``cores=4, memory="8GB",
         walltime="00:30:00", queue="debug", interface="ib0"``.
     """
-    chosen, opts = resolve_kind(kind, profile)
+    chosen, opts = resolve_kind(kind, profile, overrides)
     if chosen == "local":
         return local_cluster(
             workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit
