@@ -59,6 +59,11 @@ def test_fused_bound_answers_the_weighted_series_and_the_time_mean(two_files):
     with np.errstate(invalid="ignore"):  # all-land cells: NaN in both
         time_mean = np.where(ok, x, 0).sum(axis=0) / ok.sum(axis=0)
     np.testing.assert_allclose(fused.time_mean, time_mean, rtol=1e-6)
+    alone = bounds.Bound(files, w, procs=2, mode="series")  # B1's bound: the series alone
+    try:
+        np.testing.assert_allclose(alone(), expected, rtol=1e-6)
+    finally:
+        alone.close()
 
 
 def test_decode_bound_inflates_every_chunk_whole(two_files):
