@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -186,8 +187,11 @@ def _settled(path: Path) -> bool | tuple[str | None, str | None]:
     from one folder. Otherwise (or if a file vanished meanwhile) it is checked again.
     """
     for attempt in range(_ATTEMPTS):
-        if path.is_symlink() or (path.exists() and not path.is_dir()):
-            return True
+        try:  # one lstat: a folder renamed away between two looks is no file
+            if not stat.S_ISDIR(os.lstat(path).st_mode):
+                return True  # a file or a link
+        except FileNotFoundError:
+            return False
         try:
             fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
         except FileNotFoundError:
