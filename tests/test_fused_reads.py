@@ -113,6 +113,19 @@ def test_reads_twice_and_the_switch(tmp_path):
     assert not fused_spans(global_mean(sst.isel(lat=slice(1, None))).data.__dask_graph__())
 
 
+def test_a_fused_and_a_blockwise_area_mean_computed_together(tmp_path):
+    """Both hold the grid's weights under a name of their own (notebook 04: a fused area
+    mean of the data beside one of their monthly means gave 'could not convert string to
+    float: weights-...', the blockwise layer replacing the fused one's in the merged graph)."""
+    pattern, _ = _tree(tmp_path, chunks=(4, 5, 7))
+    sst = open_files(pattern, "v")["v"]
+    doubled = sst * 2  # not straight from the reader: area-meaned block by block
+    fused, blockwise = global_mean(sst), global_mean(doubled)
+    assert fused_spans(fused.data.__dask_graph__()) and not fused_spans(blockwise.data.dask)
+    a, b = dask.compute(fused, blockwise)
+    np.testing.assert_allclose(b.values, 2 * a.values, rtol=1e-12)
+
+
 def test_an_incremental_run_reads_each_file_once(demo_tree, tmp_path):
     """era5-sst-mean's area means beside its time mean, run file by file with a state
     cache: the fused area mean is built as in a whole run (not fused), so the reader counts

@@ -106,7 +106,9 @@ def fused_weighted_nanmean(
     spans = task_spans(x.chunks[0], float(np.prod(x.shape[1:])) * x.dtype.itemsize)
     original = f"original-{x.name}"
     token = tokenize(x.name, w, min_share, spans)
-    name, wname = f"{FUSED}{token}", f"weights-{tokenize(w)}"
+    # not "weights-": the name kernels.weighted_nanmean_blocks gives its Dask array of the
+    # same weights, whose layer would replace this one in a graph holding both
+    name, wname = f"{FUSED}{token}", f"fused-weights-{tokenize(w)}"
     dsk: dict[Any, Any] = {
         (name, i): (_mean_of_span, original, a, b, wname, min_share, finish)
         for i, (a, b) in enumerate(spans)
