@@ -150,6 +150,17 @@ def test_climatology_and_anomaly_against_pandas():
     np.testing.assert_allclose(anom, expected, rtol=1e-5, atol=1e-4)
 
 
+@pytest.mark.parametrize("freq", ["monthly", "annual"])
+def test_an_anomaly_keeps_the_name_of_its_data(freq):
+    """A named series stays named (notebook 07 plots the DJF index with hvplot, which needs a
+    name): the annual anomaly subtracted a mean of another name and lost it."""
+    da = _field(nt=800, nan_fraction=0.1).rename("sst").chunk({"time0": 100})
+    series = recipes.area_mean(da)
+    if freq == "annual":  # one DJF value a year
+        series = recipes.resample(recipes.select_months(series, months=[12, 1, 2]), freq="QS-DEC")
+    assert recipes.anomaly(series).name == "sst"
+
+
 def test_linear_trend_against_polyfit_with_gaps():
     da = _field(nt=500, nan_fraction=0.2)
     t = da.time0.values

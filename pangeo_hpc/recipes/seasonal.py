@@ -218,6 +218,7 @@ def anomaly(
     # sea_surface_temperature is not a sea_surface_temperature (and CF has no name for it)
     # and the comment on what the values are (a resample's seasons left out)
     attrs = {k: v for k, v in da.attrs.items() if k in ("units", "cell_methods", "comment")}
+    out.name = da.name  # (an arithmetic result keeps a name only if both sides share it)
     name = da.attrs.get("long_name", da.name or "field")
     attrs["long_name"] = f"{name} anomaly from {what}{period}"
     return with_attrs(out, attrs)
