@@ -209,8 +209,14 @@ def test_ctrl_c_inside_the_swap_waits_until_the_result_is_in_place(tmp_path, mon
     target = tmp_path / "res"
     _write(target, "A")
     calls = _rename_hooks(monkeypatch, how, signal.SIGINT)
-    with pytest.raises(KeyboardInterrupt):
-        _write(target, "B")
+    # Ctrl-C as in a terminal, also where the suite runs as a background job (whose shell
+    # starts it with SIGINT ignored, and Python then installs no KeyboardInterrupt for it)
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            _write(target, "B")
+    finally:
+        signal.signal(signal.SIGINT, before)
     monkeypatch.undo()
     assert calls == [how], "the signal was not sent inside the swap"
     assert _whole(target) == "B"  # the swap went through, then Ctrl-C was raised
