@@ -293,6 +293,37 @@ def test_a_damaged_entry_is_ignored_with_a_warning_and_rebuilt(tmp_path, damage)
     np.testing.assert_array_equal(arrays["sum"], _state(1)["sum"])
 
 
+
+def test_peek_reads_one_member_and_get_checks_the_seal(tmp_path, monkeypatch):
+    """A roll-up's list of files is peeked at twice before a run loads it (B7's update):
+    read alone (its CRC-32 checked), never the whole entry hashed for it; the values come
+    only from :meth:`get`, sealed."""
+    from pangeo_hpc.batch.incremental import state_cache
+
+    hashed = []
+    check = state_cache.payload_offset
+    monkeypatch.setattr(state_cache, "payload_offset", lambda *a: hashed.append(1) or check(*a))
+    cache = StateCache(tmp_path / "states")
+    state = {**_state(1, n=256), "merged_pieces": np.array(["a", "b"])}
+    assert cache.put(_key(1), state, {"i": 1})
+    entry = cache.folder / f"{_key(1)}.npz"
+    for _ in range(2):
+        assert cache.peek(_key(1), "merged_pieces").tolist() == ["a", "b"]
+    assert not hashed
+    assert cache.get(_key(1))[1] == {"i": 1}
+    assert len(hashed) == 1
+
+    whole = entry.read_bytes()
+    at = whole.index(np.array(["b"]).tobytes())  # the list's second name, UTF-32
+    entry.write_bytes(whole[:at] + np.array(["c"]).tobytes() + whole[at + 4 :])
+    assert cache.peek(_key(1), "merged_pieces") is None  # the member's CRC-32
+    at = len(whole) // 2  # inside the values: the list still reads, the entry does not
+    entry.write_bytes(whole[:at] + bytes([whole[at] ^ 1]) + whole[at + 1 :])
+    assert cache.peek(_key(1), "merged_pieces").tolist() == ["a", "b"]
+    with pytest.warns(CacheWarning, match="is damaged"):
+        assert cache.get(_key(1)) is None
+
+
 @pytest.fixture
 def tiny_disk(tmp_path):
     """A real 256 kB tmpfs (as root), unmounted afterwards."""

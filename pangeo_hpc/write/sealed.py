@@ -25,8 +25,8 @@ import json
 from typing import Any
 
 __all__ = [
-    "JSON_HEAD", "Damaged", "seal", "seal_head", "seal_json", "sealed_json", "unseal",
-    "unseal_json",
+    "JSON_HEAD", "Damaged", "payload_offset", "seal", "seal_head", "seal_json", "sealed_json",
+    "unseal", "unseal_json",
 ]  # fmt: skip
 
 #: the head of a sealed JSON entry: it stays a JSON object
@@ -69,6 +69,24 @@ def unseal(data: bytes, head: bytes, sep: bytes = b"\n") -> bytes:
         If ``data`` does not start with ``head``, is shorter than a seal, or its payload's
         SHA-256 is not the one written (one bit changed anywhere, a truncation).
     """
+    return data[payload_offset(data, head, sep) :]
+
+
+def payload_offset(data: bytes, head: bytes, sep: bytes = b"\n") -> int:
+    """Where the payload of ``data`` starts, its seal checked as :func:`unseal` does,
+    without copying the payload (a roll-up of 20 years of 0.25-degree maps is 1 GB).
+
+    Raises
+    ------
+    Damaged
+        As :func:`unseal`.
+
+    Examples
+    --------
+    >>> blob = seal(b"abc", b"kind sha256 ")
+    >>> blob[payload_offset(blob, b"kind sha256 ") :]
+    b'abc'
+    """
     n = len(head)
     start = n + _HEX + len(sep)
     if len(data) < start or data[:n] != head:
@@ -76,10 +94,10 @@ def unseal(data: bytes, head: bytes, sep: bytes = b"\n") -> bytes:
     digest = data[n : n + _HEX]
     if data[n + _HEX : start] != sep or not _DIGITS.issuperset(digest):
         raise Damaged("its seal is damaged")
-    payload = data[start:]
+    payload = memoryview(data)[start:]
     if hashlib.sha256(payload).hexdigest().encode() != digest:
         raise Damaged(f"its SHA-256 does not match its {len(payload)} bytes")
-    return payload
+    return start
 
 
 def seal_json(doc: dict[str, Any]) -> bytes:

@@ -29,7 +29,9 @@ only the files that are new or changed and merges the states it finds.
   folder marked ``state-cache``), and a miss: the caller rebuilds it. Never a crash,
   never a value. (Entries of format 2, unsealed, have other keys: they are never looked
   up, ``cache list`` shows them as unreadable, and eviction or ``cache clear`` removes
-  them.)
+  them.) One read is a hint instead: :meth:`StateCache.peek`, which files a roll-up
+  holds, reads that member alone (its zip CRC-32 checked) for the plan; the roll-up's
+  values are then loaded sealed, and its list compared with the hint.
 An unwritable folder, eviction and sharing the folder between processes:
 :mod:`.cache_folder`.
 """
@@ -41,6 +43,7 @@ import json
 import os
 import re
 import warnings
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +65,7 @@ from pangeo_hpc.batch.incremental.cache_folder import (
 )
 from pangeo_hpc.batch.incremental.keys import FORMAT as _FORMAT
 from pangeo_hpc.errors import InputError, StorageError
-from pangeo_hpc.write.sealed import seal_head, unseal
+from pangeo_hpc.write.sealed import payload_offset, seal_head
 from pangeo_hpc.write.writable import nearest_existing, read_only
 
 __all__ = ["CacheWarning", "Entry", "StateCache"]
@@ -97,7 +100,7 @@ class StateCache:
         others, or holds files that pangeo-hpc did not write (nothing is changed).
     """
 
-    __slots__ = ("_claimed", "_total", "_verified", "disabled", "folder", "max_bytes")
+    __slots__ = ("_claimed", "_total", "disabled", "folder", "max_bytes")
 
     def __init__(self, folder: str | Path | None = None, max_bytes: int | None = None) -> None:
         given = default_folder() if folder is None else Path(os.path.expandvars(str(folder)))
@@ -106,10 +109,6 @@ class StateCache:
         #: ``None``, or why writes stopped (a full disk, a read-only folder); then
         #: :meth:`put` stores nothing
         self.disabled: str | None = None
-        #: the identity (name, device, inode, size, mtime, ctime) of the last entry whose
-        #: seal this instance checked: a roll-up's :meth:`peek` and then :meth:`get` hash
-        #: its bytes once (an entry is replaced only by a rename: a new inode)
-        self._verified: tuple[Any, ...] | None = None
         self._claimed = False
         #: bytes of the entries as of the last scan plus those this instance stored since
         #: (other processes' entries count from the next scan): a put scans the folder only
@@ -146,9 +145,9 @@ class StateCache:
             raise ValueError(f"{key!r} is not an entry key (64 hex digits of entry_key)")
         return self.folder / f"{key}.npz"
 
-    def _payload(self, path: Path) -> bytes:
-        """The npz bytes of the entry at ``path``, its seal checked (or checked already by
-        this instance for this very file).
+    def _payload(self, path: Path) -> io.BytesIO:
+        """The npz bytes of the entry at ``path`` (a file at their first byte), its seal
+        checked (without a copy of the bytes: a roll-up of 0.25-degree maps is 1 GB).
 
         Raises
         ------
@@ -157,16 +156,10 @@ class StateCache:
         pangeo_hpc.write.sealed.Damaged
             For a damaged one (a wrong digest, a truncation, no seal).
         """
-        with path.open("rb") as f:
-            st = os.fstat(f.fileno())
-            data = f.read()
-        ident = (path.name, st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        start = len(_HEAD) + 65  # the head, 64 hex digits, a newline
-        if ident == self._verified and len(data) == st.st_size >= start:
-            return data[start:]
-        payload = unseal(data, _HEAD)
-        self._verified = ident
-        return payload
+        data = path.read_bytes()
+        out = io.BytesIO(data)  # shares ``data``
+        out.seek(payload_offset(data, _HEAD))
+        return out
 
     def get(self, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
         """The arrays and meta stored under ``key``, or ``None`` (a miss).
@@ -196,13 +189,22 @@ class StateCache:
         return self._path(key).is_file()
 
     def peek(self, key: str, name: str) -> np.ndarray | None:
-        """The array ``name`` of the entry under ``key``, without marking the entry used
-        (its seal checked, the other arrays not parsed); ``None`` for a miss, an entry
-        without it or a damaged one (left for :meth:`get` to report and remove)."""
+        """The array ``name`` of the entry under ``key``, read alone, without marking the
+        entry used; ``None`` for a miss, an entry without it or a damaged one (left for
+        :meth:`get` to report and remove).
+
+        A hint, read in a few milliseconds whatever the entry's size: only that member's
+        bytes are read, checked by the zip's CRC-32, not the entry's seal (reading and
+        hashing a 1 GB roll-up to learn which files it holds took as long as the update
+        it spares). Whoever acts on it checks it again on the sealed entry
+        (:func:`~pangeo_hpc.batch.incremental.rollups.load_rollup` compares the list of
+        the roll-up it loads with the one peeked at, and falls back to each file's state).
+        """
         try:
-            with np.load(io.BytesIO(self._payload(self._path(key))), allow_pickle=False) as npz:
-                return npz[name]
-        except Exception:  # FileNotFoundError (a miss), Damaged, a missing member
+            with self._path(key).open("rb") as f, zipfile.ZipFile(f) as npz:
+                member = npz.read(f"{name}.npy")  # the whole member: its CRC-32 checked
+            return np.lib.format.read_array(io.BytesIO(member), allow_pickle=False)
+        except Exception:  # FileNotFoundError (a miss), a damaged entry, a missing member
             return None
 
     def _damaged(self, path: Path, exc: BaseException) -> None:
@@ -341,7 +343,7 @@ class StateCache:
         """An entry's meta (its seal checked, only that member parsed) and ``None``, or
         ``{}`` and why it cannot be read."""
         try:
-            with np.load(io.BytesIO(self._payload(path)), allow_pickle=False) as npz:
+            with np.load(self._payload(path), allow_pickle=False) as npz:
                 doc = json.loads(npz[_META].tobytes().decode())
             meta = doc.get("meta")
             if not isinstance(meta, dict) or doc.get("key") != path.name[:-4]:
@@ -384,10 +386,10 @@ class StateCache:
         return removed
 
 
-def _parse(payload: bytes, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+def _parse(payload: io.BytesIO, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """The arrays and meta of an entry's npz bytes (checked already: an error here is a
     bug or a foreign entry; the caller treats it as damage all the same)."""
-    with np.load(io.BytesIO(payload), allow_pickle=False) as npz:
+    with np.load(payload, allow_pickle=False) as npz:
         arrays = {name: npz[name] for name in npz.files}
     doc = json.loads(arrays.pop(_META).tobytes().decode())
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("meta"), dict):
