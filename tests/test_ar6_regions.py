@@ -98,7 +98,7 @@ def test_no_network_and_no_regionmask_needed(tmp_path):
     lon, lat = GRIDS["1deg-180"]
     regions, _ = _regionmask_from_csv()
     expected = int(regions.mask_3D(lon, lat, drop=False).values[3].sum())
-    code = f"""
+    code = """
         import socket, sys
         for m in ("regionmask", "pooch", "geopandas", "shapely", "rasterio", "requests"):
             sys.modules[m] = None
@@ -111,7 +111,7 @@ def test_no_network_and_no_regionmask_needed(tmp_path):
         from pangeo_hpc.recipes import select_region
         lon, lat = np.arange(-180.0, 180.0, 1.0), np.arange(-90.0, 90.5, 1.0)
         da = xr.DataArray(np.ones((lat.size, lon.size)), dims=("lat", "lon"),
-                          coords={{"lat": lat, "lon": lon}})
+                          coords={"lat": lat, "lon": lon})
         print(int(select_region(da, name="ar6:WNA").notnull().sum()))
         """
     env = {

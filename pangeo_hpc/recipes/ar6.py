@@ -145,9 +145,7 @@ def region(name: str) -> Region:
         if close
         else "give one of " + " ".join(r.abbrev for r in everything)
     )
-    raise InputError(
-        f"select_region: name={name!r} is not an AR6 region: {hint}", param="name"
-    )
+    raise InputError(f"select_region: name={name!r} is not an AR6 region: {hint}", param="name")
 
 
 def cells(found: Region, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
@@ -164,16 +162,27 @@ def cells(found: Region, lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
     Returns
     -------
     ndarray of bool, shape (lat.size, lon.size)
+        Read-only: the last few grids' masks are kept (an incremental run selects the
+        same region on the same grid once per file; 0.1 s each at 0.25 degrees).
 
     Examples
     --------
     >>> cells(region("ar6:WNA"), np.array([240.0, 250.0, 260.0]), np.array([40.0])).tolist()
     [[True, True, False]]
     """
+    lon, lat = np.asarray(lon, dtype="f8"), np.asarray(lat, dtype="f8")
+    return _cells(found.number, lon.tobytes(), lat.tobytes())
+
+
+@functools.lru_cache(maxsize=8)
+def _cells(number: int, lon_bytes: bytes, lat_bytes: bytes) -> np.ndarray:
+    lon, lat = np.frombuffer(lon_bytes, "f8"), np.frombuffer(lat_bytes, "f8")
+    found = regions()[number]
     inside = polygon_mask([np.asarray(p) for p in found.parts], lon, lat)
     west, south, east, north = found.bounds
-    for later in regions()[found.number + 1 :]:
+    for later in regions()[number + 1 :]:
         w, s, e, n = later.bounds
         if w <= east and west <= e and s <= north and south <= n:
             inside &= ~polygon_mask([np.asarray(p) for p in later.parts], lon, lat)
+    inside.flags.writeable = False
     return inside

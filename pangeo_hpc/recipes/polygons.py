@@ -46,9 +46,7 @@ def wrap180(lon: np.ndarray) -> np.ndarray:
     return out
 
 
-def polygon_mask(
-    rings: Sequence[np.ndarray], lon: np.ndarray, lat: np.ndarray
-) -> np.ndarray:
+def polygon_mask(rings: Sequence[np.ndarray], lon: np.ndarray, lat: np.ndarray) -> np.ndarray:
     """The grid points inside the polygon(s) ``rings``, with regionmask's edge rules.
 
     Parameters
