@@ -67,10 +67,11 @@ def test_the_shipped_set_is_regionmasks():
 
 
 @pytest.mark.parametrize("grid", list(GRIDS))
-def test_every_land_region_equals_regionmask(grid):
-    """Each land region's cells are those regionmask's mask_3D gives from the same
-    vertices (edge points, the seam, the poles and the slivers where two polygons overlap,
-    63 points at 0.25 degrees, which regionmask gives to the region numbered last)."""
+def test_every_region_equals_regionmask(grid):
+    """Each region's cells (the 46 land ones, and the ocean ones: ARO to the pole, NPO, EPO
+    and SPO across 180 E) are those regionmask's mask_3D gives from the same vertices: edge
+    points, the seam, the poles and the slivers where two polygons overlap (63 points at
+    0.25 degrees, which regionmask gives to the region numbered last)."""
     lon, lat = GRIDS[grid]
     regions, surfaces = _regionmask_from_csv()
     expected = regions.mask_3D(lon, lat, drop=False).values
@@ -81,14 +82,15 @@ def test_every_land_region_equals_regionmask(grid):
                 "lon": ("lon", lon, {"units": "degrees_east"})},
         name="t2m",
     )  # fmt: skip
-    land = [i for i, s in enumerate(surfaces) if "Land" in s]
-    assert len(land) == 46
+    assert sum("Land" in s for s in surfaces) == 46 and len(surfaces) == 58
     wrong = {}
-    for i in land:
-        got = select_region(da, name=f"ar6:{regions.abbrevs[i]}").notnull().values
+    for i, abbrev in enumerate(regions.abbrevs):
+        got = select_region(da, name=f"ar6:{abbrev}").notnull().values
         if (got != expected[i]).any():
-            wrong[regions.abbrevs[i]] = int((got != expected[i]).sum())
+            wrong[abbrev] = int((got != expected[i]).sum())
     assert not wrong, f"cells unlike regionmask's: {wrong}"
+    # every grid point in at most one region, as in regionmask's 2-D mask
+    assert expected.sum(axis=0).max() == 1
 
 
 def test_no_network_and_no_regionmask_needed(tmp_path):
