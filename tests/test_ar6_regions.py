@@ -238,3 +238,31 @@ def test_the_vertices_are_part_of_the_cache_key(monkeypatch):
         assert code_identity.package_code() != before
     finally:
         code_identity.package_code.cache_clear()
+
+
+@pytest.mark.filterwarnings("ignore::PendingDeprecationWarning")  # regionmask's, 0.13
+def test_polygon_mask_equals_regionmask_on_random_polygons():
+    """polygons.polygon_mask alone, on 300 random star-shaped polygons whose vertices lie
+    on a half-degree lattice (so edges run through grid points, and some touch 180 E and
+    the poles): the cells regionmask selects, on a 1-degree grid (fixed seed)."""
+    from pangeo_hpc.recipes.polygons import polygon_mask
+
+    rng = np.random.default_rng(20201)
+    lon, lat = np.arange(-180.0, 180.0, 1.0), np.arange(-90.0, 90.5, 1.0)
+    tried, wrong = 0, []
+    for k in range(300):
+        n = rng.integers(3, 12)
+        cx, cy = rng.uniform(-170, 170), rng.uniform(-80, 80)
+        angles, radii = np.sort(rng.uniform(0, 2 * np.pi, n)), rng.uniform(2, 30, n)
+        x = np.clip(np.round((cx + radii * np.cos(angles)) * 2) / 2, -180, 180)
+        y = np.clip(np.round((cy + radii * np.sin(angles)) * 2) / 2, -90, 90)
+        ring = np.column_stack([x, y])
+        polygon = shapely.Polygon(ring)
+        if not polygon.is_valid or polygon.area == 0:
+            continue
+        tried += 1
+        expected = regionmask.Regions([polygon]).mask_3D(lon, lat, drop=False).values[0]
+        if (polygon_mask([ring], lon, lat) != expected).any():
+            wrong.append(k)
+    assert tried > 200
+    assert not wrong, f"polygons unlike regionmask's: {wrong}"
