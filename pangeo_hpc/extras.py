@@ -9,7 +9,8 @@ The core (local and mounted trees, recipes, clusters, batch runs, planning) need
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
   dask-labextension, hvplot);
 * ``demo``: the synthetic demo data's coastlines (global-land-mask);
-* ``regions``: AR6 and other polygon regions in ``select_region`` (regionmask).
+* ``regions``: regionmask, for polygon regions of your own in ``select_region(regions=...)``
+  (the AR6 reference regions ship with the package and need nothing more).
 
 ``pip install 'pangeo-hpc[all]'`` installs all four. Nothing is imported here: a feature
 calls :func:`require` before its first import of such a package, so that ``import

@@ -1,5 +1,6 @@
-"""Regions: lon/lat boxes (CDO ``sellonlatbox``), named boxes, AR6 and other regionmask
-regions, and land or ocean from a NaN mask."""
+"""Regions: lon/lat boxes (CDO ``sellonlatbox``), named boxes, the AR6 reference regions
+(shipped: :mod:`pangeo_hpc.recipes.ar6`), regionmask regions, and land or ocean from a NaN
+mask."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.extras import require
+from pangeo_hpc.recipes import ar6
 from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import SPACING, horizontal_names, time_name
@@ -40,14 +41,6 @@ REGIONS: Mapping[str, Mapping[str, tuple[float, float] | None]] = {
     "southern_hemisphere": {"lat": (-90.0, 0.0), "lon": None},
     "global": {"lat": (-90.0, 90.0), "lon": None},
 }
-#: the prefix of an AR6 region's abbreviation: ``"ar6:WNA"``
-AR6 = "ar6:"
-_AR6_FIX = (
-    "AR6 regions need regionmask's data from github.com (IPCC-WGI-reference-regions-v4.zip), "
-    "which could not be fetched ({error}): fetch once on a machine with internet "
-    "(python -c 'import regionmask; regionmask.defined_regions.ar6.all') and copy its cache "
-    "directory here, or set regionmask.set_options(cache_dir=...) to a directory that holds it"
-)
 
 
 def _mask_why(options: Mapping[str, Any]) -> str | None:
@@ -81,9 +74,10 @@ def select_region(
         Longitudes of the box, edges included, in either convention; ``west > east`` (or
         ``[170, 190]``) crosses the dateline or the grid's seam.
     name : str, optional
-        A box of :data:`REGIONS` (``nino34``, ``tropics``, ``arctic``, ...), an AR6 region
-        as ``"ar6:WNA"`` (regionmask), or a region of ``regions`` (abbreviation, name or
-        number). Not together with ``lat``/``lon``.
+        A box of :data:`REGIONS` (``nino34``, ``tropics``, ``arctic``, ...), an AR6
+        reference region as ``"ar6:WNA"`` (acronym or name, any case, or number; shipped
+        with the package, no download: :mod:`pangeo_hpc.recipes.ar6`), or a region of
+        ``regions`` (abbreviation, name or number). Not together with ``lat``/``lon``.
     mask : {"land", "ocean"}, optional
         Keep land or ocean cells only (NaN elsewhere), from the NaN mask of ``mask_from``
         or else of ``da`` itself: the cells where those data are ever valid are ocean
@@ -100,15 +94,19 @@ def select_region(
         A box: only its cells, in the order and with the coordinates CDO's
         ``sellonlatbox,west,east,south,north`` gives (a box across the seam of a 0..360
         grid comes back in -180..180; see :mod:`pangeo_hpc.recipes.lonlatbox`). A
-        regionmask region, land or ocean: the whole grid, NaN outside (CDO ``maskregion``,
-        ``ifthen``). Attributes unchanged.
+        region, land or ocean: the whole grid, NaN outside (CDO ``maskregion``,
+        ``ifthen``); the cells of a region are those regionmask selects from the same
+        vertices. Attributes unchanged but ``long_name``, which says what was selected
+        (``"... over ar6:WNA (W.North-America)"``), and, for an AR6 region, ``references``
+        (the regions' citation, as their CC BY 4.0 licence asks).
 
     Raises
     ------
     InputError
         A box that holds no cell centre (naming the grid's extent), an unknown name, a
         ``mask`` on data without missing values and without ``mask_from`` (Dask data:
-        when the result is computed, as only then is it known).
+        when the result is computed, as only then is it known). An unknown AR6 name is
+        refused naming the closest ones (``ar6:WNE``: did you mean ``ar6:WNA``...).
     """
     check_dataarray(da, "select_region")
     la, lo = horizontal_names(da)
@@ -119,6 +117,7 @@ def select_region(
         )
     out = da
     words = []  # what selected the data, for their long_name
+    references = None  # the AR6 regions' citation, when one is used
     if mask is not None:
         out = _land_or_ocean(out, mask, mask_from, la, lo)
         words.append(f"over {mask}")
@@ -131,8 +130,10 @@ def select_region(
         if name in REGIONS and regions is None:
             lat, lon = REGIONS[name]["lat"], REGIONS[name]["lon"]
         else:
-            out = _in_region(out, name, regions, la, lo)
-            words.append(f"in region {name}")
+            out, label = _in_region(out, name, regions, la, lo)
+            words.append(f"over {label}")
+            if regions is None:
+                references = ar6.CITATION
     if lat is not None:
         out = out.isel(
             {da[la].dims[0]: lat_indices(np.asarray(da[la].values), lat, "select_region")}
@@ -153,6 +154,10 @@ def select_region(
         words.append(f"in {name} ({box})" if name is not None else f"in {box}")
     attrs = dict(da.attrs)
     attrs["long_name"] = " ".join([str(da.attrs.get("long_name", da.name or "field")), *words])
+    if references is not None:
+        attrs["references"] = "; ".join(
+            dict.fromkeys(r for r in (da.attrs.get("references"), references) if r)
+        )
     if mask is not None:  # the CF area type of the cells kept, for an area mean's "where"
         attrs[AREA_TYPE] = "land" if mask == "land" else "sea"
     return with_attrs(out, attrs)
@@ -189,45 +194,38 @@ def _degrees(value: float, negative: str, positive: str) -> str:
     return f"{abs(value):g}{negative if value < 0 else positive}"
 
 
-def _in_region(da: xr.DataArray, name: str, regions: Any, la: str, lo: str) -> xr.DataArray:
-    """``da`` with NaN outside region ``name`` of ``regions`` (AR6 for ``ar6:...``)."""
-    key: Any = name
+def _in_region(
+    da: xr.DataArray, name: str, regions: Any, la: str, lo: str
+) -> tuple[xr.DataArray, str]:
+    """``da`` with NaN outside region ``name`` (AR6 for ``ar6:...``), and the region's
+    label for the result's ``long_name``."""
+    lon, lat = np.asarray(da[lo].values), np.asarray(da[la].values)
     if regions is None:
-        if not name.lower().startswith(AR6):
+        if not name.lower().startswith(ar6.PREFIX):
             raise InputError(
                 f"select_region: name={name!r} is not one of {sorted(REGIONS)} nor an AR6 "
                 "region such as 'ar6:WNA'",
                 param="name",
             )
-        regions, key = _ar6_regions(), name[len(AR6) :]
-    try:
-        number = regions.map_keys(int(key) if str(key).isdigit() else key)
-    except KeyError:
-        raise InputError(
-            f"select_region: name={name!r} is not a region of {regions.name!r}: "
-            f"give one of {list(regions.abbrevs)}",
-            param="name",
-        ) from None
-    # this region alone: regionmask refuses a set whose polygons mix 0..360 and -180..180
-    numbers = regions[[number]].mask(np.asarray(da[lo].values), np.asarray(da[la].values))
-    inside = xr.DataArray(
-        np.asarray(numbers.values) == number,
-        dims=(da[la].dims[0], da[lo].dims[0]),
-        coords={la: da[la], lo: da[lo]},
+        found = ar6.region(name)
+        inside = ar6.cells(found, lon, lat)
+        label = found.label
+    else:
+        try:
+            number = regions.map_keys(int(name) if str(name).isdigit() else name)
+        except KeyError:
+            raise InputError(
+                f"select_region: name={name!r} is not a region of {regions.name!r}: "
+                f"give one of {list(regions.abbrevs)}",
+                param="name",
+            ) from None
+        # this region alone: regionmask refuses a set whose polygons mix 0..360 and -180..180
+        inside = np.asarray(regions[[number]].mask(lon, lat).values) == number
+        label = f"{regions[number].abbrev} ({regions[number].name})"
+    keep = xr.DataArray(
+        inside, dims=(da[la].dims[0], da[lo].dims[0]), coords={la: da[la], lo: da[lo]}
     )
-    return da.where(inside)
-
-
-def _ar6_regions() -> regionmask.Regions:
-    """regionmask's AR6 regions (land and ocean); a download failure is an InputError."""
-    require("regions", "AR6 regions in select_region")
-    import regionmask
-
-    try:
-        return regionmask.defined_regions.ar6.all
-    except Exception as exc:  # requests, pooch or geopandas: all mean "no data here"
-        error = " ".join(str(exc).split())[:120]
-        raise InputError("select_region: " + _AR6_FIX.format(error=error), param="name") from exc
+    return da.where(keep), label
 
 
 def _land_or_ocean(

@@ -5,8 +5,9 @@ A state cached from a file is valid only for the code that computed it. Its key
 names and options:
 
 * :func:`package_code`: pangeo-hpc's version, a SHA-256 of the sources that read the files
-  and compute the states (``recipes/``, ``io/``, the state and chain modules of
-  ``batch/``, ``jit.py``), and the versions of the libraries that compute with them
+  and compute the states (``recipes/`` with the files of its ``data`` folders, such as
+  the AR6 regions' vertices, ``io/``, the state and chain modules of ``batch/``,
+  ``jit.py``), and the versions of the libraries that compute with them
   (NumPy, pandas, xarray, Dask, flox, numbagg, numba, h5py). An editable install whose
   kernel changed, or an upgrade of any of these, misses the old states (what Bazel and
   Nix do: the tool is part of the key). Hashed once per process (about 5 ms).
@@ -68,7 +69,13 @@ def package_code() -> str:
     files: list[Path] = []
     for name in _SOURCES:
         path = root / name
-        files += sorted(path.rglob("*.py")) if path.is_dir() else [path]
+        if path.is_dir():  # its modules, and every file of its data folders
+            files += sorted(
+                f for f in path.rglob("*")
+                if f.suffix == ".py" or ("data" in f.relative_to(path).parts[:-1] and f.is_file())
+            )  # fmt: skip
+        else:
+            files.append(path)
     for path in files:
         h.update(b"\0" + path.relative_to(root).as_posix().encode() + b"\0")
         try:
