@@ -11,8 +11,8 @@ import pytest
 from pangeo_hpc.errors import DamagedInputError
 from pangeo_hpc.io import chunk_decoding
 from pangeo_hpc.io.chunk_decoding import ChunkDecoder
+from pangeo_hpc.io.chunk_table import ChunkTable
 from pangeo_hpc.io.reader import H5Source
-from pangeo_hpc.io.references import ChunkTable
 
 KEYS = [
     (slice(None), slice(None), slice(None)),

@@ -226,8 +226,8 @@ def test_s3_server_stopped_mid_read(own_s3, tmp_path, access):
     """Reads are retried with backoff (3 times here, pangeo-hpc.s3.max-retries), then one
     line names the endpoint, the object and the fix; exit code 1 (a failure while running,
     as every StorageError); no output folder, no temporary folder beside it."""
-    from pangeo_hpc.io.catalog import objects_to_index
     from pangeo_hpc.io.references import build_index
+    from pangeo_hpc.io.s3_objects import objects_to_index
 
     opts = s3.S3Options.resolve(endpoint_url=own_s3.endpoint_url)
     # both clients get the retries: obstore's stores and botocore under s3fs

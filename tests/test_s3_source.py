@@ -326,7 +326,7 @@ def test_index_period_without_variable_and_never_into_a_users_folder(
 
 
 def test_chunk_table_reads_edges_and_absent_chunks():
-    from pangeo_hpc.io.references import ChunkTable
+    from pangeo_hpc.io.chunk_table import ChunkTable
 
     data = np.arange(5 * 7, dtype="<f4").reshape(5, 7)
     refs = {

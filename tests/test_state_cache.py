@@ -293,7 +293,6 @@ def test_a_damaged_entry_is_ignored_with_a_warning_and_rebuilt(tmp_path, damage)
     np.testing.assert_array_equal(arrays["sum"], _state(1)["sum"])
 
 
-
 def test_peek_reads_one_member_and_get_checks_the_seal(tmp_path, monkeypatch):
     """A roll-up's list of files is peeked at twice before a run loads it (B7's update):
     read alone (its CRC-32 checked), never the whole entry hashed for it; the values come

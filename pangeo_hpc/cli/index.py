@@ -27,8 +27,8 @@ def _index_args(p: argparse.ArgumentParser) -> None:
 
 
 def _index(a: argparse.Namespace) -> int:
-    from pangeo_hpc.io.catalog import objects_to_index
     from pangeo_hpc.io.references import build_index, claim_cache
+    from pangeo_hpc.io.s3_objects import objects_to_index
 
     opts = s3_options_from(a, a.url)
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)

@@ -63,7 +63,7 @@ class CorruptChunkError(ValueError):
         What went wrong, as a predicate: ``"does not inflate (...)"``.
     chunk : str
         Which chunk: ``"a chunk of 90658 bytes"``, or where it is once known
-        (:meth:`pangeo_hpc.io.references.ChunkTable.assemble`).
+        (:meth:`pangeo_hpc.io.chunk_table.ChunkTable.assemble`).
     """
 
     def __init__(self, reason: str, chunk: str = "a chunk") -> None:

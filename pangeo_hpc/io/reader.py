@@ -25,8 +25,8 @@ import numpy as np
 
 from pangeo_hpc.errors import DamagedInputError, StorageError
 from pangeo_hpc.io.chunk_decoding import CorruptChunkError
+from pangeo_hpc.io.chunk_table import ChunkTable
 from pangeo_hpc.io.indexing import bounding_box, full_key
-from pangeo_hpc.io.references import ChunkTable
 from pangeo_hpc.s3.failures import explain
 from pangeo_hpc.s3.options import S3Options, split_url
 
