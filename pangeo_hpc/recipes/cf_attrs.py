@@ -222,6 +222,9 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
         attrs = ds.variables[name].attrs
         start, end = attrs.pop("period_start"), attrs.pop("period_end")
         ds[attrs["bounds"]] = ((BOUNDS_DIM,), _dates([start, end], ds[name].values[()]))
+    for var in ds.variables.values():  # a pointer to bounds not carried along: dropped
+        if "bounds" in var.attrs and var.attrs["bounds"] not in ds.variables:
+            del var.attrs["bounds"]
     # a scalar coordinate of one result only (its own period): on that variable alone
     owners = {str(c): ds.variables[c].attrs.pop(OWNER) for c in ds.coords if OWNER in ds[c].attrs}
     for var in ds.variables.values():
