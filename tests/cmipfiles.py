@@ -24,7 +24,7 @@ def grid(*, descending: bool = False, east: bool = False) -> tuple[np.ndarray, n
     return (lat[::-1] if descending else lat), lon
 
 
-def _edges(centres: np.ndarray) -> np.ndarray:
+def edges(centres: np.ndarray) -> np.ndarray:
     step = centres[1] - centres[0]
     return np.stack([centres - step / 2, centres + step / 2], axis=1)
 
@@ -113,7 +113,7 @@ def _write_file(path, data, mids, stored, k, lat, lon, units, calendar, pack) ->
                 }
             )
             v[:] = centres
-            nc.createVariable(f"{name}_bnds", "f8", (name, "bnds"))[:] = _edges(centres)
+            nc.createVariable(f"{name}_bnds", "f8", (name, "bnds"))[:] = edges(centres)
         if pack:
             v = nc.createVariable("tas", "i2", ("time", "lat", "lon"), fill_value=np.int16(-32767))
             v.set_auto_maskandscale(False)

@@ -210,9 +210,11 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
             if not (lower == upper).all():
                 ds[f"{t}_{BOUNDS_DIM}"] = ((t, BOUNDS_DIM), np.stack([lower, upper], axis=1))
                 ds.variables[t].attrs["bounds"] = f"{t}_{BOUNDS_DIM}"
-    for d in (lat, lon):  # cell edges a regrid carries (two 1-D coordinates)
-        lower, upper = time_bounds.bounds_names(str(d))
-        if d in ds.dims and lower in ds.coords and upper in ds.coords:
+    # cell edges the files gave or a regrid made (two 1-D coordinates), on every other
+    # axis that carries them: lat, lon, and a result's own grid beside another's (lat_box)
+    for d in [str(d) for d in ds.dims if d in ds.coords and d not in time_dims]:
+        lower, upper = time_bounds.bounds_names(d)
+        if lower in ds.coords and upper in ds.coords:
             pair = np.stack([ds[lower].values, ds[upper].values], axis=1)
             ds[f"{d}_{BOUNDS_DIM}"] = ((d, BOUNDS_DIM), pair)
             ds.variables[d].attrs["bounds"] = f"{d}_{BOUNDS_DIM}"
