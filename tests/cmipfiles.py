@@ -39,7 +39,7 @@ def time_edges(calendar: str, first: int, last: int, freq: str) -> list[cftime.d
             for y in range(first, last + 2)
             for m in range(1, 13)
         ][: 12 * (last - first + 1) + 1]
-    days = int(round((end - start).total_seconds() / 86400))
+    days = round((end - start).total_seconds() / 86400)
     return [start + np.timedelta64(d, "D").astype(object) for d in range(days + 1)]
 
 
@@ -94,9 +94,7 @@ def _write_file(path, data, mids, stored, k, lat, lon, units, calendar, pack) ->
         nc.createDimension("lon", lon.size)
         nc.createDimension("bnds", 2)
         t = nc.createVariable("time", "f8", ("time",))
-        t.setncatts(
-            {"units": units, "calendar": calendar, "standard_name": "time", "axis": "T"}
-        )
+        t.setncatts({"units": units, "calendar": calendar, "standard_name": "time", "axis": "T"})
         t.bounds = "time_bnds"
         t[:] = mids
         nc.createVariable("time_bnds", "f8", ("time", "bnds"))[:] = np.stack(

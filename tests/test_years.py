@@ -37,7 +37,9 @@ def test_cftime_calendars_count_their_own_years():
     assert decimal_years(leap).tolist() == [0.0, 2.0]
     julian = np.array([cftime.DatetimeJulian(1900, 1, 1), cftime.DatetimeJulian(1904, 1, 1)])
     assert decimal_years(julian).tolist() == [0.0, 4.0]
-    standard = np.array([cftime.DatetimeGregorian(2000, 1, 1), cftime.DatetimeGregorian(2001, 1, 1)])
+    standard = np.array(
+        [cftime.DatetimeGregorian(2000, 1, 1), cftime.DatetimeGregorian(2001, 1, 1)]
+    )
     assert decimal_years(standard) == pytest.approx([0.0, 366 / 365.2425], rel=1e-14)
 
 

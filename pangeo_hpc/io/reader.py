@@ -73,9 +73,7 @@ class Decoding:
 
         packing = [np.asarray(attrs[k]) for k in ("scale_factor", "add_offset") if k in attrs]
         wide = any(v.dtype.kind == "f" and v.dtype.itemsize > 4 for v in packing)
-        return cls(
-            tuple(dict.fromkeys(fills)), scalar("scale_factor"), scalar("add_offset"), wide
-        )
+        return cls(tuple(dict.fromkeys(fills)), scalar("scale_factor"), scalar("add_offset"), wide)
 
     def value_dtype(self, stored: np.dtype) -> np.dtype:
         """The type values of ``stored`` type decode to: float64 when packed with float64

@@ -95,4 +95,11 @@ def decimal_years(times: Any, since: Any = None, *, unit: str = "s") -> np.ndarr
     return seconds.reshape(values.shape) / (year_days(calendar_of(values)) * _PER_DAY["s"])
 
 
-__all__ = ["CALENDAR_YEAR_DAYS", "DAYS_PER_YEAR", "calendar_of", "decimal_years", "year_days", "year_phrase"]
+__all__ = [
+    "CALENDAR_YEAR_DAYS",
+    "DAYS_PER_YEAR",
+    "calendar_of",
+    "decimal_years",
+    "year_days",
+    "year_phrase",
+]
