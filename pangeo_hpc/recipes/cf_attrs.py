@@ -34,7 +34,8 @@ AREA_TYPE = "_area_type"
 
 #: ``per`` -> a UDUNITS spelling. UDUNITS has no "decade"; ``K/(10 year)`` parses and
 #: converts to 0.1 K/year (cfunits, cf_units). Its ``year`` is 365.242198781 days, ours
-#: (trend.py) 365.2425: 9e-7 apart. Never ``a``: to UDUNITS that is the are (100 m2).
+#: (years.py, Gregorian data) 365.2425: 9e-7 apart; a model calendar's year is its own,
+#: which the trend's ``long_name`` states. Never ``a``: to UDUNITS that is the are (100 m2).
 PER_TIME = {"year": "year", "decade": "(10 year)", "century": "(100 year)"}
 
 #: standard-name prefixes -> CF area type of the cells that hold values (``where``)
