@@ -26,13 +26,21 @@ def test_known_answers():
     assert DAYS_PER_YEAR == 365.2425
 
 
-def test_cftime_calendars_count_their_own_days():
+def test_cftime_calendars_count_their_own_years():
+    """A model's year is its calendar's: 365 days in noleap, 360 in 360_day (CDO counts
+    them so; issue 30), 366 in all_leap, 365.25 in julian, the Gregorian mean otherwise."""
     noleap = [cftime.DatetimeNoLeap(y, 1, 1) for y in (2000, 2001, 2004)]
-    assert decimal_years(np.array(noleap)) == pytest.approx(
-        [0, 365 / 365.2425, 1460 / 365.2425], rel=1e-14
-    )
+    assert decimal_years(np.array(noleap)).tolist() == [0.0, 1.0, 4.0]
     days360 = np.array([cftime.Datetime360Day(2000, 1, 1), cftime.Datetime360Day(2000, 7, 1)])
-    assert decimal_years(days360) == pytest.approx([0.0, 180 / 365.2425], rel=1e-14)
+    assert decimal_years(days360).tolist() == [0.0, 0.5]
+    leap = np.array([cftime.DatetimeAllLeap(2001, 1, 1), cftime.DatetimeAllLeap(2003, 1, 1)])
+    assert decimal_years(leap).tolist() == [0.0, 2.0]
+    julian = np.array([cftime.DatetimeJulian(1900, 1, 1), cftime.DatetimeJulian(1904, 1, 1)])
+    assert decimal_years(julian).tolist() == [0.0, 4.0]
+    standard = np.array(
+        [cftime.DatetimeGregorian(2000, 1, 1), cftime.DatetimeGregorian(2001, 1, 1)]
+    )
+    assert decimal_years(standard) == pytest.approx([0.0, 366 / 365.2425], rel=1e-14)
 
 
 def test_hours_give_the_same_years_as_seconds_for_whole_hours():

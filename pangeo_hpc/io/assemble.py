@@ -68,10 +68,8 @@ def lazy_dataset(
             )
     lengths = [info.length for info in infos]
     times = decode_times(time_dim, [i.times for i in infos], infos, head.time_attrs, files)
-    dtype = (
-        np.dtype("f4") if ref.dtype.kind in "fiu" and ref.dtype.itemsize <= 4 else np.dtype("f8")
-    )
     decodings = [info.decoding for info in infos]
+    dtype = max((d.value_dtype(ref.dtype) for d in decodings), key=lambda d: d.itemsize)
     array = SummingArray(sources, lengths, ref.field_shape, dtype, decodings)
     chunks = time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
     data = da.from_array(

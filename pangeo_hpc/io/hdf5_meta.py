@@ -20,6 +20,7 @@ from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.reader import Decoding
+from pangeo_hpc.recipes.time_bounds import bounds_names
 
 __all__ = [
     "HEAD_BYTES",
@@ -78,12 +79,35 @@ class Head:
             bounds = time_attrs.get("bounds")
             return cls(
                 dims=dims,
-                coords={d: ds[d].load() for d in dims[1:] if d in ds.variables},
+                coords=_grid_coords(ds, dims[1:]),
                 var_attrs=dict(ds[variable].attrs),
                 time_attrs=time_attrs,
                 attrs=dict(ds.attrs),
                 bounds_dims=tuple(ds[bounds].dims) if bounds in ds.variables else (),
             )
+
+
+def _grid_coords(ds: xr.Dataset, dims: Sequence[str]) -> dict[str, xr.DataArray]:
+    """The grid's coordinates, and the cell edges a ``bounds`` attribute names (CMIP's
+    ``lat_bnds(lat, bnds)``) as two 1-D coordinates, ``lat_bnds_lower`` and
+    ``lat_bnds_upper`` (:func:`~pangeo_hpc.recipes.time_bounds.bounds_names`): they follow
+    the grid through every step that keeps it (a box keeps its cells' edges, a zonal mean
+    drops the longitudes'), a regrid uses them, and the writer makes ``lat_bnds`` of them
+    again (:func:`~pangeo_hpc.recipes.cf_attrs.prepare_for_file`)."""
+    coords: dict[str, xr.DataArray] = {}
+    for d in dims:
+        if d not in ds.variables:
+            continue
+        coord = ds[d].load()
+        name = coord.attrs.pop("bounds", None)
+        edges = ds.variables.get(name) if isinstance(name, str) else None
+        if edges is not None and edges.dims[:1] == (d,) and edges.shape[1:] == (2,):
+            pair = np.asarray(edges.values, dtype="f8")
+            lower, upper = bounds_names(d)
+            coords[lower] = xr.DataArray(pair[:, 0], dims=(d,))
+            coords[upper] = xr.DataArray(pair[:, 1], dims=(d,))
+        coords[d] = coord
+    return coords
 
 
 def scan_file(path: Any, variable: str, *, name: str | None = None) -> FileInfo:
@@ -220,7 +244,7 @@ def cache_entry(info: FileInfo, stamp: Stamp) -> dict[str, Any]:
         "times": scan_cache.encode_times(info.times),
         "chunk_time": info.chunk_time,
         "time_name": info.time_name,
-        "decoding": [list(d.fill_values), d.scale_factor, d.add_offset],
+        "decoding": [list(d.fill_values), d.scale_factor, d.add_offset, d.wide],
         "bounds": None if info.bounds is None else scan_cache.encode_times(info.bounds),
         "bounds_name": info.bounds_name,
         "units": info.units,
@@ -231,14 +255,14 @@ def cache_entry(info: FileInfo, stamp: Stamp) -> dict[str, Any]:
 
 
 def from_cache_entry(entry: dict[str, Any]) -> FileInfo:
-    fills, scale, offset = entry["decoding"]
+    fills, scale, offset, wide = entry["decoding"]
     return FileInfo(
         length=entry["length"],
         field_shape=tuple(entry["field_shape"]),
         dtype=np.dtype(entry["dtype"]),
         times=scan_cache.decode_times(entry["times"]),
         chunk_time=entry["chunk_time"],
-        decoding=Decoding(tuple(fills), scale, offset),
+        decoding=Decoding(tuple(fills), scale, offset, bool(wide)),
         time_name=entry["time_name"],
         bounds=None if entry["bounds"] is None else scan_cache.decode_times(entry["bounds"]),
         bounds_name=entry["bounds_name"],

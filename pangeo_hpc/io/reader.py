@@ -57,6 +57,8 @@ class Decoding:
     fill_values: tuple[float, ...] = ()
     scale_factor: float | None = None
     add_offset: float | None = None
+    #: the packing attributes are float64: CF (8.1) and xarray unpack to their type
+    wide: bool = False
 
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, Any]) -> Decoding:
@@ -69,7 +71,17 @@ class Decoding:
         def scalar(key: str) -> float | None:
             return float(np.atleast_1d(attrs[key])[0]) if key in attrs else None
 
-        return cls(tuple(dict.fromkeys(fills)), scalar("scale_factor"), scalar("add_offset"))
+        packing = [np.asarray(attrs[k]) for k in ("scale_factor", "add_offset") if k in attrs]
+        wide = any(v.dtype.kind == "f" and v.dtype.itemsize > 4 for v in packing)
+        return cls(tuple(dict.fromkeys(fills)), scalar("scale_factor"), scalar("add_offset"), wide)
+
+    def value_dtype(self, stored: np.dtype) -> np.dtype:
+        """The type values of ``stored`` type decode to: float64 when packed with float64
+        ``scale_factor``/``add_offset`` (CF 8.1, as xarray), else float32 for stored
+        types of up to 4 bytes and float64 for wider ones."""
+        if self.wide or not (stored.kind in "fiu" and stored.itemsize <= 4):
+            return np.dtype("f8")
+        return np.dtype("f4")
 
     def apply(self, raw: np.ndarray, dtype: np.dtype) -> np.ndarray:
         out = raw.astype(dtype, copy=False)

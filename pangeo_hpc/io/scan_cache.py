@@ -26,7 +26,8 @@ import numpy as np
 from pangeo_hpc import config
 from pangeo_hpc.write.sealed import seal_json, sealed_json, unseal_json
 
-_FORMAT = "pangeo-hpc-scan-cache-4"  # 2: bounds, units, calendar, grid; 3: Stamp; 4: sealed
+#: 2: bounds, units, calendar, grid; 3: Stamp; 4: sealed; 5: the packing's width
+_FORMAT = "pangeo-hpc-scan-cache-5"
 
 
 def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:

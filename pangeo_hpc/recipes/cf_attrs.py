@@ -34,7 +34,8 @@ AREA_TYPE = "_area_type"
 
 #: ``per`` -> a UDUNITS spelling. UDUNITS has no "decade"; ``K/(10 year)`` parses and
 #: converts to 0.1 K/year (cfunits, cf_units). Its ``year`` is 365.242198781 days, ours
-#: (trend.py) 365.2425: 9e-7 apart. Never ``a``: to UDUNITS that is the are (100 m2).
+#: (years.py, Gregorian data) 365.2425: 9e-7 apart; a model calendar's year is its own,
+#: which the trend's ``long_name`` states. Never ``a``: to UDUNITS that is the are (100 m2).
 PER_TIME = {"year": "year", "decade": "(10 year)", "century": "(100 year)"}
 
 #: standard-name prefixes -> CF area type of the cells that hold values (``where``)
@@ -210,9 +211,11 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
             if not (lower == upper).all():
                 ds[f"{t}_{BOUNDS_DIM}"] = ((t, BOUNDS_DIM), np.stack([lower, upper], axis=1))
                 ds.variables[t].attrs["bounds"] = f"{t}_{BOUNDS_DIM}"
-    for d in (lat, lon):  # cell edges a regrid carries (two 1-D coordinates)
-        lower, upper = time_bounds.bounds_names(str(d))
-        if d in ds.dims and lower in ds.coords and upper in ds.coords:
+    # cell edges the files gave or a regrid made (two 1-D coordinates), on every other
+    # axis that carries them: lat, lon, and a result's own grid beside another's (lat_box)
+    for d in [str(d) for d in ds.dims if d in ds.coords and d not in time_dims]:
+        lower, upper = time_bounds.bounds_names(d)
+        if lower in ds.coords and upper in ds.coords:
             pair = np.stack([ds[lower].values, ds[upper].values], axis=1)
             ds[f"{d}_{BOUNDS_DIM}"] = ((d, BOUNDS_DIM), pair)
             ds.variables[d].attrs["bounds"] = f"{d}_{BOUNDS_DIM}"
@@ -222,6 +225,9 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
         attrs = ds.variables[name].attrs
         start, end = attrs.pop("period_start"), attrs.pop("period_end")
         ds[attrs["bounds"]] = ((BOUNDS_DIM,), _dates([start, end], ds[name].values[()]))
+    for var in ds.variables.values():  # a pointer to bounds not carried along: dropped
+        if "bounds" in var.attrs and var.attrs["bounds"] not in ds.variables:
+            del var.attrs["bounds"]
     # a scalar coordinate of one result only (its own period): on that variable alone
     owners = {str(c): ds.variables[c].attrs.pop(OWNER) for c in ds.coords if OWNER in ds[c].attrs}
     for var in ds.variables.values():

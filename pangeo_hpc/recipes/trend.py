@@ -19,6 +19,7 @@ from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.recipes.means import global_mean
 from pangeo_hpc.recipes.traits import Reduction, reduces
+from pangeo_hpc.recipes.years import calendar_of, year_phrase
 
 _YEARS = YEARS
 
@@ -38,10 +39,14 @@ def trend(
     ----------
     da : DataArray
         Data with a time dimension (usually anomalies or annual means). Time counts in
-        decimal years of 365.2425 days (:func:`~pangeo_hpc.recipes.years.decimal_years`).
+        decimal years of the data's calendar: 365.2425 days (datetime64, Gregorian), 365
+        (``noleap``), 366 (``all_leap``), 360 (``360_day``), 365.25 (``julian``)
+        (:func:`~pangeo_hpc.recipes.years.decimal_years`), as CDO counts a calendar's days.
     per : {"year", "decade", "century"}
         Unit of time of the slope: the result is in ``units`` of ``da`` per ``per``
-        (``K/(10 year)`` for K per decade, a spelling UDUNITS parses).
+        (``K/(10 year)`` for K per decade, a spelling UDUNITS parses); in a calendar of
+        other years the ``long_name`` says which (``per decade of 365-day years (noleap
+        calendar)``).
     stats : bool
         Also the slope's standard error and the two-sided p-value of a t test of a zero
         slope with n - 2 degrees of freedom (as ``scipy.stats.linregress``): a Dataset
@@ -92,9 +97,10 @@ def trend(
     name = da.attrs.get("long_name", da.name or "field")
     units = per_time_units(da.attrs.get("units"), per)
     period = {TIME_PERIOD: period_coord(da[t], "linear trend")}
+    per_text = f"{per}{year_phrase(calendar_of(da[t]))}"
     out = with_attrs(
         value["trend"].rename("trend"),
-        {"units": units, "long_name": f"linear trend of {name} per {per}"},
+        {"units": units, "long_name": f"linear trend of {name} per {per_text}"},
     )
     out = out.assign_coords(period)
     if not stats:

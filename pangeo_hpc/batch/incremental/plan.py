@@ -139,9 +139,7 @@ def prepare(
     if not pieces:
         return "the data are not read file by file (a Zarr store): no per-file states"
     t = data[recipe.variable].dims[0]
-    times = data[t].values
-    if times.dtype.kind != "M":
-        return f"the time axis {t!r} is not in the standard calendar (datetime64)"
+    times = data[t].values  # datetime64, or cftime dates of any calendar (ordered alike)
     plans: list[ResultPlan] = []
     memo = {} if memo is None else memo
     for name, steps in chain.result_chains(recipe).items():
