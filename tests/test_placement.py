@@ -78,6 +78,15 @@ def test_a_first_run_knows_the_sizes_of_what_it_reads(
     assert got.in_process and "unknown" not in got.why
 
 
+def test_a_run_imports_its_figure_in_the_background_once(demo_tree, tmp_path, monkeypatch):
+    """matplotlib's import overlaps the computing (``write.figures.preload``, issue 29)."""
+    calls: list[int] = []
+    monkeypatch.setattr("pangeo_hpc.batch.pipeline.execute.preload", lambda: calls.append(1))
+    where = {"data": demo_tree, "cache": False, "start": "2000-01", "end": "2000-01"}
+    run_recipe(load("era5-sst-mean"), out=tmp_path / "out", **where)
+    assert calls == [1] and (tmp_path / "out" / "plot.png").stat().st_size > 0
+
+
 def test_the_default_limit_is_documented_in_the_config():
     text = (ROOT / "pangeo_hpc" / "pangeo-hpc.yaml").read_text()
     assert "in-process-bytes: 1.0e+9" in text
