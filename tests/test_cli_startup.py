@@ -70,3 +70,34 @@ def test_a_reader_that_leaves_early_gets_no_traceback():
     err = p.stderr.read()
     assert p.wait(timeout=120) == 141, err
     assert err == "", err
+
+
+def _modules_after(code: str) -> set[str]:
+    """The modules a fresh interpreter holds after running ``code``."""
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint(' '.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    assert not done.stderr, done.stderr
+    return set(done.stdout.split())
+
+
+def test_a_run_imports_matplotlib_in_the_background_while_it_computes():
+    """A recipe run's pipeline loads without matplotlib (about a second of a small run's
+    start on the loaded 2-core machine); ``preload`` imports the drawing's modules in a
+    daemon thread, which the run starts before computing (issue 29)."""
+    names = _modules_after("import pangeo_hpc.batch.pipeline.execute")
+    assert "pangeo_hpc.batch.pipeline.results" in names  # the check is not vacuous
+    assert not {n for n in names if n.split(".")[0] == "matplotlib"}
+    code = (
+        "from pangeo_hpc.write.figures import preload\n"
+        "t = preload()\n"
+        "assert t.daemon\n"
+        "t.join(100)\n"
+    )
+    names = _modules_after(code)
+    want = {"matplotlib.figure", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin"}
+    assert want <= names, want - names

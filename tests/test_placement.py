@@ -5,6 +5,7 @@ without Python's teardown (issue 29: small questions against CDO)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -18,7 +19,9 @@ from conftest import ROOT
 from pangeo_hpc.batch import run_recipe
 from pangeo_hpc.batch.chains.recipe_yaml import load
 from pangeo_hpc.batch.incremental.read_plan import ReadPlan
+from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.pipeline.placement import place
+from pangeo_hpc.batch.pipeline.steps import open_inputs
 
 KEY = "pangeo-hpc.cluster.in-process-bytes"
 PERIOD = {"start": "2000-01", "end": "2000-03"}
@@ -54,6 +57,34 @@ def test_a_batch_cluster_or_unknown_sizes_keep_their_workers():
     unknown = ReadPlan((("a.nc",), ("z.nc",)), {"a.nc": 1})
     got = place(unknown, limit=1e12)
     assert not got.in_process and got.why.endswith("sizes unknown")
+
+
+@pytest.mark.parametrize("cached", [True, False], ids=["fresh cache", "no cache"])
+@pytest.mark.parametrize("relative", [True, False], ids=["relative data", "absolute data"])
+def test_a_first_run_knows_the_sizes_of_what_it_reads(
+    demo_tree, tmp_path, monkeypatch, cached, relative
+):
+    """``make demo``'s runs (``--data data/era5-demo``, an empty state cache, issue 29): the
+    plan holds the stored size of every file to read, as the catalog's scan found it, so
+    a small first run computes in threads (it said "sizes unknown" and started workers)."""
+    monkeypatch.chdir(demo_tree.parent)
+    data = demo_tree.name if relative else str(demo_tree)
+    inputs = open_inputs(load("era5-sst-mean"), data=data, **PERIOD)
+    plan = inputs.read_plan(StateCache(tmp_path / "states") if cached else None)[1]
+    files = {f for piece in plan.pieces for f in piece}
+    assert len(files) == 3 and plan.incremental == cached and plan.to_read == {0, 1, 2}
+    assert plan.sizes == {f: os.path.getsize(f) for f in files}
+    got = place(plan, limit=1e9)
+    assert got.in_process and "unknown" not in got.why
+
+
+def test_a_run_imports_its_figure_in_the_background_once(demo_tree, tmp_path, monkeypatch):
+    """matplotlib's import overlaps the computing (``write.figures.preload``, issue 29)."""
+    calls: list[int] = []
+    monkeypatch.setattr("pangeo_hpc.batch.pipeline.execute.preload", lambda: calls.append(1))
+    where = {"data": demo_tree, "cache": False, "start": "2000-01", "end": "2000-01"}
+    run_recipe(load("era5-sst-mean"), out=tmp_path / "out", **where)
+    assert calls == [1] and (tmp_path / "out" / "plot.png").stat().st_size > 0
 
 
 def test_the_default_limit_is_documented_in_the_config():

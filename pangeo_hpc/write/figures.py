@@ -5,23 +5,64 @@ with the data's own names and units.
 Drawn with matplotlib's object API (:class:`matplotlib.figure.Figure`, ``fig.savefig``),
 never pyplot: a figure written to a file needs no backend and no display, and importing
 this module leaves the backend a notebook or the user chose (``MPLBACKEND``) alone.
+
+matplotlib is imported when a figure is first drawn, not with this module: a recipe run
+imports it in a background thread while it reads and computes (:func:`preload`), where
+the import costs the run nothing but a core the reading leaves idle.
 """
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import xarray as xr
-from matplotlib.figure import Figure, FigureBase
 
-from pangeo_hpc.write.figure_kinds import DRAW, HEIGHTS, columns, draw_missing
 from pangeo_hpc.write.marks import figure_metadata
 from pangeo_hpc.write.result_shape import Shape, result_shape
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure, FigureBase
+
+__all__ = ["draw_result", "plot_result", "preload"]
+
+#: what drawing and writing a PNG imports (the figure kinds import matplotlib; savefig
+#: imports the Agg backend, and Pillow its format plugins)
+_DRAWING = ("pangeo_hpc.write.figure_kinds", "matplotlib.backends.backend_agg", "PIL.Image")
+
+
+def preload() -> threading.Thread:
+    """Import what drawing a figure needs, in a daemon thread (started, returned).
+
+    For a run that draws its figure after seconds of reading and computing, mostly
+    outside the GIL: the imports then take no time of the run's own. A drawing that
+    starts before the thread is done waits for the module being imported (Python's
+    import lock), as it would have imported it itself.
+    """
+    thread = threading.Thread(target=_import_drawing, name="pangeo-hpc-preload", daemon=True)
+    thread.start()
+    return thread
+
+
+def _import_drawing() -> None:
+    import importlib
+
+    try:
+        for name in _DRAWING:
+            importlib.import_module(name)
+        from PIL import Image
+
+        Image.preinit()  # the format plugins that Image.save imports
+    except Exception:  # raised again, with its message, where the figure is drawn
+        return
 
 
 def _height(shape: Shape) -> float:
     """Inches for the panel of ``shape``: small multiples by their rows."""
+    from pangeo_hpc.write.figure_kinds import HEIGHTS, columns
+
     if shape.kind == "maps" and shape.lead is not None:
         n = shape.data.sizes[shape.lead]
         ncols = columns(n)  # maps about twice as wide as high, 9 inches across
@@ -31,6 +72,8 @@ def _height(shape: Shape) -> float:
 
 def _draw(sub: FigureBase, shape: Shape) -> None:
     """One panel; a panel that cannot be drawn says why instead of raising."""
+    from pangeo_hpc.write.figure_kinds import DRAW, draw_missing
+
     kind = shape.kind
     if kind not in ("scalar", "other") and not np.isfinite(shape.data.values).any():
         kind = "missing"
@@ -64,6 +107,10 @@ def draw_result(
     Figure
         With one subfigure per variable, in the order of ``result.data_vars``.
     """
+    from matplotlib.figure import Figure
+
+    from pangeo_hpc.write.figure_kinds import DRAW, HEIGHTS
+
     if isinstance(result, xr.DataArray):
         result = result.to_dataset(name=result.name or "result")
     shapes = [result_shape(result[name]) for name in result.data_vars]

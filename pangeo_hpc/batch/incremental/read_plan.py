@@ -152,8 +152,14 @@ def plan_reads(
         for i in list(reused):
             if plan.uses(i) and i not in in_rollup and not cache.has(prepared.keys[c, i]):
                 reused.discard(i)
-    sizes = {s.path: int(s.size) for stamps in prepared.stamps for s in stamps}
     pieces = tuple(tuple(files) for _, _, files in prepared.pieces)
+    # keyed by the files as the plan names them: a stamp's path is absolute, the files are
+    # as the data root was given (relative in ``--data data/era5-demo``)
+    sizes = {
+        f: int(s.size)
+        for files, stamps in zip(pieces, prepared.stamps, strict=True)
+        for f, s in zip(files, stamps, strict=True)
+    }
     return prepared, ReadPlan(pieces, sizes, frozenset(reused), frozenset(unused), cache=folder)
 
 

@@ -43,6 +43,7 @@ from pangeo_hpc.clusters.start import kind_of, local_cluster, resolve_kind, runn
 from pangeo_hpc.clusters.worker_logs import quiet_input_errors
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.s3.options import S3Options, is_s3
+from pangeo_hpc.write.figures import preload
 
 __all__ = ["RunResult", "run_recipe"]
 
@@ -114,6 +115,7 @@ def run_recipe(
         if not (warm_inputs or build_first or is_s3(str(root))):  # those need their workers
             placed = _placement(inputs, store, cluster, profile)
         small = placed.why if placed is not None and placed.in_process else None
+        preload()  # the figure's imports, while the cluster starts and the run computes
         if small is not None:
             started = _in_process(workers)
         else:
