@@ -130,6 +130,8 @@ def summary_line(path: Path) -> tuple[str, str]:
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
     start, end = dataset.get("start"), dataset.get("end")
     period = f"{start}..{end}" if start else "all files"
+    if isinstance(doc.get("datasets"), dict):
+        period = f"{len(doc['datasets'])} datasets"
     description = str(doc.get("description") or "")
     return period, description.splitlines()[0] if description else ""
 
@@ -228,6 +230,11 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     where = f"recipe {str(path if path is not None else named)!r}"
     if not isinstance(doc, dict):
         raise InputError(f"{where} must be a YAML mapping with name, dataset and steps")
+    if "datasets" in doc:  # batch.chains.multi_yaml reads these
+        raise InputError(
+            f"{where} compares several datasets (datasets:, combine:): run it with "
+            "'pangeo-hpc run' (run_multi); this takes a recipe of one dataset"
+        )
     unknown = sorted(set(doc) - set(_KEYS))
     if unknown:
         raise InputError(f"{where}: unknown key(s) {unknown}: a recipe has {list(_KEYS)}")
