@@ -15,8 +15,17 @@ import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.grid import cell_area, horizontal_names
+from pangeo_hpc.recipes.units import units_of
 
-__all__ = ["area_weights", "base_name", "others", "reference_of", "spatial_dims"]
+__all__ = [
+    "area_weights",
+    "base_name",
+    "is_temperature",
+    "named",
+    "others",
+    "reference_of",
+    "spatial_dims",
+]
 
 
 def reference_of(ds: xr.Dataset, reference: str, step: str) -> xr.DataArray:
@@ -61,3 +70,19 @@ def base_name(da: xr.DataArray) -> str:
     ``standard_name`` in words, else its name."""
     text = da.attrs.get("long_name") or da.attrs.get("standard_name") or da.name or "value"
     return str(text).replace("_", " ")
+
+
+def named(da: xr.DataArray, name: str, attrs: dict) -> xr.DataArray:
+    """``da`` named ``name`` with exactly ``attrs`` (arithmetic keeps the first operand's:
+    a weighted sum would otherwise say ``standard_name: cell_area``)."""
+    out = da.rename(name)
+    out.attrs = dict(attrs)
+    return out
+
+
+def is_temperature(da: xr.DataArray, step: str) -> bool:
+    """Whether ``da``'s units are a temperature (its differences then say so in
+    ``units_metadata``, CF 1.11)."""
+    if "units" not in da.attrs:
+        return False
+    return bool(units_of(str(da.attrs["units"]), step=step).dimensionality == {"[temperature]": 1})

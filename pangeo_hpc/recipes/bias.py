@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import xarray as xr
 
-from pangeo_hpc.recipes.against import base_name, others, reference_of
-from pangeo_hpc.recipes.units import DIFFERENCE, units_of
+from pangeo_hpc.recipes.against import base_name, is_temperature, named, others, reference_of
+from pangeo_hpc.recipes.units import DIFFERENCE
 
 __all__ = ["bias"]
 
@@ -63,12 +63,7 @@ def bias(ds: xr.Dataset, *, reference: str, relative: bool = False) -> xr.Datase
         else:
             value = da - ref
             attrs["long_name"] = f"bias of {what}: {name} minus {reference}"
-            if "units" in da.attrs and _is_temperature(str(da.attrs["units"])):
+            if is_temperature(da, "bias"):
                 attrs["units_metadata"] = DIFFERENCE
-        out[name] = value.rename(name).assign_attrs(attrs)
+        out[name] = named(value, name, attrs)
     return xr.Dataset(out, attrs={"reference": reference})
-
-
-def _is_temperature(units: str) -> bool:
-    q = units_of(units, step="bias")
-    return q.dimensionality == {"[temperature]": 1}

@@ -9,7 +9,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes.against import area_weights, base_name, others, reference_of
+from pangeo_hpc.recipes.against import area_weights, base_name, named, others, reference_of
 from pangeo_hpc.recipes.grid import time_name
 
 __all__ = ["correlation"]
@@ -83,5 +83,5 @@ def correlation(
             "units": "1",
             "long_name": f"{what} correlation of {base_name(da)}: {name} with {reference}",
         }
-        out[name] = value.rename(name).assign_attrs(attrs)
+        out[name] = named(value, name, attrs)
     return xr.Dataset(out, attrs={"reference": reference})

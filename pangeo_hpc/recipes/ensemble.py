@@ -9,7 +9,7 @@ from typing import Literal
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes.against import base_name
+from pangeo_hpc.recipes.against import base_name, named
 
 __all__ = ["ensemble", "ensemble_name"]
 
@@ -114,4 +114,4 @@ def ensemble(
         f"{said} of {base_name(first)} over {len(names)} datasets ({', '.join(names)})"
     )
     attrs["comment"] = f"multi-dataset statistic over the {span} period"
-    return xr.Dataset({name: value.rename(name).assign_attrs(attrs)}, attrs={"datasets": names})
+    return xr.Dataset({name: named(value, name, attrs)}, attrs={"datasets": names})

@@ -9,8 +9,16 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes.against import area_weights, base_name, others, reference_of
+from pangeo_hpc.recipes.against import (
+    area_weights,
+    base_name,
+    is_temperature,
+    named,
+    others,
+    reference_of,
+)
 from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.recipes.units import DIFFERENCE
 
 __all__ = ["rmse"]
 
@@ -56,18 +64,21 @@ def rmse(ds: xr.Dataset, *, reference: str, over: Literal["space", "time"] = "sp
         da = ds[name]
         sq = (da - ref) ** 2
         if over == "space":
-            w = area_weights(ref, "rmse")
-            w = w.where(sq.notnull(), 0.0)
-            total = w.sum(w.dims)
-            mean = (sq.fillna(0.0) * w).sum(w.dims) / total.where(total > 0)
+            area = area_weights(ref, "rmse")
+            dims = list(area.dims)
+            w = area.where(sq.notnull(), 0.0)
+            total = w.sum(dims)
+            mean = (sq.fillna(0.0) * w).sum(dims) / total.where(total > 0)
         else:
             mean = sq.mean(time_name(sq), skipna=True)
         value = np.sqrt(mean)
         attrs = {k: v for k, v in da.attrs.items() if k in ("units",)}
+        if is_temperature(da, "rmse"):
+            attrs["units_metadata"] = DIFFERENCE
         attrs["long_name"] = (
             f"root-mean-square difference of {base_name(da)} over {over}: {name} minus {reference}"
         )
         if over == "space":
             attrs["comment"] = "area-weighted (cell areas as CDO gridarea)"
-        out[name] = value.rename(name).assign_attrs(attrs)
+        out[name] = named(value, name, attrs)
     return xr.Dataset(out, attrs={"reference": reference})
