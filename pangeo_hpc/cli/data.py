@@ -34,6 +34,12 @@ def _demo_data_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--workers", type=positive_int, help="processes (default: one per core)")
     p.add_argument("--overwrite", action="store_true", help="rewrite existing months")
+    p.add_argument(
+        "--model",
+        action="store_true",
+        help="also write a CMIP-like model's tas (2.5 degrees, noleap, yearly files under "
+        "OUT/cmip) with a known bias against the 2 m temperature (recipe model-vs-era5-t2m)",
+    )
 
 
 def _demo_data(a: argparse.Namespace) -> int:
@@ -58,6 +64,11 @@ def _demo_data(a: argparse.Namespace) -> int:
     )
     names = sorted({f.stem for f in files})
     print(f"demo-data: {len(files)} monthly files in {a.out} ({', '.join(names)})")
+    if a.model:
+        from pangeo_hpc.demo.model import write_model
+
+        written = write_model(a.out, spec)
+        print(f"demo-data: {len(written)} yearly model files in {written[0].parent}")
     return 0
 
 

@@ -86,15 +86,21 @@ class MultiRecipe:
         """The datasets whose grids a ``regrid`` step names (``grid: $NAME``)."""
         return sorted({name for _, name in _grid_references(self._doc)})
 
-    def recipe_for(self, name: str, grids: Mapping[str, Any] | None = None) -> Recipe:
+    def recipe_for(
+        self, name: str, grids: Mapping[str, Any] | None = None, data: str | None = None
+    ) -> Recipe:
         """The one-dataset recipe of dataset ``name``: its data, the shared steps and
         results, ``grid: $X`` replaced by ``grids[X]`` (a grid spec of
         :func:`~pangeo_hpc.recipes.regrid`; default a stand-in, for checking) and the
-        ``regrid`` to its own grid left out."""
+        ``regrid`` to its own grid left out. ``{data}`` in a ``files:`` glob is the data
+        root ``data`` (the shipped recipes' model files live in the demo tree)."""
         doc = {k: v for k, v in self._doc.items() if k in ("description", "steps", "results")}
         doc = copy.deepcopy(doc)
         doc["name"] = f"{self.name}.{name}"
         doc["dataset"] = dict(self.datasets[name])
+        files = doc["dataset"].get("files")
+        if isinstance(files, str) and "{data}" in files:
+            doc["dataset"]["files"] = files.replace("{data}", str(data or "."))
         doc["outputs"] = {"format": self.format}
         if "steps" in doc:
             doc["steps"] = _with_grids(doc["steps"] or [], name, grids)

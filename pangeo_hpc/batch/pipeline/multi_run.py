@@ -90,10 +90,12 @@ def open_all(
     ``NAME`` as opened: :func:`grid_box`); the periods opened checked to overlap."""
     grids = {}
     for name in spec.grid_owners():
-        one = spec.recipe_for(name)
+        one = spec.recipe_for(name, data=str(root))
         grids[name] = grid_box(open_dataset(one, root, start=start, end=end)[one.variable], name)
     opened = {
-        name: open_inputs(spec.recipe_for(name, grids), data=root, start=start, end=end)
+        name: open_inputs(
+            spec.recipe_for(name, grids, data=str(root)), data=root, start=start, end=end
+        )
         for name in spec.datasets
     }
     periods = {n: i.period for n, i in opened.items()}
