@@ -345,3 +345,80 @@ def test_different_grids_at_the_combine_exit_2_and_nothing_written(pair, tmp_pat
     assert "\n" not in line and "model is on the grid 72 x 144" in line and "regrid" in line, line
     assert not (tmp_path / "out").exists()
     assert not cache.exists() or not any(cache.rglob("*"))
+
+
+# -- section 4: the demo's model against the demo's ERA5 ----------------------------------
+
+
+@pytest.fixture(scope="module")
+def demo_with_model(tmp_path_factory) -> Path:
+    from dataclasses import replace
+
+    from conftest import TEST_SPEC
+
+    from pangeo_hpc.demo import generate
+    from pangeo_hpc.demo.model import write_model
+
+    root = tmp_path_factory.mktemp("demo-model")
+    spec = replace(
+        TEST_SPEC, start="2000-01", end="2001-12", variables=("air_temperature_at_2_metres",)
+    )
+    generate(root, spec, workers=2)
+    write_model(root, spec)
+    return root
+
+
+@pytest.mark.slow
+def test_shipped_model_vs_era5_finds_the_planted_bias(demo_with_model, tmp_path):
+    from pangeo_hpc.demo.model import planted_bias
+
+    args = ("model-vs-era5-t2m", "--data", str(demo_with_model), "--start", "2000-01")
+    r = run_cli(
+        *args,
+        "--end",
+        "2001-12",
+        "--workers",
+        "1",
+        "--no-progress",
+        "--out",
+        str(tmp_path / "out"),
+        cwd=tmp_path,
+    )
+    assert r.returncode == 0, r.stderr
+    with xr.open_dataset(tmp_path / "out" / "result.nc") as ds:
+        b = planted_bias()
+        # the demo's noise (0.3 K a day) averaged over two years onto 2.5-degree cells:
+        # ~0.005 K; a bilinear instead of conservative regrid is off by up to ~0.3 K
+        np.testing.assert_allclose(ds.model.values, b, atol=0.03)
+        w = cell_areas(MODEL_LAT, MODEL_LON)
+        assert float(ds.model_rmse) == pytest.approx(np.sqrt((w * b**2).sum() / w.sum()), rel=1e-2)
+        assert float(ds.model_correlation) > 0.99
+        assert ds.model.attrs["long_name"].endswith("model minus era5")
+    report = (
+        cfchecks(tmp_path / "out" / "result.nc", tmp_path / "tables")
+        if unavailable() is None
+        else None
+    )
+    assert report is None or report.errors == [], report
+
+
+@pytest.mark.slow
+def test_08_notebook_builds_the_chain_and_the_recipe_agrees(demo_with_model, tmp_path):
+    from test_notebooks import NOTEBOOKS, execute, images_of, number, text_of
+
+    path = next(p for p in NOTEBOOKS if p.stem.startswith("08"))
+    nb = execute(
+        path,
+        tmp_path,
+        DATA=str(demo_with_model),
+        START="2000-01",
+        END="2001-12",
+        WORKDIR=str(tmp_path / "out"),
+    )
+    text = text_of(nb)
+    assert "model minus era5" in text and images_of(nb) == 1
+    assert 0.99 < number(r"pattern correlation: ([\d.]+)", text) <= 1.0
+    assert "same as step by step: True" in text
+    assert number(r"recipe RMSE: ([\d.]+) K", text) == number(
+        r"area-weighted RMSE: ([\d.]+) K", text
+    )

@@ -57,7 +57,7 @@ def model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
     seas, decades, _ = time_factors(times, spec)
     hours, counts = np.unique((times - EPOCH).astype("i8") % 24, return_counts=True)
     diurnal = np.tensordot(
-        counts / counts.sum(), t2m.diurnal(hours.astype("datetime64[h]") + EPOCH), 1
+        counts / counts.sum(), t2m.diurnal(EPOCH + hours.astype("timedelta64[h]")), 1
     )
     mean = t2m.base + decades.mean() * t2m.trend_map + seas.mean() * t2m.seasonal + diurnal
     era5 = xr.DataArray(
