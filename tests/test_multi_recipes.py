@@ -440,3 +440,78 @@ def test_08_notebook_builds_the_chain_and_the_recipe_agrees(demo_with_model, tmp
     assert number(r"recipe RMSE: ([\d.]+) K", text) == number(
         r"area-weighted RMSE: ([\d.]+) K", text
     )
+
+
+# -- datasets from an ESM collection catalog ----------------------------------------------
+
+
+def _catalog(folder: Path, models: dict[str, float]) -> Path:
+    """An ESM collection (JSON + CSV) of the "model" files of :func:`write_pair` copied
+    per source_id with an offset each (K), and one row of another variable."""
+    import shutil
+
+    rows = []
+    model_folder, _ = write_pair(folder / "pair")
+    for source, offset in models.items():
+        for src in sorted(model_folder.glob("*.nc")):
+            dst = folder / source / src.name.replace("TOY", source)
+            dst.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(src, dst)
+            with xr.open_dataset(
+                src, decode_times=xr.coders.CFDatetimeCoder(use_cftime=True)
+            ) as ds:
+                ds = ds.load()
+            ds["tas"] = ds.tas + offset
+            ds.tas.attrs.update(units="degC")
+            dst.unlink()
+            ds.to_netcdf(dst)
+            rows.append(f"{source},historical,tas,{dst.relative_to(folder)}")
+    rows.append(f"{next(iter(models))},historical,pr,nowhere.nc")
+    (folder / "cat.csv").write_text(
+        "source_id,experiment_id,variable_id,path\n" + "\n".join(rows) + "\n"
+    )
+    doc = {
+        "esmcat_version": "0.1.0",
+        "id": "test",
+        "catalog_file": "cat.csv",
+        "attributes": [{"column_name": c} for c in ("source_id", "experiment_id", "variable_id")],
+        "assets": {"column_name": "path", "format": "netcdf"},
+        "aggregation_control": {
+            "variable_column_name": "variable_id",
+            "groupby_attrs": ["source_id"],
+            "aggregations": [],
+        },
+    }
+    path = folder / "cat.json"
+    path.write_text(__import__("json").dumps(doc))
+    return path
+
+
+def test_catalog_datasets_one_per_source_and_their_ensemble(tmp_path):
+    cat = _catalog(tmp_path, {"MODEL-A": 0.0, "MODEL-B": 1.0, "MODEL-C": 3.5})
+    doc = {
+        "name": "ensemble-of-a-catalog",
+        "datasets": {
+            "catalog": str(cat),
+            "query": {"variable_id": "tas", "experiment_id": "historical"},
+            "by": "source_id",
+        },
+        "steps": [{"time_mean": {}}],
+        "combine": [{"ensemble": {"stat": "mean"}}, {"ensemble": {"stat": "max"}}],
+    }
+    spec = from_multi_dict(doc)
+    assert list(spec.datasets) == ["MODEL_A", "MODEL_B", "MODEL_C"]
+    assert len(spec.datasets["MODEL_B"]["files"]) == 2
+    with dask.config.set({"pangeo-hpc.cache.folder": str(tmp_path / "cache")}):
+        run = run_multi(spec, workers=1, out=tmp_path / "out")
+    with xr.open_dataset(sorted((tmp_path / "MODEL-A").glob("*.nc"))[0]) as one:
+        units = one.tas.attrs["units"]
+    a = run.result
+    assert units == "degC"
+    base = a.ensemble_max - 3.5
+    np.testing.assert_allclose(a.ensemble_mean.values, base.values + 1.5, atol=1e-4)
+    doc["datasets"]["query"] = {"variable_id": "tos"}
+    with pytest.raises(
+        InputError, match=r"no row of catalog 'cat.json' matches query \{'variable_id': 'tos'\}"
+    ):
+        from_multi_dict(doc)

@@ -39,8 +39,8 @@ __all__ = [
 if TYPE_CHECKING:
     from pangeo_hpc.batch.chains.multi_yaml import load_multi
     from pangeo_hpc.batch.incremental.state_cache import StateCache
-    from pangeo_hpc.batch.pipeline.multi_run import run_multi
     from pangeo_hpc.batch.pipeline.execute import run_recipe
+    from pangeo_hpc.batch.pipeline.multi_run import run_multi
     from pangeo_hpc.batch.pipeline.results import RunResult, write_outputs
     from pangeo_hpc.batch.pipeline.steps import Computed, Inputs, compute, open_inputs
 

@@ -38,6 +38,8 @@ import xarray as xr
 
 from pangeo_hpc import recipes
 from pangeo_hpc.batch.chains.chain import FIRST, Step, parse_steps
+from pangeo_hpc.batch.chains.esm_catalog import KEYS as CATALOG_KEYS
+from pangeo_hpc.batch.chains.esm_catalog import catalog_datasets
 from pangeo_hpc.batch.chains.option_values import check_values
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe, find, from_dict, read_yaml
 from pangeo_hpc.errors import InputError, shown
@@ -138,6 +140,14 @@ def from_multi_dict(doc: Any, path: Path | None = None) -> MultiRecipe:
         raise InputError(f"{where} lacks name")
     name = check_label(str(doc["name"]), f"{where}: name")
     datasets = doc["datasets"]
+    if isinstance(datasets, dict) and "catalog" in datasets:  # an ESM collection's datasets
+        folder = path.parent if path is not None else None
+        made = catalog_datasets(datasets, folder, f"{where}: datasets")
+        named_too = {k: v for k, v in datasets.items() if k not in CATALOG_KEYS}
+        clash = sorted(set(made) & set(named_too))
+        if clash:
+            raise InputError(f"{where}: datasets {clash} are named and in the catalog: rename")
+        datasets = {**made, **named_too}
     if not isinstance(datasets, dict) or len(datasets) < 2:
         raise InputError(
             f"{where}: datasets {shown(datasets)} must map two or more names to datasets "

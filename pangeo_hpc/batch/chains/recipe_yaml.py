@@ -53,8 +53,10 @@ class Recipe:
         The chain shared by every result.
     results : dict of str to tuple of Step
         Named results, each the shared steps followed by its own; empty for one result.
-    files : str, optional
-        A glob of CF NetCDF files; ``None`` for the era5-pds layout under the data root.
+    files : str or tuple of str, optional
+        A glob of CF NetCDF files, or their paths (a catalog's datasets,
+        :mod:`~pangeo_hpc.batch.chains.esm_catalog`); ``None`` for the era5-pds layout
+        under the data root.
     format : {"netcdf", "zarr"}
     path : Path, optional
         The YAML file (user functions are imported from its folder).
@@ -67,7 +69,7 @@ class Recipe:
     end: str | None
     steps: tuple[Step, ...] = ()
     results: dict[str, tuple[Step, ...]] = field(default_factory=dict)
-    files: str | None = None
+    files: str | tuple[str, ...] | None = None
     format: str = "netcdf"
     path: Path | None = None
 
@@ -278,7 +280,7 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
         end=None if end is None else str(end),
         steps=steps,
         results=named,
-        files=None if files is None else str(files),
+        files=_files(files, where),
         format=fmt,
         path=path,
     )
@@ -296,3 +298,14 @@ def _variables(dataset: dict[str, Any], where: str) -> tuple[str, ...]:
     if not isinstance(names, list) or not names or not all(isinstance(v, str) for v in names):
         raise InputError(f"{where}: dataset.variables {names!r} must be a list of names")
     return tuple(names)
+
+
+def _files(files: Any, where: str) -> str | tuple[str, ...] | None:
+    """A glob (text), or a list of paths as a tuple (a catalog's datasets)."""
+    if files is None:
+        return None
+    if isinstance(files, list | tuple):
+        if not files or not all(isinstance(f, str) for f in files):
+            raise InputError(f"{where}: dataset.files must be a glob or a list of paths")
+        return tuple(files)
+    return str(files)

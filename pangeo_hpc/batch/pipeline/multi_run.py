@@ -140,6 +140,10 @@ def combine_results(spec: MultiRecipe, values: Mapping[str, xr.Dataset]) -> xr.D
             attrs.update(made.attrs)
     attrs.pop("datasets", None)
     result = xr.Dataset(out)
+    # a CMIP file's lat and lon say "bounds: lat_bnds", a variable not carried along
+    for name in [c for c in ("lat", "lon", "latitude", "longitude") if c in result.coords]:
+        if result[name].attrs.get("bounds") not in (None, *result.variables):
+            result[name].attrs = {k: v for k, v in result[name].attrs.items() if k != "bounds"}
     result.attrs["datasets"] = ", ".join(names)
     if "reference" in attrs:
         result.attrs["reference_dataset"] = attrs["reference"]
