@@ -4,8 +4,10 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Literal
 
+import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
@@ -17,6 +19,26 @@ STATS = ("mean", "std", "median", "min", "max", "percentile")
 SPANS = ("overlap", "full")
 #: the dimension the datasets are stacked along while reducing
 MEMBER = "dataset"
+
+
+def _nanquantile(x: np.ndarray, q: float) -> np.ndarray:
+    """NumPy's linear quantile over the last axis, NaN skipped (all NaN: NaN, silently)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # "All-NaN slice encountered"
+        return np.nanquantile(x, q, axis=-1)
+
+
+def _quantile(stack: xr.DataArray, q: float) -> xr.DataArray:
+    """The ``q`` quantile over the datasets, by NumPy on each block (xarray's own quantile
+    and median JIT-compile numbagg on first use: 50 s on a loaded 2-core machine)."""
+    return xr.apply_ufunc(
+        _nanquantile,
+        stack,
+        input_core_dims=[[MEMBER]],
+        kwargs={"q": q},
+        dask="parallelized",
+        output_dtypes=[np.result_type(stack.dtype, np.float64)],
+    )
 
 
 def ensemble_name(stat: str, percentile: float | None = None) -> str:
@@ -36,7 +58,8 @@ def ensemble(
     Equivalents: CDO ``ensmean``, ``ensstd1`` (the sample standard deviation, divided by
     n - 1, as ESMValCore's ``std_dev``), ``ensmedian``, ``ensmin``, ``ensmax``,
     ``enspctl,P``; ESMValCore ``multi_model_statistics(span=..., statistics=[...])``.
-    Points missing in some datasets take the statistic of the others.
+    Points missing in some datasets take the statistic of the others (as CDO ``ensmean``;
+    CDO's ``ensmedian`` and ``enspctl`` are missing there instead).
 
     Parameters
     ----------
@@ -95,14 +118,13 @@ def ensemble(
     elif stat == "std":
         value = stack.std(MEMBER, ddof=1, skipna=True)
     elif stat == "median":
-        value = stack.median(MEMBER, skipna=True)
+        value = _quantile(stack, 0.5)
     elif stat == "min":
         value = stack.min(MEMBER, skipna=True)
     elif stat == "max":
         value = stack.max(MEMBER, skipna=True)
     else:
-        value = stack.quantile(float(percentile) / 100, dim=MEMBER, skipna=True)  # type: ignore[arg-type]
-        value = value.drop_vars("quantile")
+        value = _quantile(stack, float(percentile) / 100)  # type: ignore[arg-type]
     name = ensemble_name(stat, percentile)
     said = "standard deviation" if stat == "std" else stat
     if stat == "percentile":
