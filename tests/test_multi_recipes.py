@@ -524,3 +524,27 @@ def test_catalog_datasets_one_per_source_and_their_ensemble(tmp_path):
         InputError, match=r"no row of catalog 'cat.json' matches query \{'variable_id': 'tos'\}"
     ):
         from_multi_dict(doc)
+
+
+def test_several_results_are_combined_each_under_its_own_name():
+    from pangeo_hpc.batch.pipeline.multi_run import combine_results
+
+    doc = recipe((Path("m"), Path("o")), steps=[], combine=[{"bias": {"reference": "obs"}}])
+    doc["results"] = {"clim": [{"time_mean": {}}], "spread": [{"time_mean": {}}]}
+    spec = from_multi_dict(doc)
+    grid = {"lat": [-45.0, 45.0], "lon": [90.0, 270.0]}
+
+    def values(offset: float) -> xr.Dataset:
+        field = np.array([[1.0, 2.0], [3.0, 4.0]])
+        return xr.Dataset(
+            {
+                "clim": (("lat", "lon"), field + offset, {"units": "K"}),
+                "spread": (("lat", "lon"), 2 * field + offset, {"units": "K"}),
+            },
+            coords=grid,
+        )
+
+    out = combine_results(spec, {"model": values(1.5), "obs": values(0.0)})
+    assert sorted(out.data_vars) == ["model_clim", "model_spread"]
+    np.testing.assert_allclose(out.model_clim.values, 1.5)
+    np.testing.assert_allclose(out.model_spread.values, 1.5)
