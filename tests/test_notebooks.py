@@ -34,8 +34,8 @@ BUCKET = "era5-notebooks"
 CELL_CEILING = 600
 
 
-def test_there_are_the_seven_notebooks():
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
+def test_there_are_the_eight_notebooks():
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

@@ -17,7 +17,9 @@ _LAZY = {
     "RunResult": "pangeo_hpc.batch.pipeline.results",
     "StateCache": "pangeo_hpc.batch.incremental.state_cache",
     "compute": "pangeo_hpc.batch.pipeline.steps",
+    "load_multi": "pangeo_hpc.batch.chains.multi_yaml",
     "open_inputs": "pangeo_hpc.batch.pipeline.steps",
+    "run_multi": "pangeo_hpc.batch.pipeline.multi_run",
     "run_recipe": "pangeo_hpc.batch.pipeline.execute",
     "write_outputs": "pangeo_hpc.batch.pipeline.results",
 }
@@ -27,14 +29,18 @@ __all__ = [
     "RunResult",
     "StateCache",
     "compute",
+    "load_multi",
     "open_inputs",
+    "run_multi",
     "run_recipe",
     "write_outputs",
 ]
 
 if TYPE_CHECKING:
+    from pangeo_hpc.batch.chains.multi_yaml import load_multi
     from pangeo_hpc.batch.incremental.state_cache import StateCache
     from pangeo_hpc.batch.pipeline.execute import run_recipe
+    from pangeo_hpc.batch.pipeline.multi_run import run_multi
     from pangeo_hpc.batch.pipeline.results import RunResult, write_outputs
     from pangeo_hpc.batch.pipeline.steps import Computed, Inputs, compute, open_inputs
 

@@ -53,8 +53,10 @@ class Recipe:
         The chain shared by every result.
     results : dict of str to tuple of Step
         Named results, each the shared steps followed by its own; empty for one result.
-    files : str, optional
-        A glob of CF NetCDF files; ``None`` for the era5-pds layout under the data root.
+    files : str or tuple of str, optional
+        A glob of CF NetCDF files, or their paths (a catalog's datasets,
+        :mod:`~pangeo_hpc.batch.chains.esm_catalog`); ``None`` for the era5-pds layout
+        under the data root.
     format : {"netcdf", "zarr"}
     path : Path, optional
         The YAML file (user functions are imported from its folder).
@@ -67,7 +69,7 @@ class Recipe:
     end: str | None
     steps: tuple[Step, ...] = ()
     results: dict[str, tuple[Step, ...]] = field(default_factory=dict)
-    files: str | None = None
+    files: str | tuple[str, ...] | None = None
     format: str = "netcdf"
     path: Path | None = None
 
@@ -130,6 +132,8 @@ def summary_line(path: Path) -> tuple[str, str]:
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
     start, end = dataset.get("start"), dataset.get("end")
     period = f"{start}..{end}" if start else "all files"
+    if isinstance(doc.get("datasets"), dict):
+        period = f"{len(doc['datasets'])} datasets"
     description = str(doc.get("description") or "")
     return period, description.splitlines()[0] if description else ""
 
@@ -228,6 +232,11 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     where = f"recipe {str(path if path is not None else named)!r}"
     if not isinstance(doc, dict):
         raise InputError(f"{where} must be a YAML mapping with name, dataset and steps")
+    if "datasets" in doc:  # batch.chains.multi_yaml reads these
+        raise InputError(
+            f"{where} compares several datasets (datasets:, combine:): run it with "
+            "'pangeo-hpc run' (run_multi); this takes a recipe of one dataset"
+        )
     unknown = sorted(set(doc) - set(_KEYS))
     if unknown:
         raise InputError(f"{where}: unknown key(s) {unknown}: a recipe has {list(_KEYS)}")
@@ -271,7 +280,7 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
         end=None if end is None else str(end),
         steps=steps,
         results=named,
-        files=None if files is None else str(files),
+        files=_files(files, where),
         format=fmt,
         path=path,
     )
@@ -289,3 +298,14 @@ def _variables(dataset: dict[str, Any], where: str) -> tuple[str, ...]:
     if not isinstance(names, list) or not names or not all(isinstance(v, str) for v in names):
         raise InputError(f"{where}: dataset.variables {names!r} must be a list of names")
     return tuple(names)
+
+
+def _files(files: Any, where: str) -> str | tuple[str, ...] | None:
+    """A glob (text), or a list of paths as a tuple (a catalog's datasets)."""
+    if files is None:
+        return None
+    if isinstance(files, list | tuple):
+        if not files or not all(isinstance(f, str) for f in files):
+            raise InputError(f"{where}: dataset.files must be a glob or a list of paths")
+        return tuple(files)
+    return str(files)

@@ -226,6 +226,7 @@ def write_outputs(
     fmt: str | None = None,
     timings: Mapping[str, float | None] | None = None,
     started: float | None = None,
+    extra: Mapping[str, Any] | None = None,
 ) -> RunResult:
     """Write ``result.nc`` (or ``result.zarr``), ``plot.png`` and ``summary.json`` into
     ``out``, all together or not at all.
@@ -246,6 +247,9 @@ def write_outputs(
     started : float, optional
         ``time.perf_counter()`` when the run began, for ``timings_s.total``; default: the
         sum of the parts measured (``write`` is this call's own time).
+    extra : mapping, optional
+        More entries for ``summary.json`` (a recipe over several datasets: ``datasets``
+        and ``combine``).
 
     Returns
     -------
@@ -256,7 +260,7 @@ def write_outputs(
     spec, root, result = inputs.spec, inputs.root, computed.result
     fmt = check_format(fmt, spec)
     out = result_folder(out, spec, root)
-    summary = summarise(inputs, computed, timings or {})
+    summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
     period = inputs.period
     result.attrs.update(recipe=spec.name, source=redact(str(root)), period=" to ".join(period))
     result.attrs.update(provenance.file_attributes(summary["provenance"]))

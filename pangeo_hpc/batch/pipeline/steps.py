@@ -11,6 +11,7 @@ out; :func:`pangeo_hpc.batch.pipeline.execute.run_recipe` does all three with a 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -163,7 +164,15 @@ def open_inputs(
     ds = open_dataset(spec, root, start=start, end=end, s3=s3, index=index, client=client)
     memo: chain.Memo = {}
     lazy = None if incremental.check(spec, ds, memo) else chain.build(spec, ds, memo)
-    return Inputs(spec, spec.files or root, ds, time.perf_counter() - t0, s3, memo, lazy)
+    return Inputs(spec, _source(spec) or root, ds, time.perf_counter() - t0, s3, memo, lazy)
+
+
+def _source(spec: Recipe) -> str | None:
+    """The files a recipe reads, as one text: its glob, or the folder its listed files
+    share (a catalog's dataset)."""
+    if isinstance(spec.files, tuple):
+        return os.path.commonpath([os.path.abspath(f) for f in spec.files])
+    return spec.files
 
 
 def open_dataset(

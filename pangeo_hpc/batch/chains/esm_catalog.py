@@ -1,0 +1,112 @@
+"""Datasets of a recipe over several datasets from an ESM collection catalog (the JSON and
+CSV files of intake-esm's ``esm_datastore``, as CMIP archives publish them).
+
+.. code-block:: yaml
+
+    datasets:
+      catalog: cat.json                # relative: to the recipe's folder
+      query: {variable_id: tas, experiment_id: historical}
+      by: source_id                    # one dataset per source_id
+      start: "1991-01"                 # optional, for each of them
+      end: "2014-12"
+      era5: {variable: air_temperature_at_2_metres}   # named datasets beside them
+
+The CSV's rows are kept where every column of ``query`` equals its value (or one of a
+list of values, as intake-esm's ``search``); each value of ``by`` among them is a dataset
+named after it (characters other than letters, digits and ``_`` become ``_``), whose
+``files:`` are the rows' paths (the JSON's ``assets.column_name``; relative paths are
+relative to the catalog) and whose variable is the rows' variable column
+(``aggregation_control.variable_column_name``, else ``variable_id``). Read without
+intake-esm: the two files are plain JSON and CSV.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from pangeo_hpc.errors import InputError, shown
+
+__all__ = ["KEYS", "catalog_datasets"]
+
+#: the keys of ``datasets:`` that describe a catalog, not a dataset
+KEYS = ("catalog", "query", "by", "start", "end")
+
+
+def _path(value: Any, folder: Path | None, where: str) -> Path:
+    if not isinstance(value, str) or not value:
+        raise InputError(
+            f"{where}: catalog={shown(value)} must be the path of an ESM catalog's JSON"
+        )
+    path = Path(value).expanduser()
+    if not path.is_absolute() and folder is not None and (folder / path).exists():
+        path = folder / path
+    if not path.is_file():
+        raise InputError(f"{where}: catalog {value!r} is not a file: give the catalog's JSON")
+    return path
+
+
+def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> dict[str, dict]:
+    """The datasets (name -> ``{variable, files, start, end}``) a catalog entry of
+    ``datasets:`` makes (see the module's description).
+
+    Raises
+    ------
+    InputError
+        One line: a catalog that cannot be read, a query column it lacks, a query that
+        keeps no row, rows of several variables for one dataset.
+    """
+    path = _path(spec.get("catalog"), folder, where)
+    query, by = spec.get("query") or {}, spec.get("by")
+    if not isinstance(query, dict) or not isinstance(by, str):
+        raise InputError(
+            f"{where}: a catalog needs query: {{column: value, ...}} and by: COLUMN "
+            f"(query={shown(query)}, by={shown(by)})"
+        )
+    try:
+        doc = json.loads(path.read_text())
+        csv = Path(doc["catalog_file"])
+        table = pd.read_csv(csv if csv.is_absolute() else path.parent / csv)
+        column = doc["assets"]["column_name"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(
+            f"{where}: catalog {str(path)!r} is not an ESM collection (JSON with "
+            f"catalog_file and assets.column_name, and its CSV): {type(exc).__name__}: {exc}"
+        ) from None
+    variable = (doc.get("aggregation_control") or {}).get("variable_column_name", "variable_id")
+    missing = sorted({*query, by, column, variable} - set(table.columns))
+    if missing:
+        raise InputError(
+            f"{where}: catalog {path.name!r} has no column(s) {missing}: it has "
+            f"{list(table.columns)}"
+        )
+    keep = pd.Series(True, index=table.index)
+    for key, value in query.items():
+        wanted = value if isinstance(value, list) else [value]
+        keep &= table[key].astype(str).isin([str(v) for v in wanted])
+    rows = table[keep]
+    if rows.empty:
+        raise InputError(
+            f"{where}: no row of catalog {path.name!r} matches query {shown(query)}: check "
+            "the values (the CSV's columns hold them)"
+        )
+    out: dict[str, dict] = {}
+    for key, group in rows.groupby(by, sort=True):
+        name = re.sub(r"\W", "_", str(key))
+        names = sorted(set(group[variable].astype(str)))
+        if len(names) != 1:
+            raise InputError(
+                f"{where}: {by}={key!r} holds variables {names} in catalog {path.name!r}: "
+                f"query one {variable}"
+            )
+        files = [
+            p if Path(p).is_absolute() else str(path.parent / p) for p in group[column].astype(str)
+        ]
+        ds: dict[str, Any] = {"variable": names[0], "files": sorted(files)}
+        ds |= {k: str(spec[k]) for k in ("start", "end") if spec.get(k) is not None}
+        out[name] = ds
+    return out

@@ -1,0 +1,224 @@
+"""Run a recipe over several datasets (:mod:`~pangeo_hpc.batch.chains.multi_yaml`): open
+each dataset and build its chain, check the combine on the lazy results, compute each
+dataset's results as a one-dataset recipe is computed (incrementally, through the state
+cache), then run the ``combine:`` steps on them and write the outputs.
+
+Every refusal (an unknown reference, different grids or units of different kinds at the
+combine, no overlapping period, daily data of different calendars) comes before any
+cluster starts and before anything is computed or cached: the combine is first built on
+the lazy results. The combine itself runs in this process, on the per-dataset results
+(maps or series, small next to the inputs).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import xarray as xr
+
+from pangeo_hpc.batch.chains.multi_yaml import (
+    MultiRecipe,
+    apply_combine,
+    join_of,
+    reference_of,
+)
+from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
+from pangeo_hpc.batch.pipeline.results import (
+    RunResult,
+    check_format,
+    result_folder,
+    write_outputs,
+)
+from pangeo_hpc.batch.pipeline.steps import (
+    Computed,
+    Inputs,
+    compute,
+    data_root,
+    open_cache,
+    open_dataset,
+    open_inputs,
+)
+from pangeo_hpc.clusters.start import running_cluster
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes.align_datasets import align_datasets
+from pangeo_hpc.recipes.regrid import using_store
+from pangeo_hpc.recipes.regrid_grids import source_grid
+
+__all__ = ["combine_results", "grid_box", "open_all", "run_multi"]
+
+#: degrees within which a grid's spacing is regular (a box of equal cells)
+_REGULAR = 1e-6
+
+
+def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]:
+    """The grid of ``ds`` as a box of equal cells, ``{lat: [south, north, step], lon:
+    [west, east, step]}`` (:func:`~pangeo_hpc.recipes.regrid`'s form), from its cell edges
+    (its bounds, else halfway between centres).
+
+    Raises
+    ------
+    InputError
+        For a grid whose cells are not all of one size (a Gaussian grid): name it by
+        ``rNxM`` or a file instead.
+    """
+    g = source_grid(ds)
+    out = {}
+    for key, edges in (("lat", g.lat_bounds), ("lon", g.lon_bounds)):
+        e = np.sort(np.unique(np.asarray(edges, "f8").ravel()))
+        steps = np.diff(e)
+        if g.curvilinear or e.size < 2 or np.ptp(steps) > _REGULAR:
+            raise InputError(
+                f"regrid: grid=${name}: the grid of {name} is not regular (cells of one "
+                "size in latitude and in longitude): give the grid as rNxM, "
+                "{lat: [...], lon: [...]} or a file"
+            )
+        out[key] = [float(e[0]), float(e[-1]), float(np.mean(steps))]
+    return out
+
+
+def open_all(
+    spec: MultiRecipe, root: str | Path, *, start: str | None = None, end: str | None = None
+) -> dict[str, Inputs]:
+    """Each dataset opened and its chain built lazily (``grid: $NAME`` made the grid of
+    ``NAME`` as opened: :func:`grid_box`); the periods opened checked to overlap."""
+    grids = {}
+    for name in spec.grid_owners():
+        one = spec.recipe_for(name, data=str(root))
+        grids[name] = grid_box(open_dataset(one, root, start=start, end=end)[one.variable], name)
+    opened = {
+        name: open_inputs(
+            spec.recipe_for(name, grids, data=str(root)), data=root, start=start, end=end
+        )
+        for name in spec.datasets
+    }
+    periods = {n: i.period for n, i in opened.items()}
+    first, last = max(p[0] for p in periods.values()), min(p[1] for p in periods.values())
+    if first[:7] > last[:7]:
+        said = ", ".join(f"{n} {p[0][:7]}..{p[1][:7]}" for n, p in periods.items())
+        raise InputError(
+            f"recipe {spec.name!r}: the datasets have no period in common ({said}): give "
+            "them overlapping start and end"
+        )
+    return opened
+
+
+def _per_result(value: xr.Dataset) -> dict[str, xr.DataArray]:
+    return {str(k): v for k, v in value.data_vars.items()}
+
+
+def combine_results(spec: MultiRecipe, values: Mapping[str, xr.Dataset]) -> xr.Dataset:
+    """The ``combine:`` steps on each dataset's results (lazy or computed): one Dataset.
+
+    Each result of the recipe (``results:``; else the one result) is combined on its own;
+    a variable keeps the combine step's name for it (``model``) when it is the only one
+    of that name, else takes the result's name and then the step's (``model_rmse``).
+    """
+    names = list(values)
+    parts = {n: _per_result(values[n]) for n in names}
+    keys = list(parts[names[0]])
+    single = len(keys) == 1
+    out: dict[str, xr.DataArray] = {}
+    attrs: dict[str, Any] = {}
+    for step in spec.combine:
+        ref = reference_of(step, spec)
+        for i, key in enumerate(keys):
+            of = {n: parts[n][key] if not single else next(iter(parts[n].values())) for n in names}
+            aligned = align_datasets(of, reference=ref, join=join_of(step))  # type: ignore[arg-type]
+            made = apply_combine(step, aligned)
+            for var, da in made.data_vars.items():
+                label = str(var) if single else f"{var}_{keys[i]}"
+                if label in out:
+                    label = f"{label}_{step.name}"
+                out[label] = da.rename(label)
+            attrs.update(made.attrs)
+    attrs.pop("datasets", None)
+    result = xr.Dataset(out)
+    # a CMIP file's lat and lon say "bounds: lat_bnds", a variable not carried along
+    for name in [c for c in ("lat", "lon", "latitude", "longitude") if c in result.coords]:
+        if result[name].attrs.get("bounds") not in (None, *result.variables):
+            result[name].attrs = {k: v for k, v in result[name].attrs.items() if k != "bounds"}
+    result.attrs["datasets"] = ", ".join(names)
+    if "reference" in attrs:
+        result.attrs["reference_dataset"] = attrs["reference"]
+    return result
+
+
+def run_multi(
+    spec: MultiRecipe,
+    *,
+    data: str | Path | None = None,
+    start: str | None = None,
+    end: str | None = None,
+    cluster: str = "local",
+    profile: str | None = None,
+    workers: int | None = None,
+    out: str | Path | None = None,
+    fmt: str | None = None,
+    progress: Callable[[Any], None] | None = None,
+    cache: StateCache | bool | None = None,
+) -> RunResult:
+    """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and
+    ``summary.json``, as :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe` does for
+    one dataset; ``summary.json`` adds ``datasets`` (each one's inputs and reads) and
+    ``combine``.
+
+    Parameters are those of :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`;
+    ``start`` and ``end`` apply to every dataset.
+
+    Raises
+    ------
+    InputError
+        For every refusal of the module's description, before anything is computed.
+    """
+    t0 = time.perf_counter()
+    root = data_root(data, profile)
+    store = open_cache(cache)
+    if store is not None:
+        store.check_writable()
+    with using_store(None if store is None else CachedWeights(store)):
+        inputs = open_all(spec, root, start=start, end=end)
+        ref = reference_of(spec.combine[0], spec)
+        first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
+        fmt = check_format(fmt, first)
+        result_folder(out, first, root)  # a folder that may not be written: refused now
+        # the combine built on the lazy results: every refusal before anything runs
+        combine_results(spec, {n: i.lazy for n, i in inputs.items()})
+        t_open = time.perf_counter()
+        with running_cluster(cluster, profile=profile, workers=workers) as (_, client):  # type: ignore[arg-type]
+            t_ready = time.perf_counter()
+            computed = {
+                n: compute(i, client, progress=progress, cache=store or False)
+                for n, i in inputs.items()
+            }
+    result = combine_results(spec, {n: c.result for n, c in computed.items()})
+    seconds = sum(c.seconds for c in computed.values())
+    done = Computed(result, computed[ref].cluster, seconds, reads=computed[ref].reads)
+    extra = {
+        "datasets": {
+            n: {
+                "variables": list(i.spec.variables),
+                "files": len(i.dataset.encoding.get("source_files", [])),
+                "period": list(i.period),
+                "reads": None if computed[n].reads is None else computed[n].reads.as_dict(),
+            }
+            for n, i in inputs.items()
+        },
+        "combine": [f"{s.name} {json.dumps(s.options, default=str)}" for s in spec.combine],
+    }
+    timings = {"open": t_open - t0, "cluster_start": t_ready - t_open}
+    return write_outputs(
+        replace(inputs[ref], spec=first),
+        done,
+        out=out,
+        fmt=fmt,
+        timings=timings,
+        started=t0,
+        extra=extra,
+    )
