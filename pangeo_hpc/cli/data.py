@@ -79,6 +79,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     add_cluster_args(p)
     p.add_argument("--out", help="output folder (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
+    p.add_argument(
+        "--plot-format",
+        choices=("png", "svg", "pdf"),
+        help="the figure's format: plot.png (default), plot.svg or plot.pdf",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--json",
@@ -133,6 +138,7 @@ def _run(a: argparse.Namespace) -> int:
         warm_inputs=a.warmup,
         out=a.out,
         fmt=a.format,
+        plot_format=a.plot_format,
         progress=None if a.no_progress else show_progress,
         s3=s3,
         index=a.index,
@@ -140,7 +146,7 @@ def _run(a: argparse.Namespace) -> int:
         budget=budget,
     )
     print("\n".join(summary_text(run.summary, as_json=a.json)))
-    print(f"plot: {run.out / 'plot.png'}")
+    print(f"plot: {run.out / run.summary['outputs']['plot']}")
     data = run.out / run.summary["outputs"]["data"]
     print(f"data: {data}   summary: {run.out / 'summary.json'}")
     return 0
