@@ -259,6 +259,8 @@ def _outside(fig: Figure) -> list[str]:
         if not text.get_visible() or not text.get_text().strip():
             continue
         b = text.get_window_extent(renderer)
+        if not np.isfinite(b.bounds).all():  # not laid out: not drawn (an axes turned off)
+            continue
         if b.x0 < box.x0 - 0.5 or b.y0 < box.y0 - 0.5 or b.x1 > box.x1 + 0.5 or b.y1 > box.y1 + 0.5:
             out.append(f"{text.get_text()!r} at {b.bounds} outside {box.bounds}")
     return out
