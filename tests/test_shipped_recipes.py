@@ -254,9 +254,12 @@ def _outside(fig: Figure) -> list[str]:
     renderer = fig.canvas.get_renderer()
     fig.draw(renderer)  # places the texts as savefig does (constrained layout)
     box = fig.bbox
+    # an axes turned off (a panel of text) draws none of its axes' texts
+    hidden = {id(t) for ax in fig.findobj(Axes) if not ax.axison
+              for axis in (ax.xaxis, ax.yaxis) for t in axis.findobj(Text)}  # fmt: skip
     out = []
     for text in fig.findobj(Text):
-        if not text.get_visible() or not text.get_text().strip():
+        if not text.get_visible() or not text.get_text().strip() or id(text) in hidden:
             continue
         b = text.get_window_extent(renderer)
         if not np.isfinite(b.bounds).all():  # not laid out: not drawn (an axes turned off)
