@@ -394,3 +394,17 @@ def test_units_are_written_for_people(units, shown):
 )  # fmt: skip
 def test_periods_are_years_or_months(start, end, shown):
     assert period_text(start, end) == shown
+
+
+@pytest.mark.slow
+def test_the_shipped_coastlines_are_the_contour_of_global_land_mask(tmp_path):
+    """coastlines.npz is what build_coastlines makes from global-land-mask's raster (to the
+    hundredth of a degree it is stored in); the figures read the file, never the raster."""
+    from pangeo_hpc.write.coastlines import build_coastlines, coastlines
+
+    made = build_coastlines(tmp_path / "coastlines.npz")
+    shipped = coastlines()
+    assert len(made) == len(shipped) > 100
+    for a, b in zip(made, shipped, strict=True):
+        np.testing.assert_allclose(b, a, atol=0.005 + 1e-9)
+    assert sum(map(len, shipped)) > 20_000
