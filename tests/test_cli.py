@@ -176,6 +176,7 @@ def test_the_reads_line_of_a_whole_run_and_of_uncounted_reads():
         (["demo-data"], "the following arguments are required: --out"),
         (["demo-data", "--out", "x", "--resolution", "0.7"], "resolution 0.7 must divide 180"),
         (["era5-sst-mean", "--bogus"], "unrecognized arguments: --bogus"),
+        (["era5-sst-mean", "--plot-format", "gif"], "invalid choice: 'gif'"),
     ],
 )
 def test_bad_input_exits_2_with_one_line_and_no_output(tmp_path, demo_tree, args, message):
@@ -230,6 +231,26 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
     assert [p.name for p in out.iterdir()] == ["summary.json"]
     assert json.loads((out / "summary.json").read_text()) == previous
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no temporary folders left
+
+
+def test_a_run_draws_its_figure_in_the_format_asked(demo_tree, tmp_path):
+    """plot_format="svg": plot.svg (no plot.png), marked as ours, named in summary.json and
+    recorded with the files; a format not known is refused before anything is written."""
+    from pangeo_hpc.batch.chains.recipe_yaml import load
+    from pangeo_hpc.batch.pipeline import execute as runner
+    from pangeo_hpc.errors import InputError
+    from pangeo_hpc.write.marks import file_is_ours
+
+    where = {"data": demo_tree, "start": "2000-01", "end": "2000-02", "workers": 1}
+    with pytest.raises(InputError, match="plot format 'gif' is not one of png, svg, pdf"):
+        runner.run_recipe(load("era5-sst-mean"), **where, out=tmp_path / "gif", plot_format="gif")
+    assert not (tmp_path / "gif").exists()
+    out = tmp_path / "svg"
+    run = runner.run_recipe(load("era5-sst-mean"), **where, out=out, plot_format="svg")
+    assert sorted(p.name for p in out.iterdir()) == ["plot.svg", "result.nc", "summary.json"]
+    assert file_is_ours(out / "plot.svg")
+    assert run.summary["outputs"]["plot"] == "plot.svg"
+    assert "plot.svg" in json.loads((out / "summary.json").read_text())["files"]
 
 
 def test_spec_errors_name_the_file(tmp_path):

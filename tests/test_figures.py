@@ -15,9 +15,11 @@ import xarray as xr
 from matplotlib.collections import QuadMesh
 from matplotlib.text import Text
 
+from pangeo_hpc.errors import InputError
 from pangeo_hpc.write import figure_kinds
 from pangeo_hpc.write.figures import draw_result, plot_result
 from pangeo_hpc.write.marks import file_is_ours
+from pangeo_hpc.write.panel_text import nice_units, period_text
 from pangeo_hpc.write.result_shape import result_shape
 
 LAT = np.arange(-90.0, 90.1, 30.0)  # 7 latitudes, both poles
@@ -107,7 +109,7 @@ def test_series_has_its_trend_per_decade_in_the_legend():
     (ax,), bars = panel(fig)
     assert not bars
     legend = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert legend == ["precipitation rate", "least-squares trend: +0.5 mm/day per decade"]
+    assert legend == ["values", "trend +0.5 mm/day per decade"]
     assert ax.get_ylabel() == "mm/day"
     assert ax.get_xlabel() == "time"
     assert ax.get_title() == "precipitation rate"
@@ -119,7 +121,7 @@ def test_series_along_months_has_month_names_and_no_trend():
     da = field(np.arange(12.0), "month", RATE, month=np.arange(1, 13))
     (ax,), _ = panel(draw_result(da.to_dataset(name="clim"), "t"))
     assert [t.get_text() for t in ax.get_xticklabels()][:3] == ["Jan", "Feb", "Mar"]
-    assert len(ax.get_legend().get_texts()) == 1  # no trend along a position in the year
+    assert ax.get_legend() is None  # no trend along a position in the year: no legend
 
 
 @pytest.mark.parametrize("west", [False, True], ids=["lon 0..360", "lon -180..180"])
@@ -130,11 +132,11 @@ def test_map_has_a_labelled_colour_bar_grey_nan_and_longitudes_in_order(west):
     da = field(values, ("latitude", "longitude"), PRECIP, latitude=LAT, longitude=lon)
     fig = draw_result(xr.Dataset({"tp": da}), "t")
     (ax,), (bar,) = panel(fig)
-    assert bar.get_ylabel() == "total precipitation (m)"
+    assert bar.get_ylabel() == "m"  # the units, once: the long name is the caption's
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("longitude (°E)", "latitude (°N)")
     assert ax.get_title() == "total precipitation"
     mesh = mesh_of(ax)
-    assert mesh.get_clim() == (np.nanmin(values), np.nanmax(values))
+    assert mesh.get_clim() == tuple(np.nanpercentile(values, [2, 98]))  # robust limits
     assert mesh.get_cmap().name.startswith("viridis")
     assert ax.get_facecolor()[:3] == pytest.approx((0.75, 0.75, 0.75))
     # the mesh holds the values by increasing longitude in -180..180, latitude south to north
@@ -154,19 +156,18 @@ def test_map_of_a_box_across_the_date_line_stays_together():
     np.testing.assert_allclose(edges, np.arange(145.0, 256.0, 10.0))  # not -180..180 apart
 
 
-def test_differences_get_diverging_colours_centred_on_zero():
+def test_differences_get_diverging_colours_centred_on_zero_fields_do_not():
     trend = field(grid(shift=0.2), ("lat", "lon"), TREND, lat=LAT, lon=LON)  # all positive
-    both = field(grid(shift=-0.3), ("lat", "lon"), WIND, lat=LAT, lon=LON)
+    both = field(grid(shift=-0.3), ("lat", "lon"), WIND, lat=LAT, lon=LON)  # a field
     fig = draw_result(xr.Dataset({"trend": trend, "u": both}), "t")
-    for i, da in enumerate((trend, both)):
-        (ax,), (_bar,) = panel(fig, i)
-        lo, hi = mesh_of(ax).get_clim()
-        assert lo == -hi == -np.abs(da.values).max()
-        assert mesh_of(ax).get_cmap().name.startswith("RdBu_r")
-    label = panel(fig, 0)[1][0].get_ylabel()  # wrapped: the units stay on the figure
-    assert (
-        label.replace("\n", " ") == "linear trend of 2 metre temperature per decade (K/(10 year))"
-    )
+    (ax,), (bar,) = panel(fig, 0)
+    lo, hi = mesh_of(ax).get_clim()
+    assert lo == -hi == -np.abs(np.percentile(trend.values, [2, 98])).max()
+    assert mesh_of(ax).get_cmap().name.startswith("RdBu_r")
+    assert bar.get_ylabel() == "K per decade"  # one line, in words
+    (ax,), _ = panel(fig, 1)  # values of both signs, but no anomaly, trend or bias
+    assert mesh_of(ax).get_cmap().name.startswith("viridis")
+    assert mesh_of(ax).get_clim() == tuple(np.percentile(both.values, [2, 98]))
 
 
 def test_hovmoeller_has_time_along_x_and_latitude_along_y():
@@ -175,7 +176,7 @@ def test_hovmoeller_has_time_along_x_and_latitude_along_y():
     fig = draw_result(xr.Dataset({"u": da}), "t")
     (ax,), (bar,) = panel(fig)
     assert (ax.get_xlabel(), ax.get_ylabel()) == ("time", "latitude (°N)")
-    assert bar.get_ylabel() == "10 metre wind speed (m s-1)"
+    assert bar.get_ylabel() == "m s⁻¹"
     shown = mesh_of(ax).get_array().reshape(7, 24)  # rows: latitudes, columns: times
     np.testing.assert_array_equal(shown, values[:, ::-1].T)
     x0, x1 = ax.get_xlim()
@@ -194,7 +195,7 @@ def test_zonal_profile_has_latitude_along_x():
     da = field(np.cos(np.deg2rad(LAT)), "lat", WIND, lat=LAT[::-1])
     (ax,), _ = panel(draw_result(xr.Dataset({"u": da}), "t"))
     assert ax.get_xlabel() == "latitude (°N)"
-    assert ax.get_ylabel() == "10 metre wind speed (m s-1)"
+    assert ax.get_ylabel() == "m s⁻¹"
     line = ax.get_lines()[0]
     np.testing.assert_allclose(line.get_xdata(), LAT)
     np.testing.assert_allclose(line.get_ydata(), np.cos(np.deg2rad(LAT)))
@@ -208,8 +209,8 @@ def test_small_multiples_share_one_colour_bar():
     maps, bars = panel(fig)
     assert len(maps) == 4 and len(bars) == 1
     assert [a.get_title() for a in maps] == [f"season {s}" for s in seasons]
-    assert {mesh_of(a).get_clim() for a in maps} == {(values.min(), values.max())}
-    assert bars[0].get_ylabel() == "precipitation rate (mm/day)"
+    assert {mesh_of(a).get_clim() for a in maps} == {tuple(np.percentile(values, [2, 98]))}
+    assert bars[0].get_ylabel() == "mm/day"
     assert fig.subfigs[0].get_suptitle() == "precipitation rate"
 
 
@@ -234,7 +235,7 @@ def test_what_cannot_be_drawn_is_said_not_raised(da, says):
 
 
 def test_a_panel_that_fails_says_so_and_the_others_are_drawn(monkeypatch):
-    def broken(sub, shape):
+    def broken(sub, shape, heading):
         sub.subplots()
         raise ValueError("boom")
 
@@ -261,3 +262,149 @@ def test_plot_result_writes_a_marked_png(tmp_path):
     assert file_is_ours(path)
     plot_result(ds["map"], tmp_path / "one.png", "a DataArray alone")  # type: ignore[arg-type]
     assert (tmp_path / "one.png").stat().st_size > 1000
+
+
+# --- figures fit for a paper: coastlines, short titles, captions, units, no offsets ---
+
+
+def coast_lines(ax):
+    """The coastline of a map: the one long black line drawn over the mesh."""
+    return [line for line in ax.get_lines() if len(line.get_xdata()) > 10_000]
+
+
+@pytest.mark.parametrize("west", [False, True], ids=["lon 0..360", "lon -180..180"])
+def test_every_map_has_coastlines_in_its_own_longitudes(west):
+    lon = np.where(LON > 180, LON - 360, LON) if west else LON
+    da = field(grid(), ("lat", "lon"), WIND, lat=LAT, lon=lon)
+    seasons = field(np.stack([grid()] * 4), ("season", "lat", "lon"), WIND,
+                    season=["DJF", "MAM", "JJA", "SON"], lat=LAT, lon=lon)  # fmt: skip
+    fig = draw_result(xr.Dataset({"m": da, "s": seasons}), "t")
+    maps = panel(fig, 0)[0] + panel(fig, 1)[0]
+    assert len(maps) == 5
+    for ax in maps:
+        (coast,) = coast_lines(ax)
+        x = np.asarray(coast.get_xdata(), dtype="f8")
+        assert np.nanmin(x) >= -180 and np.nanmax(x) <= 180  # the map's -180..180
+        # the Cape of Good Hope (18.5E, 34.4S) is on it, within half a degree
+        xy = np.column_stack([x, coast.get_ydata()])
+        assert np.nanmin(np.hypot(xy[:, 0] - 18.5, xy[:, 1] + 34.4)) < 0.5
+        assert ax.get_xlim()[0] < -170 and ax.get_ylim() == pytest.approx((-105, 105))
+
+
+def test_a_map_across_the_date_line_has_its_coastlines_in_0_to_360():
+    lon = np.arange(150.0, 251.0, 10.0)
+    da = field(grid(LAT, lon), ("lat", "lon"), WIND, lat=LAT, lon=lon - 360 * (lon > 180))
+    (ax,), _ = panel(draw_result(xr.Dataset({"ws": da}), "t"))
+    (coast,) = coast_lines(ax)
+    x = np.asarray(coast.get_xdata(), dtype="f8")
+    assert np.nanmax(x) > 180 and np.nanmin(x) >= 0
+    assert ax.get_xlim() == pytest.approx((145, 255))  # the coastlines change no limit
+
+
+def test_series_of_kelvin_shows_whole_values_and_units_once():
+    """No offset (+2.916e2 over ticks 0.00-0.06): 291.60 ... 291.66 on the axis, K once."""
+    da = field(291.6 + 0.06 * np.linspace(0, 1, 24), "time", {"units": "K", "long_name": "SST"},
+               time=MONTHS)  # fmt: skip
+    fig = draw_result(xr.Dataset({"sst": da}), "t")
+    fig.draw_without_rendering()
+    (ax,), _ = panel(fig)
+    assert ax.yaxis.get_offset_text().get_text() == ""
+    assert all(t.get_text().startswith("291.") for t in ax.get_yticklabels() if t.get_text())
+    assert ax.get_ylabel() == "K"
+
+
+def test_winters_are_labelled_as_winters_and_the_legend_is_beside_the_points():
+    winters = pd.date_range("2000-12-01", periods=5, freq="12MS")
+    attrs = {"units": "K", "long_name": "SST in DJF, seasonal mean anomaly from the mean"}
+    da = field([-0.6, 0.6, 0.1, -0.2, 0.3], "time", attrs, time=winters)
+    ds = xr.Dataset({"sst": da}, attrs={"period": "2000-01-01 to 2005-12-31"})
+    fig = draw_result(ds, "t")
+    fig.draw_without_rendering()
+    (ax,), _ = panel(fig)
+    assert [t.get_text() for t in ax.get_xticklabels()] == [
+        "2000/01", "2001/02", "2002/03", "2003/04", "2004/05",
+    ]  # fmt: skip
+    assert ax.get_xlabel() == "winter"
+    assert ax.get_title().endswith("winters 2000/01-2004/05")
+    where = ax.get_legend().get_window_extent()
+    points = ax.transData.transform(ax.get_lines()[0].get_xydata())
+    assert not where.count_contains(points)
+    assert where.x0 >= ax.get_window_extent().x1  # beside the axes
+
+
+def test_panels_have_short_titles_and_the_caption_the_long_names(tmp_path):
+    long = "time-mean 2 metre temperature in JJA, 2000-2019"
+    ds = xr.Dataset(
+        {
+            "JJA": field(grid(), ("lat", "lon"), {"units": "K", "long_name": long,
+                                                   "cell_methods": "time: mean"},
+                         lat=LAT, lon=LON),
+            "land": field(np.arange(24.0), "time", {"units": "K", "cell_methods":
+                          "area: mean where land time: mean", "long_name":
+                          "2 metre temperature over land, area-weighted mean, monthly mean"},
+                          time=MONTHS),
+        },
+        attrs={"period": "2000-01-01 to 2019-12-31"},
+    )  # fmt: skip
+    fig = draw_result(ds, "t")
+    titles = [panel(fig, i)[0][0].get_title() for i in range(2)]
+    assert titles == ["(a) JJA mean, 2000-2019", "(b) land, monthly mean, 2000-2019"]
+    (cap,) = [t for t in fig.subfigs[-1].texts if t.get_gid() == "caption"]
+    assert cap.get_text().replace("\n", " ") == (
+        f"(a) {long} (K); (b) 2 metre temperature over land, area-weighted mean, monthly mean (K)"
+    )
+    path = tmp_path / "plot.png"
+    plot_result(ds, path, "t")
+    from PIL import Image
+
+    info = Image.open(path).info
+    assert long in info["Description"] and file_is_ours(path)
+
+
+@pytest.mark.parametrize("fmt", ["svg", "pdf"])
+def test_plot_result_writes_svg_and_pdf_marked_as_ours(tmp_path, fmt):
+    ds = xr.Dataset({"m": field(grid(), ("lat", "lon"), WIND, lat=LAT, lon=LON)})
+    path = tmp_path / f"plot.{fmt}"
+    plot_result(ds, path, "t")
+    head = path.read_bytes()[:5]
+    assert head == (b"%PDF-" if fmt == "pdf" else b"<?xml")
+    assert file_is_ours(path)
+
+
+def test_a_plot_format_not_known_is_refused_naming_it(tmp_path):
+    ds = xr.Dataset({"m": field(3.0, (), WIND)})
+    with pytest.raises(InputError, match=r"plot format 'gif' is not one of png, svg, pdf"):
+        plot_result(ds, tmp_path / "plot.gif", "t")
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("units", "shown"),
+    [("K/(10 year)", "K per decade"), ("m s-1", "m s⁻¹"), ("mm day-1", "mm day⁻¹"),
+     ("kg m-2 s-1", "kg m⁻² s⁻¹"), ("mm/day", "mm/day"), ("K", "K"), ("m2", "m²")],
+)  # fmt: skip
+def test_units_are_written_for_people(units, shown):
+    assert nice_units(units) == shown
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "shown"),
+    [("2000-01-01", "2019-12-31", "2000-2019"), ("2002-01-01", "2002-07-01", "2002-01 to 2002-06"),
+     ("2001-01-01", "2001-12-31", "2001"), ("2000-12-01", "2001-03-01", "2000-12 to 2001-02")],
+)  # fmt: skip
+def test_periods_are_years_or_months(start, end, shown):
+    assert period_text(start, end) == shown
+
+
+@pytest.mark.slow
+def test_the_shipped_coastlines_are_the_contour_of_global_land_mask(tmp_path):
+    """coastlines.npz is what build_coastlines makes from global-land-mask's raster (to the
+    hundredth of a degree it is stored in); the figures read the file, never the raster."""
+    from pangeo_hpc.write.coastlines import build_coastlines, coastlines
+
+    made = build_coastlines(tmp_path / "coastlines.npz")
+    shipped = coastlines()
+    assert len(made) == len(shipped) > 100
+    for a, b in zip(made, shipped, strict=True):
+        np.testing.assert_allclose(b, a, atol=0.005 + 1e-9)
+    assert sum(map(len, shipped)) > 20_000

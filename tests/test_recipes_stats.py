@@ -427,3 +427,19 @@ def test_demo_data_against_cdo(demo_file, tmp_path, conv):
     clim = cdo("-ymonmean", path, out=tmp_path / "clim.nc")
     expected = cdo_values("-ymonsub", path, clim, out=tmp_path / "anom.nc")
     np.testing.assert_allclose(recipes.anomaly(da).values, expected, atol=3e-5)
+
+
+def test_an_anomaly_of_winters_names_its_reference_by_winters():
+    """DJF means labelled by their Decembers (resample QS-DEC): the reference period of
+    their anomaly reads ``winters 2000/01 to 2002/03``, not ``2000-12 to 2002-12``."""
+    import pandas as pd
+
+    time = xr.DataArray(pd.date_range("2000-12-01", periods=3, freq="12MS"), dims="time",
+                        attrs={"standard_name": "time", "axis": "T"})  # fmt: skip
+    da = xr.DataArray([1.0, 2.0, 6.0], dims="time", coords={"time": time},
+                      attrs={"long_name": "SST in DJF, seasonal mean", "units": "K"})  # fmt: skip
+    got = recipes.anomaly(da)
+    np.testing.assert_allclose(got.values, [-2.0, -1.0, 3.0])
+    assert got.attrs["long_name"].endswith("anomaly from the mean winters 2000/01 to 2002/03")
+    months = da.assign_attrs(long_name="SST in December")  # Decembers, not winters
+    assert recipes.anomaly(months).attrs["long_name"].endswith("from the mean 2000-12 to 2002-12")

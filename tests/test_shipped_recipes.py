@@ -16,6 +16,10 @@ import xarray as xr
 from cf import cfchecks, unavailable
 from conftest import ALL_PERIOD, PRECIP_PERIOD, TEST_SPEC, missing, require_tool, run_cli, run_clis
 from known import NINO34_BOX, daily_global_means, known_index, month_files
+from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from pangeo_hpc.batch import open_inputs
 from pangeo_hpc.batch.chains.recipe_yaml import available
@@ -218,12 +222,16 @@ def test_every_result_opens_in_cdo_and_xarray(runs, recipe):
         assert re.search(rf":\s+{re.escape(name)}\s*$", r.stdout, re.MULTILINE), (name, r.stdout)
 
 
+def _results(res: xr.Dataset) -> xr.Dataset:
+    return res[[v for v in res.data_vars if not str(v).endswith("_bnds")]]
+
+
 def _panel_titles(res: xr.Dataset) -> list[str]:
     """The title of each result's panel in the run's figure (the small multiples'
     heading), as drawn from the file."""
-    fig = draw_result(res[[v for v in res.data_vars if not str(v).endswith("_bnds")]], "run")
+    fig = draw_result(_results(res), "run")
     titles = []
-    for sub in fig.subfigs:
+    for sub in fig.subfigs[:-1]:  # the last holds the caption
         heading = sub._suptitle.get_text() if sub._suptitle is not None else ""
         titles.append(heading or sub.axes[0].get_title())
     return titles
@@ -238,6 +246,55 @@ def test_no_two_results_share_a_name_or_a_title(runs, recipe):
     assert None not in names and len(set(names)) == len(names), names
     titles = _panel_titles(res)
     assert len(set(titles)) == len(titles) == len(names), titles
+
+
+def _outside(fig: Figure) -> list[str]:
+    """Each visible text of ``fig`` that does not lie wholly within the figure."""
+    FigureCanvasAgg(fig)
+    renderer = fig.canvas.get_renderer()
+    fig.draw(renderer)  # places the texts as savefig does (constrained layout)
+    box = fig.bbox
+    # an axes turned off (a panel of text) draws none of its axes' texts
+    hidden = {id(t) for ax in fig.findobj(Axes) if not ax.axison
+              for axis in (ax.xaxis, ax.yaxis) for t in axis.findobj(Text)}  # fmt: skip
+    out = []
+    for text in fig.findobj(Text):
+        if not text.get_visible() or not text.get_text().strip() or id(text) in hidden:
+            continue
+        b = text.get_window_extent(renderer)
+        if not np.isfinite(b.bounds).all():  # not laid out: not drawn (an axes turned off)
+            continue
+        if b.x0 < box.x0 - 0.5 or b.y0 < box.y0 - 0.5 or b.x1 > box.x1 + 0.5 or b.y1 > box.y1 + 0.5:
+            out.append(f"{text.get_text()!r} at {b.bounds} outside {box.bounds}")
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", SHIPPED)
+def test_every_figure_keeps_its_text_inside_and_says_each_thing_once(runs, recipe):
+    """The figure each run draws (redrawn from its result.nc with the run's heading), by
+    matplotlib's renderer: every text inside the figure, no two panels alike in title,
+    units once on one line, no offset on an axis, time axes named time (or winter), and
+    no legend over the points it explains."""
+    res = result(runs, recipe)
+    title = f"{res.attrs['title']}\n{recipe}: data {res.attrs['period']}"
+    fig = draw_result(_results(res), title)
+    assert _outside(fig) == []
+    titles = _panel_titles(res)
+    assert len(set(titles)) == len(titles), titles
+    assert all(len(t) <= 80 for t in titles), titles
+    for ax in fig.findobj(Axes):
+        for axis in (ax.xaxis, ax.yaxis):
+            assert "\n" not in axis.get_label_text(), axis.get_label_text()
+            assert axis.get_offset_text().get_text() == "", (recipe, ax.get_title())
+        assert not re.fullmatch(r"time\d+", ax.get_xlabel()), ax.get_xlabel()
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        where = legend.get_window_extent()
+        for line in ax.get_lines():
+            points = ax.transData.transform(line.get_xydata())
+            assert not where.count_contains(points), (recipe, ax.get_title(), "legend on data")
 
 
 @pytest.mark.slow
@@ -257,9 +314,12 @@ def test_results_name_what_selected_them(runs):
         assert warming[mask].attrs["cell_methods"] == f"area: mean where {area_type} time0: mean"
     djf = result(runs, "era5-nino34-djf").sea_surface_temperature.attrs["long_name"]
     assert "in 5S-5N 170W-120W in DJF" in djf
-    for res in (normals, warming):
-        assert _panel_titles(res) == [res[v].attrs["long_name"] for v in res.data_vars
-                                      if not str(v).endswith("_bnds")]  # fmt: skip
+    # the panels' short titles say the season and the mask; the long names are the caption
+    assert _panel_titles(normals) == [f"(a) DJF mean, {years}", f"(b) JJA mean, {years}"]
+    assert _panel_titles(warming) == [
+        f"(a) land, annual mean, {years}",
+        f"(b) ocean, annual mean, {years}",
+    ]
 
 
 @pytest.mark.parametrize("recipe", SHIPPED)

@@ -92,6 +92,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     add_cluster_args(p)
     p.add_argument("--out", help="output folder (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
+    p.add_argument(
+        "--plot-format",
+        choices=("png", "svg", "pdf"),
+        help="the figure's format: plot.png (default), plot.svg or plot.pdf",
+    )
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument(
         "--json",
@@ -133,7 +138,7 @@ def _run(a: argparse.Namespace) -> int:
     else:
         run = _run_one(a, from_dict(doc, path), budget)
     print("\n".join(summary_text(run.summary, as_json=a.json)))
-    print(f"plot: {run.out / 'plot.png'}")
+    print(f"plot: {run.out / run.summary['outputs']['plot']}")
     data = run.out / run.summary["outputs"]["data"]
     print(f"data: {data}   summary: {run.out / 'summary.json'}")
     return 0
@@ -170,6 +175,7 @@ def _run_multi(a: argparse.Namespace, doc: Any, path: Any, budget: Any) -> Any:
         workers=a.workers,
         out=a.out,
         fmt=a.format,
+        plot_format=a.plot_format,
         progress=None if a.no_progress else show_progress,
         cache=False if a.no_cache else None,
     )
@@ -194,6 +200,7 @@ def _run_one(a: argparse.Namespace, spec: Any, budget: Any) -> Any:
         warm_inputs=a.warmup,
         out=a.out,
         fmt=a.format,
+        plot_format=a.plot_format,
         progress=None if a.no_progress else show_progress,
         s3=s3,
         index=a.index,

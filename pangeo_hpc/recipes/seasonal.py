@@ -184,7 +184,7 @@ def anomaly(
         freq = infer_grouping(da[t])
     # the reference period: as given, else all the data's months; unknown for a
     # climatology given
-    period = "" if clim is not None else _period_words(reference, da[t])
+    period = "" if clim is not None else _period_words(reference, da[t], da.attrs)
     if freq == "annual":
         if clim is None:
             ref = reference_period(da, reference, "anomaly")
@@ -306,14 +306,21 @@ def _ym(month_number: int) -> str:
     return f"{month_number // 12:04d}-{month_number % 12 + 1:02d}"
 
 
-def _period_words(reference: Sequence[str] | None, time: xr.DataArray) -> str:
+def _period_words(
+    reference: Sequence[str] | None, time: xr.DataArray, attrs: Mapping[str, Any] | None = None
+) -> str:
     """`` 1991-01 to 2020-12``: the reference period given, else the first and last month
-    of the time labels ``time`` (all the data)."""
+    of the time labels ``time`` (all the data); DJF means (labelled by their Decembers, a
+    long name saying DJF) by their winters, `` winters 2000/01 to 2018/19``."""
     if reference is not None:
         return f" {reference[0]} to {reference[1]}"
     if time.size == 0:
         return ""
     months = _month_numbers(time)
+    djf = "DJF" in str((attrs or {}).get("long_name", ""))
+    if djf and bool((months % 12 == 11).all()):
+        first, last = int(months[0]) // 12, int(months[-1]) // 12
+        return f" winters {first}/{(first + 1) % 100:02d} to {last}/{(last + 1) % 100:02d}"
     return f" {_ym(int(months[0]))} to {_ym(int(months[-1]))}"
 
 

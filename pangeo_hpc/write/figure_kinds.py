@@ -1,12 +1,15 @@
 """One panel per kind of result (:mod:`pangeo_hpc.write.result_shape`), drawn into a
 matplotlib (sub)figure with the object API.
 
-Every panel takes its title from the variable's ``long_name`` (else its name) and its units
-from ``units``: never from the recipe, so a precipitation result is labelled in m and a
-trend in what the trend recipe wrote (``K/(10 year)``). Maps put longitudes in whichever
+Every panel is given its short title (:func:`pangeo_hpc.write.panel_text.short_title`) and
+takes its units from ``units``, once, as people write them (``K per decade``, ``m s⁻¹``):
+never from the recipe. Time axes are dates labelled ``time`` (a DJF series by its winters,
+``2000/01``); no axis shows an offset (``+2.916e2``). Maps put longitudes in whichever
 convention keeps the data together (-180..180, or 0..360 for a box across the date line),
-latitude in increasing order, missing values in grey; a difference (an anomaly, a trend,
-values of both signs) gets diverging colours centred on zero.
+latitude in increasing order, coastlines (:mod:`pangeo_hpc.write.coastlines`) over the data
+and grey where values are missing. Fields get a sequential colour map, differences (an
+anomaly, a trend, a bias: by name or units) a diverging one centred on zero; limits are the
+:data:`ROBUST` percentiles of the data, the colour bar extended where values pass them.
 """
 
 from __future__ import annotations
@@ -22,6 +25,9 @@ from matplotlib.axes import Axes
 from matplotlib.colors import Colormap
 from matplotlib.figure import FigureBase
 
+from pangeo_hpc.recipes.grid import time_name
+from pangeo_hpc.write.coastlines import draw_coastlines
+from pangeo_hpc.write.panel_text import nice_units, winters
 from pangeo_hpc.write.result_shape import (
     CYCLIC,
     MAX_PANELS,
@@ -35,13 +41,18 @@ from pangeo_hpc.write.result_shape import (
 #: grey for missing values (land, sea ice, outside a region)
 MISSING = "0.75"
 #: words of a name or long name that make a result a difference from something
-_DIFFERENCE = re.compile(r"anomal|trend|differen|change|tendenc|departure", re.IGNORECASE)
+_DIFFERENCE = re.compile(r"anomal|trend|differen|change|tendenc|departure|bias", re.IGNORECASE)
 #: units of a rate per time span (``K/(10 year)``, ``mm/decade``)
 _RATE = re.compile(r"/\s*\(?\s*\d*\s*(year|decade|century)", re.IGNORECASE)
 #: inches of height per panel of each kind (``maps``: of one map across the figure)
-HEIGHTS = {"scalar": 1.4, "series": 3.0, "map": 4.6, "hovmoeller": 3.8, "zonal": 3.0}
+HEIGHTS = {"scalar": 1.2, "series": 3.0, "map": 4.6, "hovmoeller": 3.8, "zonal": 3.0}
 HEIGHTS |= {"maps": 4.5, "other": 1.4}
 LAT_LABEL, LON_LABEL = "latitude (°N)", "longitude (°E)"
+#: percentiles of the data that bound a colour scale (a few extreme cells do not wash
+#: out the rest)
+ROBUST = (2.0, 98.0)
+#: characters per line of a panel's text (a "not plotted" reason)
+TEXT_WIDTH = 90
 
 
 def long_name(da: xr.DataArray) -> str:
@@ -49,54 +60,57 @@ def long_name(da: xr.DataArray) -> str:
     return str(da.attrs.get("long_name") or da.name or "result")
 
 
-#: characters per line of a panel's title (a long name that names its selection, period
-#: and every step is often longer than the figure is wide)
-TITLE_WIDTH = 95
-
-
-def title(da: xr.DataArray) -> str:
-    """The panel's title: :func:`long_name`, wrapped to the figure's width."""
-    return textwrap.fill(long_name(da), TITLE_WIDTH)
-
-
 def units(da: xr.DataArray) -> str:
+    """The variable's ``units`` as written in the file."""
     return str(da.attrs.get("units", "") or "").strip()
 
 
-def quantity(da: xr.DataArray, width: int = 45) -> str:
-    """``long name (units)``, wrapped so that the units stay on the figure."""
-    u = units(da)
-    return textwrap.fill(f"{long_name(da)} ({u})" if u else long_name(da), width)
+def unit_label(da: xr.DataArray) -> str:
+    """The units for an axis or a colour bar, once and unwrapped (``value`` without)."""
+    return nice_units(units(da)) or "value"
 
 
-def is_difference(da: xr.DataArray, values: np.ndarray) -> bool:
-    """An anomaly, a trend or a change by its name or units, or values of both signs."""
+def is_difference(da: xr.DataArray) -> bool:
+    """An anomaly, a trend, a bias or a change, by its name, long name or units."""
     text = " ".join(str(s) for s in (da.name, da.attrs.get("long_name"), da.attrs.get("units")))
-    finite = values[np.isfinite(values)]
-    both_signs = finite.size > 0 and finite.min() < 0 < finite.max()
-    return bool(_DIFFERENCE.search(text) or _RATE.search(units(da)) or both_signs)
+    return bool(_DIFFERENCE.search(text) or _RATE.search(units(da)))
 
 
 def colours(da: xr.DataArray, values: np.ndarray) -> dict:
-    """``cmap``, ``vmin`` and ``vmax`` for ``values``: centred on zero for a difference."""
+    """``cmap``, ``vmin`` and ``vmax`` from the :data:`ROBUST` percentiles of ``values``
+    (viridis; a difference: RdBu_r centred on zero), and ``extend`` for the colour bar."""
     finite = values[np.isfinite(values)]
-    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
-    if is_difference(da, values):
+    lo, hi = np.percentile(finite, ROBUST) if finite.size else (0.0, 1.0)
+    lo, hi = float(lo), float(hi)
+    if is_difference(da):
         lim = max(abs(lo), abs(hi)) or 1.0
         cmap, lo, hi = "RdBu_r", -lim, lim
     else:
         cmap = "viridis"
         if lo == hi:
             lo, hi = lo - (abs(lo) * 0.01 or 0.5), hi + (abs(hi) * 0.01 or 0.5)
+    below = finite.size and finite.min() < lo
+    above = finite.size and finite.max() > hi
+    extend = {(1, 1): "both", (1, 0): "min", (0, 1): "max"}.get((bool(below), bool(above)))
     bad: Colormap = colormaps[cmap].with_extremes(bad=MISSING)
-    return {"cmap": bad, "vmin": lo, "vmax": hi}
+    return {"cmap": bad, "vmin": lo, "vmax": hi, "extend": extend or "neither"}
+
+
+def _colour_bar(sub: FigureBase, mesh, ax, da: xr.DataArray, style: dict, shrink: float):
+    bar = sub.colorbar(mesh, ax=ax, label=unit_label(da), shrink=shrink, extend=style["extend"])
+    bar.formatter.set_useOffset(False)
+    return bar
+
+
+def _mesh_style(style: dict) -> dict:
+    return {k: v for k, v in style.items() if k != "extend"}
 
 
 def _text(sub: FigureBase, heading: str, body: str, *, size: float = 11) -> Axes:
     ax = sub.subplots()
     ax.set_axis_off()
-    ax.set_title(textwrap.fill(heading, TITLE_WIDTH))
-    ax.text(0.5, 0.5, textwrap.fill(body, 90), ha="center", va="center", fontsize=size)
+    ax.set_title(heading)
+    ax.text(0.5, 0.5, textwrap.fill(body, TEXT_WIDTH), ha="center", va="center", fontsize=size)
     return ax
 
 
@@ -121,6 +135,8 @@ def _map_axes(ax: Axes, shape: Shape, data: xr.DataArray, style: dict):
     x, y, values = _grid(shape, data)
     ax.set_facecolor(MISSING)
     mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(values), shading="nearest", **style)
+    if x.ndim == 1:
+        draw_coastlines(ax, east=bool(x.max() > 180))
     ax.set_xlabel(LON_LABEL)
     ax.set_ylabel(LAT_LABEL)
     if shape.data[shape.lat].ndim == 1:
@@ -128,66 +144,83 @@ def _map_axes(ax: Axes, shape: Shape, data: xr.DataArray, style: dict):
     return mesh
 
 
-def draw_scalar(sub: FigureBase, shape: Shape) -> None:
+def draw_scalar(sub: FigureBase, shape: Shape, heading: str) -> None:
     value = float(shape.data.values)
-    body = f"{value:.6g} {units(shape.data)}".strip()
-    ax = _text(sub, long_name(shape.data), body, size=20)
+    body = f"{value:.6g} {nice_units(units(shape.data))}".strip()
+    ax = _text(sub, heading, body, size=18)
     ax.texts[0].set_gid("value")
 
 
 def _along(da: xr.DataArray, dim: str) -> tuple[np.ndarray, list[str] | None]:
-    """Positions along a time-like axis and, for a position in the year, tick labels."""
+    """Positions along a time-like axis and, for a position in the year or a winter, tick
+    labels."""
     years = years_along(da, dim)
     values = np.asarray(da[dim].values) if dim in da.coords else np.arange(da.sizes[dim])
     numeric = np.issubdtype(values.dtype, np.number)
     if dim in CYCLIC:  # months by name, seasons in their order
         return (values if numeric else np.arange(values.size)), labels(da, dim)
-    if np.issubdtype(values.dtype, np.datetime64) or numeric:
+    if np.issubdtype(values.dtype, np.datetime64):
+        return values, winters(values)
+    if numeric:
         return values, None
     if years is not None:  # cftime dates: decimal years from the first one's year
         return years + da[dim].values[0].year, None
     return np.arange(values.size), labels(da, dim)
 
 
-def draw_series(sub: FigureBase, shape: Shape) -> None:
+def _time_label(da: xr.DataArray, dim: str, ticks: list[str] | None) -> str:
+    """``time`` for the data's time axis (``winter`` for winters), else the dimension."""
+    try:
+        is_time = dim == time_name(da)
+    except Exception:  # no time axis: month, season, year
+        is_time = False
+    if not is_time:
+        return dim
+    return "winter" if ticks is not None else "time"
+
+
+def _ticks(ax: Axes, x: np.ndarray, ticks: list[str], axis: str = "x") -> None:
+    """Label positions ``x`` by ``ticks``, at most about twelve of them."""
+    step = max(1, -(-len(ticks) // 12))
+    (ax.set_xticks if axis == "x" else ax.set_yticks)(x[::step], ticks[::step])
+
+
+def draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
     da, t = shape.data, shape.time
     assert t is not None
     ax = sub.subplots()
     x, ticks = _along(da, t)
     values = np.asarray(da.values, dtype="f8")
-    ax.plot(
-        x,
-        values,
-        lw=1.2,
-        marker="." if values.size < 40 else None,
-        label=textwrap.fill(long_name(da), 80),
-    )
+    ax.plot(x, values, lw=1.2, marker="." if values.size < 40 else None, label="values")
     slope = trend_per_decade(da, t)
     if slope is not None:
         years = years_along(da, t)
         assert years is not None
         ok = np.isfinite(values)
         coef = np.polyfit(years[ok], values[ok], 1)
-        fit = f"least-squares trend: {slope:+.3g} {per_decade(units(da))}"
+        fit = f"trend {slope:+.3g} {nice_units(per_decade(units(da)))}"
         ax.plot(x, np.polyval(coef, years), "k--", lw=1, label=fit)
+        # beside the axes, where it covers no point
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     if ticks is not None:
-        ax.set_xticks(x, ticks)
-    ax.legend(loc="best", fontsize=8)
-    ax.set_xlabel(t)
-    ax.set_ylabel(units(da) or "value")
-    ax.set_title(title(da))
+        _ticks(ax, x, ticks)
+    ax.ticklabel_format(axis="y", useOffset=False)
+    ax.set_xlabel(_time_label(da, t, ticks if t not in CYCLIC else None))
+    ax.set_ylabel(unit_label(da))
+    ax.set_title(heading)
     ax.grid(alpha=0.3)
 
 
-def draw_map(sub: FigureBase, shape: Shape) -> None:
+def draw_map(sub: FigureBase, shape: Shape, heading: str) -> None:
     values = np.asarray(shape.data.values, dtype="f8")
     ax = sub.subplots()
-    mesh = _map_axes(ax, shape, shape.data, colours(shape.data, values))
-    ax.set_title(title(shape.data))
-    sub.colorbar(mesh, ax=ax, label=quantity(shape.data), shrink=0.85)
+    style = colours(shape.data, values)
+    mesh = _map_axes(ax, shape, shape.data, _mesh_style(style))
+    ax.set_title(heading)
+    _colour_bar(sub, mesh, ax, shape.data, style, 0.85)
 
 
-def draw_hovmoeller(sub: FigureBase, shape: Shape) -> None:
+def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     """Time (or month, season) along x, latitude along y."""
     da, t, lat = shape.data, shape.time, shape.lat
     assert t is not None and lat is not None
@@ -199,16 +232,18 @@ def draw_hovmoeller(sub: FigureBase, shape: Shape) -> None:
     ax = sub.subplots()
     ax.set_facecolor(MISSING)
     style = colours(da, values)
-    mesh = ax.pcolormesh(x, y[iy], np.ma.masked_invalid(values), shading="nearest", **style)
+    mesh = ax.pcolormesh(
+        x, y[iy], np.ma.masked_invalid(values), shading="nearest", **_mesh_style(style)
+    )
     if ticks is not None:
-        ax.set_xticks(x, ticks)
-    ax.set_xlabel(t)
+        _ticks(ax, x, ticks)
+    ax.set_xlabel(_time_label(da, t, ticks if t not in CYCLIC else None))
     ax.set_ylabel(LAT_LABEL)
-    ax.set_title(title(da))
-    sub.colorbar(mesh, ax=ax, label=quantity(da), shrink=0.9)
+    ax.set_title(heading)
+    _colour_bar(sub, mesh, ax, da, style, 0.9)
 
 
-def draw_zonal(sub: FigureBase, shape: Shape) -> None:
+def draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
     """Latitude along x, the value along y."""
     da, lat = shape.data, shape.lat
     assert lat is not None
@@ -217,11 +252,12 @@ def draw_zonal(sub: FigureBase, shape: Shape) -> None:
     values = np.asarray(da.values, dtype="f8")[order]
     ax = sub.subplots()
     ax.plot(y[order], values, lw=1.4)
-    if is_difference(da, values):
+    if is_difference(da):
         ax.axhline(0, color="0.4", lw=0.8)
+    ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_xlabel(LAT_LABEL)
-    ax.set_ylabel(quantity(da, 30))
-    ax.set_title(title(da))
+    ax.set_ylabel(unit_label(da))
+    ax.set_title(heading)
     ax.grid(alpha=0.3)
 
 
@@ -230,7 +266,7 @@ def columns(n: int) -> int:
     return {1: 1, 2: 2, 3: 3, 4: 2}.get(n, 3 if n <= 9 else 4)
 
 
-def draw_maps(sub: FigureBase, shape: Shape) -> None:
+def draw_maps(sub: FigureBase, shape: Shape, heading: str) -> None:
     """One map per value of the leading dimension, one colour bar for all."""
     da, lead = shape.data, shape.lead
     assert lead is not None and da.sizes[lead] <= MAX_PANELS
@@ -240,16 +276,16 @@ def draw_maps(sub: FigureBase, shape: Shape) -> None:
     style = colours(da, np.asarray(da.values, dtype="f8"))
     mesh = None
     for ax, label, i in zip(axes, labels(da, lead), range(n), strict=False):
-        mesh = _map_axes(ax, shape, da.isel({lead: i}), style)
+        mesh = _map_axes(ax, shape, da.isel({lead: i}), _mesh_style(style))
         ax.set_title(f"{lead} {label}", fontsize=9)
         ax.label_outer()
     for ax in axes[n:]:
         ax.set_visible(False)
-    sub.suptitle(title(da))
-    sub.colorbar(mesh, ax=list(axes[:n]), label=quantity(da), shrink=0.85)
+    sub.suptitle(heading)
+    _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85)
 
 
-def draw_other(sub: FigureBase, shape: Shape) -> None:
+def draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
     da = shape.data
     if not np.issubdtype(da.dtype, np.number):
         why = f"its values are {da.dtype} data, not numbers"
@@ -260,14 +296,15 @@ def draw_other(sub: FigureBase, shape: Shape) -> None:
             "a latitude/longitude map, time by latitude, latitude alone, or up to "
             f"{MAX_PANELS} maps"
         )
-    _text(sub, long_name(da), f"not plotted: {why}")
+    _text(sub, heading, f"not plotted: {why}")
 
 
-def draw_missing(sub: FigureBase, shape: Shape) -> None:
-    _text(sub, long_name(shape.data), "not plotted: every value is missing (NaN)")
+def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
+    _text(sub, heading, "not plotted: every value is missing (NaN)")
 
 
-DRAW: dict[str, Callable[[FigureBase, Shape], None]] = {
+#: each kind's drawing: ``(subfigure, shape, the panel's title)``
+DRAW: dict[str, Callable[[FigureBase, Shape, str], None]] = {
     "scalar": draw_scalar,
     "series": draw_series,
     "map": draw_map,

@@ -13,6 +13,7 @@ the import costs the run nothing but a core the reading leaves idle.
 
 from __future__ import annotations
 
+import textwrap
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.write.marks import figure_metadata
+from pangeo_hpc.write.panel_text import caption, letters, period_text, short_title, winters
 from pangeo_hpc.write.result_shape import Shape, result_shape
 
 if TYPE_CHECKING:
@@ -59,6 +61,17 @@ def _import_drawing() -> None:
         return
 
 
+#: the formats a figure is written in (``--plot-format``)
+FORMATS = ("png", "svg", "pdf")
+#: inches across a figure
+WIDTH = 10.0
+#: characters per line of the caption (8 pt) and of the figure's heading (12 pt), in
+#: :data:`WIDTH` inches with room to spare
+CAPTION_WIDTH, HEADING_WIDTH = 150, 95
+#: inches per line of caption
+CAPTION_LINE = 0.16
+
+
 def _height(shape: Shape) -> float:
     """Inches for the panel of ``shape``: small multiples by their rows."""
     from pangeo_hpc.write.figure_kinds import HEIGHTS, columns
@@ -70,7 +83,7 @@ def _height(shape: Shape) -> float:
     return HEIGHTS[shape.kind]
 
 
-def _draw(sub: FigureBase, shape: Shape) -> None:
+def _draw(sub: FigureBase, shape: Shape, heading: str) -> None:
     """One panel; a panel that cannot be drawn says why instead of raising."""
     from pangeo_hpc.write.figure_kinds import DRAW, draw_missing
 
@@ -78,14 +91,56 @@ def _draw(sub: FigureBase, shape: Shape) -> None:
     if kind not in ("scalar", "other") and not np.isfinite(shape.data.values).any():
         kind = "missing"
     try:
-        (draw_missing if kind == "missing" else DRAW[kind])(sub, shape)
+        (draw_missing if kind == "missing" else DRAW[kind])(sub, shape, heading)
     except Exception as exc:  # the figure is written with the results
         # (batch/pipeline/results.py, all or nothing): a panel that fails must not cost the run
         sub.clear()
-        DRAW["other"](sub, Shape("other", shape.data))
+        DRAW["other"](sub, Shape("other", shape.data), heading)
         sub.axes[0].texts[0].set_text(
-            f"not plotted: drawing this {kind} failed ({type(exc).__name__}: {exc})"
+            textwrap.fill(f"not plotted: drawing this {kind} failed ({type(exc).__name__}: {exc})")
         )
+
+
+def _period(result: xr.Dataset, shape: Shape) -> str | None:
+    """The period a panel's title names: a series of winters by them, else the run's."""
+    if shape.time is not None and shape.time in shape.data.coords:
+        labels = winters(np.asarray(shape.data[shape.time].values))
+        if labels:
+            return (
+                f"winter {labels[0]}" if len(labels) == 1 else f"winters {labels[0]}-{labels[-1]}"
+            )
+    period = str(result.attrs.get("period", ""))
+    if " to " in period:
+        try:
+            return period_text(*period.split(" to ", 1))
+        except ValueError:
+            return period
+    return None
+
+
+def panel_texts(result: xr.Dataset | xr.DataArray) -> list[tuple[str, str, str]]:
+    """``(letter, short title, long description)`` of each variable's panel, in the order of
+    ``result.data_vars``: what :func:`draw_result` writes on the panels and in the caption."""
+    from pangeo_hpc.write.figure_kinds import long_name, units
+
+    if isinstance(result, xr.DataArray):
+        result = result.to_dataset(name=result.name or "result")
+    names = list(result.data_vars)
+    out = []
+    for letter, name in zip(letters(len(names)), names, strict=True):
+        shape = result_shape(result[name])
+        heading = short_title(result[name], _period(result, shape), single=len(names) == 1)
+        u = units(result[name])
+        out.append((letter, heading, f"{long_name(result[name])}" + (f" ({u})" if u else "")))
+    return out
+
+
+def figure_caption(result: xr.Dataset | xr.DataArray) -> str:
+    """The caption of :func:`draw_result` in one line: each panel's long description."""
+    texts = panel_texts(result)
+    if len(texts) == 1:
+        return texts[0][2]
+    return "; ".join(f"({a}) {words}" for a, _, words in texts)
 
 
 def draw_result(
@@ -96,16 +151,19 @@ def draw_result(
     Parameters
     ----------
     result : Dataset or DataArray
-        Computed results (a DataArray counts as a Dataset of one variable).
+        Computed results (a DataArray counts as a Dataset of one variable); the attribute
+        ``period`` (``"2000-01-01 to 2019-12-31"``) puts the period into the titles.
     title : str
-        The figure's heading; each panel's title is its variable's ``long_name``.
+        The figure's heading (wrapped to the figure's width).
     fig : Figure, optional
         Draw into this figure (default: a new one sized for the panels).
 
     Returns
     -------
     Figure
-        With one subfigure per variable, in the order of ``result.data_vars``.
+        With one subfigure per variable, in the order of ``result.data_vars``, each
+        titled ``(a) short title`` (:func:`panel_texts`), and a last one holding the
+        caption: each variable's ``long_name`` and units.
     """
     from matplotlib.figure import Figure
 
@@ -114,22 +172,57 @@ def draw_result(
     if isinstance(result, xr.DataArray):
         result = result.to_dataset(name=result.name or "result")
     shapes = [result_shape(result[name]) for name in result.data_vars]
+    texts = panel_texts(result)
+    words = caption([(a, w) for a, _, w in texts], CAPTION_WIDTH) if texts else ""
+    if len(texts) == 1:  # one panel: no letter
+        words = textwrap.fill(texts[0][2], CAPTION_WIDTH)
+    lines = words.count("\n") + 1 if words else 0
     heights = [_height(s) for s in shapes] or [HEIGHTS["other"]]
+    heights.append(CAPTION_LINE * lines + 0.15)
+    heading = "\n".join(textwrap.fill(line, HEADING_WIDTH) for line in title.splitlines())
     if fig is None:
-        fig = Figure(figsize=(10, sum(heights) + 0.5), layout="constrained")
+        top = 0.25 * (heading.count("\n") + 1)
+        fig = Figure(figsize=(WIDTH, sum(heights) + top), layout="constrained")
     subs = fig.subfigures(len(heights), 1, height_ratios=heights, squeeze=False).ravel()
-    for sub, shape in zip(subs, shapes, strict=False):
-        _draw(sub, shape)
+    for sub, shape, (letter, short, _) in zip(subs, shapes, texts, strict=False):
+        _draw(sub, shape, f"({letter}) {short}" if len(shapes) > 1 else short)
     if not shapes:
-        DRAW["other"](subs[0], Shape("other", xr.DataArray(np.nan, name="result")))
+        DRAW["other"](subs[0], Shape("other", xr.DataArray(np.nan, name="result")), "result")
         subs[0].axes[0].texts[0].set_text("not plotted: the result holds no variables")
-    fig.suptitle(title)
+    if words:
+        subs[-1].text(0.01, 0.5, words, ha="left", va="center", fontsize=8, gid="caption")
+    fig.suptitle(heading)
     return fig
 
 
+def plot_format(fmt: str | None) -> str:
+    """``fmt`` checked against :data:`FORMATS` (default ``png``).
+
+    Raises
+    ------
+    InputError
+        Naming the format and the choices.
+    """
+    from pangeo_hpc.errors import InputError
+
+    fmt = (fmt or "png").lower()
+    if fmt not in FORMATS:
+        raise InputError(
+            f"plot format {fmt!r} is not one of {', '.join(FORMATS)}: give --plot-format png",
+            param="plot_format",
+        )
+    return fmt
+
+
 def plot_result(result: xr.Dataset, path: Path, title: str) -> None:
-    """Write the figure of :func:`draw_result` to ``path`` (format from its suffix), marked
-    as this package's in its metadata (:func:`pangeo_hpc.write.marks.figure_metadata`)."""
-    fmt = Path(path).suffix[1:].lower() or "png"
+    """Write the figure of :func:`draw_result` to ``path`` (format from its suffix: one of
+    :data:`FORMATS`), marked as this package's in its metadata
+    (:func:`pangeo_hpc.write.marks.figure_metadata`), with the caption (each panel's
+    long description) in it as well."""
+    fmt = plot_format(Path(path).suffix[1:] or "png")
     fig = draw_result(result, title)
-    fig.savefig(path, format=fmt, dpi=110, metadata=figure_metadata(fmt))
+    meta = figure_metadata(fmt)
+    words = figure_caption(result)
+    key = {"png": "Description", "svg": "Title", "pdf": "Subject"}[fmt]
+    meta[key] = f"{meta[key]}; {words}" if key in meta else words
+    fig.savefig(path, format=fmt, dpi=110, metadata=meta)

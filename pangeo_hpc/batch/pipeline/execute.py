@@ -27,6 +27,7 @@ from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
 from pangeo_hpc.batch.pipeline.results import (
     RunResult,
     check_format,
+    check_plot_format,
     result_folder,
     write_outputs,
 )
@@ -66,13 +67,15 @@ def run_recipe(
     warm_inputs: bool = False,
     out: str | Path | None = None,
     fmt: str | None = None,
+    plot_format: str | None = None,
     progress: Callable[[Any], None] | None = None,
     s3: S3Options | None = None,
     index: str | None = None,
     cache: StateCache | bool | None = None,
     guard: Guard | None = None,
 ) -> RunResult:
-    """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and ``summary.json``.
+    """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` (``plot.svg``,
+    ``plot.pdf`` with ``plot_format``) and ``summary.json``.
 
     Everything the user typed is checked before a cluster starts; the outputs appear in
     ``out`` (default ``<output.root>/<spec.name>``) all together or not at all. ``cluster``,
@@ -96,6 +99,7 @@ def run_recipe(
     """
     t0 = time.perf_counter()
     fmt = check_format(fmt, spec)
+    plot_format = check_plot_format(plot_format)
     root = data_root(data, profile)
     # the outputs may replace only an earlier result of this package, never the data
     out = result_folder(out, spec, root)
@@ -149,7 +153,15 @@ def run_recipe(
             "open": t_open - t0,
             "cluster_start": t_ready - t_open + computed.warmup_seconds,
         }
-        return write_outputs(inputs, computed, out=out, fmt=fmt, timings=timings, started=t0)
+        return write_outputs(
+            inputs,
+            computed,
+            out=out,
+            fmt=fmt,
+            plot_format=plot_format,
+            timings=timings,
+            started=t0,
+        )
 
 
 def _placement(

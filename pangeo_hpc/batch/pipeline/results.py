@@ -28,6 +28,7 @@ from pangeo_hpc.batch.pipeline.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
 from pangeo_hpc.storage import prepare_output
+from pangeo_hpc.write.figures import plot_format as check_plot_format
 from pangeo_hpc.write.figures import plot_result
 from pangeo_hpc.write.guard import check_folder, folder_in
 from pangeo_hpc.write.in_place import is_mount_point
@@ -224,6 +225,7 @@ def write_outputs(
     *,
     out: str | Path | None = None,
     fmt: str | None = None,
+    plot_format: str | None = None,
     timings: Mapping[str, float | None] | None = None,
     started: float | None = None,
     extra: Mapping[str, Any] | None = None,
@@ -241,6 +243,8 @@ def write_outputs(
         earlier result of this package, never the data.
     fmt : {"netcdf", "zarr"}, optional
         Default: the recipe's ``format``.
+    plot_format : {"png", "svg", "pdf"}, optional
+        The figure's format (default ``png``): ``plot.png``, ``plot.svg`` or ``plot.pdf``.
     timings : mapping, optional
         Seconds measured before: ``open`` (default the opening's) and ``cluster_start``
         (default ``None``: not measured), for ``summary.json``'s ``timings_s``.
@@ -259,6 +263,7 @@ def write_outputs(
     t0 = time.perf_counter()
     spec, root, result = inputs.spec, inputs.root, computed.result
     fmt = check_format(fmt, spec)
+    plot_name = f"plot.{check_plot_format(plot_format)}"
     out = result_folder(out, spec, root)
     summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
     period = inputs.period
@@ -283,11 +288,11 @@ def write_outputs(
         # the recipe's words, then what this run read (a recipe's description may name
         # its default period: a run with --start/--end read another)
         plot_result(
-            result, tmp / "plot.png", f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
+            result, tmp / plot_name, f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
         )
-        summary["outputs"] = {"data": data_file, "plot": "plot.png", "summary": "summary.json"}
+        summary["outputs"] = {"data": data_file, "plot": plot_name, "summary": "summary.json"}
         # as written: a later run replaces them only while every one is (write/records.py)
-        summary["files"] = file_records(tmp, [data_file, "plot.png"])
+        summary["files"] = file_records(tmp, [data_file, plot_name])
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)
         if started is not None:
