@@ -33,6 +33,7 @@ from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
 from pangeo_hpc.batch.pipeline.results import (
     RunResult,
     check_format,
+    check_plot_format,
     result_folder,
     write_outputs,
 )
@@ -161,6 +162,7 @@ def run_multi(
     workers: int | None = None,
     out: str | Path | None = None,
     fmt: str | None = None,
+    plot_format: str | None = None,
     progress: Callable[[Any], None] | None = None,
     cache: StateCache | bool | None = None,
 ) -> RunResult:
@@ -187,6 +189,7 @@ def run_multi(
         ref = reference_of(spec.combine[0], spec)
         first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
         fmt = check_format(fmt, first)
+        plot_format = check_plot_format(plot_format)
         result_folder(out, first, root)  # a folder that may not be written: refused now
         # the combine built on the lazy results: every refusal before anything runs
         combine_results(spec, {n: i.lazy for n, i in inputs.items()})
@@ -218,6 +221,7 @@ def run_multi(
         done,
         out=out,
         fmt=fmt,
+        plot_format=plot_format,
         timings=timings,
         started=t0,
         extra=extra,
