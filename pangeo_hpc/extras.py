@@ -2,16 +2,17 @@
 that names it.
 
 The core (local and mounted trees, recipes, clusters, batch runs, planning) needs only the
-``[project] dependencies``. Four features need more, installed as extras:
+``[project] dependencies``. Five features need more, installed as extras:
 
 * ``s3``: ``s3://`` sources, byte-range indexes, listings, inventories (s3fs, obstore,
   kerchunk, arro3-core);
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
   dask-labextension, hvplot);
 * ``demo``: the synthetic demo data's coastlines (global-land-mask);
-* ``regions``: AR6 and other polygon regions in ``select_region`` (regionmask).
+* ``regions``: AR6 and other polygon regions in ``select_region`` (regionmask);
+* ``gateway``: ``--cluster gateway``, clusters from a dask-gateway server (dask-gateway).
 
-``pip install 'pangeo-hpc[all]'`` installs all four. Nothing is imported here: a feature
+``pip install 'pangeo-hpc[all]'`` installs all five. Nothing is imported here: a feature
 calls :func:`require` before its first import of such a package, so that ``import
 pangeo_hpc`` works without them and the feature fails with
 :class:`~pangeo_hpc.errors.MissingExtraError` rather than a bare ``ModuleNotFoundError``.
@@ -40,6 +41,7 @@ EXTRAS: dict[str, dict[str, str]] = {
     },
     "regions": {"regionmask": "regionmask"},
     "demo": {"global_land_mask": "global-land-mask"},
+    "gateway": {"dask_gateway": "dask-gateway"},
 }
 
 #: modules found importable once (packages are not uninstalled while a process runs)
