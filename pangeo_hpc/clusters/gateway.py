@@ -147,8 +147,9 @@ def new_gateway_cluster(spec: GatewaySpec) -> Any:
     """
     gateway = _gateway()
     address = gateway.address
+    cluster = None
     try:
-        with deferred_signals():
+        with deferred_signals():  # delivered at its end: the cluster is known by then
             try:
                 options = gateway.cluster_options()
             except Exception as exc:
@@ -158,14 +159,19 @@ def new_gateway_cluster(spec: GatewaySpec) -> Any:
                 ) from None
             _set_options(options, spec, address)
             try:
-                return gateway.new_cluster(options, shutdown_on_close=True)
+                cluster = gateway.new_cluster(options, shutdown_on_close=True)
             except Exception as exc:
                 raise ClusterError(
                     f"the dask-gateway at {address} did not start a cluster: "
                     f"{spec.hide(str(exc))}"
                 ) from None
+    except BaseException:  # Ctrl-C or SIGTERM while it was made: shut it down
+        if cluster is not None:
+            close_gateway(cluster)
+        raise
     finally:
         close_gateway(gateway)
+    return cluster
 
 
 def close_gateway(obj: Any) -> None:
