@@ -265,8 +265,11 @@ def gateway_server(tmp_path_factory: pytest.TempPathFactory):
     authentication) on free loopback ports for the session (tests/gateway_server.py)."""
     import importlib.util
 
-    for module, dist in (("dask_gateway_server", "dask-gateway-server[local]"),
-                         ("dask_gateway", "dask-gateway"), ("sqlalchemy", "sqlalchemy")):
+    for module, dist in (
+        ("dask_gateway_server", "dask-gateway-server[local]"),
+        ("dask_gateway", "dask-gateway"),
+        ("sqlalchemy", "sqlalchemy"),
+    ):
         if importlib.util.find_spec(module) is None:
             missing(dist, "pip install the test extras (pyproject.toml)")
     from gateway_server import GatewayServer

@@ -93,7 +93,9 @@ class GatewayServer:
             "DASK_GATEWAY__ADDRESS": self.address,
             "DASK_GATEWAY__PROXY_ADDRESS": self.proxy_address,
             "DASK_GATEWAY__AUTH__TYPE": "basic",
-            "DASK_GATEWAY__AUTH__KWARGS": json.dumps({"username": "tester", "password": self.password}),
+            "DASK_GATEWAY__AUTH__KWARGS": json.dumps(
+                {"username": "tester", "password": self.password}
+            ),
         }
 
     def gateway(self) -> Any:

@@ -106,7 +106,7 @@ def test_workers_are_set_up_and_an_error_shuts_the_cluster_down(on_gateway, monk
         with running_cluster("gateway", adapt=(1, 2)) as (cluster, client):
             assert on_gateway.cluster_names() == [cluster.name]
             seen = client.run(lambda: {k: os.environ.get(k) for k in names})
-            assert list(seen.values())[0] == {
+            assert next(iter(seen.values())) == {
                 "HDF5_USE_FILE_LOCKING": "FALSE",
                 "OMP_NUM_THREADS": "1",
                 "AWS_SECRET_ACCESS_KEY": SECRET,  # passed through the options, to S3 readers
@@ -116,19 +116,22 @@ def test_workers_are_set_up_and_an_error_shuts_the_cluster_down(on_gateway, monk
 
 
 @pytest.mark.slow
-def test_a_version_mismatch_stops_the_run_and_leaves_nothing(on_gateway, demo_tree, tmp_path):
+def test_a_version_mismatch_stops_the_run_and_leaves_nothing(
+    on_gateway, demo_tree, tmp_path, monkeypatch
+):
     # a worker whose numpy says 1.0.0: a preload module (distributed's own hook, set by a
     # worker environment variable through the gateway's options) changes its version
     old = tmp_path / "old_numpy.py"
     old.write_text("import numpy\n\nnumpy.__version__ = '1.0.0'\n")
-    profile = {"kind": "gateway",
-               "environment": {"DASK_DISTRIBUTED__WORKER__PRELOAD": json.dumps([str(old)])}}
-    os.environ["DASK_PANGEO_HPC__PROFILES"] = json.dumps({"old-numpy": profile})
-    try:
-        (r,) = run_clis(_mean("out", demo_tree, tmp_path, "--cluster", "auto", "--profile", "old-numpy"),
-                        cwd=tmp_path)  # fmt: skip
-    finally:
-        del os.environ["DASK_PANGEO_HPC__PROFILES"]
+    profile = {
+        "kind": "gateway",
+        "environment": {"DASK_DISTRIBUTED__WORKER__PRELOAD": json.dumps([str(old)])},
+    }
+    monkeypatch.setenv("DASK_PANGEO_HPC__PROFILES", json.dumps({"old-numpy": profile}))
+    (r,) = run_clis(
+        _mean("out", demo_tree, tmp_path, "--cluster", "auto", "--profile", "old-numpy"),
+        cwd=tmp_path,
+    )
     assert r.returncode == 2, r.stderr
     numpy = versions()["numpy"]
     assert r.stderr.startswith(f"error: the gateway's workers run numpy 1.0.0 (here {numpy}):")

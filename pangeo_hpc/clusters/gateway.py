@@ -162,8 +162,7 @@ def new_gateway_cluster(spec: GatewaySpec) -> Any:
                 cluster = gateway.new_cluster(options, shutdown_on_close=True)
             except Exception as exc:
                 raise ClusterError(
-                    f"the dask-gateway at {address} did not start a cluster: "
-                    f"{spec.hide(str(exc))}"
+                    f"the dask-gateway at {address} did not start a cluster: {spec.hide(str(exc))}"
                 ) from None
     except BaseException:  # Ctrl-C or SIGTERM while it was made: shut it down
         if cluster is not None:

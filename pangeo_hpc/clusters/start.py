@@ -22,14 +22,8 @@ from dask.system import CPU_COUNT
 from distributed import Client, LocalCluster
 
 from pangeo_hpc import config
-from pangeo_hpc.clusters import profiles
+from pangeo_hpc.clusters import gateway, profiles
 from pangeo_hpc.clusters.diagnostics import preflight, wait_for_workers
-from pangeo_hpc.clusters.gateway import (
-    close_gateway,
-    gateway_spec,
-    new_gateway_cluster,
-    start_gateway,
-)
 from pangeo_hpc.clusters.jobqueue import (
     adaptive_release,
     close_when_idle,
@@ -151,8 +145,10 @@ def get_cluster(
         )
     preview = bool(overrides.pop("preview", False))
     if chosen == "gateway":
-        spec = gateway_spec({**opts, **{k: v for k, v in overrides.items() if v is not None}})
-        return spec if preview else new_gateway_cluster(spec)
+        spec = gateway.gateway_spec(
+            {**opts, **{k: v for k, v in overrides.items() if v is not None}}
+        )
+        return spec if preview else gateway.new_gateway_cluster(spec)
     opts.update({k: v for k, v in overrides.items() if v is not None})
     return make_cluster(chosen, opts, preview=preview)
 
@@ -281,7 +277,9 @@ def start_cluster(
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
         if kind_of(cluster) == "gateway":  # scaled, waited for, versions checked
-            return cluster, start_gateway(cluster, workers=workers, adapt=adapt, timeout=timeout)
+            return cluster, gateway.start_gateway(
+                cluster, workers=workers, adapt=adapt, timeout=timeout
+            )
         client = Client(cluster)
         try:
             quiet_input_errors(client)  # bad input is one line, without the workers' log
@@ -311,11 +309,10 @@ def start_cluster(
 
 
 def _close(cluster: Any) -> None:
-    """Close ``cluster``; a gateway cluster is shut down with Ctrl-C and SIGTERM held (a
-    second Ctrl-C must not leave it running on the gateway)."""
+    """Close ``cluster``; a gateway's is shut down with Ctrl-C and SIGTERM held."""
     if kind_of(cluster) == "gateway":
         with deferred_signals():
-            close_gateway(cluster)
+            gateway.close_gateway(cluster)
     else:
         cluster.close()
 
