@@ -19,7 +19,12 @@ import pytest
 import xarray as xr
 from conftest import run_clis, start_cli
 
-from pangeo_hpc.clusters.gateway import gateway_spec, version_mismatch, versions
+from pangeo_hpc.clusters.gateway import (
+    gateway_spec,
+    new_gateway_cluster,
+    version_mismatch,
+    versions,
+)
 from pangeo_hpc.clusters.start import running_cluster
 
 PERIOD = ("--start", "2000-01", "--end", "2000-03")
@@ -195,3 +200,23 @@ def test_ctrl_c_and_sigterm_shut_the_cluster_down(on_gateway, demo_tree, tmp_pat
             except psutil.NoSuchProcess:
                 pass
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_gateway_makes_the_cluster_shuts_it_down(on_gateway):
+    """The interrupt is held until the cluster is made, then it is shut down at once (not
+    at exit by dask-gateway's own clean-up, nor when the garbage collector gets to it)."""
+
+    def interrupt() -> None:
+        on_gateway.wait_for_clusters(1)  # submitted: the gateway is making it now
+        os.kill(os.getpid(), signal.SIGINT)
+
+    cluster = None
+    interrupter = threading.Thread(target=interrupt, daemon=True)
+    interrupter.start()
+    with pytest.raises(KeyboardInterrupt) as caught:
+        cluster = new_gateway_cluster(gateway_spec({}))
+        interrupter.join()  # (not reached: the interrupt comes first)
+    assert cluster is None
+    assert on_gateway.wait_for_clusters(0, timeout=30) == []
+    del caught  # its frames held whatever was made
