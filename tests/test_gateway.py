@@ -204,9 +204,8 @@ def test_ctrl_c_and_sigterm_shut_the_cluster_down(on_gateway, demo_tree, tmp_pat
 
 @pytest.mark.slow
 def test_ctrl_c_while_the_gateway_makes_the_cluster_shuts_it_down(on_gateway):
-    """An interrupt while the gateway makes the cluster stops it at once: not only at exit
-    (dask-gateway's atexit clean-up) nor when the garbage collector gets to it (the frames
-    of the exception are kept until the end)."""
+    """The interrupt is held until the cluster is made, then it is shut down at once (not
+    at exit by dask-gateway's own clean-up, nor when the garbage collector gets to it)."""
 
     def interrupt() -> None:
         on_gateway.wait_for_clusters(1)  # submitted: the gateway is making it now

@@ -28,6 +28,7 @@ from pangeo_hpc import config
 from pangeo_hpc.clusters.jobqueue import worker_env
 from pangeo_hpc.errors import ClusterError, InputError
 from pangeo_hpc.extras import require
+from pangeo_hpc.write.swap import deferred_signals
 
 #: this process's variables the workers get as they are (S3 credentials and endpoint)
 PASSED_VARS = (
@@ -140,30 +141,36 @@ def _gateway() -> Any:
 def new_gateway_cluster(spec: GatewaySpec) -> Any:
     """Ask the configured gateway for a cluster with ``spec``'s options (no workers yet).
 
-    Ctrl-C or SIGTERM while the gateway makes it cancel dask-gateway's start, which stops
-    the cluster on the gateway (tests/test_gateway.py checks it). Any error message has the
-    credentials hidden and no traceback chained (a server's message may repeat option
-    values).
+    Ctrl-C and SIGTERM are held while the cluster is created, so that it is either not
+    made or returned to a caller that shuts it down; any error message has the credentials
+    hidden and no traceback chained (a server's message may repeat option values).
     """
     gateway = _gateway()
     address = gateway.address
+    cluster = None
     try:
-        try:
-            options = gateway.cluster_options()
-        except Exception as exc:
-            raise ClusterError(
-                f"the dask-gateway at {address} did not answer ({spec.hide(str(exc))}): "
-                "check gateway.address, gateway.auth.type and that the gateway is up"
-            ) from None
-        _set_options(options, spec, address)
-        try:
-            return gateway.new_cluster(options, shutdown_on_close=True)
-        except Exception as exc:
-            raise ClusterError(
-                f"the dask-gateway at {address} did not start a cluster: {spec.hide(str(exc))}"
-            ) from None
+        with deferred_signals():  # delivered at its end: the cluster is known by then
+            try:
+                options = gateway.cluster_options()
+            except Exception as exc:
+                raise ClusterError(
+                    f"the dask-gateway at {address} did not answer ({spec.hide(str(exc))}): "
+                    "check gateway.address, gateway.auth.type and that the gateway is up"
+                ) from None
+            _set_options(options, spec, address)
+            try:
+                cluster = gateway.new_cluster(options, shutdown_on_close=True)
+            except Exception as exc:
+                raise ClusterError(
+                    f"the dask-gateway at {address} did not start a cluster: {spec.hide(str(exc))}"
+                ) from None
+    except BaseException:  # Ctrl-C or SIGTERM while it was made: shut it down
+        if cluster is not None:
+            close_gateway(cluster)
+        raise
     finally:
         close_gateway(gateway)
+    return cluster
 
 
 def close_gateway(obj: Any) -> None:
