@@ -204,8 +204,10 @@ def test_ctrl_c_and_sigterm_shut_the_cluster_down(on_gateway, demo_tree, tmp_pat
 
 @pytest.mark.slow
 def test_ctrl_c_while_the_gateway_makes_the_cluster_shuts_it_down(on_gateway):
-    """The interrupt is held until the cluster is made, then it is shut down at once (not
-    at exit by dask-gateway's own clean-up, nor when the garbage collector gets to it)."""
+    """An interrupt while the gateway makes the cluster is held until it is made, then the
+    cluster is stopped before the interrupt goes on. dask-gateway's own clean-up of a
+    cancelled start runs in its event loop's thread after the interrupt has gone on: a
+    command line that exits at once left the cluster running (seen here under load)."""
 
     def interrupt() -> None:
         on_gateway.wait_for_clusters(1)  # submitted: the gateway is making it now
@@ -218,5 +220,5 @@ def test_ctrl_c_while_the_gateway_makes_the_cluster_shuts_it_down(on_gateway):
         cluster = new_gateway_cluster(gateway_spec({}))
         interrupter.join()  # (not reached: the interrupt comes first)
     assert cluster is None
-    assert on_gateway.wait_for_clusters(0, timeout=30) == []
+    assert on_gateway.cluster_names() == []  # already stopping, not a moment later
     del caught  # its frames held whatever was made
