@@ -260,6 +260,25 @@ def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
+def gateway_server(tmp_path_factory: pytest.TempPathFactory):
+    """One dask-gateway server (PyPI dask-gateway-server[local]: local backend, simple
+    authentication) on free loopback ports for the session (tests/gateway_server.py)."""
+    import importlib.util
+
+    for module, dist in (
+        ("dask_gateway_server", "dask-gateway-server[local]"),
+        ("dask_gateway", "dask-gateway"),
+        ("sqlalchemy", "sqlalchemy"),
+    ):
+        if importlib.util.find_spec(module) is None:
+            missing(dist, "pip install the test extras (pyproject.toml)")
+    from gateway_server import GatewayServer
+
+    with GatewayServer(tmp_path_factory.mktemp("gateway")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def big_bucket():
     """A SeaweedFS holding s3://inventory-100k (100,228 small objects, tests/bigbucket.py),
     kept between runs in ~/.cache/pangeo-hpc/test-seaweedfs (PANGEO_HPC_TEST_S3_CACHE):

@@ -22,6 +22,7 @@ HIDDEN = {
     "lab": ["jupyterlab", "jupyter_server_proxy", "dask_labextension", "hvplot"],
     "demo": ["global_land_mask"],
     "regions": ["regionmask", "geopandas"],
+    "gateway": ["dask_gateway"],
 }
 
 

@@ -256,3 +256,38 @@ def test_caches_and_job_logs_are_private(tmp_path, monkeypatch):
     scan_cache.save(cache, {"a.nc": {"size": 1}})
     assert stat.S_IMODE(cache.parent.stat().st_mode) == 0o700
     assert stat.S_IMODE(cache.stat().st_mode) == 0o600
+
+
+@pytest.mark.slow
+def test_the_secret_passed_through_the_gateway_never_shows(
+    gateway_server, demo_tree, monkeypatch, tmp_path
+):
+    """S3 credentials go to a gateway's workers through its cluster options; they never
+    show in the options printed, a run's output and files, or a refused option's error."""
+    for key, value in gateway_server.env().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", CANARY_KEY)
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", CANARY_SECRET)
+    # an option the gateway refuses; its error must not repeat the environment option
+    big = {"kind": "gateway", "options": {"worker_cores": 99}}
+    monkeypatch.setenv("DASK_PANGEO_HPC__PROFILES", repr({"too-big": big}))
+    out = tmp_path / "run"
+    shown, run, refused = (
+        run_cli("job-script", "--cluster", "gateway", cwd=tmp_path),
+        run_cli("era5-sst-mean", "--data", str(demo_tree), "--start", "2000-01", "--end",
+                "2000-01", "--cluster", "gateway", "--out", str(out), "--no-progress",
+                cwd=tmp_path),
+        run_cli("era5-sst-mean", "--data", str(demo_tree), "--start", "2000-01", "--end",
+                "2000-01", "--cluster", "auto", "--profile", "too-big", "--out",
+                str(tmp_path / "refused"), cwd=tmp_path),
+    )  # fmt: skip
+    assert shown.returncode == 0, shown.stderr
+    assert '"AWS_SECRET_ACCESS_KEY": "***"' in shown.stdout
+    assert run.returncode == 0, run.stderr
+    assert refused.returncode == 2 and "worker_cores=99" in refused.stderr, refused.stderr
+    for r in (shown, run, refused):
+        assert CANARY_SECRET not in r.stdout + r.stderr
+        assert CANARY_KEY not in r.stdout + r.stderr
+    assert (out / "summary.json").is_file()
+    assert _files_holding(tmp_path, CANARY_SECRET) == []
+    assert gateway_server.wait_for_clusters(0) == []

@@ -21,6 +21,11 @@ def _job_script(a: argparse.Namespace) -> int:
 
     kind = a.cluster if a.cluster != "local" else "auto"
     cluster = get_cluster(kind, profile=a.profile, preview=True, **batch_options_from(a))
+    if kind_of(cluster) == "gateway":  # no script: the cluster options, credentials hidden
+        import json
+
+        print(json.dumps(cluster.shown(), indent=2))
+        return 0
     try:
         if kind_of(cluster) == "local":
             raise InputError(

@@ -173,17 +173,18 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--cluster",
         default="local",
-        choices=("auto", "local", "slurm", "pbs", "sge"),
-        help="where the workers run (default local; auto: Slurm if it answers)",
+        choices=("auto", "local", "slurm", "pbs", "sge", "gateway"),
+        help="where the workers run (default local; auto: Slurm if it answers; gateway: "
+        "the dask-gateway of gateway.address, e.g. DASK_GATEWAY__ADDRESS)",
     )
     g.add_argument("--profile", help="site profile (the profiles verb lists them)")
-    g.add_argument("--workers", type=positive_int, help="local worker processes")
+    g.add_argument("--workers", type=positive_int, help="local worker processes, gateway workers")
     g.add_argument("--jobs", type=positive_int, help="batch jobs to submit (default 1)")
     g.add_argument(
         "--adapt",
         type=_job_range,
         metavar="MIN:MAX",
-        help="batch jobs between MIN and MAX as the load asks, e.g. 1:8",
+        help="batch jobs (gateway workers) between MIN and MAX as the load asks, e.g. 1:8",
     )
     for opt in ("queue", "account", "walltime", "memory", "interface"):
         g.add_argument(f"--{opt}", help=f"batch jobs' {opt} (overrides the profile)")

@@ -8,7 +8,7 @@ import dask.config
 
 from pangeo_hpc.errors import InputError
 
-KINDS = ("local", "slurm", "pbs", "sge")
+KINDS = ("local", "slurm", "pbs", "sge", "gateway")
 
 
 def names() -> list[str]:
@@ -36,10 +36,11 @@ def resolve(name: str, **overrides: Any) -> dict[str, Any]:
 
 
 def describe(name: str) -> str:
-    """One line: kind, and cores/processes/memory/walltime where set."""
+    """One line: kind, and cores/processes/memory/walltime (a gateway's options) where set."""
     p = resolve(name)
     parts = [p.get("kind", "local")]
     for key in ("queue", "cores", "processes", "memory", "walltime", "interface"):
         if p.get(key) is not None:
             parts.append(f"{key}={p[key]}")
+    parts += [f"{k}={v}" for k, v in (p.get("options") or {}).items()]
     return " ".join(str(x) for x in parts)

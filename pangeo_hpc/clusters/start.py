@@ -3,6 +3,7 @@
 cluster = get_cluster()                                  # auto: Slurm if it answers
 cluster = get_cluster("slurm", profile="aws-c5n.18xlarge", jobs=8)
 cluster = get_cluster("local", workers=2)
+cluster = get_cluster("gateway", profile="pangeo-hub")    # dask-gateway (gateway.address)
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dask.system import CPU_COUNT
 from distributed import Client, LocalCluster
 
 from pangeo_hpc import config
-from pangeo_hpc.clusters import profiles
+from pangeo_hpc.clusters import gateway, profiles
 from pangeo_hpc.clusters.diagnostics import preflight, wait_for_workers
 from pangeo_hpc.clusters.jobqueue import (
     adaptive_release,
@@ -33,9 +34,10 @@ from pangeo_hpc.clusters.jobqueue import (
 from pangeo_hpc.clusters.worker_exit import quick_exit
 from pangeo_hpc.clusters.worker_logs import quiet_input_errors
 from pangeo_hpc.errors import ClusterError, InputError
+from pangeo_hpc.write.swap import deferred_signals
 
-Kind = Literal["auto", "local", "slurm", "pbs", "sge"]
-KINDS = ("auto", "local", "slurm", "pbs", "sge")
+Kind = Literal["auto", "local", "slurm", "pbs", "sge", "gateway"]
+KINDS = ("auto", "local", "slurm", "pbs", "sge", "gateway")
 
 
 def slurm_available(timeout: float = 10) -> bool:
@@ -80,6 +82,8 @@ def resolve_kind(
     if kind not in KINDS:
         raise InputError(f"cluster kind {kind!r} is unknown: use one of {', '.join(KINDS)}")
     name = profile or config.get("cluster.profile")
+    if kind == "gateway" and name == "auto":  # the gateway's defaults
+        return "gateway", {"kind": "gateway"}
     if name == "auto":
         if kind in ("auto", "slurm") and (kind == "slurm" or slurm_available()):
             if given and given.get("cores") is not None and given.get("memory") is not None:
@@ -116,9 +120,11 @@ def get_cluster(
 
     Parameters
     ----------
-    kind : {"auto", "local", "slurm", "pbs", "sge"}
+    kind : {"auto", "local", "slurm", "pbs", "sge", "gateway"}
         ``"auto"`` takes the profile's kind; without a profile, Slurm when a controller
-        answers (or inside an allocation), else a local cluster.
+        answers (or inside an allocation), else a local cluster. ``"gateway"``: a cluster
+        of the dask-gateway in dask-gateway's config (``gateway.address``), with the
+        profile's ``options`` (:mod:`pangeo_hpc.clusters.gateway`), not yet scaled.
     profile : str, optional
         A site profile from config ``pangeo-hpc.profiles`` (``profiles`` CLI lists them);
         default config ``pangeo-hpc.cluster.profile``.
@@ -127,7 +133,10 @@ def get_cluster(
         (default 1: HDF5 serialises threads within a process) and memory per worker.
     **overrides
         Batch clusters: profile options to change, e.g. ``cores=4, memory="8GB",
-        walltime="00:30:00", queue="debug", interface="ib0"``.
+        walltime="00:30:00", queue="debug", interface="ib0"``; gateway clusters: cluster
+        options (``worker_cores=2``). ``preview=True`` returns what would be asked for
+        (a job script's cluster, or a gateway's
+        :class:`~pangeo_hpc.clusters.gateway.GatewaySpec`) without starting anything.
     """
     chosen, opts = resolve_kind(kind, profile, overrides)
     if chosen == "local":
@@ -135,6 +144,11 @@ def get_cluster(
             workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit
         )
     preview = bool(overrides.pop("preview", False))
+    if chosen == "gateway":
+        spec = gateway.gateway_spec(
+            {**opts, **{k: v for k, v in overrides.items() if v is not None}}
+        )
+        return spec if preview else gateway.new_gateway_cluster(spec)
     opts.update({k: v for k, v in overrides.items() if v is not None})
     return make_cluster(chosen, opts, preview=preview)
 
@@ -204,9 +218,9 @@ def worker_count(cluster: Any, jobs: int) -> int:
 
 
 def kind_of(cluster: Any) -> str:
-    """ "local", "slurm", "pbs" or "sge" for a cluster made by :func:`get_cluster`."""
+    """ "local", "slurm", "pbs", "sge" or "gateway" for a cluster made by :func:`get_cluster`."""
     name = type(cluster).__name__.lower()
-    return next((k for k in ("slurm", "pbs", "sge") if name.startswith(k)), "local")
+    return next((k for k in ("slurm", "pbs", "sge", "gateway") if name.startswith(k)), "local")
 
 
 def start_cluster(
@@ -235,7 +249,11 @@ def start_cluster(
     kind, profile, workers, **overrides
         As for :func:`get_cluster`.
     jobs, adapt, timeout
-        Batch clusters only, as above.
+        Batch clusters only, as above; a gateway cluster takes ``workers`` (default 1) or
+        ``adapt=(minimum, maximum)`` workers and ``timeout``, then compares python, dask,
+        distributed, numpy and pangeo-hpc here and on a worker
+        (:func:`~pangeo_hpc.clusters.gateway.check_versions`: an
+        :class:`~pangeo_hpc.errors.InputError` names a mismatch).
     idle_timeout : float, optional
         Batch clusters only: seconds after which what sits idle is given back (config
         ``pangeo-hpc.cluster.idle-timeout``, default 1200; None there: never). An adaptive
@@ -258,6 +276,10 @@ def start_cluster(
     idle = config.get("cluster.idle-timeout", idle_timeout)
     cluster = get_cluster(kind, profile=profile, workers=workers, **overrides)
     try:
+        if kind_of(cluster) == "gateway":  # scaled, waited for, versions checked
+            return cluster, gateway.start_gateway(
+                cluster, workers=workers, adapt=adapt, timeout=timeout
+            )
         client = Client(cluster)
         try:
             quiet_input_errors(client)  # bad input is one line, without the workers' log
@@ -281,9 +303,18 @@ def start_cluster(
             client.close()
             raise
     except BaseException:
-        cluster.close()
+        _close(cluster)
         raise
     return cluster, client
+
+
+def _close(cluster: Any) -> None:
+    """Close ``cluster``; a gateway's is shut down with Ctrl-C and SIGTERM held."""
+    if kind_of(cluster) == "gateway":
+        with deferred_signals():
+            gateway.close_gateway(cluster)
+    else:
+        cluster.close()
 
 
 @contextmanager
@@ -300,7 +331,9 @@ def running_cluster(
 ) -> Iterator[tuple[Any, Client]]:
     """:func:`start_cluster` as a context: yield ``(cluster, client)``, then close both.
 
-    Batch jobs are cancelled whatever ends the block: normal exit, an exception or Ctrl-C.
+    Batch jobs are cancelled, and a gateway cluster shut down, whatever ends the block:
+    normal exit, an exception, Ctrl-C or SIGTERM (the command line makes it a
+    ``KeyboardInterrupt``); the gateway's shutdown holds both signals until it is done.
     """
     cluster, client = start_cluster(
         kind,
@@ -324,7 +357,7 @@ def running_cluster(
                 raise
     finally:
         try:
-            cluster.close()
+            _close(cluster)
         finally:
             if levels is not None:  # a notebook's kernel goes on: its logging as it was
                 for name, level in levels.items():
