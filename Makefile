@@ -26,16 +26,18 @@ lock: | $(BIN)/python
 		--extra test --extra all --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
 
 ## demo: set up, write 20 years of 1-degree demo data (SST, 2 m temperature, 10 m winds:
-## daily; precipitation: hourly, 2019), run every shipped recipe on a local cluster
+## daily; precipitation: hourly, 2019; a CMIP-like model's tas: monthly, 2.5 degrees,
+## noleap), run every shipped recipe on a local cluster
 DEMO_DAILY := sea_surface_temperature,air_temperature_at_2_metres,eastward_wind_at_10_metres,northward_wind_at_10_metres
 RECIPES := era5-sst-mean era5-sst-trend era5-nino34 era5-nino34-djf era5-sst-hovmoeller \
 	era5-t2m-warming era5-wind-speed era5-precip-p95
 demo: $(VENV)/.installed
-	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DATA) --variables $(DEMO_DAILY)
+	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DATA) --variables $(DEMO_DAILY) --model
 	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DATA) \
 		--variables precipitation_amount_1hour_Accumulation --start 2019-01 --end 2019-12
 	for r in $(RECIPES); do $(BIN)/python -m pangeo_hpc.run $$r --data $(DATA) || exit 1; done
 	$(BIN)/python -m pangeo_hpc.run era5-t2m-normals --data $(DATA) --start 2000-01 --end 2019-12
+	$(BIN)/python -m pangeo_hpc.run model-vs-era5-t2m --data $(DATA)
 
 ## lab: JupyterLab on 127.0.0.1 with the notebooks, the demo data and the Dask dashboard inside
 LAB_ARGS ?=
