@@ -33,6 +33,7 @@ Writes ``benchmarks/results/plan_validation.json``.
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -62,12 +63,14 @@ def _runs(
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         for s in setups:
+            s["load"] = os.getloadavg()  # the machine is shared: its load with each run
             # the whole graph, as calibrate measured it: no states reused from a run before
             r = run_recipe(spec, data=root, start=period[0], end=period[1],
                            out=Path(tmp) / s["name"], progress=None, cache=False,
                            **s["run"])  # fmt: skip
             out[s["name"]] = r.summary["timings_s"]["compute"]
-            print(f"  {s['name']:<18} {label:<9} {out[s['name']]:6.2f} s", flush=True)
+            load = ", ".join(f"{x:.1f}" for x in s["load"])
+            print(f"  {s['name']:<18} {label:<9} {out[s['name']]:6.2f} s (load {load})", flush=True)
     return out
 
 
@@ -76,7 +79,8 @@ def _fit_figures(cal: Any, recipe: str) -> dict[str, Any]:
     fit = cal.recipe(recipe)
     return {"process_rate": fit.process_rate, "warmup": fit.warmup,
             "task_cost": fit.task_cost, "load_slowdown": fit.load_slowdown,
-            "walls": fit.walls}  # fmt: skip
+            "scheduler_task": fit.scheduler_task, "tasks_per_chunk": fit.tasks_per_chunk,
+            "fused": fit.fused, "walls": fit.walls}  # fmt: skip
 
 
 def _report(comparisons: list[Any], goal: float) -> tuple[float, bool]:
@@ -116,16 +120,18 @@ def _model(
     host_cores: int,
 ) -> Any:
     """The model of one setup: its workers and its scheduler all run on this host."""
-    from pangeo_hpc.planning.plan import Model, Storage
+    from pangeo_hpc.planning.plan import Model, Storage, fused_read_tasks
 
     fit = cal.recipe(recipe)
+    chunk = -(-size // chunks)
     return Model(
-        size=size, ratio=fit.ratio, chunk=-(-size // chunks),
+        size=size, ratio=fit.ratio, chunk=chunk,
         tasks_per_chunk=fit.tasks_per_chunk, process_rate=fit.process_rate,
         task_cost=fit.task_cost, task_overhead=fit.scheduler_task, warmup=fit.warmup,
         load_slowdown=fit.load_slowdown, overhead_per_worker=cal.overhead_per_worker,
         fixed=fit.fixed, processes=processes, cores=cores_per_node,
         storage=Storage("cache", cache, False, False), host_cores=host_cores,
+        read_tasks=fused_read_tasks(size, chunk) if fit.fused else None,
     )  # fmt: skip
 
 
@@ -220,7 +226,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             predicted[s["name"]].append(s["predict"]["wall_s"])
             measured[s["name"]].append(got[s["name"]])
             bottleneck[s["name"]] = s["predict"]["bottleneck"]
-        rounds.append({"round": i, **{k: _fit_figures(c, a.recipe) for k, c in cals.items()}})
+        rounds.append({"round": i, **{k: _fit_figures(c, a.recipe) for k, c in cals.items()},
+                       "load": {s["name"]: s["load"] for s in setups}})  # fmt: skip
 
     comparisons = [
         Comparison(name, tuple(predicted[name]), tuple(measured[name]), bottleneck[name])

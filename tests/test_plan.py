@@ -213,3 +213,41 @@ def test_the_file_adds_to_the_shipped_figures_and_names_what_is_missing(tmp_path
     err = capsys.readouterr().err
     assert code == 2 and "no calibration for recipe 'my-recipe'" in err
     assert "python -m pangeo_hpc.run calibrate my-recipe" in err
+
+
+#: 240 chunks of 8 MB on one one-core process: the validation's 1.9 GB in miniature
+FUSABLE = Model(size=240 * 8_000_000, ratio=2.7, chunk=8_000_000, tasks_per_chunk=1.0,
+                process_rate=100e6, task_overhead=0.0, task_cost=0.01, fixed=0.0,
+                processes=1, cores=1, storage=Storage("cache", 1e15, False, False))  # fmt: skip
+
+
+def test_fused_reads_count_their_spans_not_the_chunks():
+    """An area mean summed as it reads (recipes/fusion.py) runs 32 read tasks of 60 MB,
+    not 240 of 8 MB: 32 x (0.6 s + 0.01 s per task) = 19.52 s, not 240 x 0.09 s."""
+    fused = Model(**{**FUSABLE.__dict__, "read_tasks": 32}).predict(1)
+    assert fused["tasks"] == 32 and fused["chunks_per_process"] == 32
+    assert fused["wall_s"] == pytest.approx(32 * (60e6 / 100e6 + 0.01))
+    assert FUSABLE.predict(1)["wall_s"] == pytest.approx(240 * (8e6 / 100e6 + 0.01))
+    with pytest.raises(InputError, match=r"read_tasks=0 must be a whole number"):
+        Model(**{**FUSABLE.__dict__, "read_tasks": 0})
+
+
+def test_plan_counts_the_fused_spans_of_a_fused_recipe(tmp_path):
+    """A calibration that found fused reads: the plan's tasks are the spans
+    fusion.task_spans makes (config data.fused-tasks), times the tasks per read task."""
+    import dask.config
+
+    from pangeo_hpc.planning.model import fused_read_tasks
+
+    def tasks(fused: bool, **config: object) -> int:
+        fit = RecipeFit(100e6, 1.0, 0.0, 3.0, fused=fused)
+        cal = Calibration("test", 2, "2026-11-27T00:00:00+00:00", 0.001,
+                          recipes={"era5-sst-mean": fit})  # fmt: skip
+        with dask.config.set(config):
+            p = plan("era5-sst-mean", "1920MB", chunk="8MB", storage="cache:5GB/s", calibration=cal)
+            return p.rows[0]["tasks"]
+
+    assert tasks(False) == 240
+    # at least 32 spans of at most 60 MB: 7 chunks each (a span ends where a chunk ends)
+    assert tasks(True) == fused_read_tasks(1_920_000_000, 8_000_000) == 35
+    assert tasks(True, **{"pangeo-hpc.data.fused-tasks": 60}) == 60

@@ -333,3 +333,26 @@ def test_an_idle_fixed_size_cluster_closes_and_its_job_ends():
     finally:
         client.close()
         cluster.close()
+
+
+def test_a_batch_clusters_load_slowdown_is_measured_on_its_own_jobs(demo_tree):
+    """On the one-node Slurm the jobs share the host's cores: the slowdown with every core
+    busy is measured on the cluster's own jobs (scaled to the host's cores, then back),
+    not on a LocalCluster whose workers compute at another rate."""
+    from distributed import get_task_stream
+
+    from pangeo_hpc.batch.chains import chain, recipe_yaml
+    from pangeo_hpc.io.era5 import open_era5
+    from pangeo_hpc.planning.measure import host_cores, load_slowdown
+
+    spec = recipe_yaml.load("era5-sst-mean")
+    lazy = chain.build(spec, open_era5(spec.variable, "2000-01", "2000-06", source=demo_tree))
+    shared = {**SMALL, "processes": 1, "job_extra_directives": ["--oversubscribe"]}
+    with running_cluster("slurm", jobs=1, timeout=120, **shared) as (cluster, client):
+        client.compute(lazy).result()
+        with get_task_stream(client) as ts:
+            slowdown = load_slowdown(client, lazy, host_cores(), repeat=1)
+        assert slowdown >= 1
+        # the busy runs ran on as many of the cluster's own workers as the host has cores
+        assert len({t["worker"] for t in ts.data}) == host_cores()
+        assert len(client.scheduler_info()["workers"]) == 1 and len(cluster.workers) == 1

@@ -92,8 +92,17 @@ def _months_for(ds: Any, variable: str, min_bytes: int, min_chunks: int) -> tupl
     return str(times[0])[:7], str(times[steps - 1])[:7]
 
 
-def _chunks_of(da: Any) -> int:
-    return len(da.chunks[0]) if da.chunks else 1
+def _read_tasks_of(lazy: Any, da: Any) -> tuple[int, bool]:
+    """Read tasks of ``lazy`` over ``da`` and whether they are fused with an area mean:
+    the fused spans when its graph has them (:data:`pangeo_hpc.recipes.fusion.FUSED`),
+    else one per chunk of ``da``."""
+    from pangeo_hpc.recipes.fusion import FUSED
+
+    graph = lazy.__dask_graph__()
+    spans = {k[1] for k in graph if isinstance(k, tuple) and str(k[0]).startswith(FUSED)}
+    if spans:
+        return len(spans), True
+    return (len(da.chunks[0]) if da.chunks else 1), False
 
 
 def fit_recipe(
@@ -132,7 +141,8 @@ def fit_recipe(
         part = open_era5(names, *period, source=data)
         lazy = chain.build(spec, part)
         da = part[spec.variable]
-        run = Run(_chunks_of(da), int(da.nbytes), len(lazy.__dask_graph__()))
+        read_tasks, fused = _read_tasks_of(lazy, da)
+        run = Run(read_tasks, int(da.nbytes), len(lazy.__dask_graph__()))
         graphs.append((lazy, run, period))
         files = part.encoding["source_files"]
     (small_lazy, small, p_small), (lazy, large, p_large) = graphs
@@ -215,6 +225,7 @@ def fit_recipe(
         workers=workers,
         data=f"{data or config.get('data.root')} {p_large[0]}..{p_large[1]}",
         spread=[round(spread[0], 4), round(spread[1], 4)],
+        fused=fused,
     )
 
 

@@ -55,6 +55,11 @@ class RecipeFit:
         Worker processes of the measuring cluster.
     data : str
         What was read (root and period).
+    fused : bool
+        The recipe's reads are fused with its area mean
+        (:mod:`pangeo_hpc.recipes.fusion`): a read task spans several chunks, so the plan
+        counts the fused spans (:func:`pangeo_hpc.planning.model.fused_read_tasks`), not
+        the chunks; ``chunks`` and the figures per chunk are then per read task.
     """
 
     process_rate: float
@@ -71,6 +76,7 @@ class RecipeFit:
     workers: int = 1
     data: str = ""
     spread: list[float] = field(default_factory=lambda: [1.0, 1.0])
+    fused: bool = False
 
 
 @dataclass(frozen=True)

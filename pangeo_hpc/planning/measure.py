@@ -158,13 +158,24 @@ def job_starts(
 
 def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
     """Worker CPU time of ``lazy`` with ``cores`` busy worker processes on this host over
-    that on ``client`` (one process), both on warm workers, medians of ``repeat`` runs
-    taken in turns; at least 1.
+    that with one busy process, both on warm workers, medians of ``repeat`` runs taken in
+    turns; at least 1.
+
+    On a local cluster (``client``'s, one process) the busy processes are a LocalCluster of
+    ``cores`` workers. On a batch cluster whose workers run on this host (one node shared
+    by its jobs) they are the cluster's own: it is scaled to ``cores`` jobs, "one busy"
+    runs on one of its workers alone, and it is scaled back afterwards. A local cluster's
+    workers stand in for a batch job's badly: they computed a chunk 1.5x faster than a
+    Slurm job's worker here, and the ratio came out below 1 (docs/scaling.md).
 
     CPU time, not the tasks' wall time: time slices lost to the scheduler's process on the
     same cores are the model's "host CPU" limit already.
     """
-    from pangeo_hpc.clusters.start import running_cluster
+    from pangeo_hpc.clusters.start import kind_of, running_cluster
+
+    cluster = getattr(client, "cluster", None)
+    if cluster is not None and kind_of(cluster) != "local":
+        return _batch_slowdown(client, cluster, lazy, cores, repeat)
 
     def cpu(c: Any) -> float:
         before = worker_cpu(c)
@@ -178,6 +189,54 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
             one.append(cpu(client))
             busy.append(cpu(full))
     return max(1.0, statistics.median(busy) / statistics.median(one))
+
+
+def _batch_slowdown(client: Any, cluster: Any, lazy: Any, cores: int, repeat: int) -> float:
+    """:func:`load_slowdown` on a batch ``cluster``'s own workers (see there)."""
+    from pangeo_hpc.clusters.jobqueue import processes_per_job
+
+    per_job = processes_per_job(cluster)
+    jobs = max(1, len(client.scheduler_info(n_workers=-1)["workers"]) // per_job)
+    want = max(1, -(-cores // per_job))
+
+    def cpu(**where: Any) -> float:
+        before = worker_cpu(client)
+        client.compute(lazy, **where).result()
+        return worker_cpu(client) - before
+
+    one, busy = [], []
+    cluster.scale(jobs=max(jobs, want))
+    try:
+        client.wait_for_workers(max(jobs, want) * per_job)
+        client.compute(lazy).result()  # warm the new workers
+        first = sorted(client.scheduler_info(n_workers=-1)["workers"])[0]
+        for _ in range(repeat):
+            one.append(cpu(workers=[first], allow_other_workers=False))
+            busy.append(cpu())
+    finally:
+        cluster.scale(jobs=jobs)
+        _wait_for_count(client, cluster, jobs, per_job)
+    log.info(
+        f"  load slowdown on the cluster's own {want} job{'s' * (want > 1)}: worker CPU "
+        f"{statistics.median(busy):.2f} s all busy, {statistics.median(one):.2f} s one"
+    )
+    return max(1.0, statistics.median(busy) / statistics.median(one))
+
+
+def _wait_for_count(client: Any, cluster: Any, jobs: int, per_job: int) -> None:
+    """Until ``cluster`` has ``jobs`` jobs and the scheduler their workers (after a scale)."""
+    from pangeo_hpc import config
+    from pangeo_hpc.errors import ClusterError
+
+    wait = float(config.get("cluster.wait-timeout"))
+    deadline = time.monotonic() + wait
+    while (
+        len(client.scheduler_info(n_workers=-1)["workers"]) != jobs * per_job
+        or len(getattr(cluster, "workers", {}) or {}) > jobs
+    ):
+        if time.monotonic() > deadline:
+            raise ClusterError(f"the cluster did not return to {jobs} jobs within {wait:.0f} s")
+        time.sleep(0.05)
 
 
 def storage_rates(

@@ -11,7 +11,7 @@ from typing import Any
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.sizes import parse_rate
 
-__all__ = ["STORAGE_KINDS", "Model", "Storage", "parse_storage"]
+__all__ = ["STORAGE_KINDS", "Model", "Storage", "fused_read_tasks", "parse_storage"]
 
 #: storage kinds: (shared by all nodes, reached over the node's network link)
 STORAGE_KINDS: dict[str, tuple[bool, bool]] = {
@@ -78,6 +78,23 @@ def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storag
     return Storage(kind, value, shared, over_network)
 
 
+def fused_read_tasks(size: int, chunk: int) -> int:
+    """Read tasks of ``size`` uncompressed bytes in chunks of ``chunk`` bytes when the
+    reads are fused with an area mean: the spans
+    :func:`pangeo_hpc.recipes.fusion.task_spans` makes of them (config
+    ``data.fused-task-mb`` and ``data.fused-tasks``, read now), 0 for no bytes.
+
+    Examples
+    --------
+    >>> fused_read_tasks(1_900_000_000, 8_000_000)  # 238 chunks, at least 32 tasks
+    32
+    """
+    from pangeo_hpc.recipes.fusion import task_spans
+
+    blocks = math.ceil(size / chunk) if size > 0 else 0
+    return len(task_spans((1,) * blocks, float(chunk))) if blocks else 0
+
+
 @dataclass(frozen=True)
 class Model:
     """Every input of the prediction, in bytes, seconds and dollars.
@@ -133,6 +150,11 @@ class Model:
     arrival : (float, float)
         Seconds from a job's start to its workers connected, lowest and highest measured
         (billed: the node is the job's).
+    read_tasks : int or None
+        Read tasks of the whole data when the recipe's reads are fused with its area mean
+        (:func:`pangeo_hpc.recipes.fusion.task_spans`: fewer, larger tasks than chunks,
+        from :func:`fused_read_tasks`); they take the place of the chunks, each of
+        ``size / read_tasks`` bytes. None: one read task per ``chunk``.
     """
 
     size: int
@@ -156,6 +178,7 @@ class Model:
     spread: tuple[float, float] = (1.0, 1.0)
     queue: tuple[float, float] = (0.0, 0.0)
     arrival: tuple[float, float] = (0.0, 0.0)
+    read_tasks: int | None = None
 
     def __post_init__(self) -> None:
         positive = ("size", "ratio", "chunk", "tasks_per_chunk", "process_rate", "processes")
@@ -172,6 +195,15 @@ class Model:
                 raise InputError(
                     f"{name}={value!r} must be a number of seconds, 0 or more", param=name
                 )
+        if self.read_tasks is not None and (
+            not isinstance(self.read_tasks, int) or isinstance(self.read_tasks, bool)
+            or self.read_tasks < 1
+        ):  # fmt: skip
+            raise InputError(
+                f"read_tasks={self.read_tasks!r} must be a whole number of tasks, 1 or more, "
+                "or None (one per chunk)",
+                param="read_tasks",
+            )
         for name in ("spread", "queue", "arrival"):
             lo, hi = getattr(self, name)
             least = lo > 0 if name == "spread" else lo >= 0
@@ -212,7 +244,10 @@ class Model:
 
     def _run(self, nodes: int, factor: float) -> dict[str, Any]:
         """The run once its workers are there, with the CPU costs times ``factor``."""
-        chunks = math.ceil(self.size / self.chunk)
+        chunks, chunk = math.ceil(self.size / self.chunk), self.chunk
+        if self.read_tasks is not None and chunks:  # fused reads: fewer, larger tasks
+            chunks = min(chunks, self.read_tasks)
+            chunk = math.ceil(self.size / chunks)
         tasks = math.ceil(chunks * self.tasks_per_chunk)
         per_node = min(self.processes, self.cores)
         slots = nodes * per_node
@@ -231,7 +266,7 @@ class Model:
         cores = self.cores if self.host_cores is None else self.host_cores
         load = (together - 1) / (cores - 1) if cores > 1 else 0.0
         chunk_cpu = (
-            (self.chunk / self.process_rate + self.tasks_per_chunk * self.task_cost)
+            (chunk / self.process_rate + self.tasks_per_chunk * self.task_cost)
             * (1 + (self.load_slowdown - 1) * min(1.0, load))
             * factor
         )

@@ -37,7 +37,13 @@ from pangeo_hpc.clusters import profiles
 from pangeo_hpc.errors import InputError, named
 from pangeo_hpc.inputs.sizes import parse_rate, parse_size
 from pangeo_hpc.planning.calibration import Calibration, calibrate_call, load_calibration
-from pangeo_hpc.planning.model import STORAGE_KINDS, Model, Storage, parse_storage
+from pangeo_hpc.planning.model import (
+    STORAGE_KINDS,
+    Model,
+    Storage,
+    fused_read_tasks,
+    parse_storage,
+)
 from pangeo_hpc.planning.plan_text import fewest_nodes, plan_text
 from pangeo_hpc.planning.reads import Reads, reads
 
@@ -279,9 +285,10 @@ def plan(
     chunk_bytes = parse_size(chunk if chunk is not None else default_chunk, name="chunk")
     if ratio is None:
         ratio = inputs.ratio if inputs is not None else fit.ratio
+    # with data: 0 when every file's state is cached (a given size is at least a byte)
+    nbytes = inputs.size_to_read if inputs is not None else parse_size(size, name="size")
     model = Model(
-        # with data: 0 when every file's state is cached (a given size is at least a byte)
-        size=inputs.size_to_read if inputs is not None else parse_size(size, name="size"),
+        size=nbytes,
         ratio=float(ratio),
         chunk=chunk_bytes,
         tasks_per_chunk=fit.tasks_per_chunk,
@@ -304,6 +311,8 @@ def plan(
         spread=(float(fit.spread[0]), float(fit.spread[1])),
         queue=queue,
         arrival=arrival,
+        # fused reads: the spans the reader sums, not one task per chunk
+        read_tasks=fused_read_tasks(nbytes, chunk_bytes) or None if fit.fused else None,
     )
     rows = [model.predict(n) for n in _nodes(nodes)]
     sources = {"calibration": calibration.describe()}
