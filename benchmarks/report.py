@@ -23,7 +23,7 @@ from common import RESULTS, describe_machine, tree_state
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 START, END = "<!-- bench:start -->", "<!-- bench:end -->"
-CASES = ("B1", "B2", "B3", "B4", "B5", "B4-lz4hc", "warmup", "B7", "B8")
+CASES = ("B1", "B2", "B3", "B4", "B5", "B4-lz4hc", "warmup", "B7", "B8", "B9")
 
 
 def load(results: Path = RESULTS, *, quick: bool = False) -> dict[str, dict[str, Any]]:

@@ -14,6 +14,8 @@ the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
     B7  incremental runs: one more month vs the full run; a run killed at 50 % (SIGKILL, and
         a Slurm walltime through a throttled mount) resumed: bytes read vs the full run's
     B8  small questions on the command line (fresh processes) vs the same CDO line
+    B9  regrid to r144x72 + time mean vs era5-sst-mean's throughput and xarray-regrid;
+        weights 0.25 -> 1 degree per method; peak RSS (needs B7's demo-1deg tree)
 
 Every case reports the peak RSS of the platform's worker processes. The README table is
 written only from a clean tree (``git status`` shows nothing but results and README.md),
@@ -45,6 +47,7 @@ SCRIPTS = {
     "WARMUP": "warmup.py",
     "B7": "b7_incremental.py",
     "B8": "b8_small.py",
+    "B9": "b9_regrid.py",
 }
 #: fixed arguments of a case
 FIXED = {"B4-LZ4HC": ["--codec", "lz4hc", "--years", "2"]}
@@ -59,6 +62,7 @@ OPTIONS = {
     "WARMUP": (),
     "B7": (),
     "B8": (),
+    "B9": (),  # 20 years (--quick: 1); --years is B3's and B4's 0.25-degree years
 }
 
 

@@ -14,6 +14,7 @@ BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import b7_incremental  # noqa: E402
+import b9_regrid  # noqa: E402
 import bounds  # noqa: E402
 import report  # noqa: E402
 from common import RSS_GOAL, cold, resident_fraction, rss_row, warm  # noqa: E402
@@ -172,3 +173,27 @@ def test_b7_differences_relative_to_each_value_and_to_the_variable():
     got["b"][1] = 2.0
     assert b7_incremental.max_difference(got, truth) == float("inf")
     assert b7_incremental.max_difference(truth[["a"]], truth) == float("inf")
+
+
+def test_b9_agreement_is_relative_and_counts_cells_valid_in_one_answer_only():
+    """B9 compares its answer with xarray-regrid's whatever their latitude order: the
+    largest relative difference where both are valid, and the cells valid in one only."""
+    import xarray as xr
+
+    lat, lon = [-1.0, 1.0], [0.0, 2.0, 4.0]
+    ours = xr.Dataset(
+        {b9_regrid.VAR: (("lat", "lon"), [[300.0, 300.0, np.nan], [290.0, 280.0, 270.0]])},
+        coords={"lat": lat, "lon": lon},
+    )
+    theirs = xr.DataArray(
+        [[290.0, 280.0 * (1 + 1e-4), np.nan], [300.0, 300.0, 1.0]],  # north first
+        dims=("lat", "lon"),
+        coords={"lat": lat[::-1], "lon": lon},
+    )
+    out = b9_regrid.agreement(ours, theirs)
+    assert out["max_rel_diff"] == pytest.approx(1e-4, rel=1e-3)  # relative to theirs
+    assert out["max_abs_diff_K"] == pytest.approx(0.028)
+    assert (out["valid_ours_only"], out["valid_theirs_only"], out["valid_both"]) == (1, 1, 4)
+    assert out["met"] is False  # 1e-4 > the tolerance
+    theirs[0, 1] = 280.0
+    assert b9_regrid.agreement(ours, theirs)["met"] is True

@@ -1,0 +1,322 @@
+"""B9: ``regrid`` (issue 30 section 2): its speed against B6's yardstick and xarray-regrid,
+the cost of building its weights and the workers' memory (a benchmark, not a test).
+
+In one run, on the platform's local cluster (one worker process per core), files in the
+page cache, the cases interleaved and each run ``--repeat`` times after one untimed
+warm-up run (medians):
+
+1. **regrid + time mean through the platform**: the 1-degree demo SST
+   (``benchmarks/data/demo-1deg``, 181 x 360, daily, 2000-01..2019-12) regridded to CDO's
+   ``r144x72`` conservatively, then its time mean: a recipe built here (``regrid`` then
+   ``time_mean``), opened with ``open_inputs`` and computed on the cluster, no state
+   cache. Throughput (uncompressed bytes read per second, opening included) as a ratio
+   to era5-sst-mean's throughput in the same run (B6's yardstick): goal >= 0.7.
+2. **xarray-regrid** (``ds.regrid.conservative(target)``, its defaults: ``skipna=True``,
+   ``nan_threshold=1.0``) then ``.mean(time)`` on the same opened dask data (the same
+   opener, chunks and cluster): its time / ours, goal >= 3. The two answers are compared
+   (see ``TOLERANCE``).
+3. **weights** for 0.25 degrees -> 1 degree (ERA5's 1440 x 721, poles as centres, to
+   CDO's ``r360x180``) per method, built cold in this process (no memo, no store), as
+   ``regrid`` builds them: goal <= 5 s each.
+4. **peak RSS per worker** during (1): goal <= 2 GB.
+
+    python benchmarks/b9_regrid.py [--repeat 3] [--years 20] [--data DIR]
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from b6_recipes import bytes_read
+from common import (
+    DATA,
+    VAR,
+    Case,
+    finish_args,
+    local_client,
+    measure,
+    parser,
+    print_rows,
+    ratio_row,
+    rss_row,
+    text_row,
+    write_result,
+)
+
+BASE = "era5-sst-mean"
+OURS = "regrid-r144x72-mean"
+THEIRS = "xarray-regrid"
+GRID = "r144x72"
+THROUGHPUT_GOAL = 0.70
+XR_GOAL = 3.0
+WEIGHTS_GOAL_S = 5.0
+#: the answers agree where both are valid to this, relative (the data are ~300 K). Not
+#: 1e-6: xarray-regrid weights a source row that overlaps a target row in part by the
+#: overlap in degrees times the whole row's sin(lat) difference (``apply_spherical_correction``),
+#: where ``regrid`` takes the sin(lat) difference of the overlap itself (exact); on a
+#: 1-year run that differs by 7.5e-6 relative (2e-3 K). Missing values: both give the
+#: mean over the valid overlapping area and a missing cell where none is valid (CDO's
+#: ``remapcon``; xarray-regrid's ``skipna=True, nan_threshold=1.0``), and both time means
+#: skip missing days.
+TOLERANCE = 2e-5
+METHODS = ("conservative", "bilinear", "nearest")
+
+
+def recipe(start: str, end: str) -> Any:
+    """The recipe of case 1, as a YAML file would give it."""
+    from pangeo_hpc.batch.chains.recipe_yaml import from_dict
+
+    return from_dict(
+        {
+            "name": OURS,
+            "description": f"SST conservatively regridded to {GRID}, then its time mean",
+            "dataset": {"variable": VAR, "start": start, "end": end},
+            "steps": [
+                {"regrid": {"grid": GRID, "method": "conservative"}},
+                {"time_mean": {}},
+            ],
+            "outputs": {"format": "netcdf"},
+        }
+    )
+
+
+def check_data(root: Path, start: str, end: str) -> list[str]:
+    """The SST files of ``start..end`` under ``root``; exit saying how to make them."""
+    from pangeo_hpc.io.layout import find_files
+
+    files = [str(f) for f in find_files(root, VAR, start, end)] if root.is_dir() else []
+    y0, y1 = int(start[:4]), int(end[:4])
+    if len(files) < 12 * (y1 - y0 + 1):
+        raise SystemExit(
+            f"B9 needs daily 1-degree demo SST {start}..{end} under {root} "
+            f"({len(files)} monthly files found); make it with\n"
+            f"  python -m pangeo_hpc.run demo-data --out {root} --start {start} --end {end} "
+            f"--variables {VAR} --resolution 1.0\n"
+            "(or run benchmarks/b6_recipes.py once, which writes the same tree)"
+        )
+    return files
+
+
+def target_dataset() -> Any:
+    """CDO's r144x72 as xarray-regrid takes a target: coordinates only."""
+    import xarray as xr
+
+    from pangeo_hpc.recipes.regrid_grids import target_grid
+
+    g = target_grid(GRID)
+    return xr.Dataset(coords={"lat": ("lat", g.lat), "lon": ("lon", g.lon)})
+
+
+def theirs(ds: Any, target: Any) -> Any:
+    """xarray-regrid's conservative regridding then the time mean, lazily."""
+    import xarray_regrid  # noqa: F401  (registers the .regrid accessor)
+
+    da = ds[VAR]
+    time = da.dims[0]
+    return da.regrid.conservative(target, time_dim=time).mean(time)
+
+
+def weights_seconds(repeat: int) -> dict[str, list[float]]:
+    """Seconds to build each method's weights 1440 x 721 -> r360x180 from nothing (grids
+    included), interleaved; one untimed build of each first (imports, NumPy's first
+    allocations)."""
+    import numpy as np
+    import xarray as xr
+
+    from pangeo_hpc.recipes import regrid_weights
+    from pangeo_hpc.recipes.regrid_grids import source_grid, target_grid
+
+    lat = np.linspace(90, -90, 721)
+    lon = np.arange(1440) * 0.25
+    field = xr.DataArray(
+        np.zeros((721, 1440), "f4"), dims=("lat", "lon"), coords={"lat": lat, "lon": lon}
+    )
+
+    def build(method: str) -> float:
+        s = time.perf_counter()
+        regrid_weights.build(source_grid(field), target_grid("r360x180"), method)
+        return time.perf_counter() - s
+
+    for m in METHODS:
+        print(f"  warm-up    weights 0.25 -> 1 degree {m:14s} {build(m):7.2f} s", flush=True)
+    out: dict[str, list[float]] = {m: [] for m in METHODS}
+    for rep in range(repeat):
+        k = rep % len(METHODS)
+        for m in METHODS[k:] + METHODS[:k]:
+            out[m].append(build(m))
+            print(f"  run {rep + 1}      weights 0.25 -> 1 degree {m:14s} {out[m][-1]:7.2f} s")
+    return out
+
+
+def agreement(ours: Any, other: Any) -> dict[str, Any]:
+    """How our answer and xarray-regrid's compare: the largest difference where both are
+    valid (everywhere and away from the polar rows), and the cells valid in one only."""
+    import numpy as np
+
+    a = ours[VAR] if hasattr(ours, "data_vars") else ours
+    b = other.sortby("lat").sortby("lon")
+    a = a.sortby("lat").sortby("lon")
+    av, bv = np.asarray(a.values, "f8"), np.asarray(b.values, "f8")
+    if av.shape != bv.shape:
+        return {"shape_ours": av.shape, "shape_theirs": bv.shape, "met": False}
+    both = np.isfinite(av) & np.isfinite(bv)
+    diff = np.where(both, np.abs(av - bv), 0.0)
+    lat = np.asarray(a["lat"].values)
+    inner = (np.abs(lat) < 85)[:, None] & both
+    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
+    out = {
+        "tolerance_relative": TOLERANCE,
+        "max_abs_diff_K": float(diff.max()),
+        "max_abs_diff_within_85_K": float(np.where(inner, diff, 0.0).max()),
+        "max_rel_diff": float((diff / np.maximum(np.abs(bv), 1e-30))[both].max()),
+        "where_max": {"lat": float(lat[worst[0]]), "lon": float(a["lon"].values[worst[1]])},
+        "valid_both": int(both.sum()),
+        "valid_ours_only": int((np.isfinite(av) & ~np.isfinite(bv)).sum()),
+        "valid_theirs_only": int((~np.isfinite(av) & np.isfinite(bv)).sum()),
+        "cells": int(av.size),
+    }
+    out["met"] = bool(out["max_rel_diff"] <= TOLERANCE)
+    return out
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    from pangeo_hpc.batch import open_inputs
+    from pangeo_hpc.batch.chains.recipe_yaml import load
+    from pangeo_hpc.batch.pipeline.steps import open_dataset
+
+    p = parser(__doc__, cache="warm")
+    p.add_argument("--years", type=int, help="years of daily data ending 2019 (default 20)")
+    p.add_argument("--data", type=Path, default=DATA / "demo-1deg", help="the demo tree")
+    a = finish_args(p.parse_args(argv))
+    years = a.years or (1 if a.quick else 20)
+    start, end = f"{2020 - years}-01", "2019-12"
+    files = check_data(a.data, start, end)
+    specs = {BASE: load(BASE), OURS: recipe(start, end)}
+    target = target_dataset()
+
+    info: dict[str, Any] = {}
+    for n, spec in specs.items():
+        inputs = open_inputs(spec, data=a.data, start=start, end=end)
+        info[n] = {"bytes_uncompressed": bytes_read(inputs.lazy, inputs.dataset, [VAR])}
+        print(f"  {n:24s} {start}..{end} {info[n]['bytes_uncompressed'] / 1e9:6.2f} GB read")
+    info[THEIRS] = {"bytes_uncompressed": info[OURS]["bytes_uncompressed"]}
+
+    def platform(n: str) -> Any:
+        def run() -> Any:
+            inputs = open_inputs(specs[n], data=a.data, start=start, end=end)
+            return client.compute(inputs.lazy).result()
+
+        return run
+
+    def xarray_regrid() -> Any:
+        ds = open_dataset(specs[OURS], a.data, start=start, end=end)
+        return client.compute(theirs(ds, target)).result()
+
+    with local_client(a.workers) as client:
+        cases = [
+            Case(BASE, platform(BASE), files, "baseline"),
+            Case(OURS, platform(OURS), files, "platform", rss=True),
+            Case(THEIRS, xarray_regrid, files, "baseline", rss=True),
+        ]
+        t = measure(cases, repeat=a.repeat, caches=a.caches, client=client)
+    built = weights_seconds(a.repeat)
+
+    rows = []
+    for cache in a.caches:
+        rate = {n: info[n]["bytes_uncompressed"] / t.median(cache, n) for n in info}
+        for n in info:
+            info[n][f"{cache}_MB_per_s"] = round(rate[n] / 1e6, 1)
+        # seconds as measured; the ratio is of throughputs (the two read the same bytes)
+        row = ratio_row("B9", f"regrid {GRID} + time mean throughput vs {BASE}", cache,
+                        t.median(cache, OURS), t.median(cache, BASE), BASE,
+                        THROUGHPUT_GOAL)  # fmt: skip
+        row["ratio"] = round(rate[OURS] / rate[BASE], 3)
+        row["met"] = bool(rate[OURS] / rate[BASE] >= THROUGHPUT_GOAL)
+        row["ratio_means"] = f"throughput/throughput of {BASE}"
+        rows.append(row)
+        what = f"regrid {GRID} + time mean vs xarray-regrid"
+        ours_s, theirs_s = t.median(cache, OURS), t.median(cache, THEIRS)
+        rows.append(ratio_row("B9", what, cache, ours_s, theirs_s, THEIRS, XR_GOAL))
+    agree = (
+        agreement(t.answers[OURS], t.answers[THEIRS])
+        if OURS in t.answers and THEIRS in t.answers
+        else {"met": False, "missing": sorted({OURS, THEIRS} - set(t.answers))}
+    )
+    if "max_rel_diff" in agree:
+        text = (
+            f"largest difference {agree['max_rel_diff']:.2g} relative, "
+            f"{agree['max_abs_diff_K']:.2g} K ({agree['max_abs_diff_within_85_K']:.2g} K "
+            f"within 85 degrees of the equator; tolerance {TOLERANCE:g} relative); "
+            f"valid in ours only {agree['valid_ours_only']}, "
+            f"theirs only {agree['valid_theirs_only']} of {agree['cells']} cells"
+        )
+    else:
+        text = f"not compared: {agree}"
+    rows.append(text_row("B9", "answers agree with xarray-regrid's", "warm", text, agree["met"]))
+    weights = {m: statistics.median(s) for m, s in built.items()}
+    for m, s in weights.items():
+        text = f"{s:.2f} s (goal <= {WEIGHTS_GOAL_S:g} s)"
+        what = f"weights 1440x721 -> r360x180, {m}"
+        rows.append(text_row("B9", what, "cold", text, s <= WEIGHTS_GOAL_S))
+    rows.append(rss_row("B9", {OURS: t.peak_rss.get(OURS, {})}, f"peak RSS per worker, {OURS}"))
+    print_rows(rows)
+    for r in rows:
+        if r["met"] is not None:
+            print(f"  {'met' if r['met'] else 'NOT met':8s} {r['what']}")
+    doc = {
+        "title": f"regrid to {GRID} + time mean vs era5-sst-mean and xarray-regrid; weights",
+        "summary": f"{years} years of daily 1-degree demo SST, {len(files)} files",
+        "params": {
+            "years": years,
+            "workers": a.workers,
+            "repeat": a.repeat,
+            "goals": {
+                "throughput_vs_era5_sst_mean": THROUGHPUT_GOAL,
+                "vs_xarray_regrid": XR_GOAL,
+                "weights_s": WEIGHTS_GOAL_S,
+            },
+        },
+        "cases": info,
+        "agreement": agree,
+        "weights_s": built,
+        "peak_rss": t.peak_rss,
+        "stats": t.stats(),
+        "failed": t.failed,
+        "rows": rows,
+    }
+    path = write_result("B9", doc, quick=a.quick)
+    print(markdown(json.loads(path.read_text())))
+    return doc
+
+
+def markdown(doc: dict[str, Any]) -> str:
+    """The README's B9 lines from a result of this script (its commit named)."""
+    m = doc["machine"]
+    lines = [
+        f"B9 at {m['pangeo_hpc_commit']} ({doc['date']}, {doc['summary']}, "
+        f"{doc['params']['workers']} workers, median of {doc['params']['repeat']}):",
+        "",
+        "| what | figure | goal |",
+        "|---|---|---|",
+    ]
+    for r in doc["rows"]:
+        met = "" if r["met"] is None else ("met" if r["met"] else "**not met**")
+        if r.get("text") is not None:
+            lines.append(f"| {r['what']} | {r['text']} | {met} |")
+        else:
+            lines.append(
+                f"| {r['what']} ({r['cache']}) | {r['ratio']:.2f}x ({r['other']} "
+                f"{r['other_s']:.2f} s / ours {r['platform_s']:.2f} s) | >= {r['goal']:g}: {met} |"
+            )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
