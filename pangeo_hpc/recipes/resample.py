@@ -247,12 +247,13 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
     rolled = series.rolling({t: int(window)}, min_periods=1).mean()
     out = rolled.isel({t: slice(window - 1, None)})
     times = da[t].values
-    last = times[window - 1 :]
-    if center:
-        first = times[: n - window + 1]
-        labels = first + (last - first) / 2
+    if center:  # the middle step, or halfway between the two middle ones (CDO): not
+        # halfway between the window's ends, a day off for months of unequal lengths
+        a, b = (window - 1) // 2, window // 2
+        low, high = times[a : n - window + 1 + a], times[b : n - window + 1 + b]
+        labels = low if a == b else low + (high - low) / 2
     else:
-        labels = last
+        labels = times[window - 1 :]
     out = out.assign_coords({t: (t, labels, da[t].attrs)})
     out[t].encoding.update(time_bounds.calendar_encoding(da[t]))
     # each mean covers its window: the first step's start to the last step's end (CDO)
