@@ -361,6 +361,33 @@ def test_panels_have_short_titles_and_the_caption_the_long_names(tmp_path):
     assert long in info["Description"] and file_is_ours(path)
 
 
+def test_results_of_a_comparison_are_titled_by_their_statistic_and_pair():
+    """model-vs-era5-t2m's panels (the long names the combine steps write): each titled by
+    what it is, not "model mean"; a correlation's value without CF's unit "1"."""
+    what = "time-mean Near-Surface Air Temperature, 2000-2019"
+    ds = xr.Dataset(
+        {
+            "model": field(grid(), ("lat", "lon"), {"units": "K", "cell_methods": "area: "
+                           "time: mean time: mean", "long_name": f"bias of {what}: model "
+                           "minus era5"}, lat=LAT, lon=LON),
+            "model_rmse": xr.DataArray(0.95, attrs={"units": "K", "long_name": "root-mean-"
+                                       f"square difference of {what} over space: model minus era5"}),
+            "model_correlation": xr.DataArray(0.9988, attrs={"units": "1", "long_name":
+                                              f"pattern correlation of {what}: model with era5"}),
+        },
+        attrs={"period": "2000-01-01 to 2019-12-31"},
+    )  # fmt: skip
+    fig = draw_result(ds, "t")
+    titles = [panel(fig, i)[0][0].get_title() for i in range(3)]
+    assert titles == [
+        "(a) bias, model minus era5, 2000-2019",
+        "(b) RMSE, model minus era5, 2000-2019",
+        "(c) pattern correlation, model with era5, 2000-2019",
+    ]
+    (value,) = [t for t in panel(fig, 2)[0][0].texts if t.get_gid() == "value"]
+    assert value.get_text() == "0.9988"
+
+
 @pytest.mark.parametrize("fmt", ["svg", "pdf"])
 def test_plot_result_writes_svg_and_pdf_marked_as_ours(tmp_path, fmt):
     ds = xr.Dataset({"m": field(grid(), ("lat", "lon"), WIND, lat=LAT, lon=LON)})
@@ -381,7 +408,7 @@ def test_a_plot_format_not_known_is_refused_naming_it(tmp_path):
 @pytest.mark.parametrize(
     ("units", "shown"),
     [("K/(10 year)", "K per decade"), ("m s-1", "m s⁻¹"), ("mm day-1", "mm day⁻¹"),
-     ("kg m-2 s-1", "kg m⁻² s⁻¹"), ("mm/day", "mm/day"), ("K", "K"), ("m2", "m²")],
+     ("kg m-2 s-1", "kg m⁻² s⁻¹"), ("mm/day", "mm/day"), ("K", "K"), ("m2", "m²"), ("1", "")],
 )  # fmt: skip
 def test_units_are_written_for_people(units, shown):
     assert nice_units(units) == shown

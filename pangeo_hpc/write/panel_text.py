@@ -29,17 +29,25 @@ SHORT_NAMES = {
 #: a unit's power: ``s-1``, ``m2``
 _POWER = re.compile(r"(?<=[A-Za-z])(-?\d+)\b")
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+#: a result of a recipe's ``combine:`` (bias, rmse, correlation): "<statistic> of <what>:
+#: <dataset> minus|with <reference>"
+_COMPARED = re.compile(r"^(?P<stat>.+?) of .+: (?P<pair>\S+ (?:minus|with) \S+)$")
+#: the usual short forms of the combine steps' statistics
+SHORT_STATS = {"root-mean-square difference": "RMSE"}
 #: rates per a span of years, as the trend recipe writes them (``K/(10 year)``)
 _PER = {"(10 year)": "decade", "(100 year)": "century", "year": "year", "(1 year)": "year"}
 
 
 def nice_units(units: str) -> str:
-    """``units`` for a label: powers as superscripts, trends per decade in words.
+    """``units`` for a label: powers as superscripts, trends per decade in words, nothing
+    for a number without units (CF's ``1``: a correlation, a fraction).
 
-    >>> nice_units("m s-1"), nice_units("K/(10 year)"), nice_units("mm day-1")
-    ('m s⁻¹', 'K per decade', 'mm day⁻¹')
+    >>> nice_units("m s-1"), nice_units("K/(10 year)"), nice_units("mm day-1"), nice_units("1")
+    ('m s⁻¹', 'K per decade', 'mm day⁻¹', '')
     """
     u = units.strip()
+    if u == "1":
+        return ""
     for span, word in _PER.items():
         if u.endswith("/" + span):
             return f"{nice_units(u[: -len(span) - 1])} per {word}"
@@ -101,6 +109,9 @@ def short_title(da: xr.DataArray, period: str | None, *, single: bool = False) -
     """
     long_name = str(da.attrs.get("long_name") or "")
     methods = str(da.attrs.get("cell_methods") or "")
+    if compared := _COMPARED.match(long_name):  # a bias, RMSE, correlation of two datasets
+        stat = SHORT_STATS.get(compared.group("stat"), compared.group("stat"))
+        return ", ".join(p for p in (stat, compared.group("pair"), period) if p)
     label = _label(da, single)
     parts = [label]
     low = label.lower()

@@ -123,9 +123,21 @@ def load(name_or_path: str | Path) -> Recipe:
     return from_dict(read_yaml(path), path)
 
 
+def title_of(description: str) -> str:
+    """A recipe's title: the first sentence of its description, whatever its line breaks
+    (a YAML block wraps a long one: its first line alone stopped mid-sentence).
+
+    >>> title_of("Bias and RMSE of a model's air\\n  temperature. On its own grid.")
+    "Bias and RMSE of a model's air temperature."
+    """
+    text = " ".join(description.split())
+    end = text.find(". ")
+    return text if end < 0 else text[: end + 1]
+
+
 def summary_line(path: Path) -> tuple[str, str]:
-    """The period (``2000-01..2019-12``, or ``all files``) and the first line of the
-    description of the recipe in ``path``, read without checking its steps (``list``:
+    """The period (``2000-01..2019-12``, or ``all files``) and the title
+    (:func:`title_of`) of the recipe in ``path``, read without checking its steps (``list``:
     no recipe function, xarray or dask imported)."""
     doc = read_yaml(path)
     doc = doc if isinstance(doc, dict) else {}
@@ -135,7 +147,7 @@ def summary_line(path: Path) -> tuple[str, str]:
     if isinstance(doc.get("datasets"), dict):
         period = f"{len(doc['datasets'])} datasets"
     description = str(doc.get("description") or "")
-    return period, description.splitlines()[0] if description else ""
+    return period, title_of(description)
 
 
 class _Loader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):  # type: ignore[misc]

@@ -21,7 +21,7 @@ import xarray as xr
 
 from pangeo_hpc import config
 from pangeo_hpc.batch.chains.chain import FIRST
-from pangeo_hpc.batch.chains.recipe_yaml import Recipe
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe, title_of
 from pangeo_hpc.batch.pipeline import provenance
 from pangeo_hpc.batch.pipeline.headlines import headline_table, headlines
 from pangeo_hpc.batch.pipeline.steps import Computed, Inputs
@@ -274,7 +274,7 @@ def write_outputs(
         f"{summary['created']}: {summary['provenance']['command']} "
         f"(pangeo-hpc {summary['versions']['pangeo-hpc']})"
     )
-    title = spec.description.splitlines()[0] if spec.description else spec.name
+    title = title_of(spec.description) or spec.name
     written = prepare_for_file(result, history=made_by, title=title)
     with atomic_dir(out, kind="result", inputs=[root]) as tmp:  # a mount point: in place
         stripes = prepare_output(tmp, int(result.nbytes))
