@@ -435,3 +435,24 @@ def test_the_shipped_coastlines_are_the_contour_of_global_land_mask(tmp_path):
     for a, b in zip(made, shipped, strict=True):
         np.testing.assert_allclose(b, a, atol=0.005 + 1e-9)
     assert sum(map(len, shipped)) > 20_000
+
+
+def test_drawing_waits_for_the_preload_of_its_imports(monkeypatch):
+    """A run preloads matplotlib in a thread (write.figures.preload); a cached run may draw
+    before it ends, and two threads importing matplotlib at once printed its "Unable to
+    import Axes3D" warning (fresh-clone CI). Drawing waits for the preload: with the
+    preload held, nothing is drawn; released, the figure comes."""
+    import threading
+
+    from pangeo_hpc.write import figures
+
+    go, drawn = threading.Event(), threading.Event()
+    monkeypatch.setattr(figures, "_import_drawing", go.wait)
+    monkeypatch.setattr(figures, "_preloading", None, raising=False)
+    figures.preload()
+    da = xr.DataArray(1.5, name="x", attrs={"units": "K", "long_name": "x"})
+    threading.Thread(target=lambda: draw_result(da, "t") and drawn.set(), daemon=True).start()
+    # not drawn while the preload holds (a wrong implementation draws in well under 3 s)
+    assert not drawn.wait(3)
+    go.set()
+    assert drawn.wait(300)

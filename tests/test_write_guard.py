@@ -388,6 +388,9 @@ ALLOWED = {
     ("batch/chains/chain.py", "rename"): "DataArray.rename of results and coordinates, not a file",
     ("batch/chains/results_of.py", "rename"): "DataArray.rename of results and dims, not a file",
     ("batch/incremental/states.py", "rename"): "DataArray.rename of a dimension, not a file",
+    ("batch/pipeline/multi_run.py", "rename"): "DataArray.rename of a combined result",
+    ("recipes/against.py", "rename"): "DataArray.rename of a combined result, not a file",
+    ("recipes/align_datasets.py", "rename"): "DataArray.rename of dims and datasets, not a file",
 }
 
 

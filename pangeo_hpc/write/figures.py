@@ -35,16 +35,21 @@ __all__ = ["draw_result", "plot_result", "preload"]
 _DRAWING = ("pangeo_hpc.write.figure_kinds", "matplotlib.backends.backend_agg", "PIL.Image")
 
 
+#: the thread of :func:`preload` (``None`` before the first)
+_preloading: threading.Thread | None = None
+
+
 def preload() -> threading.Thread:
     """Import what drawing a figure needs, in a daemon thread (started, returned).
 
     For a run that draws its figure after seconds of reading and computing, mostly
-    outside the GIL: the imports then take no time of the run's own. A drawing that
-    starts before the thread is done waits for the module being imported (Python's
-    import lock), as it would have imported it itself.
+    outside the GIL: the imports then take no time of the run's own. Drawing waits for
+    the thread first (:func:`_preloaded`).
     """
+    global _preloading
     thread = threading.Thread(target=_import_drawing, name="pangeo-hpc-preload", daemon=True)
     thread.start()
+    _preloading = thread
     return thread
 
 
@@ -59,6 +64,16 @@ def _import_drawing() -> None:
         Image.preinit()  # the format plugins that Image.save imports
     except Exception:  # raised again, with its message, where the figure is drawn
         return
+
+
+def _preloaded() -> None:
+    """Wait for :func:`preload`'s imports before importing anything of matplotlib here:
+    two threads importing it at once can each meet a module of its import cycles that the
+    other has half made (a cached run, drawing before the preload ended, printed
+    matplotlib's "Unable to import Axes3D" warning)."""
+    thread = _preloading
+    if thread is not None:
+        thread.join()
 
 
 #: the formats a figure is written in (``--plot-format``)
@@ -121,6 +136,7 @@ def _period(result: xr.Dataset, shape: Shape) -> str | None:
 def panel_texts(result: xr.Dataset | xr.DataArray) -> list[tuple[str, str, str]]:
     """``(letter, short title, long description)`` of each variable's panel, in the order of
     ``result.data_vars``: what :func:`draw_result` writes on the panels and in the caption."""
+    _preloaded()
     from pangeo_hpc.write.figure_kinds import long_name, units
 
     if isinstance(result, xr.DataArray):
@@ -165,6 +181,7 @@ def draw_result(
         titled ``(a) short title`` (:func:`panel_texts`), and a last one holding the
         caption: each variable's ``long_name`` and units.
     """
+    _preloaded()
     from matplotlib.figure import Figure
 
     from pangeo_hpc.write.figure_kinds import DRAW, HEIGHTS
@@ -219,6 +236,7 @@ def plot_result(result: xr.Dataset, path: Path, title: str) -> None:
     :data:`FORMATS`), marked as this package's in its metadata
     (:func:`pangeo_hpc.write.marks.figure_metadata`), with the caption (each panel's
     long description) in it as well."""
+    _preloaded()
     fmt = plot_format(Path(path).suffix[1:] or "png")
     fig = draw_result(result, title)
     meta = figure_metadata(fmt)
