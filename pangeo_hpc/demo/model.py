@@ -23,7 +23,7 @@ import xarray as xr
 from pangeo_hpc.demo.spec import DemoSpec
 from pangeo_hpc.demo.sst import EPOCH, Fields, time_factors
 from pangeo_hpc.demo.t2m import T2mFields
-from pangeo_hpc.demo.writer import DEMO_HISTORY
+from pangeo_hpc.demo.writer import DEMO_HISTORY, has_history
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.recipes.regrid import regrid
 from pangeo_hpc.write.outputs import atomic_file
@@ -76,15 +76,7 @@ def model_files(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
 
 
 def _is_model_file(path: Path) -> bool:
-    import h5py
-
-    try:
-        with h5py.File(path, "r") as h5:
-            history = h5.attrs.get("history", b"")
-    except (OSError, ValueError):
-        return False
-    text = history.decode(errors="replace") if isinstance(history, bytes) else str(history)
-    return text == _HISTORY
+    return has_history(path, _HISTORY)
 
 
 def write_model(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:

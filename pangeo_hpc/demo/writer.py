@@ -172,6 +172,12 @@ def write_month(root: str, spec: DemoSpec, variable: str, month: Month) -> str:
 
 def is_demo_file(path: Path) -> bool:
     """Whether ``path`` is a month file written by the demo generator (its ``history``)."""
+    return has_history(path, DEMO_HISTORY)
+
+
+def has_history(path: Path, history: str) -> bool:
+    """Whether the NetCDF file ``path`` has exactly this global ``history`` (how the demo's
+    writers know their own files, to rewrite only those)."""
     import h5py
 
     try:
@@ -180,4 +186,4 @@ def is_demo_file(path: Path) -> bool:
     except (OSError, ValueError):
         return False
     text = history.decode(errors="replace") if isinstance(history, bytes) else str(history)
-    return text == DEMO_HISTORY
+    return text == history

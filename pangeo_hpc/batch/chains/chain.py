@@ -162,7 +162,13 @@ def options_of(step: Step) -> dict[str, Any]:
 
 def _bind(fn: Callable[..., Any], step: Step) -> None:
     """The step's options fit the function's signature, else one line naming them."""
-    options = _options(fn, step)
+    check_signature(fn, _options(fn, step), step)
+
+
+def check_signature(fn: Callable[..., Any], options: dict[str, Any], step: Step) -> None:
+    """``fn(data, **options)`` can be called (a recipe step's or a combine step's), else an
+    :class:`~pangeo_hpc.errors.InputError` of one line naming the options and what ``fn``
+    takes."""
     try:
         inspect.signature(fn).bind(None, **options)
     except TypeError as exc:

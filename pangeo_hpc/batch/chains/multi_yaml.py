@@ -37,7 +37,7 @@ from typing import Any
 import xarray as xr
 
 from pangeo_hpc import recipes
-from pangeo_hpc.batch.chains.chain import FIRST, Step, parse_steps
+from pangeo_hpc.batch.chains.chain import FIRST, Step, check_signature, parse_steps
 from pangeo_hpc.batch.chains.esm_catalog import KEYS as CATALOG_KEYS
 from pangeo_hpc.batch.chains.esm_catalog import catalog_datasets
 from pangeo_hpc.batch.chains.option_values import check_values
@@ -243,14 +243,7 @@ def _combine_steps(items: Any, names: list[str], path: Path | None) -> list[Step
             )
         fn = combine_function(step)
         options = combine_options(step)
-        try:
-            inspect.signature(fn).bind(None, **options)
-        except TypeError as exc:
-            takes = list(inspect.signature(fn).parameters)[1:]
-            raise InputError(
-                f"{step.where}: options {shown(options)} do not fit {step.name} ({exc}); "
-                f"it takes {takes}"
-            ) from None
+        check_signature(fn, options, step)
         check_values(fn, options, step.where, names)
         ref = options.get("reference")
         if ref is not None and ref not in names:
