@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import xarray as xr
-from cdo_fields import cdo_field, exact_areas_file, write_for_cdo
+from cdo_fields import cdo_field, with_exact_areas, write_for_cdo
 from conftest import require_tool
 
 from pangeo_hpc.errors import InputError
@@ -44,23 +44,16 @@ def _open(fields: dict[str, Path], *names: str) -> xr.Dataset:
 
 
 def _cdo(operators: str, *paths: Path, out: Path) -> np.ndarray:
-    """CDO's answer, its field means weighted by the exact cell areas (``-setgridarea``: its
-    own ``gridarea`` differs from them by up to 5e-3 at r36x19's poles, see
-    ``cdo_fields.sums_rtol``), which are the recipes' weights."""
+    """CDO's answer, its field means weighted by the exact cell areas (each input carries
+    them as ``cell_area``: CDO's own ``gridarea`` differs from them by up to 5e-3 at r36x19's
+    poles, see ``cdo_fields.sums_rtol``), which are the recipes' weights."""
     inputs = [str(p) for p in paths]
-    if "fld" in operators:  # weights only where CDO uses them: CDO 2.1.1's timcor with two
-        # -setgridarea inputs died of SIGSEGV once in a fresh-clone CI run
-        areas = exact_areas_file(paths[0], out.with_name("areas.nc"))
-        inputs = [a for p in paths for a in (f"-setgridarea,{areas}", str(p))]
+    if "fld" in operators:
+        inputs = [str(with_exact_areas(p, out.with_name(f"{p.stem}-area.nc"))) for p in paths]
     exe = require_tool("cdo")
-    cmd = [exe, "-s", "-f", "nc4", *operators.split(), *inputs, str(out)]
-    for _ in range(7):  # CDO 2.1.1 itself crashes now and then on two -setgridarea inputs
-        if subprocess.run(cmd, capture_output=True).returncode == 0:  # (exit 1 or SIGSEGV,
-            break  # about 1 run in 3 here): the reference's crash, tried again
-    else:
-        subprocess.run(cmd, check=True)
+    subprocess.run([exe, "-s", "-f", "nc4", *operators.split(), *inputs, str(out)], check=True)
     with xr.open_dataset(out, decode_times=False) as ds:
-        (name,) = [k for k in ds.data_vars if "bnds" not in str(k)]
+        (name,) = [k for k in ds.data_vars if "bnds" not in str(k) and k != "cell_area"]
         return np.squeeze(ds[name].values.astype("f8"))
 
 
