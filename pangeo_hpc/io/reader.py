@@ -60,6 +60,10 @@ class Decoding:
     #: the packing attributes are float64: CF (8.1) and xarray unpack to their type
     wide: bool = False
 
+    def __dask_tokenize__(self) -> tuple[Any, ...]:
+        # dask's generic dataclass token takes 70 us each: 17 ms for a 20-year daily tree
+        return ("Decoding", self.fill_values, self.scale_factor, self.add_offset, self.wide)
+
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, Any]) -> Decoding:
         fills: list[float] = []
@@ -129,6 +133,9 @@ class H5Source:
 
     path: str
     variable: str
+
+    def __dask_tokenize__(self) -> tuple[str, str, str]:
+        return ("H5Source", self.path, self.variable)  # as Decoding's: fast, same fields
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
         fetched = self.fetch(key)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 import cf_xarray
 import numpy as np
@@ -46,21 +47,38 @@ _BY_NAME: Mapping[str, Mapping[str, str]] = {
 #: the attributes the criteria read (standard_name, units, axis, _CoordinateAxisType, ...)
 _CRITERIA_ATTRS = frozenset(a for c in coordinate_criteria.values() for a in c)
 _LOCK = threading.Lock()
+#: names found, by what the lookup read (:func:`_described`): a recipe's steps look up the
+#: same coordinates many times, and cf-xarray's lookup takes milliseconds each time
+_FOUND: dict[tuple[Any, ...], str] = {}
+_FOUND_SIZE = 256
+#: the dimensions cf-xarray marks as time, by what its lookup read
+_MARKED_TIME: dict[tuple[Any, ...], frozenset[str]] = {}
 
 
-def _probe(obj: xr.DataArray | xr.Dataset, names: Iterable[str]) -> xr.Dataset:
-    """The variables ``names`` of ``obj`` as coordinates of a Dataset without data.
+def _described(obj: xr.DataArray | xr.Dataset, names: Iterable[str]) -> tuple[Any, ...]:
+    """What a lookup reads of the variables ``names`` of ``obj``: each one's name,
+    dimensions, shape and the text attributes the criteria use (never a value)."""
+    described = []
+    for name in names:
+        var = obj[name].variable
+        attrs = {k: v for k, v in var.attrs.items() if k in _CRITERIA_ATTRS and isinstance(v, str)}
+        described.append((name, var.dims, var.shape, tuple(sorted(attrs.items()))))
+    return tuple(described)
+
+
+def _probe(described: tuple[Any, ...]) -> xr.Dataset:
+    """The variables of ``described`` (:func:`_described`) as coordinates of a Dataset
+    without data.
 
     cf-xarray then reads only their names and the text attributes its criteria use: no
     value is loaded (lazy coordinates stay lazy), a ``coordinates`` attribute of ``obj``
     does not narrow the search, and an attribute that is not text (``units=1``) or points
     elsewhere (``grid_mapping``, ``cell_measures``) cannot break the matching.
     """
-    coords = {}
-    for name in names:
-        var = obj[name].variable
-        attrs = {k: v for k, v in var.attrs.items() if k in _CRITERIA_ATTRS and isinstance(v, str)}
-        coords[name] = xr.Variable(var.dims, np.broadcast_to(np.int8(0), var.shape), attrs)
+    coords = {
+        name: xr.Variable(dims, np.broadcast_to(np.int8(0), shape), dict(attrs))
+        for name, dims, shape, attrs in described
+    }
     return xr.Dataset(coords=coords)
 
 
@@ -74,11 +92,22 @@ def _find(obj: xr.DataArray | xr.Dataset, what: str) -> str:
     names = [*map(str, obj.coords)]
     if isinstance(obj, xr.Dataset):
         names += [*map(str, obj.data_vars)]
-    probe = _probe(obj, names)
+    described = _described(obj, names)
+    key = (what, described)
+    with _LOCK:
+        found_before = _FOUND.get(key)
+    if found_before is not None:
+        return found_before
+    probe = _probe(described)
     for criteria in (_BY_ATTRIBUTES, _BY_NAME):
         found = _matching(probe, what, criteria)
         if found:  # the first in the object's order, coordinates before data variables
-            return next(name for name in names if name in found)
+            name = next(name for name in names if name in found)
+            with _LOCK:
+                if len(_FOUND) >= _FOUND_SIZE:
+                    _FOUND.clear()
+                _FOUND[key] = name
+            return name
     raise InputError(
         f"no {what} coordinate among {sorted(names)}: name it "
         f"{_NAMES[what][0]!r} or give it the attribute standard_name={what!r}"
@@ -137,7 +166,15 @@ def time_name(obj: xr.DataArray | xr.Dataset) -> str:
         When there is no such dimension.
     """
     dims = [str(d) for d in obj.dims if d in obj.coords]
-    marked = set(_probe(obj, dims).cf.axes.get("T", []))
+    described = _described(obj, dims)
+    with _LOCK:
+        marked = _MARKED_TIME.get(described)
+    if marked is None:
+        marked = frozenset(_probe(described).cf.axes.get("T", []))
+        with _LOCK:
+            if len(_MARKED_TIME) >= _FOUND_SIZE:
+                _MARKED_TIME.clear()
+            _MARKED_TIME[described] = marked
     found = [d for d in dims if d in marked] or [d for d in dims if _holds_dates(obj, d)]
     if found:
         return found[0]
