@@ -146,6 +146,14 @@ def test_a_prefix_holding_a_users_object_is_refused_untouched(aws, seaweedfs, de
     assert _objects(seaweedfs, "mine/") == before
     with pytest.raises(InputError, match="holds no output of pangeo-hpc"):
         open_result(f"s3://{BUCKET}/mine", aws)
+    # cleanup lists a user's objects and leaves them
+    done = run_cli("cleanup", f"s3://{BUCKET}/mine", "--min-age", "0", *ep, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "removed 0 objects" in done.stdout
+    assert (
+        f"left 2 objects that pangeo-hpc did not write (first: {sorted(before)[0]})" in done.stderr
+    )
+    assert _objects(seaweedfs, "mine/") == before
 
 
 def test_a_user_object_put_during_the_upload_is_refused_and_kept(aws, seaweedfs, monkeypatch):
