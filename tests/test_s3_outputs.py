@@ -239,9 +239,9 @@ def test_a_server_stopped_mid_upload_leaves_nothing_visible(own_server, demo_tre
         if len(uploaded) == 1:
             own_server.stop()
 
-    def run(opts):
+    def run(opts, fmt=None):
         return run_recipe(spec, data=demo_tree, start=START, end=END, out=url, s3=opts,
-                          cache=False, workers=1)  # fmt: skip
+                          cache=False, workers=1, fmt=fmt)  # fmt: skip
 
     monkeypatch.setattr(s3_outputs, "UPLOADED", [stop_after_first])
     fast = {"pangeo-hpc.s3.max-retries": 0, "pangeo-hpc.s3.retry-timeout": 2,
@@ -260,7 +260,7 @@ def test_a_server_stopped_mid_upload_leaves_nothing_visible(own_server, demo_tre
         open_result(url, opts)
 
     monkeypatch.setattr(s3_outputs, "UPLOADED", [])
-    done = run(opts)  # the failed run's objects are ours: the prefix may be written
+    done = run(opts, "zarr")  # the failed run's objects are ours: the prefix may be written
     assert done.summary["run"] not in uploaded[0]
     removed, foreign = cleanup(url, opts, min_age=0)
     assert sorted(removed) == sorted(left) and foreign == []
@@ -268,8 +268,10 @@ def test_a_server_stopped_mid_upload_leaves_nothing_visible(own_server, demo_tre
         *current_run(url, opts).manifest["objects"],
         "stopped/summary.json",
     }
-    result = open_result(url, opts)
+    result = open_result(url, opts)  # result.zarr, through xr.open_zarr
+    assert result.encoding["source"].endswith(f"{done.summary['run']}/result.zarr")
     np.testing.assert_allclose(result["global_mean"], done.result["global_mean"])
+    np.testing.assert_allclose(result["time_mean"], done.result["time_mean"])
 
 
 def test_convert_writes_a_zarr_store_to_s3_that_open_zarr_reads(
