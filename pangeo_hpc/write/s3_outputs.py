@@ -157,18 +157,19 @@ def publish(
     put: dict[str, dict[str, Any]] = {}
     mark = {MARK: mark_value(kind)}
 
-    def upload(path: Path) -> tuple[str, dict[str, Any]]:
+    def upload(path: Path) -> None:
         key = target.key(run, path.relative_to(folder).as_posix())
         answer = obstore.put(target.store, key, path, attributes=mark)
+        # recorded at once: what an interrupted run put is removed, whichever thread put it
+        put[key] = {"bytes": path.stat().st_size, "etag": str(answer["e_tag"])}
         for hook in UPLOADED:
             hook(key)
-        return key, {"bytes": path.stat().st_size, "etag": str(answer["e_tag"])}
 
     try:
         workers = max(1, min(len(files), int(config.get("s3.upload-concurrency"))))
         with ThreadPoolExecutor(workers) as pool:
-            for key, rec in pool.map(upload, files):
-                put[key] = rec
+            list(pool.map(upload, files))
+        put = dict(sorted(put.items()))
         # again: a user may have put something there meanwhile, another run its manifest
         for _attempt in range(3):
             listed = check_prefix(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)
@@ -215,7 +216,10 @@ def publish(
             f"visible; when the server answers again, run: pangeo-hpc cleanup {target.url}"
         ) from exc
     if listed.manifest is not None:
-        _retire(target, listed.manifest.get("previous"), keep={run, str(previous)})
+        try:  # the run is visible already: a failure here leaves work for cleanup()
+            _retire(target, listed.manifest.get("previous"), keep={run, str(previous)})
+        except Exception as exc:
+            log.warning(f"{target.url}: a replaced run was not removed ({_first_line(exc)})")
     return doc
 
 
