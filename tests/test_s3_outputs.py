@@ -1,6 +1,11 @@
 """Outputs written to S3 (a real SeaweedFS): a recipe's result and a converted Zarr store
 under ``--out s3://bucket/prefix``, visible only through a manifest written last, never over
-a user's objects, nothing visible of an upload whose server went away."""
+a user's objects, nothing visible of an upload whose server went away.
+
+Wrong writers these tests were seen to fail on: a reader that checks only that the listed
+objects exist, not their ETags (test_readers_see_the_old_run_or_the_new_never_a_mix), and a
+writer that checks the prefix once, before the upload, not again before the manifest
+(test_a_user_object_put_during_the_upload_is_refused_and_kept)."""
 
 from __future__ import annotations
 
