@@ -78,6 +78,41 @@ def test_the_secret_never_reaches_output_summaries_or_indexes(canary_server, mon
 
 
 @pytest.mark.s3
+@pytest.mark.slow
+def test_the_secret_never_reaches_outputs_written_to_s3(canary_server, monkeypatch, tmp_path):
+    """Results, Zarr stores, manifests and the messages of refused or failed S3 writes."""
+    import boto3
+
+    _canary_env(monkeypatch, canary_server, tmp_path, CANARY_SECRET)
+    ep = ("--endpoint-url", canary_server.endpoint_url)
+    client = boto3.client("s3", endpoint_url=canary_server.endpoint_url, region_name="us-east-1")
+    out = "canary-out"  # beside the input bucket: an output inside an input is refused
+    if out not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
+        client.create_bucket(Bucket=out)
+    client.put_object(Bucket=out, Key="out/theirs/notes.txt", Body=b"a user's")
+    period = ("--start", "2000-01", "--end", "2000-02")
+    runs = [
+        run_cli("era5-sst-mean", "--data", f"s3://{BUCKET}", *period, *ep, "--workers", "1",
+                "--out", f"s3://{out}/out/run", "--no-progress", cwd=tmp_path),
+        run_cli("convert", "--data", f"s3://{BUCKET}", *period, *ep,
+                "--out", f"s3://{out}/out/store", cwd=tmp_path),
+        run_cli("era5-sst-mean", "--data", f"s3://{BUCKET}", *period, *ep, "--workers", "1",
+                "--out", f"s3://{out}/out/theirs", "--no-progress", cwd=tmp_path),
+        run_cli("cleanup", f"s3://{out}/out/theirs", *ep, "--min-age", "0", cwd=tmp_path),
+    ]  # fmt: skip
+    assert [r.returncode for r in runs] == [0, 0, 2, 0], [r.stderr for r in runs]
+    for r in runs:
+        assert CANARY_SECRET not in r.stdout + r.stderr
+    keys = [o["Key"] for o in client.list_objects_v2(Bucket=out, Prefix="out/")["Contents"]]
+    assert "out/run/summary.json" in keys and "out/store/summary.json" in keys
+    for key in keys:  # results, chunks, manifests, and every object's metadata
+        got = client.get_object(Bucket=out, Key=key)
+        assert CANARY_SECRET.encode() not in got["Body"].read(), key
+        assert CANARY_SECRET not in repr(got["Metadata"]), key
+    assert _files_holding(tmp_path, CANARY_SECRET) == []
+
+
+@pytest.mark.s3
 def test_a_wrong_secret_is_refused_without_being_repeated(canary_server, monkeypatch, tmp_path):
     wrong = "canary-wrong-" + secrets.token_hex(8)
     _canary_env(monkeypatch, canary_server, tmp_path, wrong)

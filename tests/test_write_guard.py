@@ -66,6 +66,10 @@ WRITERS: dict[str, tuple[str, list[str]]] = {
     # temporaries of killed runs in output.root, and nothing else
     # (tests/test_atomic_writes.py: test_only_our_own_leftovers_of_dead_writers_...)
     "cache": ("cache", []),
+    # cleanup s3://... removes only objects that carry pangeo-hpc's mark and that no
+    # manifest names: tests/test_s3_outputs.py runs it on a prefix holding a user's objects
+    # (test_a_prefix_holding_a_users_object_is_refused_untouched) and checks each is kept
+    "cleanup": ("cache", []),
 }
 # verbs that write nothing a user named: they print, read, or keep private files in
 # folders of their own (lab: a new 0700 folder per job; job logs)
@@ -128,11 +132,16 @@ def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
     }
 
 
+#: verbs that write to ``s3://`` prefixes (write/s3_outputs.py): tests/test_s3_outputs.py
+#: points them at a prefix holding a user's objects (exit 2, every object and ETag kept)
+S3_WRITERS = {"run", "convert"}
+
 CASES = [
     (verb, case)
     for verb, (kind, argv) in WRITERS.items()
     if argv
     for case in _targets(kind, {k: Path(k) for k in ("home", "thesis", "project", "data")})
+    if not (verb in S3_WRITERS and case == "an S3 URL")
 ]
 
 
@@ -370,12 +379,15 @@ def test_a_missing_month_suggests_demo_data_only_for_demo_trees_and_quotes_it(
 # Calls that write, rename or remove; only the guarded helper may make them, but for
 # writes into a folder the helper has just handed out (named here, with the reason).
 WRITE_CALLS = {"replace", "rename", "rmtree", "move", "remove", "unlink", "mkdtemp",
-               "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree"}  # fmt: skip
+               "mkstemp", "to_netcdf", "to_zarr", "savefig", "copyfile", "copytree",
+               "delete"}  # fmt: skip
 ALLOWED = {
     ("write/outputs.py", "*"): "the guarded helper itself",
     ("write/swap.py", "*"): "the guarded helper's swap and lock (called by atomic_dir only)",
     ("write/leftovers.py", "*"): "the guarded helper's own temporaries of dead writers",
     ("write/in_place.py", "*"): "the guarded helper filling a mount point (atomic_dir's)",
+    ("write/s3_outputs.py", "*"): "the guarded S3 writer: its staging folder, its own run's "
+    "objects, and (cleanup, retired runs) only objects that carry its mark",
     ("batch/pipeline/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",

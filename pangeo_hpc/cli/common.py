@@ -199,7 +199,9 @@ def batch_options_from(a: argparse.Namespace) -> dict:
 
 def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
     """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``."""
-    g = p.add_argument_group("S3 (for s3:// sources; credentials from the usual AWS chain)")
+    g = p.add_argument_group(
+        "S3 (for s3:// sources and outputs; credentials from the usual AWS chain)"
+    )
     g.add_argument("--endpoint-url", help="S3-compatible endpoint, e.g. http://127.0.0.1:8333")
     g.add_argument("--anon", action="store_true", help="no credentials (public buckets)")
     if index:
@@ -210,12 +212,13 @@ def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
         )
 
 
-def s3_options_from(a: argparse.Namespace, source: object):
-    """The S3 options of the parsed flags; refuses them for a source that is not s3://."""
+def s3_options_from(a: argparse.Namespace, source: object, out: object = None):
+    """The S3 options of the parsed flags; refuses them unless the source or the output
+    ``out`` is s3:// (``--index`` needs an s3:// source)."""
     from pangeo_hpc.s3.options import S3Options, is_s3
 
     given = [f for f in ("endpoint_url", "anon", "index") if getattr(a, f, None)]
-    if given and not is_s3(source):
+    if given and not is_s3(source) and not (is_s3(out) and "index" not in given):
         flags = ", ".join("--" + f.replace("_", "-") for f in given)
         raise InputError(f"{flags} apply to s3:// sources only, not {source!r}")
     return S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)

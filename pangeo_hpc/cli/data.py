@@ -90,7 +90,7 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--start", help="first month, YYYY-MM (default: the recipe's)")
     p.add_argument("--end", help="last month, YYYY-MM (default: the recipe's)")
     add_cluster_args(p)
-    p.add_argument("--out", help="output folder (default results/RECIPE)")
+    p.add_argument("--out", help="output folder or s3://bucket/prefix (default results/RECIPE)")
     p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
     p.add_argument(
         "--plot-format",
@@ -138,9 +138,9 @@ def _run(a: argparse.Namespace) -> int:
     else:
         run = _run_one(a, from_dict(doc, path), budget)
     print("\n".join(summary_text(run.summary, as_json=a.json)))
-    print(f"plot: {run.out / run.summary['outputs']['plot']}")
-    data = run.out / run.summary["outputs"]["data"]
-    print(f"data: {data}   summary: {run.out / 'summary.json'}")
+    print(f"plot: {run.file(run.summary['outputs']['plot'])}")
+    data = run.file(run.summary["outputs"]["data"])
+    print(f"data: {data}   summary: {run.file('summary.json')}")
     return 0
 
 
@@ -185,7 +185,7 @@ def _run_one(a: argparse.Namespace, spec: Any, budget: Any) -> Any:
     from pangeo_hpc.cli.progress import show_progress
     from pangeo_hpc.planning.budget import run_within_budget
 
-    s3 = s3_options_from(a, a.data)
+    s3 = s3_options_from(a, a.data, a.out)
     return run_within_budget(
         spec,
         data=a.data,
@@ -213,7 +213,9 @@ def _convert_args(p: argparse.ArgumentParser) -> None:
     from pangeo_hpc.write.codecs import CODECS
 
     p.add_argument("--data", help="the tree: folder or s3://bucket/prefix (default data.root)")
-    p.add_argument("--out", required=True, help="the Zarr store (folder) to write")
+    p.add_argument(
+        "--out", required=True, help="the Zarr store to write: folder or s3://bucket/prefix"
+    )
     p.add_argument("--variable", default="sea_surface_temperature")
     p.add_argument("--start", help="first month, YYYY-MM (default: all)")
     p.add_argument("--end", help="last month, YYYY-MM (default: all)")
@@ -232,12 +234,16 @@ def _convert_args(p: argparse.ArgumentParser) -> None:
 def _convert(a: argparse.Namespace) -> int:
     from pangeo_hpc import config
     from pangeo_hpc.batch.pipeline.convert import to_zarr
-    from pangeo_hpc.write.guard import check_folder
+    from pangeo_hpc.write.targets import check_output
 
-    s3 = s3_options_from(a, a.data)
+    s3 = s3_options_from(a, a.data, a.out)
     # before a cluster starts: replace only a store of ours, never the data
-    check_folder(
-        a.out, kind="zarr", inputs=[a.data or config.get("data.root")], overwrite=a.overwrite
+    check_output(
+        a.out,
+        kind="zarr",
+        inputs=[a.data or config.get("data.root")],
+        overwrite=a.overwrite,
+        s3=s3,
     )
     with running_cluster_from(a):
         report = to_zarr(

@@ -1,4 +1,4 @@
-"""Verbs for S3 buckets: inventory."""
+"""Verbs for S3 buckets: inventory, cleanup."""
 
 from __future__ import annotations
 
@@ -85,6 +85,44 @@ def _inventory(a: argparse.Namespace) -> int:
     return 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value >= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds >= 0, e.g. 3600")
+    return value
+
+
+def _cleanup_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("url", help="an output prefix s3://BUCKET/PREFIX (a run's --out)")
+    p.add_argument(
+        "--min-age",
+        type=_seconds,
+        metavar="SECONDS",
+        help="remove only objects older than this (default: pangeo-hpc.s3.cleanup-min-age, "
+        "3600), so that a run uploading now keeps its own; 0: all",
+    )
+    add_s3_args(p)
+
+
+def _cleanup(a: argparse.Namespace) -> int:
+    from pangeo_hpc.s3.options import S3Options
+    from pangeo_hpc.write.s3_outputs import cleanup
+
+    opts = S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
+    removed, foreign = cleanup(a.url, opts, min_age=a.min_age)
+    print(f"cleanup: removed {len(removed)} objects of failed or replaced runs under {a.url}")
+    if foreign:
+        print(
+            f"cleanup: left {len(foreign)} objects that pangeo-hpc did not write (first: "
+            f"{foreign[0]})",
+            file=sys.stderr,
+        )
+    return 0
+
+
 VERBS = [
     Verb(
         "inventory",
@@ -93,5 +131,14 @@ VERBS = [
         "with many LIST requests in parallel over disjoint prefixes.",
         _inventory_args,
         _inventory,
+    ),
+    Verb(
+        "cleanup",
+        "remove what failed or replaced runs left under an S3 output prefix",
+        "Remove the objects of runs written to s3://BUCKET/PREFIX (--out) that its "
+        "summary.json does not name: uploads that failed or were killed, and runs replaced "
+        "since. Only objects marked as pangeo-hpc's (x-amz-meta-pangeo-hpc) are removed.",
+        _cleanup_args,
+        _cleanup,
     ),
 ]

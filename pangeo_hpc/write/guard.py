@@ -3,8 +3,11 @@
 Every output a verb writes is checked here before anything is written, and again just
 before it is renamed into place (a long run gives a user time to put a file there):
 
-* a **URL** (``s3://bucket/x``, any ``scheme://``) is refused: outputs go to a local or
-  mounted folder (``Path("s3://b/x")`` would silently be a local folder named ``s3:``);
+* a **URL** (``s3://bucket/x``, any ``scheme://``) is refused here: outputs go to a local
+  or mounted folder (``Path("s3://b/x")`` would silently be a local folder named ``s3:``).
+  The verbs that write to S3 (a recipe's run, ``convert``) send an ``s3://`` output to
+  :mod:`pangeo_hpc.write.s3_guard` instead (:mod:`pangeo_hpc.write.targets`), whose rules
+  are these for objects: marked objects only, a manifest written last;
 * an output that **is, contains or lies inside an input** is refused (the data tree, its
   parent, or a folder within it);
 * an existing **folder** is replaced only when it is empty or is an output of this

@@ -19,10 +19,10 @@ import numpy as np
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.s3.options import S3Options
 from pangeo_hpc.write.codecs import CODECS
-from pangeo_hpc.write.guard import check_folder
 from pangeo_hpc.write.marks import STORE_ATTR
-from pangeo_hpc.write.outputs import atomic_dir
+from pangeo_hpc.write.targets import check_output, output_folder, where_in
 
 
 @dataclass
@@ -57,6 +57,7 @@ def write_store(
     clevel: int | None = None,
     codec: str | None = None,
     overwrite: bool = False,
+    s3: S3Options | None = None,
 ) -> ConvertReport:
     """Write ``variable`` of the lazy dataset ``ds`` as a Zarr store of whole-field chunks.
 
@@ -69,7 +70,10 @@ def write_store(
     store : str or path
         The Zarr store (a folder). It appears complete or not at all: it is written under a
         temporary name and renamed; an existing one is replaced only if pangeo-hpc wrote it
-        and ``overwrite`` is true.
+        and ``overwrite`` is true. An ``s3://bucket/prefix`` receives the store under a run
+        prefix of its own, made visible by ``PREFIX/summary.json`` written last
+        (:mod:`pangeo_hpc.write.s3_outputs`); the report's ``store`` is the run's URL, which
+        ``xr.open_zarr`` opens.
     inputs : list
         Where ``ds`` was read from: the store may not be, or be inside, any of them.
     chunk_mb : float, optional
@@ -81,6 +85,8 @@ def write_store(
         Blosc's compressor (byte shuffle first); default config ``pangeo-hpc.convert.codec``.
     overwrite : bool
         Replace an existing store that pangeo-hpc wrote.
+    s3 : S3Options, optional
+        Endpoint and credentials of a ``store`` on S3; default :meth:`S3Options.resolve`.
 
     Returns
     -------
@@ -88,7 +94,10 @@ def write_store(
     """
     from zarr.codecs import BloscCodec
 
-    store = check_folder(store, kind="zarr", inputs=inputs, flag="store", overwrite=overwrite)
+    store = check_output(
+        store, kind="zarr", inputs=inputs, flag="store", overwrite=overwrite, s3=s3
+    )
+    run, where = where_in(store)
     chunk_mb = float(config.get("convert.chunk-mb", chunk_mb))
     clevel = int(config.get("convert.clevel", clevel))
     codec = str(config.get("convert.codec", codec))
@@ -112,11 +121,13 @@ def write_store(
     encoding = {variable: {"chunks": chunks, "compressors": [blosc]}}
     for name in out.coords:
         out[name].encoding.pop("chunks", None)
-    with atomic_dir(store, kind="zarr", inputs=inputs, flag="store", overwrite=overwrite) as tmp:
+    with output_folder(
+        store, kind="zarr", inputs=inputs, flag="store", overwrite=overwrite, s3=s3, run=run
+    ) as tmp:
         write_zarr(out, tmp, encoding=encoding)
         written = sum(p.stat().st_size for p in tmp.rglob("*") if p.is_file())
     return ConvertReport(
-        store=str(store),
+        store=where,
         variable=variable,
         time_steps=int(da.shape[0]),
         chunks=chunks,

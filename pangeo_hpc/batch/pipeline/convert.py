@@ -16,7 +16,7 @@ from typing import Any
 
 from pangeo_hpc import config
 from pangeo_hpc.io.era5 import open_era5
-from pangeo_hpc.write.guard import check_folder
+from pangeo_hpc.write.targets import check_output
 from pangeo_hpc.write.zarr import CODECS, ConvertReport, write_store
 
 __all__ = ["CODECS", "ConvertReport", "to_zarr"]
@@ -42,8 +42,10 @@ def to_zarr(
     source : str or path, optional
         The tree: a folder or ``s3://bucket/prefix``; default config ``pangeo-hpc.data.root``.
     store : str or path
-        The Zarr store (a folder) to write. It appears complete or not at all: it is written
-        under a temporary name and renamed.
+        The Zarr store (a folder) to write, or ``s3://bucket/prefix`` (with the options
+        ``s3`` of the sources). It appears complete or not at all: it is written under a
+        temporary name and renamed (on S3: made visible by a manifest written last,
+        :func:`pangeo_hpc.write.zarr.write_store`).
     variable : str
         ERA5 variable name.
     start, end : str, optional
@@ -72,7 +74,8 @@ def to_zarr(
     start_s = time.perf_counter()
     root = source if source is not None else config.get("data.root")
     # check the destination before reading anything: never the data, never a foreign folder
-    check_folder(store, kind="zarr", inputs=[root], flag="store", overwrite=overwrite)
+    s3 = open_kwargs.get("s3")
+    check_output(store, kind="zarr", inputs=[root], flag="store", overwrite=overwrite, s3=s3)
     ds = open_era5(variable, start, end, source=source, **open_kwargs)
     t0 = time.perf_counter()
     report = write_store(
@@ -84,5 +87,6 @@ def to_zarr(
         clevel=clevel,
         codec=codec,
         overwrite=overwrite,
+        s3=s3,
     )
     return replace(report, seconds=report.seconds + (t0 - start_s))

@@ -102,7 +102,7 @@ def run_recipe(
     plot_format = check_plot_format(plot_format)
     root = data_root(data, profile)
     # the outputs may replace only an earlier result of this package, never the data
-    out = result_folder(out, spec, root)
+    out = result_folder(out, spec, root, s3)
     if warm_inputs:
         check_warmup(root)
     store = open_cache(cache)  # a folder others can write to is refused before any cluster
@@ -161,6 +161,7 @@ def run_recipe(
             plot_format=plot_format,
             timings=timings,
             started=t0,
+            s3=s3,
         )
 
 

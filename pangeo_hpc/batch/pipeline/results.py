@@ -27,13 +27,15 @@ from pangeo_hpc.batch.pipeline.headlines import headline_table, headlines
 from pangeo_hpc.batch.pipeline.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
+from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_format as check_plot_format
 from pangeo_hpc.write.figures import plot_result
 from pangeo_hpc.write.guard import check_folder, folder_in
 from pangeo_hpc.write.in_place import is_mount_point
-from pangeo_hpc.write.outputs import atomic_dir, write_json
+from pangeo_hpc.write.outputs import write_json
 from pangeo_hpc.write.records import file_records
+from pangeo_hpc.write.targets import Output, check_output, output_folder, where_in
 from pangeo_hpc.write.writable import check_utf8, check_writable
 from pangeo_hpc.write.zarr import write_zarr
 
@@ -45,9 +47,18 @@ class RunResult:
     """What :func:`write_outputs` wrote (and :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`
     returns)."""
 
-    out: Path
+    out: Output
     summary: dict[str, Any]
     result: xr.Dataset
+    #: where the run's files are: ``out``, or ``s3://bucket/prefix/RUN`` for an S3 prefix
+    #: (whose ``summary.json`` names the run, :mod:`pangeo_hpc.write.s3_outputs`)
+    files: str = ""
+
+    def file(self, name: str) -> str:
+        """Where the output's file ``name`` is (``summary.json`` of an S3 prefix: its own)."""
+        if name == "summary.json" or not self.files:
+            return str(Path(self.out) / name) if not is_s3(self.out) else f"{self.out}/{name}"
+        return f"{self.files}/{name}"
 
 
 def check_format(fmt: str | None, spec: Recipe) -> str:
@@ -58,14 +69,20 @@ def check_format(fmt: str | None, spec: Recipe) -> str:
     return fmt
 
 
-def result_folder(out: str | Path | None, spec: Recipe, root: str | Path) -> Path:
+def result_folder(
+    out: str | Path | None, spec: Recipe, root: str | Path, s3: S3Options | None = None
+) -> Output:
     """The output folder: ``out``, default ``<output.root>/<spec.name>``, checked to be new,
     empty or an earlier result of this package, never the data ``root``, named in UTF-8,
     and writable (its parent, or itself for a mount point, which is filled in place:
     :func:`~pangeo_hpc.write.in_place.fill_in_place`). The recipe's name is a label, never a
-    path: the default folder lies inside ``output.root``."""
+    path: the default folder lies inside ``output.root``. An ``s3://bucket/prefix`` is
+    checked by :func:`~pangeo_hpc.write.s3_guard.check_prefix` (``s3``: its endpoint and
+    credentials) and returned as its URL."""
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
+    if is_s3(out):
+        return check_output(str(out), kind="result", inputs=[root], s3=s3)
     check_utf8(out)
     path = check_folder(out, kind="result", inputs=[root])
     check_writable(path, in_place=is_mount_point(path))
@@ -229,6 +246,7 @@ def write_outputs(
     timings: Mapping[str, float | None] | None = None,
     started: float | None = None,
     extra: Mapping[str, Any] | None = None,
+    s3: S3Options | None = None,
 ) -> RunResult:
     """Write ``result.nc`` (or ``result.zarr``), ``plot.png`` and ``summary.json`` into
     ``out``, all together or not at all.
@@ -254,6 +272,10 @@ def write_outputs(
     extra : mapping, optional
         More entries for ``summary.json`` (a recipe over several datasets: ``datasets``
         and ``combine``).
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``out`` on S3 (``s3://bucket/prefix``): the files go
+        under a run prefix of their own, made visible by ``summary.json`` written last
+        (:mod:`pangeo_hpc.write.s3_outputs`); default :meth:`S3Options.resolve`.
 
     Returns
     -------
@@ -264,7 +286,8 @@ def write_outputs(
     spec, root, result = inputs.spec, inputs.root, computed.result
     fmt = check_format(fmt, spec)
     plot_name = f"plot.{check_plot_format(plot_format)}"
-    out = result_folder(out, spec, root)
+    out = result_folder(out, spec, root, s3)
+    run, files = where_in(out)
     summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
     period = inputs.period
     result.attrs.update(recipe=spec.name, source=redact(str(root)), period=" to ".join(period))
@@ -276,7 +299,8 @@ def write_outputs(
     )
     title = title_of(spec.description) or spec.name
     written = prepare_for_file(result, history=made_by, title=title)
-    with atomic_dir(out, kind="result", inputs=[root]) as tmp:  # a mount point: in place
+    # a mount point: in place; an s3:// prefix: uploaded, then its summary.json written
+    with output_folder(out, kind="result", inputs=[root], s3=s3, run=run) as tmp:
         stripes = prepare_output(tmp, int(result.nbytes))
         if stripes:
             summary["lustre_stripes"] = stripes
@@ -300,4 +324,6 @@ def write_outputs(
         else:
             took["total"] = round(sum(v for v in took.values() if v is not None), 3)
         write_json(tmp / "summary.json", summary)
-    return RunResult(out=out, summary=summary, result=result)
+    if run is not None:
+        summary["run"] = run
+    return RunResult(out=out, summary=summary, result=result, files=files)

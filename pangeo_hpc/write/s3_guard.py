@@ -1,0 +1,273 @@
+"""What the package may write under an S3 prefix: the rules of :mod:`pangeo_hpc.write.guard`,
+for objects.
+
+An S3 prefix has no folder to rename and no marker file a user cannot also write, so the
+package's objects say so themselves and a prefix holds one run at a time through a
+manifest written last (:mod:`pangeo_hpc.write.s3_outputs`):
+
+* every object the package writes carries the metadata :data:`MARK` (the header
+  ``x-amz-meta-pangeo-hpc: written-by pangeo-hpc X.Y kind K``); a user's upload
+  (``aws s3 cp``, boto3, the console) does not;
+* a prefix may be written when it is empty, or when every object under it is ours: listed
+  with its ETag in the manifest (``PREFIX/summary.json``, itself marked), or marked (a
+  run's objects that no manifest names yet: a run under way, or one that failed). The
+  first foreign key is named in one line with the fix, and nothing is written, removed or
+  replaced;
+* an output prefix that is, contains or lies inside an input (``s3://`` URLs of the same
+  bucket) is refused, as is an object at the prefix's own key (a "file");
+* a prefix holding another kind of output (a Zarr store where a result goes) is refused;
+  with ``overwrite=False`` an existing output is too.
+
+The checks run before anything is computed and again just before the manifest is written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+from pangeo_hpc import config
+from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.s3.options import S3Options, is_s3, split_url
+from pangeo_hpc.write.marks import WRITTEN_BY
+
+__all__ = [
+    "MANIFEST",
+    "MARK",
+    "Listed",
+    "S3Target",
+    "check_prefix",
+    "is_marked",
+    "mark_value",
+    "marked",
+]
+
+#: the object metadata (``x-amz-meta-<MARK>``) of every object this package writes on S3
+MARK = "pangeo-hpc"
+#: the manifest of a prefix: written last, it makes one run visible
+MANIFEST = "summary.json"
+
+
+def mark_value(kind: str) -> str:
+    """The value of :data:`MARK` on an object of an output of ``kind``."""
+    from importlib.metadata import version
+
+    return f"written-by {WRITTEN_BY} {version('pangeo-hpc')} kind {kind}"
+
+
+def is_marked(attributes: Mapping[str, Any] | None) -> bool:
+    """Whether an object's attributes (obstore's ``GetResult.attributes``) carry the mark."""
+    value = str((attributes or {}).get(MARK, ""))
+    return value.startswith(f"written-by {WRITTEN_BY}")
+
+
+@dataclass(frozen=True)
+class S3Target:
+    """An output prefix ``s3://bucket/prefix`` and the options to reach it."""
+
+    url: str
+    bucket: str
+    prefix: str
+    s3: S3Options
+
+    @classmethod
+    def of(cls, url: str, s3: S3Options | None = None, *, flag: str = "out") -> S3Target:
+        """The target of ``url``; a URL without a prefix (a whole bucket) is refused."""
+        bucket, prefix = split_url(url)
+        if not prefix:
+            raise InputError(
+                f"{named(flag, url)} is a whole bucket: give a prefix inside it, e.g. "
+                f"s3://{bucket}/results/RUN (nothing was changed)",
+                param=(flag,) if flag.isidentifier() else (),
+            )
+        return cls(f"s3://{bucket}/{prefix}", bucket, prefix, s3 or S3Options.resolve())
+
+    def key(self, *parts: str) -> str:
+        """The object key of ``parts`` under the prefix."""
+        return "/".join((self.prefix, *parts))
+
+    def url_of(self, *parts: str) -> str:
+        """The ``s3://`` URL of ``parts`` under the prefix."""
+        return f"s3://{self.bucket}/{self.key(*parts)}"
+
+    @property
+    def store(self) -> Any:
+        """The obstore store of the bucket (cached by :class:`S3Options`)."""
+        return self.s3.store(self.bucket)
+
+
+@dataclass(frozen=True)
+class Listed:
+    """What is under a prefix: every object's size and ETag by key, and the manifest read
+    (``None`` if absent)."""
+
+    objects: dict[str, tuple[int, str]]
+    manifest: dict[str, Any] | None
+    manifest_etag: str | None
+
+
+def list_objects(target: S3Target) -> dict[str, tuple[int, str]]:
+    """Every object under ``target``'s prefix (``PREFIX/...``): ``{key: (size, etag)}``."""
+    import obstore
+
+    found: dict[str, tuple[int, str]] = {}
+    for batch in obstore.list(target.store, target.prefix + "/"):
+        for meta in batch:
+            found[str(meta["path"])] = (int(meta["size"]), str(meta["e_tag"] or ""))
+    return found
+
+
+def head(target: S3Target, key: str) -> dict[str, Any] | None:
+    """The attributes (metadata) of the object ``key``, or ``None`` if there is none."""
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    try:
+        return dict(obstore.get(target.store, key, options={"head": True}).attributes)
+    except (NotFoundError, FileNotFoundError):
+        return None
+
+
+def marked(target: S3Target, keys: Iterable[str]) -> Iterator[tuple[str, bool]]:
+    """``(key, carries the mark)`` of each of ``keys`` (a HEAD each, concurrently); a key
+    gone meanwhile counts as marked (nothing of a user's is there)."""
+    keys = list(keys)
+    if not keys:
+        return iter(())
+    workers = max(1, min(len(keys), int(config.get("s3.upload-concurrency"))))
+
+    def one(key: str) -> tuple[str, bool]:
+        attrs = head(target, key)
+        return key, attrs is None or is_marked(attrs)
+
+    with ThreadPoolExecutor(workers) as pool:
+        return iter(list(pool.map(one, keys)))
+
+
+def read_manifest(target: S3Target) -> tuple[dict[str, Any], str] | None:
+    """The manifest of ``target`` and its ETag, if there is one that this package wrote;
+    ``None`` if there is none. A manifest without the mark, or not a JSON object of ours,
+    is ``({}, etag)``: present, but foreign."""
+    import json
+
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    try:
+        got = obstore.get(target.store, target.key(MANIFEST))
+    except (NotFoundError, FileNotFoundError):
+        return None
+    etag = str(got.meta["e_tag"] or "")
+    if not is_marked(got.attributes):
+        return {}, etag
+    try:
+        doc = json.loads(bytes(got.bytes()))
+    except ValueError:
+        return {}, etag
+    if not isinstance(doc, dict) or not str(doc.get("written_by", "")).startswith(WRITTEN_BY):
+        return {}, etag
+    return doc, etag
+
+
+def runs_named(doc: Mapping[str, Any]) -> dict[str, tuple[int, str]]:
+    """The objects a manifest lists (its run's, by full key, with size and ETag)."""
+    objects = doc.get("objects")
+    if not isinstance(objects, dict):
+        return {}
+    out: dict[str, tuple[int, str]] = {}
+    for key, rec in objects.items():
+        if isinstance(rec, dict):
+            out[str(key)] = (int(rec.get("bytes", -1)), str(rec.get("etag", "")))
+    return out
+
+
+def _refused(flag: str, message: str, *more: str) -> InputError:
+    return InputError(message, param=(*([flag] if flag.isidentifier() else []), *more))
+
+
+def check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> None:
+    """Refuse an output prefix that is, contains or lies inside an ``s3://`` input."""
+    out = f"{target.bucket}/{target.prefix}/"
+    for given in inputs:
+        if not is_s3(given):
+            continue
+        bucket, prefix = split_url(str(given))
+        src = f"{bucket}/{prefix}/" if prefix else f"{bucket}/"
+        how = (
+            "is" if out == src else
+            "contains" if src.startswith(out) else
+            "lies inside" if out.startswith(src) else None
+        )  # fmt: skip
+        if how:
+            raise _refused(
+                flag,
+                f"{named(flag, target.url)} {how} the input {str(given)!r}: write the outputs "
+                "outside the input data (nothing was changed)",
+            )
+
+
+def check_prefix(
+    target: S3Target,
+    *,
+    kind: str,
+    inputs: Iterable[object] = (),
+    flag: str = "out",
+    overwrite: bool = True,
+) -> Listed:
+    """Check that ``target`` may receive a run of ``kind`` (the module's rules).
+
+    Returns
+    -------
+    Listed
+        What is there now: the objects, and the manifest of the run to replace.
+
+    Raises
+    ------
+    InputError
+        For an input, a "file" at the prefix's key, an object this package did not write,
+        another kind of output, or (``overwrite=False``) any earlier output; nothing is
+        changed.
+    """
+    check_s3_inputs(target, inputs, flag)
+    if head(target, target.prefix) is not None:
+        raise _refused(
+            flag,
+            f"{named(flag, target.url)} is an object (a file), not a prefix pangeo-hpc "
+            "wrote: give another prefix (nothing was changed)",
+        )
+    objects = list_objects(target)
+    found = read_manifest(target) if target.key(MANIFEST) in objects else None
+    manifest, etag = found if found is not None else (None, None)
+    if manifest == {}:
+        raise _foreign(target, flag, target.key(MANIFEST))
+    trusted = runs_named(manifest or {})
+    doubtful = sorted(
+        k for k, v in objects.items() if k != target.key(MANIFEST) and trusted.get(k) != v
+    )
+    for key, ours in marked(target, doubtful):
+        if not ours:
+            raise _foreign(target, flag, key)
+    if manifest is not None:
+        if manifest.get("kind") != kind:
+            raise _refused(
+                flag,
+                f"{named(flag, target.url)} holds a {manifest.get('kind')} output of "
+                f"pangeo-hpc, not a {kind}: give another prefix (nothing was changed)",
+            )
+        if not overwrite:
+            raise _refused(
+                flag,
+                f"{named(flag, target.url)} exists: pass overwrite=True to replace it",
+                "overwrite",
+            )
+    return Listed(objects, manifest, etag)
+
+
+def _foreign(target: S3Target, flag: str, key: str) -> InputError:
+    return _refused(
+        flag,
+        f"{named(flag, target.url)} holds objects that pangeo-hpc did not write (first: "
+        f"s3://{target.bucket}/{key}): give a new or empty prefix (nothing was changed)",
+    )
