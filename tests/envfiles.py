@@ -17,7 +17,11 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 #: PyPI name (normalised) -> conda-forge name, where they differ
 #: (dask-gateway-server[local]: conda-forge splits the local backend's SQLAlchemy out)
-CONDA_NAME = {"matplotlib": "matplotlib-base", "dask-gateway-server": "dask-gateway-server-local"}
+CONDA_NAME = {
+    "matplotlib": "matplotlib-base",
+    "xxhash": "python-xxhash",
+    "dask-gateway-server": "dask-gateway-server-local",
+}
 _SELF = re.compile(r"^\s*pangeo[-_.]hpc\s*\[([^\]]*)\]\s*$", re.IGNORECASE)
 _REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.\-]*)(?:\[[^\]]*\])?\s*(.*)$")
 

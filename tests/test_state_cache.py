@@ -297,11 +297,13 @@ def test_peek_reads_one_member_and_get_checks_the_seal(tmp_path, monkeypatch):
     """A roll-up's list of files is peeked at twice before a run loads it (B7's update):
     read alone (its CRC-32 checked), never the whole entry hashed for it; the values come
     only from :meth:`get`, sealed."""
-    from pangeo_hpc.batch.incremental import state_cache
+    from pangeo_hpc.batch.incremental import entry_bytes
 
     hashed = []
-    check = state_cache.payload_offset
-    monkeypatch.setattr(state_cache, "payload_offset", lambda *a: hashed.append(1) or check(*a))
+    check = entry_bytes.payload_offset
+    monkeypatch.setattr(
+        entry_bytes, "payload_offset", lambda *a, **k: hashed.append(1) or check(*a, **k)
+    )
     cache = StateCache(tmp_path / "states")
     state = {**_state(1, n=256), "merged_pieces": np.array(["a", "b"])}
     assert cache.put(_key(1), state, {"i": 1})

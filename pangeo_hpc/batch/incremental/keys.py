@@ -23,8 +23,9 @@ from pangeo_hpc.s3.options import S3Options, is_s3
 __all__ = ["FORMAT", "entry_key", "stamp_files"]
 
 #: the format of entries (in every key: entries of another format are never looked up);
-#: 2: stamps with ctime, inode, device, version; 3: sealed with their SHA-256
-FORMAT = "pangeo-hpc-state-3"
+#: 2: stamps with ctime, inode, device, version; 3: sealed with their SHA-256; 4: sealed
+#: with their XXH3-128, read as views
+FORMAT = "pangeo-hpc-state-4"
 
 
 def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[Stamp]:

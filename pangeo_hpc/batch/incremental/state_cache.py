@@ -9,8 +9,8 @@ only the files that are new or changed and merges the states it finds.
   chain's code; nothing is ever looked up by path.
 * **Files.** One ``<key>.npz`` per entry (``np.savez``, never pickle: loaded with
   ``allow_pickle=False``; the entry's small JSON ``meta`` rides inside as bytes), sealed
-  (:mod:`pangeo_hpc.write.sealed`: a head naming the format and the SHA-256 of the npz
-  bytes that follow, so not a bare ``.npz`` any more), in one
+  (:mod:`pangeo_hpc.write.sealed`: a head naming the format and the XXH3-128 digest of the
+  npz bytes that follow, so not a bare ``.npz`` any more), in one
   flat per-user folder (``pangeo-hpc.cache.folder``; made ``0700`` with the package's
   marker by :func:`~pangeo_hpc.write.outputs.claim_tree`, entries ``0600``). A folder that
   another user owns or may write to is refused: a state planted there would become a
@@ -21,9 +21,10 @@ only the files that are new or changed and merges the states it finds.
   leave a damaged entry, which a read detects (below). A full disk (``ENOSPC``, ``EDQUOT``) leaves
   nothing half-written and turns caching off for the rest of the run
   (:attr:`StateCache.disabled` says why; one :class:`CacheWarning`): the run goes on.
-* **Reads.** The whole entry is read and its SHA-256 checked before a byte of it is
+* **Reads.** The whole entry is read and its digest checked before a byte of it is
   parsed (NumPy and zip parse many damaged headers without complaint: a flipped bit of a
-  ``.npy`` header gave garbage with exit 0, issue 28). A damaged entry (truncated by a
+  ``.npy`` header gave garbage with exit 0, issue 28); its arrays are then views of the
+  bytes read (:mod:`.entry_bytes`: no second checksum, no copy). A damaged entry (truncated by a
   crash, a flipped bit, random bytes, one of an earlier format), or any error at all
   while reading it, is one :class:`CacheWarning`, removed (if it is ours: its name, in a
   folder marked ``state-cache``), and a miss: the caller rebuilds it. Never a crash,
@@ -63,9 +64,10 @@ from pangeo_hpc.batch.incremental.cache_folder import (
     scan,
     why_unwritable,
 )
+from pangeo_hpc.batch.incremental.entry_bytes import read_entry
 from pangeo_hpc.batch.incremental.keys import FORMAT as _FORMAT
 from pangeo_hpc.errors import InputError, StorageError
-from pangeo_hpc.write.sealed import payload_offset, seal_head
+from pangeo_hpc.write.sealed import seal_head
 from pangeo_hpc.write.writable import nearest_existing, read_only
 
 __all__ = ["CacheWarning", "Entry", "StateCache"]
@@ -73,8 +75,9 @@ __all__ = ["CacheWarning", "Entry", "StateCache"]
 #: the member of an entry's npz holding its meta (JSON bytes) and key
 _META = "__meta__"
 #: what goes into every key besides stamps and chain: a new layout makes new keys
-#: the head of an entry's file, before the SHA-256 of the npz bytes (write.sealed)
-_HEAD = f"{_FORMAT} sha256 ".encode()
+#: the digest sealing an entry (write.sealed.DIGESTS) and the head of its file before it
+_DIGEST = "xxh3-128"
+_HEAD = f"{_FORMAT} {_DIGEST} ".encode()
 
 
 class CacheWarning(UserWarning):
@@ -145,33 +148,17 @@ class StateCache:
             raise ValueError(f"{key!r} is not an entry key (64 hex digits of entry_key)")
         return self.folder / f"{key}.npz"
 
-    def _payload(self, path: Path) -> io.BytesIO:
-        """The npz bytes of the entry at ``path`` (a file at their first byte), its seal
-        checked (without a copy of the bytes: a roll-up of 0.25-degree maps is 1 GB).
-
-        Raises
-        ------
-        FileNotFoundError
-            For a missing entry (a miss).
-        pangeo_hpc.write.sealed.Damaged
-            For a damaged one (a wrong digest, a truncation, no seal).
-        """
-        data = path.read_bytes()
-        out = io.BytesIO(data)  # shares ``data``
-        out.seek(payload_offset(data, _HEAD))
-        return out
-
     def get(self, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]] | None:
         """The arrays and meta stored under ``key``, or ``None`` (a miss).
 
-        The entry's SHA-256 is checked before it is parsed. A damaged entry, or any error
+        The entry's digest is checked before it is parsed. A damaged entry, or any error
         while reading it, is a :class:`CacheWarning`, the entry removed, and a miss; an
         entry that another process evicts meanwhile is a miss. A hit becomes the most
         recently used.
         """
         path = self._path(key)
         try:
-            arrays, meta = _parse(self._payload(path), key)
+            arrays, meta = _parse(read_entry(path, _HEAD, _DIGEST), key)
         except FileNotFoundError:
             return None
         except Exception as exc:  # whatever a damaged entry raises: a miss, never a crash
@@ -290,7 +277,7 @@ class StateCache:
             self._claim()
             with atomic_file(path, flag=FLAG, mode=0o600, ours=is_entry) as tmp:
                 with tmp.open("wb") as f:
-                    f.write(seal_head(npz.getbuffer(), _HEAD))
+                    f.write(seal_head(npz.getbuffer(), _HEAD, digest=_DIGEST))
                     f.write(npz.getbuffer())
         except (OSError, StorageError) as exc:
             why = why_unwritable(exc, self.folder)
@@ -343,8 +330,7 @@ class StateCache:
         """An entry's meta (its seal checked, only that member parsed) and ``None``, or
         ``{}`` and why it cannot be read."""
         try:
-            with np.load(self._payload(path), allow_pickle=False) as npz:
-                doc = json.loads(npz[_META].tobytes().decode())
+            doc = json.loads(read_entry(path, _HEAD, _DIGEST)[_META].tobytes().decode())
             meta = doc.get("meta")
             if not isinstance(meta, dict) or doc.get("key") != path.name[:-4]:
                 raise ValueError("its key or meta is not this entry's")
@@ -386,11 +372,9 @@ class StateCache:
         return removed
 
 
-def _parse(payload: io.BytesIO, key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
-    """The arrays and meta of an entry's npz bytes (checked already: an error here is a
-    bug or a foreign entry; the caller treats it as damage all the same)."""
-    with np.load(payload, allow_pickle=False) as npz:
-        arrays = {name: npz[name] for name in npz.files}
+def _parse(arrays: dict[str, np.ndarray], key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and meta of an entry's arrays (sealed already: an error here is a bug or
+    a foreign entry; the caller treats it as damage all the same)."""
     doc = json.loads(arrays.pop(_META).tobytes().decode())
     if not isinstance(doc, dict) or doc.get("key") != key or not isinstance(doc.get("meta"), dict):
         raise ValueError("its key or meta is not this entry's")
