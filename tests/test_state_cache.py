@@ -537,3 +537,41 @@ def test_cache_clear_never_touches_a_users_folder(tmp_path, monkeypatch, main, c
             assert f"pangeo-hpc.cache.folder '{thesis}' holds files that pangeo-hpc" in err[0]
             assert "nothing was changed" in err[0]
     assert _snapshot(tmp_path) == before
+
+
+def test_entries_read_back_as_views_equal_what_numpy_loads(tmp_path):
+    """An entry's arrays are views of the bytes read (no copy, no second CRC): every kind a
+    state holds comes back equal to ``np.load``'s reading, writable, of its type, aligned."""
+    import io
+
+    from pangeo_hpc.batch.incremental import state_cache
+    from pangeo_hpc.batch.incremental.entry_bytes import read_entry
+
+    rng = np.random.default_rng(3)
+    state = {
+        "f8": rng.normal(size=(7, 5)),
+        "f4_fortran": np.asfortranarray(rng.normal(size=(3, 4)).astype("f4")),
+        "i4": np.arange(11, dtype="i4"),
+        "odd": np.arange(3, dtype="u1"),  # shifts the next member's offset off 8 bytes
+        "i8_after_odd": np.arange(5, dtype="i8"),
+        "empty": np.zeros((0, 3)),
+        "scalar": np.array(2.5),
+        "names": np.array(["a", "bc"], dtype="<U64"),
+        "times": np.array(["2000-01-01", "2000-02-01"], dtype="datetime64[ns]"),
+        "flags": np.array([True, False]),
+    }
+    cache = StateCache(tmp_path / "states")
+    assert cache.put(_key(5), state, {"i": 5})
+    path = cache.folder / f"{_key(5)}.npz"
+    views = read_entry(path, state_cache._HEAD, state_cache._DIGEST)
+    blob = path.read_bytes()
+    with np.load(io.BytesIO(blob[blob.index(b"PK\x03\x04") :])) as npz:
+        assert sorted(views) == sorted(npz.files)
+        for name in npz.files:
+            got, want = views[name], npz[name]
+            assert got.dtype == want.dtype and got.shape == want.shape, name
+            np.testing.assert_array_equal(got, want, err_msg=name)
+            assert got.flags.aligned and got.flags.writeable, name
+    assert views["f4_fortran"].flags.f_contiguous
+    views["f8"][0, 0] = 99.0  # this process's copy only
+    assert cache.get(_key(5))[0]["f8"][0, 0] == state["f8"][0, 0]
