@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
 ## every extra, for every platform and Python >= 3.11 (tests/test_lock.py checks the two agree)
 lock: | $(BIN)/python
 	bash ci/uv.sh $(VENV) pip compile --quiet --universal --python-version 3.11 --upgrade \
-		--extra test --extra all --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
+		--extra test --extra all --extra docs --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
 
 ## demo: set up, write 20 years of 1-degree demo data (SST, 2 m temperature, 10 m winds:
 ## daily; precipitation: hourly, 2019; a CMIP-like model's tas: monthly, 2.5 degrees,

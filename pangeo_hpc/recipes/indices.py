@@ -35,6 +35,12 @@ def nino34(
         mean has ``smooth - 1`` fewer values, labelled with the middle of each window.
     reference : [start, end], optional
         The period of the climatology (``["1991-01", "2020-12"]``); default all the data.
+
+    Returns
+    -------
+    DataArray
+        The index, one value per month (per full window with ``smooth``), in the units of
+        ``da``.
     """
     check_dataarray(da, "nino34")
     try:
