@@ -245,7 +245,8 @@ def time_series(
     freq: Literal["monthly", "annual"] = "monthly",
     weights: xr.DataArray | None = None,
 ) -> xr.DataArray:
-    """Global-mean time series, averaged to calendar months or years.
+    """Global-mean time series, averaged to calendar months or years: CDO ``monmean
+    -fldmean`` or ``yearmean -fldmean``.
 
     Parameters
     ----------

@@ -124,7 +124,8 @@ def trend(
 def linear_trend(
     da: xr.DataArray, *, per: Literal["year", "decade", "century"] = "decade", min_count: int = 3
 ) -> xr.DataArray:
-    """The slope of :func:`trend` alone (its ``stats=False`` form), per ``per``.
+    """The slope of :func:`trend` alone (its ``stats=False`` form), per ``per``: CDO
+    ``trend,equal=false``'s ``b``.
 
     Parameters
     ----------
@@ -149,7 +150,7 @@ def linear_trend(
 
 
 def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
-    """Area-weighted global mean of a trend map, in the map's units.
+    """Area-weighted global mean of a trend map, in the map's units: CDO ``fldmean``.
 
     Parameters
     ----------
