@@ -80,6 +80,7 @@ bench: $(VENV)/.installed
 DOCS_DATA ?= docs/_build/demo-data
 DOCS_EXECUTE ?= force
 DOCS_STATE := $(abspath docs/_build/state)
+DOCS_VARIABLES := sea_surface_temperature,air_temperature_at_2_metres
 $(VENV)/.docs-installed: pyproject.toml $(LOCK) $(VENV)/.installed
 	bash ci/uv.sh $(VENV) pip install --quiet --python $(BIN)/python -c $(LOCK) -e '.[test,all,docs]'
 	@touch $@
@@ -96,7 +97,6 @@ docs: $(VENV)/.docs-installed
 	MPLBACKEND=Agg \
 		$(BIN)/sphinx-build -W --keep-going -b html -j 1 docs docs/_build/html
 	@echo "docs: docs/_build/html/index.html"
-DOCS_VARIABLES := sea_surface_temperature,air_temperature_at_2_metres
 
 clean:
 	rm -rf $(VENV) .venv-lowest results docs/_build docs/_generated docs/api docs/gallery/*.ipynb

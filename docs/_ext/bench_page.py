@@ -96,7 +96,7 @@ def markdown(root: Path) -> str:
         sys.path.remove(str(bench))
     results = report.load(bench / "results")
     out = ["### The suite (`make bench`)", "", report.table(results), ""]
-    mixed = report.why_not(results, head="(the commit the page is built from)")
+    mixed = report.why_not(results)
     if mixed:
         out += ["```{note}", f"Not one clean run of one commit: {mixed}.", "```", ""]
     b6 = bench / "results" / "B6.json"

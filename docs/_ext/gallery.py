@@ -30,7 +30,12 @@ NOT_EXECUTED: dict[str, str] = {
 
 
 def _cell(source: str, cell_type: str = "code") -> dict[str, Any]:
-    cell: dict[str, Any] = {"cell_type": cell_type, "metadata": {}, "source": source}
+    cell: dict[str, Any] = {
+        "cell_type": cell_type,
+        "id": f"docs-build-{cell_type}",  # nbformat 4.5: every cell has an id
+        "metadata": {},
+        "source": source,
+    }
     if cell_type == "code":
         cell.update(execution_count=None, outputs=[])
     return cell
