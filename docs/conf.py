@@ -33,7 +33,8 @@ extensions = [
     "sphinx.ext.autosummary",
     "numpydoc",
 ]
-source_suffix = {".md": "myst-nb", ".ipynb": "myst-nb"}
+# .rst first: autosummary writes its stubs (reStructuredText) with the first rst suffix
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb", ".ipynb": "myst-nb"}
 exclude_patterns = ["_build", "_generated", "**.ipynb_checkpoints"]
 root_doc = "index"
 
@@ -57,6 +58,10 @@ nb_execution_timeout = 600  # a ceiling per cell, not an expected duration
 nb_execution_raise_on_error = True
 nb_execution_in_temp = True  # each notebook's outputs go to a temporary folder
 nb_merge_streams = True
+# HoloViews' own bundles (hvplot in notebook 07: application/vnd.holoviews_load.v0+json,
+# ..._exec.v0+json) have no static rendering; the same outputs' javascript and HTML parts
+# are what the page shows, so their "unknown mime type" is not a fault of the page
+suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "pydata_sphinx_theme"
 html_title = "pangeo-hpc"

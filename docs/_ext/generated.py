@@ -85,8 +85,22 @@ def api_page() -> str:
         "verb). `tests/test_docstrings.py` validates every docstring here with numpydoc.",
         "",
     ]
+    import importlib
+    import types
+
+    first: dict[int, str] = {}  # id of an object -> the name it is documented under
     for module in public_api.API:
-        names = public_api.names(module)
+        mod = importlib.import_module(module)
+        own, again = [], []
+        for name in public_api.names(module):
+            obj = getattr(mod, name)
+            if isinstance(obj, types.ModuleType) and obj.__name__ in public_api.API:
+                again.append(f"{{mod}}`{name} <{obj.__name__}>`")  # a section of its own
+            elif id(obj) in first and not isinstance(obj, (str, int, float, tuple, dict)):
+                again.append(f"{{obj}}`{name} <{first[id(obj)]}>`")
+            else:
+                first.setdefault(id(obj), f"{module}.{name}")
+                own.append(name)
         lines += [
             f"## `{module}`",
             "",
@@ -99,10 +113,12 @@ def api_page() -> str:
             ".. autosummary::",
             "   :toctree: generated/",
             "",
-            *(f"   {name}" for name in names),
+            *(f"   {name}" for name in own),
             "```",
             "",
         ]
+        if again:
+            lines += [f"Also here, documented under another heading: {', '.join(again)}.", ""]
     return "\n".join(lines)
 
 
