@@ -8,7 +8,7 @@ DATA ?= data/era5-demo
 PYTEST_ARGS ?=
 LOCK := requirements/lock.txt
 
-.PHONY: demo lab test test-lowest lint lock bench system clean strip-notebooks
+.PHONY: demo lab test test-lowest lint lock bench docs system clean strip-notebooks
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pangeo-hpc needs Python >= 3.11: make PYTHON=python3.11 ...")'
@@ -23,7 +23,7 @@ $(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
 ## every extra, for every platform and Python >= 3.11 (tests/test_lock.py checks the two agree)
 lock: | $(BIN)/python
 	bash ci/uv.sh $(VENV) pip compile --quiet --universal --python-version 3.11 --upgrade \
-		--extra test --extra all --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
+		--extra test --extra all --extra docs --custom-compile-command 'make lock' -o $(LOCK) pyproject.toml
 
 ## demo: set up, write 20 years of 1-degree demo data (SST, 2 m temperature, 10 m winds:
 ## daily; precipitation: hourly, 2019; a CMIP-like model's tas: monthly, 2.5 degrees,
@@ -67,11 +67,40 @@ lint: $(VENV)/.installed
 system:
 	bash ci/install-system.sh
 
-## bench: the benchmark suite B1-B5, B4-lz4hc, warm-up (not a test); writes the README table
-## only from a clean tree; e.g. make bench BENCH_ARGS="--cases B1,B2 --quick"
+## bench: the benchmark suite B1-B5, B4-lz4hc, warm-up, B7-B9 (not a test): results in
+## benchmarks/results/*.json, shown by the docs' benchmarks page; from a clean tree unless
+## --dirty; e.g. make bench BENCH_ARGS="--cases B1,B2 --quick"
 BENCH_ARGS ?=
 bench: $(VENV)/.installed
 	$(BIN)/python benchmarks/suite.py $(BENCH_ARGS)
 
+## docs: the site in docs/_build/html (Sphinx, warnings as errors, internal links checked;
+## external links are not: no internet), the notebooks executed on a small demo tree
+## (DOCS_EXECUTE=off: not run); the docs extra comes from the lock
+DOCS_DATA ?= docs/_build/demo-data
+DOCS_EXECUTE ?= force
+DOCS_STATE := $(abspath docs/_build/state)
+DOCS_VARIABLES := sea_surface_temperature,air_temperature_at_2_metres
+$(VENV)/.docs-installed: pyproject.toml $(LOCK) $(VENV)/.installed
+	bash ci/uv.sh $(VENV) pip install --quiet --python $(BIN)/python -c $(LOCK) -e '.[test,all,docs]'
+	@touch $@
+docs: $(VENV)/.docs-installed
+	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DOCS_DATA) --resolution 2.0 \
+		--start 2000-01 --end 2009-12 --variables $(DOCS_VARIABLES)
+	# the model's files once: demo-data --model refuses its own files on a second run
+	# (demo.writer.has_history compares the file's history with itself, since f448bca)
+	test -d $(DOCS_DATA)/cmip || $(BIN)/python -m pangeo_hpc.run demo-data --out $(DOCS_DATA) \
+		--resolution 2.0 --start 2000-01 --end 2009-12 --variables $(DOCS_VARIABLES) --model
+	mkdir -p $(DOCS_STATE)
+	PANGEO_HPC_DOCS_EXECUTE=$(DOCS_EXECUTE) \
+	DASK_PANGEO_HPC__DATA__ROOT=$(abspath $(DOCS_DATA)) \
+	DASK_PANGEO_HPC__CACHE__FOLDER=$(DOCS_STATE)/states \
+	DASK_PANGEO_HPC__CATALOG__CACHE=$(DOCS_STATE)/catalog \
+	DASK_PANGEO_HPC__PLAN__CALIBRATION=$(DOCS_STATE)/calibration.json \
+	DASK_PANGEO_HPC__OUTPUT__ROOT=$(DOCS_STATE)/results \
+	MPLBACKEND=Agg \
+		$(BIN)/sphinx-build -W --keep-going -b html -j 1 docs docs/_build/html
+	@echo "docs: docs/_build/html/index.html"
+
 clean:
-	rm -rf $(VENV) .venv-lowest results
+	rm -rf $(VENV) .venv-lowest results docs/_build docs/_generated docs/api docs/gallery/*.ipynb

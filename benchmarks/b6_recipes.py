@@ -186,7 +186,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The README's B6 table from a result of this script (its commit named)."""
+    """The B6 table of the docs' benchmarks page from a result of this script (its commit
+    named)."""
     m = doc["machine"]
     lines = [
         f"B6 at {m['pangeo_hpc_commit']} ({doc['date']}, {doc['summary']}, "

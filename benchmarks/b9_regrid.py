@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
 
 def markdown(doc: dict[str, Any]) -> str:
-    """The README's B9 lines from a result of this script (its commit named)."""
+    """B9's lines from a result of this script (its commit named), printed after a run."""
     m = doc["machine"]
     lines = [
         f"B9 at {m['pangeo_hpc_commit']} ({doc['date']}, {doc['summary']}, "

@@ -336,7 +336,7 @@ def ratio_row(
     *,
     higher_is: str = "other/platform",
 ) -> dict[str, Any]:
-    """One row of the README table: ``other_s / platform_s`` against ``goal``."""
+    """One row of the suite's table: ``other_s / platform_s`` against ``goal``."""
     r = other_s / platform_s
     return {
         "case": case,
@@ -353,7 +353,7 @@ def ratio_row(
 
 
 def text_row(case: str, what: str, cache: str, text: str, met: bool | None = None) -> dict:
-    """A README row that is a sentence rather than a ratio (scaling, conversion cost)."""
+    """A row of the suite's table that is a sentence rather than a ratio (scaling, conversion cost)."""
     return {
         "case": case,
         "what": what,
@@ -375,7 +375,7 @@ RSS_GOAL = 2e9
 
 
 def rss_row(case: str, peak_rss: dict[str, dict[str, int]], what: str = "") -> dict:
-    """README row: the largest peak RSS of any process of the platform's runs (``peak_rss``:
+    """A row of the suite's table: the largest peak RSS of any process of the platform's runs (``peak_rss``:
     case -> worker -> bytes, from :class:`PeakRSS`), against :data:`RSS_GOAL`."""
     peaks = {name: max(w.values()) for name, w in peak_rss.items() if w}
     label = what or "peak RSS per worker"
@@ -540,12 +540,12 @@ class TreeState:
 
 
 #: what a benchmark run itself changes: not a reason to call the tree dirty
-_OWN_OUTPUTS = (":(exclude)benchmarks/results", ":(exclude)README.md")
+_OWN_OUTPUTS = (":(exclude)benchmarks/results",)
 
 
 def tree_state() -> TreeState:
     """The last commit that changed the project and ``git status --porcelain``, both but
-    for the results and the README table that the suite writes."""
+    for the results that the suite writes."""
 
     def git(*args: str) -> str:
         out = subprocess.run(
@@ -553,7 +553,7 @@ def tree_state() -> TreeState:
         )
         return out.stdout
 
-    # the last commit that changed more than results and the README table: committing
+    # the last commit that changed more than the results: committing
     # the results of a run does not make them stale
     commit = git("log", "-1", "--format=%h", "--", ".", *_OWN_OUTPUTS).strip() or "unknown"
     status = git("status", "--porcelain", "--", ".", *_OWN_OUTPUTS).splitlines()
@@ -571,7 +571,7 @@ def describe_machine(m: dict[str, Any]) -> str:
 
 def write_result(case: str, doc: dict[str, Any], *, quick: bool = False) -> Path:
     """Write ``benchmarks/results/<case>.json`` (``<case>-quick.json`` for ``--quick``
-    runs, which the README table ignores) with the machine and the date added."""
+    runs, which the docs' benchmarks page ignores) with the machine and the date added."""
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"{case}{'-quick' if quick else ''}.json"
     full = {

@@ -1,18 +1,18 @@
-"""Render ``benchmarks/results/B*.json`` as a markdown table and put it in README.md.
+"""Render ``benchmarks/results/B*.json`` as a markdown table.
 
-The table replaces whatever lies between ``<!-- bench:start -->`` and ``<!-- bench:end -->``
-in the README's Performance section; ``benchmarks/suite.py`` calls this after the cases.
-It names the commit the results were measured at, and refuses to write when they come
-from a tree with changes or from different commits (``--print`` still shows them).
+The docs' benchmarks page shows it (``docs/_ext/bench_page.py`` calls :func:`table` when
+the docs are built), and ``benchmarks/suite.py`` prints it after the cases. Each case names
+the commit its result was measured at; :func:`why_not` says when the results are not one
+clean run of one commit (from a tree with changes, or from different commits), which the
+page shows as a note.
 
-    python benchmarks/report.py [--print] [--readme README.md]
+    python benchmarks/report.py [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +21,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import RESULTS, describe_machine, tree_state
 
-README = Path(__file__).resolve().parent.parent / "README.md"
-START, END = "<!-- bench:start -->", "<!-- bench:end -->"
 CASES = ("B1", "B2", "B3", "B4", "B5", "B4-lz4hc", "warmup", "B7", "B8", "B9")
 
 
@@ -44,7 +42,7 @@ def commits(results: dict[str, dict[str, Any]]) -> dict[str, str]:
 
 
 def why_not(results: dict[str, dict[str, Any]], head: str | None = None) -> str | None:
-    """Why the README table must not be written from ``results`` (None: it may)."""
+    """Why ``results`` are not one clean run of ``head`` (None: they are)."""
     if not results:
         return "no results: run `make bench`"
     by_case = commits(results)
@@ -89,8 +87,8 @@ def _goal(rows: list[dict[str, Any]]) -> str:
 
 
 def table(results: dict[str, dict[str, Any]]) -> str:
-    """The README block: one line on the machine and method, then one row per comparison
-    (warm / cold side by side)."""
+    """The table: one line on the machine and method, then one row per comparison (warm /
+    cold side by side), each case with the commit it was measured at."""
     if not results:
         return "No benchmark results yet: run `make bench`."
     machine = next(iter(results.values()))["machine"]
@@ -109,8 +107,10 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         "| goal |",
         "|---|---|---|---|---|---|",
     ]
+    at = commits(results)
     for case, res in results.items():
-        head = f"{case} ({res['summary']})" if res.get("summary") else case
+        about = f"{res['summary']}; " if res.get("summary") else ""
+        head = f"{case} ({about}at {at[case]})"
         if res.get("skipped"):
             lines.append(f"| {head} | {res['skipped']} | | | | |")
             continue
@@ -135,34 +135,15 @@ def table(results: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def update_readme(readme: Path = README, results: dict[str, dict[str, Any]] | None = None) -> bool:
-    """Replace the block between the markers; False (and a message) if they are missing."""
-    results = load() if results is None else results
-    refused = why_not(results)
-    if refused:
-        print(f"README table not written: {refused}")
-        return False
-    text = readme.read_text()
-    pattern = re.compile(re.escape(START) + r".*?" + re.escape(END), re.S)
-    if not pattern.search(text):
-        print(f"{readme}: no {START} ... {END} block; the table was not written")
-        return False
-    block = f"{START}\n{table(results)}\n{END}"
-    readme.write_text(pattern.sub(lambda _: block, text, count=1))
-    print(f"README table updated: {readme}")
-    return True
-
-
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--print", action="store_true", help="print the table, leave README alone")
-    p.add_argument("--quick", action="store_true", help="print the table of --quick runs")
-    p.add_argument("--readme", type=Path, default=README)
+    p.add_argument("--quick", action="store_true", help="the table of --quick runs")
     a = p.parse_args(argv)
-    if a.print or a.quick:
-        print(table(load(quick=a.quick)))
-    elif not update_readme(a.readme):
-        sys.exit(1)
+    results = load(quick=a.quick)
+    print(table(results))
+    refused = why_not(results)
+    if refused and not a.quick:
+        print(f"\nnote: {refused}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""The benchmark suite (issue 6): run the selected cases, then write the README table.
+"""The benchmark suite (issue 6): run the selected cases, then print their table.
 
 Each case runs in its own Python process (its own Dask cluster and memory) and writes
-``benchmarks/results/<case>.json``; ``report.py`` then renders them into README.md between
-the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
+``benchmarks/results/<case>.json``; ``report.py`` renders them as a table, which the docs'
+benchmarks page (``docs/_ext/bench_page.py``) shows when it is built: commit the results.
+Benchmarks, not tests: nothing here asserts on a time.
 
     B1  SST global mean over >= 2 GB: vs naive, best xarray, CDO, and the machine's ceiling
     B2  opening 1,000 monthly files: vs open_mfdataset, default and tuned
@@ -17,9 +18,9 @@ the ``bench`` markers. Benchmarks, not tests: nothing here asserts on a time.
     B9  regrid to r144x72 + time mean vs era5-sst-mean's throughput and xarray-regrid;
         weights 0.25 -> 1 degree per method; peak RSS (needs B7's demo-1deg tree)
 
-Every case reports the peak RSS of the platform's worker processes. The README table is
-written only from a clean tree (``git status`` shows nothing but results and README.md),
-and every result in it must come from that commit: the table names it.
+Every case reports the peak RSS of the platform's worker processes. The suite runs only on
+a clean tree (``git status`` shows nothing but results) unless given ``--dirty``, so that
+each result names the commit it measured (``+dirty`` otherwise; the page says so).
 
     make bench                      # all cases, full size (B3's data takes a while once)
     python benchmarks/suite.py --cases B1,B2 --repeat 5
@@ -78,21 +79,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--files", type=int, help="B2: monthly files")
     p.add_argument("--years", type=int, help="B3/B4: years of daily 0.25-degree data")
     p.add_argument("--sizes", help="B5: GB, comma separated")
-    p.add_argument("--no-readme", action="store_true", help="do not rewrite the README table")
+    p.add_argument(
+        "--dirty", action="store_true", help="measure a tree with changes (results: +dirty)"
+    )
     a = p.parse_args(argv)
     cases = [c.strip().upper() for c in a.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in SCRIPTS]
     if unknown:
         p.error(f"--cases {','.join(unknown)}: choose from {','.join(SCRIPTS)}")
 
-    from report import load, table, tree_state, update_readme
+    from report import load, table, tree_state
 
     state = tree_state()
-    if state.dirty and not (a.quick or a.no_readme):
+    if state.dirty and not (a.quick or a.dirty):
         p.error(
             f"the tree at {state.commit} has changes ({', '.join(state.dirty[:5])}): commit "
-            "them first, so that the README table names the code it measured (or pass "
-            "--no-readme to measure without writing the table)"
+            "them first, so that the results name the code they measured (or pass --dirty: "
+            "they then say +dirty)"
         )
     failed = []
     for case in cases:
@@ -116,10 +119,8 @@ def main(argv: list[str] | None = None) -> int:
         if rc:
             failed.append(case)
 
-    if a.quick:  # --quick results go to <case>-quick.json and never into the README
-        print("\n" + table(load(quick=True)))
-    elif not a.no_readme and not update_readme():
-        failed.append("README table")
+    # --quick results go to <case>-quick.json, which the docs' page never shows
+    print("\n" + table(load(quick=a.quick)))
     if failed:
         print(f"failed: {', '.join(failed)}")
     return 1 if failed else 0

@@ -1,23 +1,9 @@
 """pangeo-hpc: ERA5-scale NetCDF analysis on HPC and cloud clusters with Dask and xarray.
 
-The package is layered; each folder imports only from the ones below it (``make lint``
-checks it with import-linter, contract in ``pyproject.toml``)::
-
-    cli        the verbs of ``python -m pangeo_hpc.run``, tables, progress
-    planning   the time/cost model, its calibration, checks against real runs
-    batch      recipes (YAML) and the chains they run, end to end; conversion to Zarr
-    demo       synthetic ERA5 with known answers
-    lab        JupyterLab here or as a job, the ssh line
-    clusters   local, Slurm, PBS and SGE clusters from site profiles
-    io         bytes -> lazy xarray (open_era5, open_files): layouts, metadata, sources
-    storage    file systems: detect, hydration, warm-up, stage, stripe, survey
-    write      atomic, guarded outputs; Zarr stores; figures
-    s3         S3 options, credentials, errors
-    inputs     what users type: months, sizes, walltimes, paths
-
-``recipes`` (pure, lazy recipe functions on xarray objects) imports none of them; ``config``,
-``errors``, ``extras`` (which optional extra a feature needs), ``jit`` and ``tables`` are
-shared by all.
+The package is layered: each folder imports only from the ones below it. The layers are
+stated once, as the import-linter contract in ``pyproject.toml`` (``make lint`` checks it);
+the documentation's Architecture page (``docs/architecture.md``) renders it, with what
+each folder and module holds.
 """
 
 import importlib

@@ -46,11 +46,30 @@ class Hinted(Exception):
 
 
 class InputError(Hinted, ValueError):
-    """A bad value given by the user; the message names the value and the fix."""
+    """A bad value given by the user; the message names the value and the fix.
+
+    Parameters
+    ----------
+    message : str
+        One line naming the value and the fix.
+    param : str or sequence of str, optional
+        The parameters the message names as ``name=`` (see :class:`Hinted`).
+    commands : mapping of str to sequence of str, optional
+        Calls the message suggests, each with the words of the CLI command that does the
+        same (see :class:`Hinted`).
+    """
 
 
 class DataNotFoundError(InputError, FileNotFoundError):
-    """Requested data (files, months, variables) are not where they were looked for."""
+    """Requested data (files, months, variables) are not where they were looked for.
+
+    Parameters
+    ----------
+    *args
+        The message, as for :class:`InputError`.
+    **kwargs
+        ``param`` and ``commands``, as for :class:`InputError`.
+    """
 
     def __new__(cls, *args: object, **kwargs: object) -> DataNotFoundError:
         # an OSError underneath: ValueError.__new__, first in the MRO, refuses to make one

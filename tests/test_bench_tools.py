@@ -1,8 +1,10 @@
-"""The benchmark suite's yardsticks: the bounds compute the right answer, and the README
-table is written only from results measured at the commit checked out, without changes."""
+"""The benchmark suite's yardsticks: the bounds compute the right answer, and the docs'
+benchmarks page shows each result with its commit, and says when they are not one clean
+run of the commit checked out."""
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -112,11 +114,30 @@ def _machine(commit: str) -> dict:
     }
 
 
-def test_update_readme_refuses_and_leaves_the_readme_alone(tmp_path: Path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"a\n{report.START}\nold\n{report.END}\nb\n")
-    assert not report.update_readme(readme, {"B1": _result("abc1234+dirty")})
-    assert "old" in readme.read_text()
+def test_the_docs_page_names_each_commit_and_a_dirty_result(tmp_path: Path, monkeypatch):
+    """docs/_ext/bench_page.py renders the results folder it is given: each case at its
+    commit, a note naming a result measured with changes, and a result file of another
+    shape as a section of its own figures (a number typed nowhere but in the JSON)."""
+    sys.path.insert(0, str(BENCH.parent / "docs" / "_ext"))
+    import bench_page
+
+    results = tmp_path / "benchmarks" / "results"
+    results.mkdir(parents=True)
+    b1 = {**_result("abc1234+dirty"), "machine": _machine("abc1234+dirty")}
+    b1["rows"] = [{"what": "vs naive", "cache": "warm", "platform_s": 1.0, "other": "naive",
+                   "other_s": 3.0, "ratio": 3.0, "goal": 2.0, "met": True}]  # fmt: skip
+    (results / "B1.json").write_text(json.dumps(b1))
+    (results / "s3_read.json").write_text(
+        json.dumps({"benchmark": "s3_read", "ratios": {"x": 9.19}})
+    )
+    for name in ("common", "report", "b6_recipes"):
+        (tmp_path / "benchmarks" / f"{name}.py").symlink_to(BENCH / f"{name}.py")
+    monkeypatch.setattr(report, "RESULTS", results)
+    page = bench_page.markdown(tmp_path)
+    assert "| B1 (at abc1234+dirty) | vs naive (naive) |" in page
+    assert "B1 measured with uncommitted changes" in page
+    assert "### s3_read" in page and "| ratios / x | 9.19 |" in page
+    assert "No B6 result." in page
 
 
 def test_rss_row_judges_the_largest_worker():

@@ -95,8 +95,10 @@ def test_each_verb_has_help_in_plain_words(verb, main, capsys):
     description = out.split("\n\n")[1]
     assert len(description) > 30 and not description.startswith(("options", "positional"))
     assert not [m for m in MARKUP if m in out], out
-    if verb == "calibrate":  # the model is explained in the README, which users have
-        assert "README, section 'Plan before you pay'" in " ".join(out.split())
+    if verb == "calibrate":  # the model is explained in the documentation, by a page's title
+        page = "Plan before you pay: the scaling model"
+        assert f"documentation, page '{page}'" in " ".join(out.split())
+        assert (ROOT / "docs" / "scaling.md").read_text().startswith(f"# {page}\n")
 
 
 def test_a_recipe_runs_by_name_or_after_run(main, capsys, tmp_path, demo_tree):

@@ -9,7 +9,7 @@ from envfiles import ROOT, pyproject_requirements, read_conda_env, requires_pyth
 @pytest.mark.parametrize("path", ["environment.yml"])
 def test_environment_matches_pyproject(path):
     conda = read_conda_env(ROOT / path).all
-    wanted = pyproject_requirements("test")
+    wanted = pyproject_requirements("test", "docs")
     for name, bound in wanted.items():
         assert name in conda, f"{path} lacks {name} (pyproject.toml has {name}{bound})"
         assert conda[name] == bound, f"{path}: {name}{conda[name]} but pyproject.toml: {bound}"

@@ -1,5 +1,6 @@
-"""The package's layers (README: Where things live): the import-linter contract in
-pyproject.toml holds, fails on a wrong import, and no module imports itself in a circle."""
+"""The package's layers (the docs' architecture page, generated from the contract): the
+import-linter contract in pyproject.toml holds, fails on a wrong import, and no module
+imports itself in a circle."""
 
 from __future__ import annotations
 

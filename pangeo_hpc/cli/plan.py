@@ -177,8 +177,8 @@ VERBS = [
         "measure what plan needs, on this machine or on batch jobs",
         "Measure what plan needs (per-process throughput of the recipe, scheduler overhead "
         "per task, storage bandwidth) and store it in the calibration file. The model and "
-        "its check against real runs are described in the README, section 'Plan before you "
-        "pay'.",
+        "its check against real runs are described in the documentation, page 'Plan before "
+        "you pay: the scaling model' (user guide, 'Planning and cost').",
         _calibrate_args,
         _calibrate,
     ),

@@ -137,6 +137,13 @@ def get_cluster(
         options (``worker_cores=2``). ``preview=True`` returns what would be asked for
         (a job script's cluster, or a gateway's
         :class:`~pangeo_hpc.clusters.gateway.GatewaySpec`) without starting anything.
+
+    Returns
+    -------
+    cluster
+        A ``distributed.LocalCluster``, a dask-jobqueue cluster (``SLURMCluster``,
+        ``PBSCluster``, ``SGECluster``) or a dask-gateway cluster; with ``preview=True``
+        what would be asked for, nothing started.
     """
     chosen, opts = resolve_kind(kind, profile, overrides)
     if chosen == "local":
@@ -334,6 +341,16 @@ def running_cluster(
     Batch jobs are cancelled, and a gateway cluster shut down, whatever ends the block:
     normal exit, an exception, Ctrl-C or SIGTERM (the command line makes it a
     ``KeyboardInterrupt``); the gateway's shutdown holds both signals until it is done.
+
+    Parameters
+    ----------
+    kind, profile, workers, jobs, adapt, timeout, idle_timeout, **overrides
+        As for :func:`start_cluster`.
+
+    Yields
+    ------
+    tuple
+        ``(cluster, client)``, closed when the block ends.
     """
     cluster, client = start_cluster(
         kind,

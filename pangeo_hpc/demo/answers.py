@@ -86,19 +86,48 @@ def expected(
 
 def ocean_mask(spec: DemoSpec | None = None) -> np.ndarray:
     """The SST's NaN mask turned round: True (lat, lon) where the demo SST is valid at some
-    time of the year, False over land and year-round sea ice (``Fields.ocean``)."""
+    time of the year, False over land and year-round sea ice (``Fields.ocean``).
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+
+    Returns
+    -------
+    numpy.ndarray
+        Booleans, (lat, lon).
+    """
     return Fields(_resolved(spec)).ocean()
 
 
 def expected_t2m(spec: DemoSpec | None, times: np.ndarray) -> np.ndarray:
     """The noise-free 2 m temperature (K, float32, (time, lat, lon)) at ``times``
-    (datetime64): the data themselves when the spec's ``noise`` is 0."""
+    (datetime64): the data themselves when the spec's ``noise`` is 0.
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+    times : numpy.ndarray
+        The times, datetime64.
+
+    Returns
+    -------
+    numpy.ndarray
+        The temperature, (time, lat, lon), float32 K.
+    """
     spec = _resolved(spec)
     return T2mFields(spec).t2m(np.asarray(times, dtype="datetime64[h]"), None)
 
 
 def expected_t2m_trends(spec: DemoSpec | None = None) -> dict[str, Any]:
     """The 2 m temperature's warming in K/decade.
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
 
     Returns
     -------
@@ -121,14 +150,38 @@ def expected_t2m_trends(spec: DemoSpec | None = None) -> dict[str, Any]:
 def expected_t2m_area_means(spec: DemoSpec | None, times: np.ndarray) -> dict[str, np.ndarray]:
     """The area means (K, cos-latitude weights) of the 2 m temperature over land and over
     the ocean of :func:`ocean_mask` at ``times``: exact, whatever the noise (``land`` and
-    ``ocean``, one value per time)."""
+    ``ocean``, one value per time).
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+    times : numpy.ndarray
+        The times, datetime64.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        ``land`` and ``ocean``: one mean per time, in K.
+    """
     spec = _resolved(spec)
     return T2mFields(spec).area_means(np.asarray(times, dtype="datetime64[h]"))
 
 
 def days_between(start: Any, end: Any) -> np.ndarray:
     """Every day (datetime64[D]) from ``start`` to ``end``, both included; a month
-    (``"2019-12"``) as ``end`` means its last day."""
+    (``"2019-12"``) as ``end`` means its last day.
+
+    Parameters
+    ----------
+    start, end : str or numpy.datetime64
+        The first and last day (or month).
+
+    Returns
+    -------
+    numpy.ndarray
+        The days, datetime64[D].
+    """
     s, e = np.datetime64(start), np.datetime64(end)
     if np.datetime_data(e.dtype)[0] in ("Y", "M"):
         e = (e + 1).astype("datetime64[D]") - 1
@@ -144,6 +197,18 @@ def expected_daily_precip(spec: DemoSpec | None, days: np.ndarray) -> np.ndarray
 
     CDO gives them as ``cdo daysum -shifttime,-1hour -mergetime FILES``; a plain
     ``daysum`` gives each day's 00:00 value to the day it is stamped with, one hour late.
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+    days : numpy.ndarray
+        The days, datetime64[D].
+
+    Returns
+    -------
+    numpy.ndarray
+        The totals, (day, lat, lon), in m.
     """
     spec = _resolved(spec)
     f = Fields(spec)
@@ -167,6 +232,22 @@ def expected_precip_percentile(
     ``quantile``); CDO's ``timpctl`` takes its default ``nrank`` rule unless given
     ``--percentile linear`` (or another NumPy method), and bins the values in
     ``CDO_PCTL_NBINS`` (101) bins: with 10000 it agrees to 1e-5.
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+    start, end : str or numpy.datetime64
+        The first and last day (a month as ``end``: its last day).
+    q : float
+        The percentile, 0 to 100.
+    method : str
+        A method of :data:`PERCENTILE_METHODS` (NumPy's names and CDO's).
+
+    Returns
+    -------
+    numpy.ndarray
+        The percentile, (lat, lon), in m.
     """
     if method not in PERCENTILE_METHODS:
         raise InputError(
@@ -183,14 +264,40 @@ def expected_precip_percentile(
 
 
 def expected_wind_speed(spec: DemoSpec | None, times: np.ndarray) -> np.ndarray:
-    """The 10 m wind speed ``sqrt(u**2 + v**2)`` (m s-1, (time, lat, lon)) at ``times``."""
+    """The 10 m wind speed ``sqrt(u**2 + v**2)`` (m s-1, (time, lat, lon)) at ``times``.
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+    times : numpy.ndarray
+        The times, datetime64.
+
+    Returns
+    -------
+    numpy.ndarray
+        The speed, (time, lat, lon), in m s-1.
+    """
     spec = _resolved(spec)
     return WindFields(spec).speed(np.asarray(times, dtype="datetime64[h]"))
 
 
 def expected_mean_wind_speed(spec: DemoSpec | None, start: str, end: str) -> np.ndarray:
     """The time mean (m s-1, (lat, lon)) of the wind speed over every time step of the
-    months ``start`` to ``end`` at the spec's frequency."""
+    months ``start`` to ``end`` at the spec's frequency.
+
+    Parameters
+    ----------
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+    start, end : str
+        The first and last month, ``"2000-01"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        The mean speed, (lat, lon), in m s-1.
+    """
     spec = _resolved(spec)
     f = Fields(spec)
     times = np.concatenate([f.times(m) for m in months(start, end)])

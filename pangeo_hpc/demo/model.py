@@ -82,7 +82,20 @@ def _is_model_file(path: Path) -> bool:
 def write_model(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
     """Write the model's yearly files (whole years covering the spec's period) under
     ``root/cmip``, each atomically; a file there that this function did not write is
-    never replaced. Returns their paths."""
+    never replaced.
+
+    Parameters
+    ----------
+    root : str or Path
+        The demo tree; the files go to its ``cmip/`` folder.
+    spec : DemoSpec, optional
+            The generator's settings; None: a spec of the ``pangeo-hpc.demo`` config.
+
+    Returns
+    -------
+    list of Path
+        The files' paths.
+    """
     import netCDF4
 
     spec = (spec or DemoSpec()).resolved()

@@ -27,7 +27,13 @@ NOT_SETTINGS = ("start", "end", "variables")
 
 
 def variables() -> dict[str, str]:
-    """The demo variables, era5-pds name to units: ``{"sea_surface_temperature": "K", ...}``."""
+    """The demo variables, era5-pds name to units: ``{"sea_surface_temperature": "K", ...}``.
+
+    Returns
+    -------
+    dict of str to str
+        Each variable's era5-pds name and its units.
+    """
     return dict(VARIABLES)
 
 
@@ -57,6 +63,29 @@ class DemoSpec:
     ``variables`` says which variables to write (``"all"``, a comma list or a tuple of
     :func:`variables` names; default ``demo.variables``: the SST alone); every other field
     but ``start`` and ``end`` is a setting shared by all the variables of a tree.
+
+    Attributes
+    ----------
+    resolution : float, optional
+        Degrees; a divisor of 180 (config ``demo.resolution``).
+    frequency : {"daily", "hourly"}, optional
+        The time step (precipitation is always hourly).
+    start, end : str, optional
+        The first and last month, ``"2000-01"``.
+    seed : int, optional
+        The same seed gives the same bytes.
+    trend : float, optional
+        SST warming, K per decade, over the ocean.
+    enso_amplitude, enso_period : float, optional
+        The ENSO-like mode in the Nino3.4 box: peak anomaly (K) and period (years).
+    noise : float, optional
+        Standard deviation of the Gaussian noise, K.
+    hdf5_chunks : (int, int, int), optional
+        The files' HDF5 chunk shape (time, lat, lon).
+    t2m_trend_land, t2m_trend_ocean : float, optional
+        2 m temperature warming over land and over the ocean, K per decade.
+    variables : str or tuple of str, optional
+        The variables to write, as above.
     """
 
     resolution: float | None = None

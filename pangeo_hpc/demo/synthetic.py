@@ -71,7 +71,18 @@ __all__ = [
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
     """The manifest at ``path`` as ``{"settings": ..., "variables": {name: {"units",
-    "periods"}}}``, also from the SST-only format of earlier versions; None if it is none."""
+    "periods"}}}``, also from the SST-only format of earlier versions; None if it is none.
+
+    Parameters
+    ----------
+    path : Path
+        The manifest file (``.pangeo-hpc.json`` of a demo tree).
+
+    Returns
+    -------
+    dict or None
+        The manifest, or None when ``path`` holds none.
+    """
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):

@@ -171,7 +171,18 @@ def write_month(root: str, spec: DemoSpec, variable: str, month: Month) -> str:
 
 
 def is_demo_file(path: Path) -> bool:
-    """Whether ``path`` is a month file written by the demo generator (its ``history``)."""
+    """Whether ``path`` is a month file written by the demo generator (its ``history``).
+
+    Parameters
+    ----------
+    path : Path
+        A NetCDF file.
+
+    Returns
+    -------
+    bool
+        True for a file of the demo generator.
+    """
     return has_history(path, DEMO_HISTORY)
 
 

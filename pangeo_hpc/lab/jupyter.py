@@ -92,7 +92,32 @@ def submit_lab(
     timeout: float = 120,
 ) -> LabJob:
     """Submit JupyterLab as a Slurm job and wait until it answers (the job runs this Python,
-    which needs the ``lab`` extra)."""
+    which needs the ``lab`` extra).
+
+    Parameters
+    ----------
+    walltime : str
+        The job's walltime, ``HH:MM:SS``.
+    cores : int
+        Cores of the job.
+    memory : str
+        Memory of the job, as Slurm takes it (``4G``).
+    queue : str, optional
+        The Slurm partition; default the cluster's default.
+    ip : str
+        The address JupyterLab listens on, on the node (127.0.0.1: reached by the ``ssh -L``
+        line only).
+    notebook_dir : str, optional
+        The folder JupyterLab opens; default the job's working folder.
+    timeout : float
+        Seconds to wait for the job to start and for JupyterLab to answer.
+
+    Returns
+    -------
+    LabJob
+        The job's id, node, port, token and address (see :func:`instructions` for the
+        ``ssh -L`` line and URL).
+    """
     require("lab", "JupyterLab")
     base = Path(os.path.expanduser(config.get("cluster.log-directory"))).parent / "lab"
     base.mkdir(parents=True, exist_ok=True, mode=0o700)

@@ -73,6 +73,17 @@ def check_budget(
     is the calibration file (default config ``plan.calibration``). An adaptive run is
     planned at its maximum jobs.
 
+    Parameters
+    ----------
+    spec : Recipe or str
+        The recipe, or its name.
+    budget : Budget or str, optional
+        ``5USD`` or ``2h`` node-hours (see :mod:`pangeo_hpc.inputs.budget`); None: no check.
+    data, start, end, cluster, profile, workers, jobs, adapt, batch, cache, s3
+        As for :func:`pangeo_hpc.batch.pipeline.execute.run_recipe`.
+    calibration : str or Path, optional
+        The calibration file (default config ``plan.calibration``).
+
     Returns
     -------
     Guard or None
@@ -180,6 +191,11 @@ def run_within_budget(
         The calibration file to predict from (default config ``plan.calibration``).
     **kwargs
         As for :func:`pangeo_hpc.batch.pipeline.execute.run_recipe`.
+
+    Returns
+    -------
+    RunResult
+        As :func:`pangeo_hpc.batch.pipeline.execute.run_recipe` returns.
 
     Raises
     ------

@@ -235,6 +235,16 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
 
     A recipe or storage kind the file lacks comes from the shipped figures; an explicit
     ``path`` that does not exist is an error.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The calibration file; default config ``plan.calibration``.
+
+    Returns
+    -------
+    Calibration
+        The figures per recipe, of the scheduler and of the storage paths.
     """
     shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
     p = calibration_path(path)

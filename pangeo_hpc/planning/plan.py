@@ -71,7 +71,22 @@ if TYPE_CHECKING:
 @dataclass
 class Plan:
     """Predicted rows per node count, with what they were predicted from (``reads``: the
-    recipe's files and what of them is cached, for a plan from its data)."""
+    recipe's files and what of them is cached, for a plan from its data).
+
+    Attributes
+    ----------
+    recipe : str
+        The recipe's name.
+    model : Model
+        Every input of the prediction.
+    rows : list of dict
+        One row per node count: wall time (and its low and high ends), efficiency, long
+        tail, bottleneck, node-hours and cost.
+    sources : dict of str to str
+        Where each input came from (the calibration file, the profile, an option).
+    reads : Reads or None
+        The recipe's files and what of them is cached, for a plan from its data.
+    """
 
     recipe: str
     model: Model

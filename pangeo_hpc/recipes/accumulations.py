@@ -41,7 +41,8 @@ def _day_groups(time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset
 
 @reduces(Reduction("sum", _day_groups, period_starts, periods=True, partial_left_out=True))
 def daily_totals(da: xr.DataArray, *, bounds: xr.DataArray | None = None) -> xr.DataArray:
-    """Sum of each day's accumulations, each hour counted in the day its interval lies in.
+    """Sum of each day's accumulations, each hour counted in the day its interval lies in
+    (CDO ``daysum -shifttime,-1hour``).
 
     ERA5's forecast variables (``precipitation_amount_1hour_Accumulation(time1, lat,
     lon)``, units m) hold at each ``time1`` the amount over the hour *ending* then: the

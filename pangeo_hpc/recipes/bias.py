@@ -14,7 +14,8 @@ _DROPPED = ("standard_name", "units_metadata", "valid_min", "valid_max", "valid_
 
 
 def bias(ds: xr.Dataset, *, reference: str, relative: bool = False) -> xr.Dataset:
-    """Each dataset minus the reference: absolute, or relative to the reference.
+    """Each dataset minus the reference: absolute, or relative to the reference (CDO ``sub``,
+    ``div -sub``).
 
     Equivalents: CDO ``cdo sub model.nc era5.nc`` (relative: ``cdo div -sub model.nc
     era5.nc era5.nc``); ESMValCore's ``bias`` preprocessor

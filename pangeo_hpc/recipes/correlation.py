@@ -35,7 +35,8 @@ def _pearson(x: xr.DataArray, y: xr.DataArray, w: xr.DataArray, dims: list[str])
 def correlation(
     ds: xr.Dataset, *, reference: str, over: Literal["space", "time"] = "space"
 ) -> xr.Dataset:
-    """Pearson's correlation coefficient of each dataset with the reference.
+    """Pearson's correlation coefficient of each dataset with the reference (CDO ``fldcor``,
+    ``timcor``).
 
     ``over="space"`` (pattern correlation): over latitude and longitude, each cell weighted
     by its area (CDO ``gridarea``), cells missing in either left out, one value per time

@@ -53,7 +53,8 @@ def ensemble(
     percentile: float | None = None,
     span: Literal["overlap", "full"] = "overlap",
 ) -> xr.Dataset:
-    """A statistic over the datasets at each point and time step.
+    """A statistic over the datasets at each point and time step (CDO ``ensmean``,
+    ``ensstd1``, ``ensmedian``, ``ensmin``, ``ensmax``, ``enspctl``).
 
     Equivalents: CDO ``ensmean``, ``ensstd1`` (the sample standard deviation, divided by
     n - 1, as ESMValCore's ``std_dev``), ``ensmedian``, ``ensmin``, ``ensmax``,

@@ -20,7 +20,8 @@ from pangeo_hpc.recipes.traits import whole_series
 def nino34(
     da: xr.DataArray, *, smooth: int = 1, reference: list[str] | None = None
 ) -> xr.DataArray:
-    """Nino3.4 index: monthly SST anomaly averaged over 5S-5N, 170W-120W.
+    """Nino3.4 index: monthly SST anomaly averaged over 5S-5N, 170W-120W (CDO ``ymonsub
+    -monmean -fldmean -sellonlatbox,190,240,-5,5``).
 
     The chain ``select_region(name="nino34")``, ``area_mean``, ``resample(freq="monthly")``,
     ``anomaly(reference=...)`` and, with ``smooth``, ``running_mean(window=smooth)``: the
@@ -35,6 +36,12 @@ def nino34(
         mean has ``smooth - 1`` fewer values, labelled with the middle of each window.
     reference : [start, end], optional
         The period of the climatology (``["1991-01", "2020-12"]``); default all the data.
+
+    Returns
+    -------
+    DataArray
+        The index, one value per month (per full window with ``smooth``), in the units of
+        ``da``.
     """
     check_dataarray(da, "nino34")
     try:

@@ -74,7 +74,20 @@ def area_mean(
 @step_by_step
 def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.DataArray:
     """Area-weighted mean over the whole grid: :func:`area_mean` of a global field, CDO
-    ``fldmean``, with ``long_name`` saying "over the globe"."""
+    ``fldmean``, with ``long_name`` saying "over the globe".
+
+    Parameters
+    ----------
+    da : DataArray
+        Data on a global latitude/longitude grid (any CF names).
+    weights : DataArray, optional
+        Cell weights; default the true cell areas (as :func:`area_mean`).
+
+    Returns
+    -------
+    DataArray
+        Without the horizontal dimensions, units kept.
+    """
     return _area_mean(da, "global_mean", 0.0, weights, "area-weighted mean over the globe")
 
 
@@ -232,7 +245,8 @@ def time_series(
     freq: Literal["monthly", "annual"] = "monthly",
     weights: xr.DataArray | None = None,
 ) -> xr.DataArray:
-    """Global-mean time series, averaged to calendar months or years.
+    """Global-mean time series, averaged to calendar months or years: CDO ``monmean
+    -fldmean`` or ``yearmean -fldmean``.
 
     Parameters
     ----------

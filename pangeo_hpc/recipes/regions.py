@@ -61,7 +61,8 @@ def select_region(
     mask_from: xr.DataArray | None = None,
     regions: regionmask.Regions | None = None,
 ) -> xr.DataArray:
-    """The cells of a region: a lon/lat box, a named box, a regionmask region, land or ocean.
+    """The cells of a region: a lon/lat box, a named box, a regionmask region, land or ocean
+    (CDO ``sellonlatbox``, ``maskregion``, ``ifthen``).
 
     Parameters
     ----------

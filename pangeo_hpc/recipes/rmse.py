@@ -26,7 +26,8 @@ OVER = ("space", "time")
 
 
 def rmse(ds: xr.Dataset, *, reference: str, over: Literal["space", "time"] = "space") -> xr.Dataset:
-    """Root-mean-square difference of each dataset from the reference.
+    """Root-mean-square difference of each dataset from the reference (CDO ``sqrt -fldmean
+    -sqr -sub``, ``sqrt -timmean -sqr -sub``).
 
     ``over="space"`` (pattern): the square root of the area-weighted mean of the squared
     differences over latitude and longitude, cells weighted by their area (sin(latitude)

@@ -124,7 +124,23 @@ def trend(
 def linear_trend(
     da: xr.DataArray, *, per: Literal["year", "decade", "century"] = "decade", min_count: int = 3
 ) -> xr.DataArray:
-    """The slope of :func:`trend` alone (its ``stats=False`` form), per ``per``."""
+    """The slope of :func:`trend` alone (its ``stats=False`` form), per ``per``: CDO
+    ``trend,equal=false``'s ``b``.
+
+    Parameters
+    ----------
+    da : DataArray
+        Data with a time dimension.
+    per : {"year", "decade", "century"}
+        Unit of time of the slope (see :func:`trend`).
+    min_count : int
+        Cells with fewer valid values get NaN.
+
+    Returns
+    -------
+    DataArray
+        The slope per cell, in ``units`` of ``da`` per ``per`` (``K/(10 year)``).
+    """
     check_dataarray(da, "linear_trend")
     if per not in _YEARS:
         raise InputError(f"per={per!r} is not one of {sorted(_YEARS)}", param="per")
@@ -134,7 +150,18 @@ def linear_trend(
 
 
 def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
-    """Area-weighted global mean of a trend map, in the map's units."""
+    """Area-weighted global mean of a trend map, in the map's units: CDO ``fldmean``.
+
+    Parameters
+    ----------
+    trend : DataArray
+        A trend map (:func:`trend`).
+
+    Returns
+    -------
+    DataArray
+        A scalar, in the map's units.
+    """
     check_dataarray(trend, "trend_global_mean")
     out = global_mean(trend)
     return with_attrs(

@@ -260,7 +260,8 @@ def convert_units(
     bounds: xr.DataArray | None = None,
 ) -> xr.DataArray:
     """Values in other units, lazily: ``K`` to ``degC``, ``m`` to ``mm``, ``m s-1`` to
-    ``km h-1``, and accumulations to rates (``m`` per hour to ``mm day-1``).
+    ``km h-1``, and accumulations to rates (``m`` per hour to ``mm day-1``): CDO
+    ``setunit`` with ``subc`` or ``mulc``.
 
     Parameters
     ----------

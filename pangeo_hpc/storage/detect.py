@@ -52,7 +52,19 @@ class _Statfs(ctypes.Structure):
 
 @dataclass(frozen=True)
 class FsInfo:
-    """A path's file system: ``kind`` from the magic number, mount point and mount type."""
+    """A path's file system: ``kind`` from the magic number, mount point and mount type.
+
+    Attributes
+    ----------
+    path : str
+        The path asked about.
+    kind : str
+        A name of :data:`MAGIC` (``lustre``, ``nfs``, ``fuse``, ``ext4``, ...) or ``unknown``.
+    magic : int
+        The file system's magic number (``statfs``).
+    mount_point, mount_type, source : str
+        The mount that holds the path, from ``/proc/self/mountinfo``.
+    """
 
     path: str
     kind: str
@@ -97,6 +109,16 @@ def mounts() -> list[tuple[str, str, str]]:
 
 def detect(path: str | Path) -> FsInfo:
     """The file system ``path`` is on.
+
+    Parameters
+    ----------
+    path : str or Path
+        A file or folder.
+
+    Returns
+    -------
+    FsInfo
+        Its file system.
 
     Examples
     --------

@@ -28,7 +28,19 @@ STATES = ("released", "partial", "loaded", "missing")
 
 @dataclass(frozen=True)
 class FileState:
-    """One file: its size, the bytes present here, and the state that follows."""
+    """One file: its size, the bytes present here, and the state that follows.
+
+    Attributes
+    ----------
+    path : str
+        The file.
+    size : int
+        Its size in bytes.
+    loaded : int
+        The bytes present on this file system.
+    state : {"released", "partial", "loaded", "missing"}
+        What follows.
+    """
 
     path: str
     size: int
@@ -38,7 +50,19 @@ class FileState:
 
 @dataclass
 class HydrationReport:
-    """Per-file states and totals of a tree."""
+    """Per-file states and totals of a tree.
+
+    Attributes
+    ----------
+    root : str
+        The tree.
+    filesystem : str
+        Its file system's kind.
+    method : str
+        How the states were read (``lfs hsm_state``, rclone's cache, allocated blocks).
+    files : list of FileState
+        One per file.
+    """
 
     root: str
     filesystem: str
@@ -99,6 +123,18 @@ def _state(size: int, loaded: int) -> str:
 
 def hydration(path: str | Path, files: Iterable[str | Path] | None = None) -> HydrationReport:
     """Hydration of every file under ``path`` (or of ``files``, which lie under it).
+
+    Parameters
+    ----------
+    path : str or Path
+        A folder (or file).
+    files : iterable of str or Path, optional
+        Only these files, which lie under ``path``.
+
+    Returns
+    -------
+    HydrationReport
+        Each file's state, and the totals.
 
     Examples
     --------

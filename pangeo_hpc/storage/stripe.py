@@ -18,6 +18,20 @@ def stripe_count(
     ``pangeo-hpc.storage.gb-per-stripe``, default 1, as NASA advises), at least 1, at most
     the number of OSTs.
 
+    Parameters
+    ----------
+    nbytes : int
+        The file's size.
+    gb_per_stripe : float, optional
+        GB per stripe; default config ``pangeo-hpc.storage.gb-per-stripe``.
+    osts : int, optional
+        The number of OSTs, the most stripes there can be.
+
+    Returns
+    -------
+    int
+        The stripe count.
+
     Examples
     --------
     >>> stripe_count(300e9, osts=24), stripe_count(10e6), stripe_count(3.2e9)
@@ -37,7 +51,20 @@ def ost_count(path: str | Path) -> int | None:
 
 def prepare_output(path: str | Path, nbytes: int) -> int | None:
     """Set the Lustre layout of the folder ``path`` for ``nbytes`` of output; files made in it
-    inherit it. A no-op (returns None) anywhere but Lustre."""
+    inherit it. A no-op (returns None) anywhere but Lustre.
+
+    Parameters
+    ----------
+    path : str or Path
+        The output folder.
+    nbytes : int
+        The size of the output to come.
+
+    Returns
+    -------
+    int or None
+        The stripe count set, None off Lustre.
+    """
     return _setstripe(Path(path), Path(path), nbytes)
 
 

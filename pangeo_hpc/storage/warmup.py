@@ -30,7 +30,25 @@ Progress = Callable[[int, int, int, int], None]  # bytes done, bytes total, file
 
 @dataclass
 class WarmupReport:
-    """What a warm-up did."""
+    """What a warm-up did.
+
+    Attributes
+    ----------
+    method : str
+        How it warmed: ``lfs hsm_restore``, ``N reading threads`` or ``dask workers``.
+    files : int
+        Files warmed.
+    skipped : int
+        Files already loaded.
+    bytes : int
+        Bytes brought in.
+    seconds : float
+        How long it took.
+    failed : list of (str, str)
+        Files that could not be read, each with why.
+    not_restored : list of str
+        Files left released (to keep config ``pangeo-hpc.storage.reserve-fraction`` free).
+    """
 
     method: str
     files: int = 0
@@ -86,6 +104,11 @@ def warmup(
         Use ``lfs hsm_restore`` on Lustre (default: when on Lustre as root).
     progress : callable, optional
         Called as ``progress(bytes_done, bytes_total, files_done, files_total)``.
+
+    Returns
+    -------
+    WarmupReport
+        What was warmed, skipped and failed, bytes and seconds.
     """
     t0 = time.perf_counter()
     before = hydration(path, files)

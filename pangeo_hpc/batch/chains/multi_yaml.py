@@ -112,7 +112,19 @@ class MultiRecipe:
 
 
 def load_multi(name_or_path: str | Path) -> MultiRecipe:
-    """Load a recipe over several datasets by name or path, every part checked."""
+    """Load a recipe over several datasets by name or path, every part checked.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A recipe's name (found in config ``pangeo-hpc.recipes.path`` and the shipped ones)
+        or the path of its YAML file.
+
+    Returns
+    -------
+    MultiRecipe
+        Its datasets, the steps run on each and the ``combine:`` steps.
+    """
     path = find(name_or_path)
     return from_multi_dict(read_yaml(path), path)
 

@@ -91,7 +91,14 @@ def search_path() -> list[Path]:
 
 
 def available() -> dict[str, Path]:
-    """Name -> file of every recipe found, first folder winning."""
+    """Name -> file of every recipe found, first folder winning.
+
+    Returns
+    -------
+    dict of str to Path
+        Each recipe's name (its file's stem) and its YAML file, from the folders of
+        config ``pangeo-hpc.recipes.path``, then the shipped recipes.
+    """
     found: dict[str, Path] = {}
     for folder in search_path():
         for p in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:

@@ -96,6 +96,52 @@ def run_recipe(
     against the run's prediction (:func:`pangeo_hpc.planning.budget.run_within_budget` makes it
     and calls this), watched while the cluster runs
     (:func:`pangeo_hpc.clusters.budget.within_budget`).
+
+    Parameters
+    ----------
+    spec : Recipe
+        The recipe (:func:`pangeo_hpc.batch.chains.recipe_yaml.load`).
+    data : str or Path, optional
+        The data: a tree in the era5-pds layout, a Zarr store or an ``s3://`` URL; default
+        config ``pangeo-hpc.data.root``.
+    start, end : str, optional
+        The first and last month (``"2008-01"``); default the recipe's period.
+    cluster : {"local", "slurm", "pbs", "sge", "gateway", "auto"}
+        The kind of cluster.
+    profile : str, optional
+        A site profile of config ``pangeo-hpc.profiles``.
+    workers : int, optional
+        Local (or gateway) worker processes.
+    jobs : int, optional
+        Batch jobs.
+    adapt : (int, int), optional
+        Between this many jobs as the load asks.
+    batch : dict, optional
+        Profile options to change (``{"walltime": "00:30:00"}``).
+    warm_inputs : bool
+        Read the input files through once on the workers before computing.
+    out : str or Path, optional
+        The output folder; default ``<output.root>/<spec.name>``.
+    fmt : {"netcdf", "zarr"}, optional
+        The result's format; default the recipe's.
+    plot_format : {"png", "svg", "pdf"}, optional
+        The plot's format; default config.
+    progress : callable, optional
+        Called with the progress of the computation (the command line's bar).
+    s3 : S3Options, optional
+        Credentials and endpoint of ``s3://`` data.
+    index : str, optional
+        Byte-range indexes of ``s3://`` data: ``"build"`` builds the missing ones.
+    cache : StateCache or bool, optional
+        The state cache; ``False``: run whole, cache nothing; None: config
+        ``pangeo-hpc.cache``.
+    guard : Guard, optional
+        A budget to watch (:func:`pangeo_hpc.planning.budget.run_within_budget`).
+
+    Returns
+    -------
+    RunResult
+        The output folder, the summary and the computed results.
     """
     t0 = time.perf_counter()
     fmt = check_format(fmt, spec)

@@ -174,6 +174,25 @@ def run_multi(
     Parameters are those of :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`;
     ``start`` and ``end`` apply to every dataset.
 
+    Parameters
+    ----------
+    spec : MultiRecipe
+        The recipe over several datasets (:func:`pangeo_hpc.batch.chains.multi_yaml.load_multi`).
+    data : str or Path, optional
+        The data root (``{data}`` in a dataset's ``files:``); default config
+        ``pangeo-hpc.data.root``.
+    start, end : str, optional
+        The first and last month, for every dataset.
+    cluster, profile, workers
+        As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
+    out, fmt, plot_format, progress, cache
+        As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
+
+    Returns
+    -------
+    RunResult
+        The output folder, the summary and the computed results.
+
     Raises
     ------
     InputError

@@ -109,7 +109,19 @@ def file_attributes(prov: Mapping[str, Any]) -> dict[str, str]:
 def check(prov: Mapping[str, Any]) -> dict[str, Any]:
     """The record against the files and code now: which input files changed or are gone
     (local files stamped again; S3 objects are not checked, ``s3`` counts them), and
-    whether pangeo-hpc's code and libraries are the same."""
+    whether pangeo-hpc's code and libraries are the same.
+
+    Parameters
+    ----------
+    prov : mapping
+        A run's provenance record (``summary.json``'s ``provenance``).
+
+    Returns
+    -------
+    dict
+        ``files`` (how many the record lists), ``changed`` and ``missing`` (their paths),
+        ``s3_not_checked`` (a count) and ``code_same`` (bool).
+    """
     from pangeo_hpc.io.fingerprint import stamp
 
     changed, missing, s3 = [], [], 0

@@ -45,7 +45,17 @@ FORMATS = ("netcdf", "zarr")
 @dataclass
 class RunResult:
     """What :func:`write_outputs` wrote (and :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`
-    returns)."""
+    returns).
+
+    Attributes
+    ----------
+    out : Path
+        The output folder.
+    summary : dict
+        What ``summary.json`` holds: the answer, inputs, reads, timings, versions.
+    result : xarray.Dataset
+        The results, computed, as written to ``result.nc`` (or ``result.zarr``).
+    """
 
     out: Output
     summary: dict[str, Any]
