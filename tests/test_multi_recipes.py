@@ -352,3 +352,23 @@ def test_several_results_are_combined_each_under_its_own_name():
     assert sorted(out.data_vars) == ["model_clim", "model_spread"]
     np.testing.assert_allclose(out.model_clim.values, 1.5)
     np.testing.assert_allclose(out.model_spread.values, 1.5)
+
+
+def test_the_demo_model_rewrites_its_own_files_and_no_other(tmp_path):
+    """``demo-data --model`` run again rewrites its own yearly files (``make demo`` twice);
+    a file of the same name that it did not write is refused, unchanged."""
+    from dataclasses import replace
+
+    from conftest import TEST_SPEC
+
+    from pangeo_hpc.demo.model import write_model
+    from pangeo_hpc.errors import InputError
+
+    spec = replace(TEST_SPEC, start="2000-01", end="2000-12")
+    first = write_model(tmp_path, spec)
+    again = write_model(tmp_path, spec)
+    assert again == first and all(p.is_file() for p in again)
+    first[0].write_bytes(b"a user's file")
+    with pytest.raises(InputError):
+        write_model(tmp_path, spec)
+    assert first[0].read_bytes() == b"a user's file"

@@ -193,8 +193,8 @@ def has_history(path: Path, history: str) -> bool:
 
     try:
         with h5py.File(path, "r") as h5:
-            history = h5.attrs.get("history", b"")
+            found = h5.attrs.get("history", b"")
     except (OSError, ValueError):
         return False
-    text = history.decode(errors="replace") if isinstance(history, bytes) else str(history)
+    text = found.decode(errors="replace") if isinstance(found, bytes) else str(found)
     return text == history
