@@ -49,19 +49,21 @@ class RunResult:
 
     Attributes
     ----------
-    out : Path
-        The output folder.
+    out : Path or str
+        The output folder, or the ``s3://bucket/prefix`` whose ``summary.json`` names the
+        run (:mod:`pangeo_hpc.write.s3_outputs`).
     summary : dict
         What ``summary.json`` holds: the answer, inputs, reads, timings, versions.
     result : xarray.Dataset
         The results, computed, as written to ``result.nc`` (or ``result.zarr``).
+    files : str
+        Where the run's files are: ``out``, or ``s3://bucket/prefix/RUN`` for an S3
+        prefix; empty for a local folder (see :meth:`file`).
     """
 
     out: Output
     summary: dict[str, Any]
     result: xr.Dataset
-    #: where the run's files are: ``out``, or ``s3://bucket/prefix/RUN`` for an S3 prefix
-    #: (whose ``summary.json`` names the run, :mod:`pangeo_hpc.write.s3_outputs`)
     files: str = ""
 
     def file(self, name: str) -> str:
