@@ -35,8 +35,13 @@ def arco_dataset(tree: Path, variables: list[str], start: str, end: str) -> xr.D
     return out
 
 
-def _encoding(ds: xr.Dataset) -> dict[str, Any]:
+def _encoding(ds: xr.Dataset, zarr_format: int = 3, compressed: bool = True) -> dict[str, Any]:
+    """One time step per chunk; ``compressed=False``: stored raw, so that every chunk has
+    the same size whatever its values (a rewrite shows only in mtime, ctime or version)."""
     enc: dict[str, Any] = {v: {"chunks": (1, *ds[v].shape[1:])} for v in ds.data_vars}
+    if not compressed:
+        for v in ds.data_vars:
+            enc[v]["compressors"] = None
     enc["time"] = {"units": "hours since 1900-01-01", "dtype": "int64", "chunks": (100000,)}
     return enc
 
@@ -48,6 +53,7 @@ def write_zarr(
     zarr_format: int = 3,
     append: bool = False,
     storage_options: dict | None = None,
+    compressed: bool = True,
 ) -> None:
     """Write (or with ``append`` add along time) ``ds`` to a Zarr store at ``target``."""
     kw: dict[str, Any] = {"zarr_format": zarr_format, "consolidated": zarr_format == 2}
@@ -56,10 +62,17 @@ def write_zarr(
     if append:
         ds.to_zarr(target, append_dim="time", **kw)
     else:
-        ds.to_zarr(target, mode="w-", encoding=_encoding(ds), **kw)
+        ds.to_zarr(target, mode="w-", encoding=_encoding(ds, zarr_format, compressed), **kw)
 
 
-def write_icechunk(ds: xr.Dataset, storage: Any, *, append: bool = False, message: str = "") -> str:
+def write_icechunk(
+    ds: xr.Dataset,
+    storage: Any,
+    *,
+    append: bool = False,
+    message: str = "",
+    compressed: bool = True,
+) -> str:
     """Commit ``ds`` to the repository of ``storage`` (created if new); its snapshot id."""
     import icechunk
 
@@ -69,7 +82,11 @@ def write_icechunk(ds: xr.Dataset, storage: Any, *, append: bool = False, messag
         ds.to_zarr(session.store, append_dim="time", consolidated=False, zarr_format=3)
     else:
         ds.to_zarr(
-            session.store, mode="w-", encoding=_encoding(ds), consolidated=False, zarr_format=3
+            session.store,
+            mode="w-",
+            encoding=_encoding(ds, 3, compressed),
+            consolidated=False,
+            zarr_format=3,
         )
     return session.commit(message or ("append" if append else "first months"))
 

@@ -106,9 +106,8 @@ def _repository(ref: StoreRef, s3: S3Options) -> Any:
     repo = icechunk.Repository.open(storage)
     prefixes = list((repo.config.virtual_chunk_containers or {}).keys())
     if prefixes:  # virtual references: reach their objects with the same options
-        creds = icechunk_access.credentials(s3)
         repo = icechunk.Repository.open(
-            storage, authorize_virtual_chunk_access={p: creds for p in prefixes}
+            storage, authorize_virtual_chunk_access=icechunk_access.credentials(prefixes, s3)
         )
     return repo
 
@@ -208,6 +207,8 @@ def open_any_store(
         store = _zarr_store(ref, s3)
     with warnings.catch_warnings():  # a store without consolidated metadata is fine
         warnings.filterwarnings("ignore", "Failed to open Zarr store with consolidated")
+        # HDF5's zlib and shuffle in a repository of virtual references: numcodecs's codecs
+        warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
         full = xr.open_zarr(store, consolidated=False if kind == "icechunk" else None, chunks=None)
     names = {v: store_name(v, list(full.data_vars), ref.location) for v in variables}
     full = full[list(dict.fromkeys(names.values()))]

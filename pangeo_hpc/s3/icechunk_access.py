@@ -78,16 +78,19 @@ def virtual_container(prefix: str, opts: S3Options) -> Any:
     return icechunk.VirtualChunkContainer(prefix, store)
 
 
-def credentials(opts: S3Options) -> Any:
-    """``icechunk.s3_credentials`` for reading virtual chunks with ``opts``."""
+def credentials(prefixes: list[str], opts: S3Options) -> dict[str, Any]:
+    """``authorize_virtual_chunk_access`` of ``icechunk.Repository.open``/``create``: the
+    keys of ``opts`` (or anonymous access) for the virtual chunk containers ``prefixes``."""
     require("stores", "Icechunk virtual references")
     import icechunk
 
     keys = _keys(opts)
     if keys.get("anonymous"):
-        return icechunk.s3_credentials(anonymous=True)
-    return icechunk.s3_credentials(
-        access_key_id=keys["access_key_id"],
-        secret_access_key=keys["secret_access_key"],
-        session_token=keys["session_token"],
-    )
+        creds = icechunk.s3_credentials(anonymous=True)
+    else:
+        creds = icechunk.s3_credentials(
+            access_key_id=keys["access_key_id"],
+            secret_access_key=keys["secret_access_key"],
+            session_token=keys["session_token"],
+        )
+    return icechunk.containers_credentials(dict.fromkeys(prefixes, creds))
