@@ -44,7 +44,9 @@ KINDS = ("zarr-v3", "zarr-v2", "icechunk")
 @pytest.fixture(scope="module")
 def client():
     with (
-        LocalCluster(n_workers=2, threads_per_worker=1, processes=False) as cluster,
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=False, dashboard_address=":0"
+        ) as cluster,
         Client(cluster) as c,
     ):
         yield c
@@ -269,6 +271,7 @@ def test_cli_refuses_a_bad_store_with_exit_2_and_writes_nothing(arco, tmp_path):
     done = run_cli(str(path), "--out", str(out), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert "branch 'nope' is not in the Icechunk repository" in done.stderr
+    assert "it has branches ['main']" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert not out.exists()
 

@@ -142,7 +142,12 @@ def test_a_recipe_on_virtual_references_equals_the_tree(
     (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
     from distributed import Client, LocalCluster
 
-    with LocalCluster(n_workers=1, threads_per_worker=2, processes=False) as c, Client(c) as cl:
+    with (
+        LocalCluster(
+            n_workers=1, threads_per_worker=2, processes=False, dashboard_address=":0"
+        ) as c,
+        Client(c) as cl,
+    ):
         on_store = compute(open_inputs(load(tmp_path / "r.yaml"), s3=aws), cl, cache=False)
         tree = open_inputs("era5-sst-mean", data=field_tree, start=START, end=END)
         on_tree = compute(tree, cl, cache=False)

@@ -121,10 +121,12 @@ def _session(ref: StoreRef, s3: S3Options) -> tuple[Any, Any, dict[str, Any]]:
         else:
             session = repo.readonly_session(branch=ref.branch or "main")
     except Exception as exc:  # icechunk raises its own IcechunkError for a bad name
+        branches = sorted(repo.list_branches())
         what = f"snapshot {ref.snapshot!r}" if ref.snapshot else f"branch {ref.branch or 'main'!r}"
         raise DataNotFoundError(
-            f"{what} is not in the Icechunk repository {ref.location!r} ({exc}): name a "
-            "branch or snapshot it has (icechunk.Repository.open(...).list_branches())",
+            f"{what} is not in the Icechunk repository {ref.location!r}: it has branches "
+            f"{branches}; name one in dataset.branch, or a snapshot id of their history "
+            "(Repository.ancestry) in dataset.snapshot",
             param="snapshot" if ref.snapshot else "branch",
         ) from exc
     branch = None if ref.snapshot is not None else (ref.branch or "main")
