@@ -59,6 +59,7 @@ def main() -> None:
     p.add_argument("--workers", type=int, default=os.cpu_count())
     a = p.parse_args()
 
+    import dask
     import yaml
     from common import local_client, machine
     from servers import SeaweedFS, child_env, publish_tree
@@ -74,12 +75,11 @@ def main() -> None:
     os.environ.clear()
     os.environ.update(child_env())  # no AWS_CA_BUNDLE
     work = Path(tempfile.mkdtemp(prefix="b10-virtual-"))
-    os.environ["DASK_PANGEO_HPC__S3__INDEX_CACHE"] = str(work / "index")
+    dask.config.set({"pangeo-hpc.s3.index-cache": str(work / "index")})  # not the user's
     load_before = os.getloadavg()
     with SeaweedFS(work / "seaweedfs") as server:
         os.environ["AWS_ACCESS_KEY_ID"] = server.key
         os.environ["AWS_SECRET_ACCESS_KEY"] = server.secret
-        os.environ["DASK_PANGEO_HPC__S3__ENDPOINT_URL"] = server.endpoint_url
         publish_tree(server.storage_options(), root, BUCKET)
         opts = S3Options.resolve(endpoint_url=server.endpoint_url)
         url = f"s3://{BUCKET}"
