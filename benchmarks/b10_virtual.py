@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -117,6 +118,7 @@ def main() -> None:
                     print(f"  {'warm-up' if not rep else f'run {rep}'} {name:9s} {dt:6.2f} s")
             nbytes = cases["local"]().dataset[VAR].nbytes
     load_after = os.getloadavg()
+    shutil.rmtree(work, ignore_errors=True)  # the server's data and the references
     med = {k: statistics.median(v) for k, v in times.items()}
     ratios = {
         "icechunk_over_kerchunk_time": med["icechunk"] / med["kerchunk"],

@@ -6,6 +6,7 @@ rewritten in place, and the snapshot read in the provenance."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import icechunk
@@ -15,7 +16,8 @@ import xarray as xr
 import yaml
 import zarr
 from arco import arco_dataset, write_icechunk, write_zarr
-from conftest import ALL_PERIOD, DAILY_VARIABLES, run_cli
+from cf import cfchecks, unavailable
+from conftest import ALL_PERIOD, DAILY_VARIABLES, missing, require_tool, run_cli
 from distributed import Client, LocalCluster
 
 from pangeo_hpc.batch.chains.recipe_yaml import find, load
@@ -238,6 +240,18 @@ def test_a_snapshot_is_read_as_it_was_and_recorded(all_variables_tree, client, t
     assert summary["inputs"]["period"][1] == "2000-02-29"
     assert summary["inputs"]["access"] == "icechunk"
     assert xr.open_dataset(out / "result.nc").sizes  # opens
+    cdo = subprocess.run([require_tool("cdo"), "-s", "sinfon", str(out / "result.nc")],
+                         capture_output=True, text=True, check=False)  # fmt: skip
+    assert cdo.returncode == 0 and "latitude" in cdo.stdout, cdo.stderr
+    why = unavailable()
+    if why:
+        missing("cfchecks", why)
+    report = cfchecks(out / "result.nc", tmp_path / "tables")  # the store's coordinate names
+    assert not report.errors, report
+    shown = run_cli("provenance", str(out), cwd=tmp_path)
+    assert shown.returncode == 0, shown.stderr
+    assert f"store: icechunk {store} , snapshot {old}".replace(" ,", ",") in shown.stdout
+    assert f"2 months of the store {store} at snapshot {old} not checked" in shown.stdout
 
 
 def test_bad_store_input_is_one_line(arco, tmp_path):
