@@ -16,7 +16,9 @@ with the options and credentials of :class:`~pangeo_hpc.s3.options.S3Options`.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
+import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -235,9 +237,6 @@ def open_any_store(
     spans = month_pieces(ds[t].values)
     arrays = {v: full[n] for v, n in names.items()}
     sizes = _time_chunks(spans, arrays[variables[0]], lo, chunk_mb)
-    ds = ds.chunk({t: sizes, **_other_chunks(arrays[variables[0]], t)})
-    ds = ds.rename({n: v for v, n in names.items() if n != v})
-    access = f"{kind}-s3" if is_s3(ref.url) else kind
     files, stamps = piece_stamps(
         ref.url,
         store,
@@ -250,6 +249,14 @@ def open_any_store(
         session=session,
         s3=s3,
     )
+    # Dask keys from the months' identities: a rewritten chunk is another task, never
+    # one whose result a scheduler still holds from before (as open_store's names)
+    token = hashlib.sha256(
+        json.dumps([ref.url, ident, [s.fields for s in stamps.values()]]).encode()
+    ).hexdigest()[:32]
+    ds = ds.chunk({t: sizes, **_other_chunks(arrays[variables[0]], t)}, token=token)
+    ds = ds.rename({n: v for v, n in names.items() if n != v})
+    access = f"{kind}-s3" if is_s3(ref.url) else kind
     ds.encoding["source_pieces"] = [
         (a, b, [files[v][i] for v in variables]) for i, (a, b) in enumerate(spans)
     ]
