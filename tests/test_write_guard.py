@@ -405,6 +405,7 @@ ALLOWED = {
     ("batch/pipeline/multi_run.py", "rename"): "DataArray.rename of a combined result",
     ("recipes/against.py", "rename"): "DataArray.rename of a combined result, not a file",
     ("recipes/align_datasets.py", "rename"): "DataArray.rename of dims and datasets, not a file",
+    ("io/stores.py", "rename"): "Dataset.rename of a store's variables to the recipe's names",
 }
 
 
