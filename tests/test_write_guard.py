@@ -60,6 +60,20 @@ WRITERS: dict[str, tuple[str, list[str]]] = {
     # index writes only its cache (pangeo-hpc.s3.index-cache): tests/test_s3_source.py
     # points that at a user's folder (test_index_never_writes_into_a_users_folder)
     "index": ("cache", []),
+    # ... and with --format icechunk a repository folder, checked before any request
+    "index --format icechunk": (
+        "folder",
+        [
+            "index",
+            "s3://no-such-bucket",
+            "--variable",
+            "sea_surface_temperature",
+            "--format",
+            "icechunk",
+            "--out",
+            "{out}",
+        ],
+    ),
     # cache (list, size, clear) removes only its own entries (pangeo-hpc.cache.folder):
     # tests/test_state_cache.py points that at a user's folder and checks nothing there is
     # touched (test_cache_clear_never_touches_a_users_folder); clear also removes the
@@ -403,6 +417,7 @@ ALLOWED = {
     ("batch/pipeline/multi_run.py", "rename"): "DataArray.rename of a combined result",
     ("recipes/against.py", "rename"): "DataArray.rename of a combined result, not a file",
     ("recipes/align_datasets.py", "rename"): "DataArray.rename of dims and datasets, not a file",
+    ("io/stores.py", "rename"): "Dataset.rename of a store's variables to the recipe's names",
 }
 
 

@@ -185,7 +185,9 @@ def _run_one(a: argparse.Namespace, spec: Any, budget: Any) -> Any:
     from pangeo_hpc.cli.progress import show_progress
     from pangeo_hpc.planning.budget import run_within_budget
 
-    s3 = s3_options_from(a, a.data, a.out)
+    # a recipe's own store (an s3:// Zarr store or repository) takes --endpoint-url, --anon
+    source = spec.store.location if spec.store is not None else a.data
+    s3 = s3_options_from(a, source, a.out)
     return run_within_budget(
         spec,
         data=a.data,

@@ -12,6 +12,7 @@ from pangeo_hpc.cli.common import (
     s3_options_from,
 )
 from pangeo_hpc.cli.progress import step_progress
+from pangeo_hpc.errors import InputError
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
@@ -22,15 +23,36 @@ def _index_args(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--end", help="last month, YYYY-MM (default: the last there is)")
     p.add_argument("--rebuild", action="store_true", help="index again even if up to date")
+    p.add_argument(
+        "--format",
+        choices=("kerchunk", "icechunk"),
+        help="kerchunk: one JSON per object in the index cache, used by s3:// runs "
+        "(default, pangeo-hpc.s3.index-format); icechunk: one repository of virtual "
+        "references for --variable's series, written to --out (a recipe's store:)",
+    )
+    p.add_argument("--out", help="with --format icechunk: the repository folder to write")
     add_s3_args(p)
     add_cluster_args(p)
 
 
 def _index(a: argparse.Namespace) -> int:
+    from pangeo_hpc import config
     from pangeo_hpc.io.references import build_index, claim_cache
     from pangeo_hpc.io.s3_objects import objects_to_index
 
     opts = s3_options_from(a, a.url)
+    fmt = config.get("s3.index-format", a.format)
+    if fmt not in ("kerchunk", "icechunk"):
+        raise InputError(
+            f"pangeo-hpc.s3.index-format {fmt!r} is not kerchunk or icechunk: set one of them"
+        )
+    if fmt == "icechunk":
+        return _index_icechunk(a, opts)
+    if a.out is not None:
+        raise InputError(
+            "--out is for --format icechunk: kerchunk indexes go to the index cache "
+            "(pangeo-hpc.s3.index-cache); drop --out, or add --format icechunk"
+        )
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
     claim_cache()  # before a cluster starts
     print(f"index: {len(stamps)} objects under {a.url}")
@@ -41,6 +63,28 @@ def _index(a: argparse.Namespace) -> int:
     return 0 if not report.failed else 1
 
 
+def _index_icechunk(a: argparse.Namespace, opts: object) -> int:
+    from pangeo_hpc.io.s3_objects import objects_to_index
+    from pangeo_hpc.io.virtual_refs import build_icechunk
+    from pangeo_hpc.write.guard import check_folder
+
+    if a.variable is None or a.out is None:
+        raise InputError(
+            "--format icechunk writes one repository of a variable's series: give "
+            "--variable NAME and --out FOLDER (e.g. --out sst.icechunk)"
+        )
+    if a.rebuild:
+        raise InputError("--rebuild is for kerchunk indexes; --format icechunk builds anew")
+    from pangeo_hpc.io.virtual_refs import KIND
+
+    check_folder(a.out, kind=KIND, inputs=[a.url], flag="--out")  # before any request
+    stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
+    print(f"index: {len(stamps)} objects under {a.url}")
+    report = build_icechunk(stamps, opts, a.out, variable=a.variable, source=a.url)
+    print(report.summary())
+    return 0
+
+
 VERBS = [
     Verb(
         "index",
@@ -48,7 +92,8 @@ VERBS = [
         "Index where every compressed chunk lies in the NetCDF4/HDF5 objects under an S3 "
         "prefix (kerchunk), in parallel on Dask workers. Recipes and open_era5 reading s3:// "
         "use the indexes automatically; an index is rebuilt only when its object changes "
-        "(ETag, size).",
+        "(ETag, size). With --format icechunk: one Icechunk repository of virtual "
+        "references (VirtualiZarr) to a variable's objects, for a recipe's store:.",
         _index_args,
         _index,
     ),

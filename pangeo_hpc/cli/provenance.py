@@ -55,6 +55,10 @@ def _provenance(a: argparse.Namespace) -> int:
     print(f"command: {prov['command']}")
     digest = prov["inputs"]["sha256"][:16]
     print(f"inputs: {len(files)} files under {prov['inputs']['root']} (sha256 {digest})")
+    if prov["inputs"].get("store"):  # a Zarr store or Icechunk repository: which version
+        store = prov["inputs"]["store"]
+        version = f", snapshot {store['snapshot']}" if store.get("snapshot") else ""
+        print(f"store: {store['kind']} {store['url']}{version}")
     for name, steps in prov["steps"].items():
         print(f"steps of {name}: {' -> '.join(_step(s, o) for s, o in steps)}")
     user = ", ".join(f"{n} {h[:12]}" for n, h in prov["code"]["user"].items())
@@ -71,6 +75,12 @@ def _provenance(a: argparse.Namespace) -> int:
     line = "now: inputs " + ("the same" if same else f"{changed} changed, {gone} gone")
     if now["s3_not_checked"]:
         line += f" ({now['s3_not_checked']} S3 objects not checked)"
+    if now.get("store_not_checked"):
+        store = prov["inputs"].get("store") or {}
+        at = f" at snapshot {store['snapshot']}" if store.get("snapshot") else ""
+        line += (
+            f" ({now['store_not_checked']} months of the store {store.get('url')}{at} not checked)"
+        )
     code = "the same" if now["code_same"] else "changed (pangeo-hpc or its libraries)"
     print(f"{line}; code {code}")
     for path in now["changed"]:

@@ -20,8 +20,13 @@ from pangeo_hpc.io.assemble import (
     variable_names,
 )
 from pangeo_hpc.io.catalog import catalog
+from pangeo_hpc.io.stores import StoreRef, open_any_store, store_kind
 from pangeo_hpc.io.zarr_reader import is_zarr_store, open_store
 from pangeo_hpc.s3.options import S3Options, is_s3
+from pangeo_hpc.write.marks import is_our_store
+
+#: the ends of an ``s3://`` source's last part that make it a store rather than a tree
+STORE_SUFFIXES = (".zarr", ".zarr-v2", ".zarr-v3", ".icechunk")
 
 
 def open_era5(
@@ -95,6 +100,10 @@ def open_era5(
     """
     names = variable_names(variable, "variable")
     root = check_path(config.get("data.root", source), "source")
+    if _is_other_store(root, s3):
+        return open_any_store(
+            StoreRef(str(root)), names, start, end, s3=s3, time_chunk_mb=time_chunk_mb
+        )
     if is_zarr_store(root):
         if len(names) == 1:
             return open_store(root, names[0], start, end)
@@ -128,6 +137,16 @@ def open_era5(
     ds.encoding["source_access"] = accesses.pop() if len(accesses) == 1 else "s3-mixed"
     ds.encoding["source_root"] = str(root) if is_s3(str(root)) else os.path.abspath(root)
     return ds
+
+
+def _is_other_store(root: str | Path, s3: S3Options | None) -> bool:
+    """Whether ``root`` is a store :func:`open_any_store` opens: an Icechunk repository, or
+    a Zarr store that ``convert`` did not write (those are read by :func:`open_store`)."""
+    text = str(root)
+    if is_s3(text):
+        return text.rstrip("/").endswith(STORE_SUFFIXES)
+    kind = store_kind(root)
+    return kind == "icechunk" or (kind == "zarr" and not is_our_store(Path(root)))
 
 
 def _no_hdf5_locks_on(root: str | Path) -> None:

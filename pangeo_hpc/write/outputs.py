@@ -144,6 +144,13 @@ def atomic_dir(
                 shutil.rmtree(left, ignore_errors=True)
 
 
+def mark_folder(folder: Path, kind: str) -> None:
+    """Mark ``folder`` (being written inside :func:`atomic_dir`) as an output of ``kind``
+    with the marker file :data:`~pangeo_hpc.write.marks.MARKER`: for folders whose
+    format has no place of its own for a marker (an Icechunk repository)."""
+    _write_marker(Path(folder), marker_doc(kind))
+
+
 def _write_marker(folder: Path, doc: dict[str, Any]) -> None:
     # a name of its own: two processes claiming one new tree at once (a shared cache) must
     # not write into each other's temporary file; the last rename wins, whole either way

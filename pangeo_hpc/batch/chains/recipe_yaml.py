@@ -17,6 +17,7 @@ import yaml
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
+from pangeo_hpc.io.stores import StoreRef
 from pangeo_hpc.write.guard import check_label
 
 if TYPE_CHECKING:  # the chain brings the recipe functions, xarray and dask: built on use
@@ -33,7 +34,7 @@ MAX_VALUES = 10_000
 
 _FORMATS = ("netcdf", "zarr")
 _KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
-_DATASET_KEYS = ("variable", "variables", "start", "end", "files")
+_DATASET_KEYS = ("variable", "variables", "start", "end", "files", "store", "branch", "snapshot")
 
 
 @dataclass(frozen=True)
@@ -57,6 +58,10 @@ class Recipe:
         A glob of CF NetCDF files, or their paths (a catalog's datasets,
         :mod:`~pangeo_hpc.batch.chains.esm_catalog`); ``None`` for the era5-pds layout
         under the data root.
+    store : StoreRef, optional
+        A Zarr store or Icechunk repository (``store:``, with ``branch:`` or
+        ``snapshot:`` for a repository), local or ``s3://``
+        (:func:`pangeo_hpc.io.stores.open_any_store`).
     format : {"netcdf", "zarr"}
     path : Path, optional
         The YAML file (user functions are imported from its folder).
@@ -70,6 +75,7 @@ class Recipe:
     steps: tuple[Step, ...] = ()
     results: dict[str, tuple[Step, ...]] = field(default_factory=dict)
     files: str | tuple[str, ...] | None = None
+    store: StoreRef | None = None
     format: str = "netcdf"
     path: Path | None = None
 
@@ -266,10 +272,11 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     if bad:
         raise InputError(f"{where}: unknown dataset key(s) {bad}: use {list(_DATASET_KEYS)}")
     files = dataset.get("files")
+    store = _store(dataset, files, where)
     missing = [k for k in ("name",) if k not in doc]
     if "variable" not in dataset and "variables" not in dataset:
         missing.append("dataset.variable")
-    if files is None:
+    if files is None and store is None:
         missing += [f"dataset.{k}" for k in ("start", "end") if k not in dataset]
     if "steps" not in doc and "results" not in doc:
         missing.append("steps")
@@ -300,6 +307,7 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
         steps=steps,
         results=named,
         files=_files(files, where),
+        store=store,
         format=fmt,
         path=path,
     )
@@ -317,6 +325,34 @@ def _variables(dataset: dict[str, Any], where: str) -> tuple[str, ...]:
     if not isinstance(names, list) or not names or not all(isinstance(v, str) for v in names):
         raise InputError(f"{where}: dataset.variables {names!r} must be a list of names")
     return tuple(names)
+
+
+def _store(dataset: dict[str, Any], files: Any, where: str) -> StoreRef | None:
+    """``store:`` (a path or ``s3://`` URL, never with ``files:``) with its ``branch:`` or
+    ``snapshot:``."""
+    store = dataset.get("store")
+    extra = [k for k in ("branch", "snapshot") if dataset.get(k) is not None]
+    if store is None:
+        if extra:
+            raise InputError(
+                f"{where}: dataset.{extra[0]} is for an Icechunk repository: add "
+                "dataset.store: PATH_OR_URL"
+            )
+        return None
+    if files is not None:
+        raise InputError(f"{where}: dataset has both files: and store:; keep one")
+    if not isinstance(store, str) or not store.strip():
+        raise InputError(
+            f"{where}: dataset.store {store!r} must be a path or s3:// URL of a Zarr store "
+            "or Icechunk repository"
+        )
+    for k in extra:
+        if not isinstance(dataset[k], str):
+            raise InputError(f"{where}: dataset.{k} {dataset[k]!r} must be a name")
+    try:
+        return StoreRef(store, dataset.get("branch"), dataset.get("snapshot"))
+    except InputError as exc:
+        raise InputError(f"{where}: {exc}") from None
 
 
 def _files(files: Any, where: str) -> str | tuple[str, ...] | None:

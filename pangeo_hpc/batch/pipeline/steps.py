@@ -31,6 +31,7 @@ from pangeo_hpc.clusters.start import kind_of
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.io.files import open_files
+from pangeo_hpc.io.stores import open_any_store
 from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.storage import WarmupReport, warmup
 
@@ -168,8 +169,10 @@ def open_inputs(
 
 
 def _source(spec: Recipe) -> str | None:
-    """The files a recipe reads, as one text: its glob, or the folder its listed files
-    share (a catalog's dataset)."""
+    """The files a recipe reads, as one text: its glob, the folder its listed files
+    share (a catalog's dataset), or its store."""
+    if spec.store is not None:
+        return spec.store.url
     if isinstance(spec.files, tuple):
         return os.path.commonpath([os.path.abspath(f) for f in spec.files])
     return spec.files
@@ -185,11 +188,14 @@ def open_dataset(
     index: str | None = None,
     client: Any = None,
 ) -> xr.Dataset:
-    """The recipe's dataset, lazy: its ``files:`` glob, else the era5-pds tree ``root``."""
+    """The recipe's dataset, lazy: its ``files:`` glob, its ``store:``, else the era5-pds
+    tree (or store) ``root``."""
     names = list(spec.variables)
     period = (start or spec.start, end or spec.end)
     if spec.files is not None:
         return open_files(spec.files, names, *period)
+    if spec.store is not None:
+        return open_any_store(spec.store, names, *period, s3=s3)
     what = names[0] if len(names) == 1 else names
     return open_era5(what, *period, source=root, s3=s3, index=index, client=client)
 

@@ -1,0 +1,158 @@
+"""Icechunk virtual references to NetCDF4 objects on S3 (``index --format icechunk``).
+
+Where :mod:`pangeo_hpc.io.references` keeps one kerchunk JSON per object (which
+chunk lies at which byte range), this writes one Icechunk repository per variable: the
+months' objects, read by VirtualiZarr's HDF5 parser (``virtualizarr.parsers.HDFParser``,
+metadata only, through obstore), concatenated along time into one virtual dataset and
+committed with ``vds.vz.to_icechunk``. The chunks stay where they are; the repository
+holds their references (URL, offset, length), the coordinates as native data, and a
+virtual chunk container for the bucket, so that ``xr.open_zarr(session.store)`` (or a
+recipe's ``store:``, :func:`pangeo_hpc.io.stores.open_any_store`) reads the series as
+one Zarr array, each chunk one byte-range request.
+
+The repository is written under a temporary name beside ``out`` and renamed into place
+(:func:`pangeo_hpc.write.outputs.atomic_dir`), marked as this package's, so that a
+second ``index`` replaces it whole and nothing else is ever replaced. Its snapshot id
+(new at each build) identifies it; the objects' ETags are recorded in the commit's
+metadata. An object changed since must be indexed again (as for kerchunk indexes).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.errors import InputError
+from pangeo_hpc.extras import require
+from pangeo_hpc.inputs.stamps import Stamp
+from pangeo_hpc.s3 import icechunk_access
+from pangeo_hpc.s3.options import S3Options, split_url
+from pangeo_hpc.write.outputs import atomic_dir, mark_folder
+
+__all__ = ["KIND", "VirtualReport", "build_icechunk"]
+
+#: the marker kind of a repository of virtual references this package wrote
+KIND = "icechunk-references"
+
+
+@dataclass
+class VirtualReport:
+    """What :func:`build_icechunk` wrote: where, from how many objects, its snapshot."""
+
+    out: str
+    objects: int
+    snapshot: str
+    seconds: float
+
+    def summary(self) -> str:
+        return (
+            f"index: Icechunk virtual references to {self.objects} objects in {self.out} "
+            f"(snapshot {self.snapshot}), in {self.seconds:.1f} s"
+        )
+
+
+def _virtual(stamp: Stamp, registry: Any, parser: Any) -> Any:
+    from virtualizarr import open_virtual_dataset
+
+    return open_virtual_dataset(stamp.path, registry=registry, parser=parser)
+
+
+def _check_regular(parts: list[Any], stamps: list[Stamp], variable: str, tname: str) -> None:
+    """Refuse objects whose chunks cannot form one regular Zarr chunk grid along time:
+    each object but the last must hold whole chunks, all of one length (Zarr has no
+    chunks of varying length yet; a month of 31 days in chunks of 24 leaves a partial
+    one). Checked before anything is written."""
+    sizes = [int(p[variable].data.chunks[0]) for p in parts]
+    for i, (part, size) in enumerate(zip(parts, sizes, strict=True)):
+        steps = part.sizes[tname]
+        if size != sizes[0] or (i < len(parts) - 1 and steps % size):
+            raise InputError(
+                f"{stamps[i].path} holds {steps} steps of {variable!r} in chunks of {size} "
+                f"along {tname}: one Zarr array cannot reference chunks that do not tile its "
+                "time axis evenly (Zarr's chunk grids are regular); index it with --format "
+                "kerchunk, or convert it to Zarr (convert)"
+            )
+
+
+def build_icechunk(
+    stamps: list[Stamp],
+    opts: S3Options,
+    out: str | Path,
+    *,
+    variable: str,
+    source: str,
+) -> VirtualReport:
+    """One Icechunk repository at ``out`` of virtual references to ``stamps`` (one object
+    per month of ``variable``, in time order), read with ``opts``.
+
+    Parameters
+    ----------
+    stamps : list of Stamp
+        The objects (``s3://`` URLs), from :func:`pangeo_hpc.io.s3_objects.objects_to_index`.
+    opts : S3Options
+        Endpoint and credentials; the repository's virtual chunk container reaches the
+        bucket with the same endpoint.
+    out : path
+        A new or empty local folder, or one this function wrote (replaced whole).
+    variable : str
+        The variable the objects hold (kept alone, with its coordinates).
+    source : str
+        The ``s3://`` prefix indexed: an input, that ``out`` must not be.
+
+    Returns
+    -------
+    VirtualReport
+
+    Raises
+    ------
+    InputError
+        For no objects, or an ``out`` that may not be written (a URL, a folder of yours).
+    """
+    require("stores", "Icechunk virtual references")
+    import icechunk
+    import xarray as xr
+    from obspec_utils.registry import ObjectStoreRegistry
+    from virtualizarr.parsers import HDFParser
+
+    if not stamps:
+        raise InputError(f"no objects of {variable!r} under {source}: nothing to index")
+    t0 = time.perf_counter()
+    bucket, _ = split_url(stamps[0].path)
+    prefix = icechunk_access.container_prefix(stamps[0].path)
+    registry = ObjectStoreRegistry({f"s3://{bucket}": opts.store(bucket)})
+    parser = HDFParser()
+    with warnings.catch_warnings():  # zlib and shuffle, as HDF5 has them: numcodecs's
+        warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
+        parts = [_virtual(s, registry, parser) for s in stamps]
+    tname = parts[0][variable].dims[0]
+    keep = [variable, *(c for c in parts[0][variable].coords)]
+    parts = [p[[variable]].reset_coords(drop=False)[[v for v in keep if v in p]] for p in parts]
+    _check_regular(parts, stamps, variable, tname)
+    vds = xr.concat(parts, dim=tname, coords="minimal", compat="override", combine_attrs="override")
+    if not os.environ.get("ICECHUNK_LOG"):  # its warning that a local repository is not
+        icechunk.set_logs_filter("error")  # for concurrent commits: this one is private
+    with atomic_dir(out, kind=KIND, inputs=[source], flag="out") as tmp:
+        config = icechunk.RepositoryConfig.default()
+        config.set_virtual_chunk_container(icechunk_access.virtual_container(prefix, opts))
+        repo = icechunk.Repository.create(
+            icechunk.local_filesystem_storage(str(tmp)),
+            config,
+            authorize_virtual_chunk_access=icechunk_access.credentials([prefix], opts),
+        )
+        session = repo.writable_session("main")
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
+            vds.vz.to_icechunk(session.store)
+        snapshot = session.commit(
+            f"virtual references to {len(stamps)} objects of {variable} under {source}",
+            metadata={
+                "written_by": "pangeo-hpc",
+                "objects": {s.path: [s.size, s.etag, s.version] for s in stamps},
+            },
+        )
+        mark_folder(tmp, KIND)
+    return VirtualReport(str(out), len(stamps), snapshot, time.perf_counter() - t0)
