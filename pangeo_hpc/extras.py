@@ -2,10 +2,12 @@
 that names it.
 
 The core (local and mounted trees, recipes, clusters, batch runs, planning) needs only the
-``[project] dependencies``. Five features need more, installed as extras:
+``[project] dependencies``. Six features need more, installed as extras:
 
 * ``s3``: ``s3://`` sources, byte-range indexes, listings, inventories (s3fs, obstore,
   kerchunk, arro3-core);
+* ``icechunk``: ``--format icechunk``, a recipe's results as an Icechunk repository
+  (icechunk);
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
   dask-labextension, hvplot);
 * ``demo``: the synthetic demo data's coastlines (global-land-mask);
@@ -13,7 +15,7 @@ The core (local and mounted trees, recipes, clusters, batch runs, planning) need
   (the AR6 reference regions ship with the package and need nothing more);
 * ``gateway``: ``--cluster gateway``, clusters from a dask-gateway server (dask-gateway).
 
-``pip install 'pangeo-hpc[all]'`` installs all five. Nothing is imported here: a feature
+``pip install 'pangeo-hpc[all]'`` installs all six. Nothing is imported here: a feature
 calls :func:`require` before its first import of such a package, so that ``import
 pangeo_hpc`` works without them and the feature fails with
 :class:`~pangeo_hpc.errors.MissingExtraError` rather than a bare ``ModuleNotFoundError``.
@@ -40,6 +42,7 @@ EXTRAS: dict[str, dict[str, str]] = {
         "dask_labextension": "dask-labextension",
         "hvplot": "hvplot",
     },
+    "icechunk": {"icechunk": "icechunk"},
     "regions": {"regionmask": "regionmask"},
     "demo": {"global_land_mask": "global-land-mask"},
     "gateway": {"dask_gateway": "dask-gateway"},

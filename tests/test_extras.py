@@ -19,6 +19,7 @@ from pangeo_hpc.extras import EXTRAS
 #: the top-level modules of each extra's packages and of what they bring (botocore: s3fs)
 HIDDEN = {
     "s3": ["s3fs", "obstore", "kerchunk", "arro3", "botocore", "aiobotocore"],
+    "icechunk": ["icechunk"],
     "lab": ["jupyterlab", "jupyter_server_proxy", "dask_labextension", "hvplot"],
     "demo": ["global_land_mask"],
     "regions": ["regionmask", "geopandas"],

@@ -31,7 +31,7 @@ MAX_BYTES = 64 << 10
 #: value (a "billion laughs") hold 10^9, which ``str()`` of a description then builds
 MAX_VALUES = 10_000
 
-_FORMATS = ("netcdf", "zarr")
+_FORMATS = ("netcdf", "zarr", "icechunk")  # batch.pipeline.results.FORMATS
 _KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
 _DATASET_KEYS = ("variable", "variables", "start", "end", "files")
 
@@ -57,7 +57,7 @@ class Recipe:
         A glob of CF NetCDF files, or their paths (a catalog's datasets,
         :mod:`~pangeo_hpc.batch.chains.esm_catalog`); ``None`` for the era5-pds layout
         under the data root.
-    format : {"netcdf", "zarr"}
+    format : {"netcdf", "zarr", "icechunk"}
     path : Path, optional
         The YAML file (user functions are imported from its folder).
     """
