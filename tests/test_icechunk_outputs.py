@@ -180,15 +180,21 @@ def test_a_folder_holding_anything_else_is_refused_untouched(tree, tmp_path):
         _run(tree, tree, "2000-01")
 
 
-def test_the_cli_prints_the_snapshot(tree, tmp_path):
+def test_the_cli_prints_the_snapshot_and_why_a_rerun_adds_no_commit(tree, tmp_path):
     out = tmp_path / "repo"
-    r = run_cli(RECIPE, "--data", str(tree), "--start", "2000-01", "--end", "2000-01",
-                "--format", "icechunk", "--out", str(out), "--workers", "1", "--no-progress",
-                cwd=tmp_path)  # fmt: skip
+    argv = (RECIPE, "--data", str(tree), "--start", "2000-01", "--end", "2000-01",
+            "--format", "icechunk", "--out", str(out), "--workers", "1", "--no-progress")  # fmt: skip
+    r = run_cli(*argv, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     tip = next(iter(_local(out).ancestry(branch="main")))
     assert f"icechunk: {out} branch main snapshot {tip.id}" in r.stdout.splitlines()
     assert json.dumps(tip.metadata["answer"])  # the answer, as summary.json holds it
+    again = run_cli(*argv, cwd=tmp_path)
+    assert again.returncode == 0, again.stderr
+    assert f"icechunk: {out} branch main snapshot {tip.id} (no new commit: the result " in (
+        again.stdout
+    )
+    assert len(list(_local(out).ancestry(branch="main"))) == 2
 
 
 BUCKET = "icechunk-out"
@@ -231,6 +237,12 @@ def test_on_s3_a_month_is_one_commit_and_a_failed_first_run_leaves_nothing(
     assert [s.id for s in repo.ancestry(branch="main")][:2] == [second, first]
     _assert_same(_read(repo), _netcdf(tree, tmp_path / "nc-2", "2000-03"))
     _assert_same(_read(repo, first), answer_one)
+    # read back as docs/user-guide/icechunk-outputs.md says, keys from the environment
+    documented = icechunk.s3_storage(
+        bucket=BUCKET, prefix=f"{tmp_path.name}/repo", endpoint_url=opts.endpoint_url,
+        allow_http=True, force_path_style=True, from_env=True, region="us-east-1",
+    )  # fmt: skip
+    _assert_same(_read(icechunk.Repository.open(documented)), _read(repo))
 
     def fail(session) -> None:
         raise RuntimeError("a step failed after the write started")
