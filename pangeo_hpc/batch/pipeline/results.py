@@ -101,10 +101,13 @@ def result_folder(
     (:func:`~pangeo_hpc.write.icechunk_out.check_repository`)."""
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
-    if fmt == "icechunk":
+    if fmt == "icechunk":  # committed to in place once it exists, else renamed into place
         if not is_s3(out):
             check_utf8(out)
-        return check_repository(out, inputs=[root], s3=s3)
+        repo = check_repository(out, inputs=[root], s3=s3)
+        if isinstance(repo, Path):
+            check_writable(repo, in_place=repo.is_dir() and any(repo.iterdir()))
+        return repo
     if is_s3(out):
         return check_output(str(out), kind="result", inputs=[root], s3=s3)
     check_utf8(out)
