@@ -6,7 +6,8 @@ The core (local and mounted trees, recipes, clusters, batch runs, planning) need
 
 * ``s3``: ``s3://`` sources, byte-range indexes, listings, inventories (s3fs, obstore,
   kerchunk, arro3-core);
-* ``stores``: Icechunk repositories as datasets and Icechunk virtual references
+* ``stores``: Zarr and Icechunk stores as datasets, ``--format icechunk`` outputs and Icechunk
+  virtual references
   (icechunk, virtualizarr);
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
   dask-labextension, hvplot);

@@ -32,6 +32,10 @@ WRITERS: dict[str, tuple[str, list[str]]] = {
         "folder",
         ["era5-sst-mean", "--data", "{data}", "--end", "2000-01", "--out", "{out}"],
     ),
+    "run --format icechunk": (  # a repository, committed to (write/icechunk_out.py)
+        "folder",
+        "era5-sst-mean --data {data} --end 2000-01 --out {out} --format icechunk".split(),
+    ),
     "convert": (
         "folder",
         ["convert", "--data", "{data}", "--end", "2000-01", "--out", "{out}", "--overwrite"],
@@ -147,8 +151,9 @@ def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
 
 
 #: verbs that write to ``s3://`` prefixes (write/s3_outputs.py): tests/test_s3_outputs.py
-#: points them at a prefix holding a user's objects (exit 2, every object and ETag kept)
-S3_WRITERS = {"run", "convert"}
+#: points them at a prefix holding a user's objects (exit 2, every object and ETag kept);
+#: tests/test_icechunk_outputs.py does for --format icechunk
+S3_WRITERS = {"run", "run --format icechunk", "convert"}
 
 CASES = [
     (verb, case)
@@ -403,6 +408,10 @@ ALLOWED = {
     ("write/s3_outputs.py", "*"): "the guarded S3 writer: its staging folder, its own run's "
     "objects, and (cleanup, retired runs) only objects that carry its mark",
     ("batch/pipeline/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
+    ("write/icechunk_out.py", "to_zarr"): "into an Icechunk session (seen only once committed) "
+    "of a repository of ours, or of a new one in atomic_dir's temporary folder",
+    ("write/icechunk_out.py", "delete"): "the objects of a repository this run made under an "
+    "S3 prefix that was empty when checked, whose first commit failed",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",
     ("clusters/diagnostics.py", "unlink"): "a NamedTemporaryFile it made for sbatch --test-only",

@@ -37,6 +37,7 @@ USER_GUIDE = (
     "storage",
     "s3",
     "s3-outputs",
+    "icechunk-outputs",
     "zarr",
     "stores",
     "regrid",

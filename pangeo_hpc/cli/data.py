@@ -91,7 +91,11 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--end", help="last month, YYYY-MM (default: the recipe's)")
     add_cluster_args(p)
     p.add_argument("--out", help="output folder or s3://bucket/prefix (default results/RECIPE)")
-    p.add_argument("--format", choices=("netcdf", "zarr"), help="result format")
+    p.add_argument(
+        "--format",
+        choices=("netcdf", "zarr", "icechunk"),
+        help="result format; icechunk: --out is an Icechunk repository, one commit per run",
+    )
     p.add_argument(
         "--plot-format",
         choices=("png", "svg", "pdf"),
@@ -138,7 +142,13 @@ def _run(a: argparse.Namespace) -> int:
     else:
         run = _run_one(a, from_dict(doc, path), budget)
     print("\n".join(summary_text(run.summary, as_json=a.json)))
-    print(f"plot: {run.file(run.summary['outputs']['plot'])}")
+    outputs = run.summary["outputs"]
+    if "snapshot" in outputs:  # --format icechunk: a commit, no files
+        said = f" (no new commit: {outputs['unchanged']})" if "unchanged" in outputs else ""
+        print(f"icechunk: {outputs['data']} branch {outputs['branch']} snapshot "
+              f"{outputs['snapshot']}{said}")  # fmt: skip
+        return 0
+    print(f"plot: {run.file(outputs['plot'])}")
     data = run.file(run.summary["outputs"]["data"])
     print(f"data: {data}   summary: {run.file('summary.json')}")
     return 0

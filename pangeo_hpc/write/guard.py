@@ -14,7 +14,9 @@ before it is renamed into place (a long run gives a user time to put a file ther
   package that holds nothing else, unchanged (:func:`folder_kind`: a result folder's
   marked ``summary.json`` lists its files with the size and SHA-256 of each as written,
   :mod:`pangeo_hpc.write.records`; a Zarr store carries
-  :data:`~pangeo_hpc.write.marks.STORE_ATTR`); a tree that a verb fills file by file
+  :data:`~pangeo_hpc.write.marks.STORE_ATTR`; an Icechunk repository the mark in the
+  metadata of the tip of its ``main``, :mod:`pangeo_hpc.write.icechunk_repo`, and it is
+  committed to, never replaced); a tree that a verb fills file by file
   carries the marker file :data:`~pangeo_hpc.write.marks.MARKER`, and is written into,
   never replaced; an existing **file** only when it carries the format's marker
   (:func:`~pangeo_hpc.write.marks.file_is_ours`). Anything else is refused with one line
@@ -40,6 +42,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from pangeo_hpc.errors import InputError, named, shown
+from pangeo_hpc.write.icechunk_repo import KIND as ICECHUNK
+from pangeo_hpc.write.icechunk_repo import is_our_repository
 from pangeo_hpc.write.marks import file_is_ours, is_our_store, read_marker
 from pangeo_hpc.write.records import result_changes
 
@@ -161,6 +165,8 @@ def _examine(folder: Path) -> tuple[str | None, str | None]:
     if "summary.json" in names:
         why = result_changes(folder, names)
         return ("result", None) if why == "" else (None, why)
+    if is_our_repository(folder, names):
+        return ICECHUNK, None
     return ("zarr" if is_our_store(folder, names) else None), None
 
 

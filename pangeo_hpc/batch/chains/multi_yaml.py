@@ -71,7 +71,7 @@ class MultiRecipe:
         Each dataset's mapping as written (variable, files, start, end), by name.
     combine : tuple of Step
         The combine steps, each a function of :data:`pangeo_hpc.recipes.COMBINE`.
-    format : {"netcdf", "zarr"}
+    format : {"netcdf", "zarr", "icechunk"}
     path : Path, optional
         The YAML file.
     """

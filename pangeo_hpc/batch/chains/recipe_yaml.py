@@ -32,7 +32,7 @@ MAX_BYTES = 64 << 10
 #: value (a "billion laughs") hold 10^9, which ``str()`` of a description then builds
 MAX_VALUES = 10_000
 
-_FORMATS = ("netcdf", "zarr")
+_FORMATS = ("netcdf", "zarr", "icechunk")  # batch.pipeline.results.FORMATS
 _KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
 _DATASET_KEYS = ("variable", "variables", "start", "end", "files", "store", "branch", "snapshot")
 
@@ -62,7 +62,7 @@ class Recipe:
         A Zarr store or Icechunk repository (``store:``, with ``branch:`` or
         ``snapshot:`` for a repository), local or ``s3://``
         (:func:`pangeo_hpc.io.stores.open_any_store`).
-    format : {"netcdf", "zarr"}
+    format : {"netcdf", "zarr", "icechunk"}
     path : Path, optional
         The YAML file (user functions are imported from its folder).
     """

@@ -122,8 +122,9 @@ def run_recipe(
         Read the input files through once on the workers before computing.
     out : str or Path, optional
         The output folder; default ``<output.root>/<spec.name>``.
-    fmt : {"netcdf", "zarr"}, optional
-        The result's format; default the recipe's.
+    fmt : {"netcdf", "zarr", "icechunk"}, optional
+        The result's format; default the recipe's. ``"icechunk"``: ``out`` is an Icechunk
+        repository that receives the result as one commit on ``main``.
     plot_format : {"png", "svg", "pdf"}, optional
         The plot's format; default config.
     progress : callable, optional
@@ -148,7 +149,7 @@ def run_recipe(
     plot_format = check_plot_format(plot_format)
     root = data_root(data, profile)
     # the outputs may replace only an earlier result of this package, never the data
-    out = result_folder(out, spec, root, s3)
+    out = result_folder(out, spec, root, s3, fmt)
     if warm_inputs:
         check_warmup(root)
     store = open_cache(cache)  # a folder others can write to is refused before any cluster

@@ -209,7 +209,7 @@ def run_multi(
         first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
         fmt = check_format(fmt, first)
         plot_format = check_plot_format(plot_format)
-        result_folder(out, first, root)  # a folder that may not be written: refused now
+        result_folder(out, first, root, fmt=fmt)  # a folder that may not be written: refused now
         # the combine built on the lazy results: every refusal before anything runs
         combine_results(spec, {n: i.lazy for n, i in inputs.items()})
         t_open = time.perf_counter()

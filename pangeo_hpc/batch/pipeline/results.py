@@ -24,6 +24,7 @@ from pangeo_hpc.batch.chains.chain import FIRST
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe, title_of
 from pangeo_hpc.batch.pipeline import provenance
 from pangeo_hpc.batch.pipeline.headlines import headline_table, headlines
+from pangeo_hpc.batch.pipeline.icechunk_results import write_icechunk
 from pangeo_hpc.batch.pipeline.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError, redact
 from pangeo_hpc.recipes.cf_attrs import prepare_for_file
@@ -32,6 +33,7 @@ from pangeo_hpc.storage import prepare_output
 from pangeo_hpc.write.figures import plot_format as check_plot_format
 from pangeo_hpc.write.figures import plot_result
 from pangeo_hpc.write.guard import check_folder, folder_in
+from pangeo_hpc.write.icechunk_out import check_repository
 from pangeo_hpc.write.in_place import is_mount_point
 from pangeo_hpc.write.outputs import write_json
 from pangeo_hpc.write.records import file_records
@@ -39,7 +41,7 @@ from pangeo_hpc.write.targets import Output, check_output, output_folder, where_
 from pangeo_hpc.write.writable import check_utf8, check_writable
 from pangeo_hpc.write.zarr import write_zarr
 
-FORMATS = ("netcdf", "zarr")
+FORMATS = ("netcdf", "zarr", "icechunk")
 
 
 @dataclass
@@ -77,12 +79,16 @@ def check_format(fmt: str | None, spec: Recipe) -> str:
     """``fmt``, or the recipe's format; one of :data:`FORMATS`."""
     fmt = fmt or spec.format
     if fmt not in FORMATS:
-        raise InputError(f"format {fmt!r} must be netcdf or zarr")
+        raise InputError(f"format {fmt!r} must be netcdf, zarr or icechunk")
     return fmt
 
 
 def result_folder(
-    out: str | Path | None, spec: Recipe, root: str | Path, s3: S3Options | None = None
+    out: str | Path | None,
+    spec: Recipe,
+    root: str | Path,
+    s3: S3Options | None = None,
+    fmt: str = "netcdf",
 ) -> Output:
     """The output folder: ``out``, default ``<output.root>/<spec.name>``, checked to be new,
     empty or an earlier result of this package, never the data ``root``, named in UTF-8,
@@ -90,9 +96,18 @@ def result_folder(
     :func:`~pangeo_hpc.write.in_place.fill_in_place`). The recipe's name is a label, never a
     path: the default folder lies inside ``output.root``. An ``s3://bucket/prefix`` is
     checked by :func:`~pangeo_hpc.write.s3_guard.check_prefix` (``s3``: its endpoint and
-    credentials) and returned as its URL."""
+    credentials) and returned as its URL. With ``fmt="icechunk"`` the folder or prefix is
+    the repository: new, empty or one of ours
+    (:func:`~pangeo_hpc.write.icechunk_out.check_repository`)."""
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
+    if fmt == "icechunk":  # committed to in place once it exists, else renamed into place
+        if not is_s3(out):
+            check_utf8(out)
+        repo = check_repository(out, inputs=[root], s3=s3)
+        if isinstance(repo, Path):
+            check_writable(repo, in_place=repo.is_dir() and any(repo.iterdir()))
+        return repo
     if is_s3(out):
         return check_output(str(out), kind="result", inputs=[root], s3=s3)
     check_utf8(out)
@@ -271,8 +286,11 @@ def write_outputs(
     out : str or Path, optional
         The folder; default ``<output.root>/<recipe name>``. It may replace only an
         earlier result of this package, never the data.
-    fmt : {"netcdf", "zarr"}, optional
-        Default: the recipe's ``format``.
+    fmt : {"netcdf", "zarr", "icechunk"}, optional
+        Default: the recipe's ``format``. ``"icechunk"``: ``out`` is an Icechunk
+        repository, and the result becomes one commit on its ``main`` whose metadata is the
+        summary (no figure, no ``summary.json``:
+        :mod:`~pangeo_hpc.batch.pipeline.icechunk_results`).
     plot_format : {"png", "svg", "pdf"}, optional
         The figure's format (default ``png``): ``plot.png``, ``plot.svg`` or ``plot.pdf``.
     timings : mapping, optional
@@ -298,8 +316,8 @@ def write_outputs(
     spec, root, result = inputs.spec, inputs.root, computed.result
     fmt = check_format(fmt, spec)
     plot_name = f"plot.{check_plot_format(plot_format)}"
-    out = result_folder(out, spec, root, s3)
-    run, files = where_in(out)
+    out = result_folder(out, spec, root, s3, fmt)
+    run, files = where_in(out) if fmt != "icechunk" else (None, str(out))
     summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
     period = inputs.period
     result.attrs.update(recipe=spec.name, source=redact(str(root)), period=" to ".join(period))
@@ -311,6 +329,12 @@ def write_outputs(
     )
     title = title_of(spec.description) or spec.name
     written = prepare_for_file(result, history=made_by, title=title)
+    if fmt == "icechunk":
+        write_icechunk(
+            written, summary, spec=spec, period=period, root=root, out=out, t0=t0,
+            started=started, s3=s3,
+        )  # fmt: skip
+        return RunResult(out=out, summary=summary, result=result, files=files)
     # a mount point: in place; an s3:// prefix: uploaded, then its summary.json written
     with output_folder(out, kind="result", inputs=[root], s3=s3, run=run) as tmp:
         stripes = prepare_output(tmp, int(result.nbytes))

@@ -1,0 +1,293 @@
+"""A Dataset committed to an Icechunk repository: one commit on ``main`` per run that
+changes it, in a local folder or under an ``s3://bucket/prefix``.
+
+The rules are :mod:`pangeo_hpc.write.guard`'s, for a repository (recognised by
+:mod:`pangeo_hpc.write.icechunk_repo`):
+
+* the target may not be, contain or lie inside an input;
+* a **new or empty** target gets a new repository. A local one is made and given its
+  first commit in a temporary folder that :func:`~pangeo_hpc.write.outputs.atomic_dir`
+  renames into place; on S3 (no rename) the repository is made under the prefix, and
+  removed again if its first commit fails (the prefix was empty when checked);
+* an **existing repository of ours** (the tip of ``main`` marked) is committed to, never
+  replaced: every earlier snapshot stays readable (``repo.readonly_session(
+  snapshot_id=...)``). A local one is committed to under the lock of its writers
+  (:func:`~pangeo_hpc.write.swap.target_lock`: Icechunk's local storage does not make
+  concurrent commits safe); on S3, Icechunk's conditional update of the branch does;
+* **anything else** (a user's files, a repository a user made or committed to, another
+  kind of output of ours) is refused in one line, and nothing is written.
+
+Icechunk's transactions give the rest: the Dataset is written into a session, which no
+reader sees until :meth:`icechunk.Session.commit` moves the branch in one step; a run that
+fails before (the hooks :data:`BEFORE_COMMIT` let the tests fail it there) leaves the
+branch where it was. A Dataset equal to the tip's (values, coordinates, attributes but
+``history``, which says when it was made) is not committed: the session is dropped and
+:class:`Committed` says why.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.extras import require
+from pangeo_hpc.s3 import icechunk_access
+from pangeo_hpc.s3.options import S3Options, is_s3
+from pangeo_hpc.write.guard import check_folder, folder_kind
+from pangeo_hpc.write.icechunk_repo import (
+    BRANCH,
+    KIND,
+    commit_mark,
+    only_entries,
+    open_repository,
+    tip,
+    tip_is_ours,
+)
+from pangeo_hpc.write.outputs import atomic_dir
+from pangeo_hpc.write.s3_guard import (
+    MANIFEST,
+    S3Target,
+    check_s3_inputs,
+    head,
+    list_objects,
+    read_manifest,
+)
+from pangeo_hpc.write.swap import target_lock
+
+__all__ = ["BEFORE_COMMIT", "MADE", "Committed", "check_repository", "commit_dataset"]
+
+#: called with the writable session once the Dataset is written into it, before the commit:
+#: tests fail a run there
+BEFORE_COMMIT: list[Callable[[Any], None]] = []
+#: global attributes that say when and by which command a result was made: a Dataset that
+#: differs from the tip's only in these is not committed again
+MADE = frozenset({"history"})
+
+
+@dataclass(frozen=True)
+class Committed:
+    """What :func:`commit_dataset` did.
+
+    Attributes
+    ----------
+    where : str
+        The repository: a folder, or ``s3://bucket/prefix``.
+    snapshot : str
+        The id of the tip of ``main`` now: the new commit's, or the unchanged tip's.
+    parent : str or None
+        The tip before (``None`` for a new repository).
+    new : bool
+        Whether a commit was made.
+    why : str
+        Why no commit was made (empty when one was).
+    """
+
+    where: str
+    snapshot: str
+    parent: str | None
+    new: bool
+    why: str = ""
+
+
+def _refused(flag: str, message: str) -> InputError:
+    return InputError(message, param=(flag,) if flag.isidentifier() else ())
+
+
+def check_repository(
+    target: str | os.PathLike[str],
+    *,
+    inputs: Iterable[object] = (),
+    flag: str = "out",
+    s3: S3Options | None = None,
+) -> Path | str:
+    """Check that ``target`` may receive a commit (the module's rules; nothing is written).
+
+    Returns
+    -------
+    pathlib.Path or str
+        The folder, or the ``s3://bucket/prefix`` URL (normalised).
+
+    Raises
+    ------
+    InputError
+        For an input, a file, or a folder or prefix holding anything but a repository of
+        this package; nothing is changed.
+    """
+    inputs = list(inputs)
+    if not is_s3(target):
+        return check_folder(target, kind=KIND, inputs=inputs, flag=flag)
+    dest = S3Target.of(str(target), s3, flag=flag)
+    check_s3_inputs(dest, inputs, flag)
+    if head(dest, dest.prefix) is not None:
+        raise _refused(
+            flag,
+            f"{named(flag, dest.url)} is an object (a file), not a prefix pangeo-hpc "
+            "wrote: give another prefix (nothing was changed)",
+        )
+    keys = list_objects(dest)
+    if keys and not _s3_ours(dest, keys, flag):
+        first = min(keys)
+        raise _refused(
+            flag,
+            f"{named(flag, dest.url)} holds objects that are no Icechunk repository of "
+            f"pangeo-hpc (first: s3://{dest.bucket}/{first}): give a new or empty prefix "
+            "(nothing was changed)",
+        )
+    return dest.url
+
+
+def _s3_ours(dest: S3Target, keys: Mapping[str, Any], flag: str) -> bool:
+    """Whether the objects ``keys`` under ``dest`` are a repository of ours (a result
+    run of ours there is named as such)."""
+    if dest.key(MANIFEST) in keys and read_manifest(dest):
+        raise _refused(
+            flag,
+            f"{named(flag, dest.url)} holds a result output of pangeo-hpc, not an "
+            f"{KIND} repository: give another prefix (nothing was changed)",
+        )
+    top = {k[len(dest.prefix) + 1 :].partition("/")[0] for k in keys}
+    if not only_entries(top):
+        return False
+    repo = open_repository(icechunk_access.storage(dest.url, dest.s3))
+    return repo is not None and tip_is_ours(repo)
+
+
+def commit_dataset(
+    target: str | os.PathLike[str],
+    ds: Any,
+    *,
+    message: str,
+    metadata: Mapping[str, Any],
+    inputs: Iterable[object] = (),
+    flag: str = "out",
+    s3: S3Options | None = None,
+) -> Committed:
+    """Write ``ds`` to ``main`` of the repository ``target`` as one commit.
+
+    Parameters
+    ----------
+    target : str or path
+        A local folder or ``s3://bucket/prefix``: new, empty, or a repository of this
+        package (the module's rules).
+    ds : xarray.Dataset
+        The Dataset, encoded as for a file (CF attributes and encodings); it replaces the
+        tip's contents in the new snapshot.
+    message : str
+        The commit's message.
+    metadata : mapping
+        JSON-able provenance for the commit's metadata; the package's mark is added.
+    inputs : iterable
+        What was read: the repository may not be, contain or lie inside any of them.
+    flag : str
+        How the user named ``target``, for messages.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target; default :meth:`S3Options.resolve`.
+
+    Returns
+    -------
+    Committed
+        The snapshot now at the tip, and whether it is new.
+
+    Raises
+    ------
+    InputError
+        If ``target`` may not be written, or ``main`` moved under this run (another
+        writer); nothing is committed.
+    """
+    require("stores", "--format icechunk")
+    import icechunk
+
+    inputs = list(inputs)
+    where = check_repository(target, inputs=inputs, flag=flag, s3=s3)
+    meta = json.loads(json.dumps({**metadata, **commit_mark()}, default=str))
+    write = _Writer(ds, message, meta, flag)
+    if isinstance(where, Path):
+        if (
+            where.is_dir() and any(where.iterdir()) and folder_kind(where) == KIND
+        ):  # ours: committed to, under its writers' lock
+            with target_lock(where):
+                check_repository(where, inputs=inputs, flag=flag)
+                repo = icechunk.Repository.open(icechunk.local_filesystem_storage(str(where)))
+                return write(repo, str(where), created=False)
+        with atomic_dir(where, kind=KIND, inputs=inputs, flag=flag) as tmp:
+            repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp)))
+            done = write(repo, str(where), created=True)
+        return done
+    opts = s3 or S3Options.resolve()
+    storage = icechunk_access.storage(where, opts)
+    if icechunk.Repository.exists(storage):
+        return write(icechunk.Repository.open(storage), where, created=False)
+    repo = icechunk.Repository.create(storage)
+    try:
+        return write(repo, where, created=True)
+    except BaseException:
+        _remove_new(S3Target.of(where, opts, flag=flag))
+        raise
+
+
+@dataclass(frozen=True)
+class _Writer:
+    ds: Any
+    message: str
+    metadata: dict[str, Any]
+    flag: str
+
+    def __call__(self, repo: Any, where: str, *, created: bool) -> Committed:
+        import icechunk
+
+        before = tip(repo)
+        if not created and not tip_is_ours(repo):  # a user's commit since it was checked
+            raise _refused(
+                self.flag,
+                f"{named(self.flag, where)}: the tip of {BRANCH} ({before.id}) is not a "
+                "commit of pangeo-hpc: give a new folder or prefix (nothing was changed)",
+            )
+        session = repo.writable_session(BRANCH)
+        self.ds.to_zarr(session.store, mode="w", zarr_format=3, consolidated=False)
+        for hook in BEFORE_COMMIT:
+            hook(session)
+        if not created and _same(repo.readonly_session(snapshot_id=before.id).store, session):
+            why = f"the result equals snapshot {before.id}'s (only its {', '.join(MADE)} differs)"
+            return Committed(where, before.id, before.parent_id, new=False, why=why)
+        try:
+            snapshot = session.commit(self.message, metadata=self.metadata)
+        except icechunk.ConflictError as exc:
+            raise _refused(
+                self.flag,
+                f"{named(self.flag, where)}: {BRANCH} moved while this run wrote (another "
+                "writer): run again (nothing was committed)",
+            ) from exc
+        return Committed(where, snapshot, None if created else before.id, new=True)
+
+
+def _same(old_store: Any, session: Any) -> bool:
+    """Whether the Dataset in ``session`` equals the one in ``old_store``: the same values,
+    coordinates and attributes but :data:`MADE`, both read back as a reader reads them."""
+    import xarray as xr
+
+    try:
+        old = xr.open_zarr(old_store, consolidated=False).load()
+    except (FileNotFoundError, KeyError, ValueError):  # no Dataset there
+        return False
+    new = xr.open_zarr(session.store, consolidated=False).load()
+    if not new.equals(old) or set(new.variables) != set(old.variables):
+        return False
+    if any(new[v].attrs != old[v].attrs for v in new.variables):
+        return False
+    kept = [{k: v for k, v in d.attrs.items() if k not in MADE} for d in (new, old)]
+    return bool(kept[0] == kept[1])
+
+
+def _remove_new(dest: S3Target) -> None:
+    """Remove the repository this run made under ``dest`` (empty when checked), whose first
+    commit failed: no repository without a commit of ours is left behind."""
+    import obstore
+
+    keys = list(list_objects(dest))
+    if keys:
+        obstore.delete(dest.store, keys)

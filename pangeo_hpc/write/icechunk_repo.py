@@ -1,0 +1,81 @@
+"""How this package knows an Icechunk repository it wrote, local or on S3.
+
+An Icechunk repository holds only Icechunk's own entries at its top (:data:`ENTRIES`:
+``refs``, ``snapshots``, ``manifests``, ...), and no file of ours can sit beside them
+(a marker file would be an entry Icechunk does not know). The mark is in the history
+instead: every commit this package makes carries ``written_by: pangeo-hpc X.Y`` and
+``kind: icechunk`` in its metadata (:func:`commit_mark`). A repository is ours when it
+holds nothing but Icechunk's entries and the tip of its ``main`` branch carries that mark
+(:func:`tip_is_ours`): a commit a user made on top of ours, a repository a user made, or a
+folder with a file of theirs beside the entries is not, and
+:mod:`pangeo_hpc.write.guard` refuses it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+from pangeo_hpc.extras import missing
+from pangeo_hpc.write.marks import WRITTEN_BY
+
+__all__ = ["BRANCH", "ENTRIES", "KIND", "commit_mark", "is_our_repository", "tip", "tip_is_ours"]
+
+#: the output kind of a repository (guard.py's ``kind``), also in each commit's metadata
+KIND = "icechunk"
+#: the branch every run commits to
+BRANCH = "main"
+#: the names at the top of an Icechunk repository (1.x; ``repo`` is 2.x's)
+ENTRIES = frozenset(
+    {"config.yaml", "refs", "snapshots", "manifests", "chunks", "transactions", "repo"}
+)
+
+
+def commit_mark() -> dict[str, str]:
+    """The metadata that marks a commit as this package's."""
+    return {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", "kind": KIND}
+
+
+def only_entries(names: Iterable[str]) -> bool:
+    """Whether ``names`` (the top-level names of a folder or prefix) are an Icechunk
+    repository's and nothing else."""
+    names = set(names)
+    return {"refs", "snapshots"} <= names and names <= ENTRIES
+
+
+def tip(repo: Any) -> Any:
+    """The ``SnapshotInfo`` at the tip of :data:`BRANCH`."""
+    return next(iter(repo.ancestry(branch=BRANCH)))
+
+
+def tip_is_ours(repo: Any) -> bool:
+    """Whether the tip of ``repo``'s :data:`BRANCH` is a commit of this package."""
+    meta = tip(repo).metadata or {}
+    return str(meta.get("written_by", "")).startswith(WRITTEN_BY) and meta.get("kind") == KIND
+
+
+def open_repository(storage: Any) -> Any | None:
+    """The repository in ``storage``, or ``None`` if there is none it can open."""
+    import icechunk
+
+    try:
+        return icechunk.Repository.open(storage)
+    except (icechunk.IcechunkError, ValueError):
+        return None
+
+
+def is_our_repository(folder: Path, names: set[str] | None = None) -> bool:
+    """Whether the local ``folder`` is an Icechunk repository this package wrote and
+    holds nothing else (the module's rules). Without icechunk installed, none is."""
+    names = {p.name for p in folder.iterdir()} if names is None else names
+    if not only_entries(names) or missing("stores"):
+        return False
+    import icechunk
+
+    repo = open_repository(icechunk.local_filesystem_storage(str(folder)))
+    try:
+        return repo is not None and tip_is_ours(repo)
+    except (icechunk.IcechunkError, StopIteration):
+        return False
