@@ -7,7 +7,7 @@ The core (local and mounted trees, recipes, clusters, batch runs, planning) need
 * ``s3``: ``s3://`` sources, byte-range indexes, listings, inventories (s3fs, obstore,
   kerchunk, arro3-core);
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
-  dask-labextension, hvplot);
+  dask-labextension, hvplot, datashader);
 * ``demo``: the synthetic demo data's coastlines (global-land-mask);
 * ``regions``: regionmask, for polygon regions of your own in ``select_region(regions=...)``
   (the AR6 reference regions ship with the package and need nothing more);
@@ -39,6 +39,7 @@ EXTRAS: dict[str, dict[str, str]] = {
         "jupyter_server_proxy": "jupyter-server-proxy",
         "dask_labextension": "dask-labextension",
         "hvplot": "hvplot",
+        "datashader": "datashader",
     },
     "regions": {"regionmask": "regionmask"},
     "demo": {"global_land_mask": "global-land-mask"},

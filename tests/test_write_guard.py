@@ -266,7 +266,12 @@ def test_a_recipe_replaces_its_own_result_and_an_empty_folder(place, capsys):
     argv += ["--workers", "1", "--no-progress", "--out", str(out)]
     for attempt in (1, 2):
         assert run.main(argv) == 0, (attempt, capsys.readouterr().err)
-    assert sorted(p.name for p in out.iterdir()) == ["plot.png", "result.nc", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "plot.png",
+        "report.html",
+        "result.nc",
+        "summary.json",
+    ]
     assert out.stat().st_mode & 0o777 == 0o750
     (out / "my-notes.txt").write_text("a user's file among the results")
     capsys.readouterr()

@@ -139,6 +139,7 @@ def _run(a: argparse.Namespace) -> int:
         run = _run_one(a, from_dict(doc, path), budget)
     print("\n".join(summary_text(run.summary, as_json=a.json)))
     print(f"plot: {run.out / run.summary['outputs']['plot']}")
+    print(f"report: {run.out / run.summary['outputs']['report']} (open it in a browser)")
     data = run.out / run.summary["outputs"]["data"]
     print(f"data: {data}   summary: {run.out / 'summary.json'}")
     return 0
