@@ -94,7 +94,7 @@ def _along(da: xr.DataArray, others: list[str]) -> str:
     return t if t in others else others[0]
 
 
-def _coast(east: bool) -> hv.Path:
+def _coast(east: bool, lon: str, lat: str) -> hv.Path:
     import holoviews as hv
 
     from pangeo_hpc.write.coastlines import joined_coastlines
@@ -105,7 +105,7 @@ def _coast(east: bool) -> hv.Path:
         np.column_stack([px, py])[1:] if i else np.column_stack([px, py])
         for i, (px, py) in enumerate(zip(np.split(x, breaks), np.split(y, breaks), strict=True))
     ]
-    return hv.Path([line for line in lines if len(line) > 1]).opts(
+    return hv.Path([line for line in lines if len(line) > 1], kdims=[lon, lat]).opts(
         color="black", line_width=0.6, tools=[]
     )
 
@@ -145,7 +145,7 @@ def _map(da: xr.DataArray, lat: str, lon: str) -> list[Any]:
         tools=["hover", "tap"],
     )
     east = bool(da[lon].max() > 180)
-    views: list[Any] = [image * _coast(east)]
+    views: list[Any] = [image * _coast(east, lon, lat)]
     if not others:
         return views
     along = _along(da, others)
@@ -186,8 +186,10 @@ def _series(da: xr.DataArray, along: str) -> hv.Curve:
         ylabel=f"{name} ({unit})" if unit else name,
         frame_width=SERIES_SIZE[0],
         frame_height=SERIES_SIZE[1],
+    ).opts(  # hvplot's own hover_formatters is deprecated; HoloViews' option is not
         hover_tooltips=[(along, f"@{{{along}}}"), (name, f"@{{{name}}}{{{NUMBER}}} {unit}")],
         hover_formatters={f"@{{{name}}}": "printf"},
+        tools=["hover"],
     )
 
 
