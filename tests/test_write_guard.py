@@ -182,7 +182,20 @@ def _add_an_attribute(folder: Path) -> str:
     return "result.nc"
 
 
-EDITS = {"plot.png redrawn": _redraw_plot, "result.nc with an added attribute": _add_an_attribute}
+def _annotate_the_report(folder: Path) -> str:
+    """The user adds a paragraph to report.html (its marker, the generator, stays)."""
+    page = folder / "report.html"
+    page.write_text(
+        page.read_text().replace("<h2>Answer</h2>", "<p>Seen by A. User.</p><h2>Answer</h2>")
+    )
+    return "report.html"
+
+
+EDITS = {
+    "plot.png redrawn": _redraw_plot,
+    "result.nc with an added attribute": _add_an_attribute,
+    "report.html annotated": _annotate_the_report,
+}
 
 
 @pytest.mark.parametrize("edit", EDITS)
