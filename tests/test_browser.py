@@ -286,6 +286,7 @@ def _explore_output(page, cells, shots: Path) -> None:
 
     cell = cells.filter(has_text="pangeo_hpc.explore(sst)")
     expect(cell).to_have_count(1)
+    cell.scroll_into_view_if_needed()  # Lab renders the outputs of cells in view
     output = cell.locator(".jp-OutputArea-output")
     canvas = output.locator("canvas").first
     expect(canvas).to_be_visible(timeout=PAGE_CEILING)

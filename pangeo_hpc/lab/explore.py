@@ -243,7 +243,13 @@ def explore(
     require("lab", "explore()")
     import holoviews as hv
 
-    hv.extension("bokeh", logo=False)
+    # Bokeh's and Panel's JavaScript from the installed packages, into the notebook: by
+    # default both come from their CDNs, and a compute node or an offline laptop shows an
+    # empty output ("Bokeh or Panel library is missing")
+    import panel as pn
+
+    pn.config.inline = True
+    hv.extension("bokeh", logo=False, inline=True)
     views: list[Any] = []
     for name in names:
         da = ds[name].squeeze(drop=True)
