@@ -12,7 +12,8 @@ draws the series at that cell beside it. Coastlines are the package's own
 limits are the figure's (:func:`pangeo_hpc.write.figure_kinds.colour_scale`).
 
 HoloViews, Bokeh, Panel and Datashader are imported when :func:`explore` is called (the
-``lab`` extra), never with :mod:`pangeo_hpc`. No GeoViews: the maps are in plate carree
+``lab`` extra), never with :mod:`pangeo_hpc`; their JavaScript goes into the notebook from
+the installed packages (Panel's ``config.inline`` is set), not from a CDN. No GeoViews: the maps are in plate carree
 degrees, as the figures are, and cartopy would fetch Natural Earth at run time.
 """
 
