@@ -296,8 +296,9 @@ def _explore_output(page, cells, shots: Path) -> None:
     assert box and box["width"] > 300 and box["height"] > 100, box
     # the middle of the map: the Pacific at the equator, where the SST is ~300 K
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    value = output.locator(".bk-tooltip-row-value", has_text=re.compile(r" K$"))
+    # Bokeh puts its tooltip into the page's shadow roots, not necessarily under the output
+    value = page.locator(".bk-tooltip-row-value", has_text=re.compile(r"\d\s+K\s*$"))
     expect(value.first).to_be_visible(timeout=PAGE_CEILING)
-    kelvin = float((value.first.text_content() or "").split()[0])
+    kelvin = float((value.first.text_content() or "").split()[0])  # "302.339 K"
     assert 260 < kelvin < 310, kelvin
     cell.screenshot(path=str(shots / "explore.png"))
