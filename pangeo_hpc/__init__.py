@@ -17,6 +17,7 @@ _LAZY = {
     "DemoSpec": "pangeo_hpc.demo",
     "InputError": "pangeo_hpc.errors",
     "config": "pangeo_hpc.config",
+    "explore": "pangeo_hpc.lab.explore",
     "generate": "pangeo_hpc.demo",
     "get_cluster": "pangeo_hpc.clusters",
     "open_era5": "pangeo_hpc.io.era5",
@@ -30,6 +31,7 @@ __all__ = [
     "DemoSpec",
     "InputError",
     "config",
+    "explore",
     "generate",
     "get_cluster",
     "open_era5",
@@ -47,6 +49,7 @@ if TYPE_CHECKING:
     from pangeo_hpc.errors import DataNotFoundError, InputError
     from pangeo_hpc.io.era5 import open_era5
     from pangeo_hpc.io.files import open_files
+    from pangeo_hpc.lab.explore import explore
 
 
 def __getattr__(name: str) -> Any:

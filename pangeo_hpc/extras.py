@@ -10,7 +10,7 @@ The core (local and mounted trees, recipes, clusters, batch runs, planning) need
   virtual references
   (icechunk, virtualizarr);
 * ``lab``: JupyterLab with the Dask dashboard inside (jupyterlab, jupyter-server-proxy,
-  dask-labextension, hvplot);
+  dask-labextension, hvplot, datashader);
 * ``demo``: the synthetic demo data's coastlines (global-land-mask);
 * ``regions``: regionmask, for polygon regions of your own in ``select_region(regions=...)``
   (the AR6 reference regions ship with the package and need nothing more);
@@ -43,6 +43,7 @@ EXTRAS: dict[str, dict[str, str]] = {
         "jupyter_server_proxy": "jupyter-server-proxy",
         "dask_labextension": "dask-labextension",
         "hvplot": "hvplot",
+        "datashader": "datashader",
     },
     "regions": {"regionmask": "regionmask"},
     "demo": {"global_land_mask": "global-land-mask"},

@@ -190,7 +190,7 @@ def test_lab_runs_the_sst_notebook_and_shows_the_dashboard(chromium, lab):
                 raise
         finally:
             browser.close()
-    for name in ("sst-map.png", "lab-sst-notebook.png", "dask-status-via-proxy.png"):
+    for name in ("sst-map.png", "lab-sst-notebook.png", "dask-status-via-proxy.png", "explore.png"):
         assert (shots / name).stat().st_size > 10_000, name
 
 
@@ -231,6 +231,8 @@ def _notebook_and_dashboard(page, base: str, token: str, shots: Path) -> None:
     assert box and box["width"] > 400 and box["height"] > 150
     sst_map.screenshot(path=str(shots / "sst-map.png"))
     page.screenshot(path=str(shots / "lab-sst-notebook.png"))
+
+    _explore_output(page, cells, shots)
 
     text = page.locator(".jp-Notebook").text_content() or ""  # innerText: only cells in view
     assert re.search(r"global-mean SST: 2\d\d\.\d+ K", text), text[-2000:]
@@ -273,3 +275,30 @@ def _notebook_and_dashboard(page, base: str, token: str, shots: Path) -> None:
     status.screenshot(path=str(shots / "dask-status-via-proxy.png"))
     page.bring_to_front()
     page.screenshot(path=str(shots / "lab-dask-sidebar.png"))
+
+
+def _explore_output(page, cells, shots: Path) -> None:
+    """The notebook's ``pangeo_hpc.explore(sst)`` cell: its output holds Bokeh's canvas
+    (the rasterised map) and Panel's time slider, and hovering over the map shows the
+    SST there with its units. Bokeh draws inside shadow roots, which playwright's CSS
+    locators pierce; every wait ends at its event."""
+    from playwright.sync_api import expect
+
+    cell = cells.filter(has_text="pangeo_hpc.explore(sst)")
+    expect(cell).to_have_count(1)
+    cell.scroll_into_view_if_needed()  # Lab renders the outputs of cells in view
+    output = cell.locator(".jp-OutputArea-output")
+    canvas = output.locator("canvas").first
+    expect(canvas).to_be_visible(timeout=PAGE_CEILING)
+    expect(output.locator(".noUi-handle").first).to_be_visible(timeout=PAGE_CEILING)
+    canvas.scroll_into_view_if_needed()
+    box = canvas.bounding_box()
+    assert box and box["width"] > 300 and box["height"] > 100, box
+    # the middle of the map: the Pacific at the equator, where the SST is ~300 K
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    # Bokeh puts its tooltip into the page's shadow roots, not necessarily under the output
+    value = page.locator(".bk-tooltip-row-value", has_text=re.compile(r"\d\s+K\s*$"))
+    expect(value.first).to_be_visible(timeout=PAGE_CEILING)
+    kelvin = float((value.first.text_content() or "").split()[0])  # "302.339 K"
+    assert 260 < kelvin < 310, kelvin
+    cell.screenshot(path=str(shots / "explore.png"))

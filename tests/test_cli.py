@@ -47,7 +47,12 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     assert f"plot: {out / 'plot.png'}" in r.stdout
     # plain lines, not a redrawn bar, in logs: the states of the 24 files as they arrive
     assert "states: 24 of 24 files" in r.stdout and "\r" not in r.stdout
-    assert sorted(p.name for p in out.iterdir()) == ["plot.png", "result.nc", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "plot.png",
+        "report.html",
+        "result.nc",
+        "summary.json",
+    ]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["inputs"]["files"] == 24 and summary["cluster"]["workers"] == 2
     assert summary["warmup"]["skipped"] == 24  # local files are loaded already
@@ -250,7 +255,12 @@ def test_a_run_draws_its_figure_in_the_format_asked(demo_tree, tmp_path):
     assert not (tmp_path / "gif").exists()
     out = tmp_path / "svg"
     run = runner.run_recipe(load("era5-sst-mean"), **where, out=out, plot_format="svg")
-    assert sorted(p.name for p in out.iterdir()) == ["plot.svg", "result.nc", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "plot.svg",
+        "report.html",
+        "result.nc",
+        "summary.json",
+    ]
     assert file_is_ours(out / "plot.svg")
     assert run.summary["outputs"]["plot"] == "plot.svg"
     assert "plot.svg" in json.loads((out / "summary.json").read_text())["files"]

@@ -10,16 +10,19 @@ import pytest
 
 #: what no answer below may wait for
 HEAVY = ("xarray", "dask", "distributed", "numba", "numpy", "pandas", "scipy", "matplotlib")
+#: the interactive view's stack (``pangeo_hpc.explore``): imported when a notebook calls it,
+#: never by ``import pangeo_hpc``, ``--help`` or a run (report.html needs none of it)
+VIEWS = ("holoviews", "bokeh", "panel", "hvplot", "datashader")
 
 
-def imported(*args: str) -> tuple[int, set[str]]:
+def imported(*args: str, timeout: float = 120) -> tuple[int, set[str]]:
     """The exit code of ``python -X importtime -m pangeo_hpc.run ARGS``, and the top-level
     packages it imported (``-X importtime``'s lines on stderr)."""
     done = subprocess.run(
         [sys.executable, "-X", "importtime", "-m", "pangeo_hpc.run", *args],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
     )
     names = {
         line.split("|")[-1].strip().split(".")[0]
@@ -54,6 +57,7 @@ def test_help_and_flag_errors_import_no_scientific_stack(args, code):
     # the configuration is dask's (dask.config: 0.15 s, no NumPy): allowed past --help
     heavy = set(HEAVY) - ({"dask"} if "--help" not in args else set())
     assert not names & heavy, f"{' '.join(args)} imported {sorted(names & heavy)}"
+    assert not names & set(VIEWS), f"{' '.join(args)} imported {sorted(names & set(VIEWS))}"
 
 
 def test_a_reader_that_leaves_early_gets_no_traceback():
@@ -101,3 +105,19 @@ def test_a_run_imports_matplotlib_in_the_background_while_it_computes():
     names = _modules_after(code)
     want = {"matplotlib.figure", "matplotlib.backends.backend_agg", "PIL.PngImagePlugin"}
     assert want <= names, want - names
+
+
+def test_import_and_a_run_import_no_interactive_view_stack(demo_tree, tmp_path):
+    """``pangeo_hpc.explore`` is offered by ``import pangeo_hpc`` and brings HoloViews,
+    Bokeh, Panel, hvplot and Datashader only when called; a recipe run writes its
+    report.html without any of them."""
+    names = _modules_after("import pangeo_hpc\nassert callable(pangeo_hpc.explore)")
+    assert "pangeo_hpc.lab.explore" in names  # the check is not vacuous
+    assert not {n.split(".")[0] for n in names} & set(VIEWS)
+    out = tmp_path / "out"
+    code, names = imported("era5-sst-mean", "--data", str(demo_tree), "--start", "2000-01",
+                           "--end", "2000-02", "--workers", "1", "--out", str(out),
+                           timeout=600)  # fmt: skip
+    assert code == 0 and (out / "report.html").is_file()
+    assert "matplotlib" in names  # the figure: -X importtime saw the whole run
+    assert not names & set(VIEWS), sorted(names & set(VIEWS))

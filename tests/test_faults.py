@@ -498,7 +498,7 @@ def test_a_failed_rewrite_keeps_the_previous_result(small_disk, demo_tree, tmp_p
     r = _sst_mean(demo_tree, disk / "result", tmp_path, month="2000-02")
     assert r.returncode == 0, r.stderr
     before = {p.name: p.read_bytes() for p in (disk / "result").iterdir()}
-    assert sorted(before) == ["plot.png", "result.nc", "summary.json"]
+    assert sorted(before) == ["plot.png", "report.html", "result.nc", "summary.json"]
     ballast = disk / "ballast"
     ballast.write_bytes(b"\1" * (shutil.disk_usage(disk).free - (96 << 10)))
     r = _sst_mean(demo_tree, disk / "result", tmp_path)

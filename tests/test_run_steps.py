@@ -83,7 +83,7 @@ def test_the_steps_one_by_one_write_what_run_recipe_writes(demo_tree, tmp_path, 
     written = json.loads((tmp_path / "steps" / "summary.json").read_text())
     assert written["answer"] == b["answer"] and written["timings_s"] == b["timings_s"]
     names = sorted(p.name for p in (tmp_path / "steps").iterdir())
-    assert names == ["plot.png", "result.nc", "summary.json"]
+    assert names == ["plot.png", "report.html", "result.nc", "summary.json"]
     with (
         xr.open_dataset(tmp_path / "whole" / "result.nc") as x,
         xr.open_dataset(tmp_path / "steps" / "result.nc") as y,

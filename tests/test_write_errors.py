@@ -225,10 +225,15 @@ def test_an_out_that_is_a_mount_point_is_filled_in_place(recipe, bind_mount, tmp
         r = _cli(str(recipe), "--out", str(bind_mount), cwd=tmp_path, cache=cache)
         assert r.returncode == 0, (run, r.stderr[-3000:])
         assert "Traceback" not in r.stderr, r.stderr
-        assert sorted(os.listdir(bind_mount)) == ["plot.png", "result.nc", "summary.json"], run
+        assert sorted(os.listdir(bind_mount)) == [
+            "plot.png",
+            "report.html",
+            "result.nc",
+            "summary.json",
+        ], run
         assert np.allclose(_answer(bind_mount), fresh, rtol=1e-6, atol=0), run
     host = tmp_path / "host-out"  # the files are on the mounted folder, as the host sees it
-    assert sorted(os.listdir(host)) == ["plot.png", "result.nc", "summary.json"]
+    assert sorted(os.listdir(host)) == ["plot.png", "report.html", "result.nc", "summary.json"]
     assert _mounted(bind_mount)  # still mounted: not renamed away
 
     from pangeo_hpc.write.in_place import is_mount_point

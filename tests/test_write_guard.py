@@ -210,7 +210,20 @@ def _add_an_attribute(folder: Path) -> str:
     return "result.nc"
 
 
-EDITS = {"plot.png redrawn": _redraw_plot, "result.nc with an added attribute": _add_an_attribute}
+def _annotate_the_report(folder: Path) -> str:
+    """The user adds a paragraph to report.html (its marker, the generator, stays)."""
+    page = folder / "report.html"
+    page.write_text(
+        page.read_text().replace("<h2>Answer</h2>", "<p>Seen by A. User.</p><h2>Answer</h2>")
+    )
+    return "report.html"
+
+
+EDITS = {
+    "plot.png redrawn": _redraw_plot,
+    "result.nc with an added attribute": _add_an_attribute,
+    "report.html annotated": _annotate_the_report,
+}
 
 
 @pytest.mark.parametrize("edit", EDITS)
@@ -294,7 +307,12 @@ def test_a_recipe_replaces_its_own_result_and_an_empty_folder(place, capsys):
     argv += ["--workers", "1", "--no-progress", "--out", str(out)]
     for attempt in (1, 2):
         assert run.main(argv) == 0, (attempt, capsys.readouterr().err)
-    assert sorted(p.name for p in out.iterdir()) == ["plot.png", "result.nc", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [
+        "plot.png",
+        "report.html",
+        "result.nc",
+        "summary.json",
+    ]
     assert out.stat().st_mode & 0o777 == 0o750
     (out / "my-notes.txt").write_text("a user's file among the results")
     capsys.readouterr()

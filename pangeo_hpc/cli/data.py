@@ -149,6 +149,7 @@ def _run(a: argparse.Namespace) -> int:
               f"{outputs['snapshot']}{said}")  # fmt: skip
         return 0
     print(f"plot: {run.file(outputs['plot'])}")
+    print(f"report: {run.file(outputs['report'])} (open it in a browser)")
     data = run.file(run.summary["outputs"]["data"])
     print(f"data: {data}   summary: {run.file('summary.json')}")
     return 0

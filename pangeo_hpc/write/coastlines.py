@@ -13,9 +13,12 @@ from __future__ import annotations
 
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 #: the shipped lines (:func:`build_coastlines`)
 FILE = Path(__file__).with_name("coastlines.npz")
@@ -56,17 +59,25 @@ def build_coastlines(path: Path | None = None) -> list[np.ndarray]:
 
 
 @lru_cache(maxsize=1)
+def stored_coastlines() -> tuple[np.ndarray, np.ndarray]:
+    """The shipped file as stored: int16 ``(n, 2)`` longitude (-180..180) and latitude in
+    1/:data:`SCALE` degree, and each line's end (``report.html`` sends them as they are)."""
+    with np.load(FILE) as f:
+        return f["points"], f["ends"]
+
+
+@lru_cache(maxsize=1)
 def coastlines() -> tuple[np.ndarray, ...]:
     """The shipped lines: one ``(n, 2)`` array of longitude (-180..180) and latitude each."""
-    with np.load(FILE) as f:
-        points = f["points"].astype("f8") / SCALE
-        ends = f["ends"]
-    return tuple(np.split(points, ends[:-1]))
+    points, ends = stored_coastlines()
+    return tuple(np.split(points.astype("f8") / SCALE, ends[:-1]))
 
 
-def _joined(east: bool) -> tuple[np.ndarray, np.ndarray]:
-    """All lines in one pair of arrays, lines apart by NaN (one ``plot`` call draws them);
-    in 0..360 for ``east``, broken where a line crosses the 0/360 seam."""
+@lru_cache(maxsize=2)
+def joined_coastlines(east: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """All lines in one pair of arrays (longitude, latitude), lines apart by NaN (one
+    ``plot`` call draws them); in 0..360 for ``east``, broken where a line crosses the
+    0/360 seam. For the figures, :func:`pangeo_hpc.lab.explore.explore` and ``report.html``."""
     parts = []
     for line in coastlines():
         x = line[:, 0] % 360 if east else line[:, 0]
@@ -75,9 +86,6 @@ def _joined(east: bool) -> tuple[np.ndarray, np.ndarray]:
         parts.extend(p for seg in np.split(xy, jumps) for p in (seg, [[np.nan, np.nan]]))
     both = np.concatenate(parts)
     return both[:, 0], both[:, 1]
-
-
-_JOINED: dict[bool, tuple[np.ndarray, np.ndarray]] = {}
 
 
 def draw_coastlines(ax: Axes, *, east: bool = False, **style) -> None:
@@ -92,13 +100,17 @@ def draw_coastlines(ax: Axes, *, east: bool = False, **style) -> None:
     **style
         Line style for ``ax.plot`` (default thin black).
     """
-    if east not in _JOINED:
-        _JOINED[east] = _joined(east)
-    x, y = _JOINED[east]
+    x, y = joined_coastlines(east)
     limits = ax.get_xlim(), ax.get_ylim()
     ax.plot(x, y, **({"color": "k", "lw": 0.5} | style))
     ax.set_xlim(*limits[0])
     ax.set_ylim(*limits[1])
 
 
-__all__ = ["build_coastlines", "coastlines", "draw_coastlines"]
+__all__ = [
+    "build_coastlines",
+    "coastlines",
+    "draw_coastlines",
+    "joined_coastlines",
+    "stored_coastlines",
+]

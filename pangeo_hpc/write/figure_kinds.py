@@ -79,6 +79,14 @@ def is_difference(da: xr.DataArray) -> bool:
 def colours(da: xr.DataArray, values: np.ndarray) -> dict:
     """``cmap``, ``vmin`` and ``vmax`` from the :data:`ROBUST` percentiles of ``values``
     (viridis; a difference: RdBu_r centred on zero), and ``extend`` for the colour bar."""
+    cmap, lo, hi, extend = colour_scale(da, values)
+    bad: Colormap = colormaps[cmap].with_extremes(bad=MISSING)
+    return {"cmap": bad, "vmin": lo, "vmax": hi, "extend": extend}
+
+
+def colour_scale(da: xr.DataArray, values: np.ndarray) -> tuple[str, float, float, str]:
+    """The colour map's name, the limits and the colour bar's ``extend`` of :func:`colours`:
+    the same scale in the figures, ``report.html`` and :func:`pangeo_hpc.lab.explore.explore`."""
     finite = values[np.isfinite(values)]
     lo, hi = np.percentile(finite, ROBUST) if finite.size else (0.0, 1.0)
     lo, hi = float(lo), float(hi)
@@ -92,8 +100,7 @@ def colours(da: xr.DataArray, values: np.ndarray) -> dict:
     below = finite.size and finite.min() < lo
     above = finite.size and finite.max() > hi
     extend = {(1, 1): "both", (1, 0): "min", (0, 1): "max"}.get((bool(below), bool(above)))
-    bad: Colormap = colormaps[cmap].with_extremes(bad=MISSING)
-    return {"cmap": bad, "vmin": lo, "vmax": hi, "extend": extend or "neither"}
+    return cmap, lo, hi, extend or "neither"
 
 
 def _colour_bar(sub: FigureBase, mesh, ax, da: xr.DataArray, style: dict, shrink: float):

@@ -85,7 +85,8 @@ def file_is_ours(path: Path) -> bool:
 
     JSON: a top-level ``written_by`` naming ``pangeo-hpc``; YAML: a first line
     ``# written by ... pangeo``; figures (PNG, SVG, PDF): the marker text of
-    :func:`figure_metadata` in the file. Other files are never ours.
+    :func:`figure_metadata` in the file; a page (``report.html``): that text in its
+    first 2 KB (its ``generator``). Other files are never ours.
     """
     suffix = path.suffix.lower()
     try:
@@ -96,6 +97,9 @@ def file_is_ours(path: Path) -> bool:
             with path.open(errors="replace") as f:
                 first = f.readline()
             return first.startswith("# written by") and "pangeo" in first
+        if suffix == ".html":  # report.html: the marker in its generator, in the head
+            with path.open("rb") as f:
+                return figure_mark().encode() in f.read(2048)
         if suffix in _FIGURES:
             if path.stat().st_size > 64 << 20:
                 return False

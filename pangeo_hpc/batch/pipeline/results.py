@@ -1,5 +1,6 @@
 """The last step of a recipe run: the result file (``result.nc`` or ``result.zarr``), its
-figure (``plot.png``) and ``summary.json``, written together or not at all
+figure (``plot.png``), ``report.html`` (:mod:`pangeo_hpc.write.report`) and
+``summary.json``, written together or not at all
 (:func:`pangeo_hpc.write.outputs.atomic_dir`, or file by file into a mount point:
 :func:`pangeo_hpc.write.in_place.fill_in_place`), from what
 :mod:`pangeo_hpc.batch.pipeline.steps` opened and computed; and the summary as a person reads it
@@ -37,6 +38,7 @@ from pangeo_hpc.write.icechunk_out import check_repository
 from pangeo_hpc.write.in_place import is_mount_point
 from pangeo_hpc.write.outputs import write_json
 from pangeo_hpc.write.records import file_records
+from pangeo_hpc.write.report import REPORT, write_report
 from pangeo_hpc.write.targets import Output, check_output, output_folder, where_in
 from pangeo_hpc.write.writable import check_utf8, check_writable
 from pangeo_hpc.write.zarr import write_zarr
@@ -275,8 +277,8 @@ def write_outputs(
     extra: Mapping[str, Any] | None = None,
     s3: S3Options | None = None,
 ) -> RunResult:
-    """Write ``result.nc`` (or ``result.zarr``), ``plot.png`` and ``summary.json`` into
-    ``out``, all together or not at all.
+    """Write ``result.nc`` (or ``result.zarr``), ``plot.png``, ``report.html`` and
+    ``summary.json`` into ``out``, all together or not at all.
 
     Parameters
     ----------
@@ -347,12 +349,25 @@ def write_outputs(
             write_zarr(written, tmp / data_file)
         # the recipe's words, then what this run read (a recipe's description may name
         # its default period: a run with --start/--end read another)
-        plot_result(
-            result, tmp / plot_name, f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
+        heading = f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
+        plot_result(result, tmp / plot_name, heading)
+        # one page with the answer, the figure, the maps and the provenance (no network)
+        write_report(
+            tmp / REPORT,
+            result,
+            title=heading,
+            lines=summary_text(summary),
+            figure=tmp / plot_name,
+            provenance=summary["provenance"],
         )
-        summary["outputs"] = {"data": data_file, "plot": plot_name, "summary": "summary.json"}
+        summary["outputs"] = {
+            "data": data_file,
+            "plot": plot_name,
+            "report": REPORT,
+            "summary": "summary.json",
+        }
         # as written: a later run replaces them only while every one is (write/records.py)
-        summary["files"] = file_records(tmp, [data_file, plot_name])
+        summary["files"] = file_records(tmp, [data_file, plot_name, REPORT])
         took = summary["timings_s"]
         took["write"] = round(time.perf_counter() - t0, 3)
         if started is not None:
