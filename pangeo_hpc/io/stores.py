@@ -19,9 +19,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -33,45 +31,12 @@ from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.io.store_chunks import month_pieces, piece_stamps
 from pangeo_hpc.io.store_names import store_name
+from pangeo_hpc.io.store_ref import StoreRef
 from pangeo_hpc.s3.options import S3Options, is_s3
 
 __all__ = ["StoreRef", "open_any_store", "store_kind"]
 
 _ZARR_MARKERS = ("zarr.json", ".zgroup", ".zmetadata")
-
-
-@dataclass(frozen=True, slots=True)
-class StoreRef:
-    """Where a store is, and which version of a repository to read.
-
-    Attributes
-    ----------
-    location : str
-        A local path or ``s3://bucket/prefix``.
-    branch : str, optional
-        An Icechunk branch; default ``main`` when no ``snapshot`` is given.
-    snapshot : str, optional
-        An Icechunk snapshot id (then ``branch`` must not be given).
-    """
-
-    location: str
-    branch: str | None = None
-    snapshot: str | None = None
-
-    def __post_init__(self) -> None:
-        if self.branch is not None and self.snapshot is not None:
-            raise InputError(
-                f"store {self.location!r} is given both branch={self.branch!r} and "
-                f"snapshot={self.snapshot!r}: keep one",
-                param="snapshot",
-            )
-
-    @property
-    def url(self) -> str:
-        """An absolute path, or the ``s3://`` URL without a trailing slash."""
-        if is_s3(self.location):
-            return self.location.rstrip("/")
-        return os.path.abspath(os.path.expanduser(self.location))
 
 
 def store_kind(location: str | Path, s3: S3Options | None = None) -> str | None:

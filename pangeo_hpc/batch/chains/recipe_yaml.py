@@ -17,7 +17,7 @@ import yaml
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
-from pangeo_hpc.io.stores import StoreRef
+from pangeo_hpc.io.store_ref import StoreRef
 from pangeo_hpc.write.guard import check_label
 
 if TYPE_CHECKING:  # the chain brings the recipe functions, xarray and dask: built on use
