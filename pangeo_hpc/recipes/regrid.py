@@ -31,7 +31,12 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes import regrid_grids, regrid_weights
+from pangeo_hpc.recipes import (
+    regrid_curvilinear,
+    regrid_grids,
+    regrid_search,
+    regrid_weights,
+)
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import horizontal_names
 from pangeo_hpc.recipes.regrid_grids import Grid, source_grid, target_grid
@@ -75,7 +80,7 @@ def using_store(store: WeightsStore | None) -> Iterator[None]:
 
 def _code() -> str:
     h = hashlib.sha256(FORMAT.encode())
-    for module in (regrid_grids, regrid_weights):
+    for module in (regrid_grids, regrid_search, regrid_weights, regrid_curvilinear):
         h.update(Path(module.__file__ or "").read_bytes())
     for lib in ("numpy", "scipy"):
         h.update(f"\0{lib}={importlib.metadata.version(lib)}".encode())
@@ -173,7 +178,8 @@ def regrid(
     da : DataArray
         Field on a rectilinear latitude/longitude grid (any CF names, latitude in either
         order, longitude 0..360 or -180..180, global or regional), or a curvilinear one
-        (2-D latitude and longitude) for ``method="nearest"``; other dimensions are kept.
+        (2-D latitude and longitude: ``nearest`` and ``bilinear`` only, see
+        :mod:`~pangeo_hpc.recipes.regrid_curvilinear`); other dimensions are kept.
     grid : str or dict
         ``"r144x72"`` (CDO's global grid of 144 longitudes from 0 and 72 latitudes
         centred between the poles), ``{"lat": [south, north, step], "lon": [west, east,
@@ -187,7 +193,9 @@ def regrid(
         the sphere; ties: the first in the source's order). ``bilinear``: linear in
         latitude and longitude between the four surrounding centres, missing if any of
         them is (CDO: beyond the outermost latitudes of a global source, the inverse-
-        distance mean of the four nearest). Targets outside a regional source are missing.
+        distance mean of the four nearest); from a curvilinear source, the inverse of the
+        bilinear map of the quadrilateral of centres around the target, as CDO.
+        Targets outside a regional source are missing.
     lat_bounds, lon_bounds : DataArray, optional
         ``(n, 2)`` edges of the source's cells (its ``lat_bnds``, ``lon_bnds``: ``$lat_bnds``
         in a recipe); default: those the data carry, else halfway between centres.
@@ -202,7 +210,8 @@ def regrid(
     ------
     InputError
         For an unknown grid or method, a grid that is not latitude/longitude, or a
-        curvilinear source with a method other than ``nearest``.
+        curvilinear source with ``method="conservative"`` (CDO ``remapcon`` would need
+        the cells' corners, which regrid does not take).
 
     Examples
     --------
