@@ -31,6 +31,7 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
+from pangeo_hpc.jit import njit
 from pangeo_hpc.recipes import (
     regrid_curvilinear,
     regrid_grids,
@@ -124,30 +125,42 @@ def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
     return found
 
 
+@njit
+def _apply_rows(f, indptr, indices, data, mean_rows, out):  # pragma: no cover - jitted
+    """``out[t, r]`` from the fields ``f`` ``(nt, source cells)`` and the CSR weights, by
+    the rules of :mod:`~pangeo_hpc.recipes.regrid_weights` (sums in float64, in the CSR
+    order, as SciPy's product sums)."""
+    for t in range(f.shape[0]):
+        for r in range(indptr.size - 1):
+            num = 0.0
+            den = 0.0
+            bad = False
+            for k in range(indptr[r], indptr[r + 1]):
+                v = np.float64(f[t, indices[k]])
+                if np.isfinite(v):
+                    num += data[k] * v
+                    den += data[k]
+                else:
+                    bad = True
+            if mean_rows[r]:  # the mean over the valid weights
+                out[t, r] = num / den if den > 0 else np.nan
+            elif bad or indptr[r] == indptr[r + 1]:  # any missing neighbour, even of weight 0
+                out[t, r] = np.nan
+            else:
+                out[t, r] = num
+
+
 def _apply(block: np.ndarray, *, weights: Weights, shape: tuple[int, int]) -> np.ndarray:
-    """Regrid the fields of ``block`` (``(..., ny, nx)``) to ``shape``."""
+    """Regrid the fields of ``block`` (``(..., ny, nx)``) to ``shape``: one pass over each
+    field as it is stored (no copy of a float block, no transposition)."""
     lead = block.shape[:-2]
-    # (source cells, fields) in C order, as SciPy's sparse product reads it: one copy
-    f = np.ascontiguousarray(block.reshape(-1, block.shape[-2] * block.shape[-1]).T, "f8")
-    valid = np.isfinite(f)
-    np.copyto(f, 0.0, where=~valid)
+    if block.dtype.kind != "f":
+        block = block.astype("f8")
+    f = np.ascontiguousarray(block.reshape(-1, block.shape[-2] * block.shape[-1]))
     m = weights.matrix
-    num = m @ f
-    rows = weights.mean_rows[:, None]
-    out = np.full_like(num, np.nan)
-    if rows.any():  # the mean over the valid weights (one mask for all: computed once)
-        same = bool((valid == valid[:, :1]).all())
-        den = m @ (valid[:, :1] if same else valid).astype("f8")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(rows & (den > 0), num / den, out)
-    if not rows.all():  # any missing neighbour, even of weight 0, masks the target
-        pattern = m.copy()
-        pattern.data[:] = 1.0
-        bad = pattern @ (~valid).astype("f8")
-        empty = (np.diff(m.indptr) == 0)[:, None]
-        out = np.where(~rows & (bad == 0) & ~empty, num, out)
-    dtype = block.dtype if block.dtype.kind == "f" else np.dtype("f8")
-    return out.T.reshape(*lead, *shape).astype(dtype, copy=False)
+    out = np.empty((f.shape[0], m.shape[0]), block.dtype)
+    _apply_rows(f, m.indptr, m.indices, m.data, weights.mean_rows, out)
+    return out.reshape(*lead, *shape)
 
 
 def _file_target(options: Mapping[str, Any]) -> str | None:
