@@ -129,23 +129,30 @@ def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
 def _apply_rows(f, indptr, indices, data, mean_rows, out):  # pragma: no cover - jitted
     """``out[t, r]`` from the fields ``f`` ``(nt, source cells)`` and the CSR weights, by
     the rules of :mod:`~pangeo_hpc.recipes.regrid_weights` (sums in float64, in the CSR
-    order, as SciPy's product sums)."""
+    order, as SciPy's product sums). Each field is first split into its values (0 where
+    missing) and its valid cells (1 or 0), so the sums over the weights need no branch."""
+    n = f.shape[1]
+    f0 = np.empty(n)
+    valid = np.empty(n)
     for t in range(f.shape[0]):
+        for c in range(n):
+            v = np.float64(f[t, c])
+            ok = np.isfinite(v)
+            f0[c] = v if ok else 0.0
+            valid[c] = 1.0 if ok else 0.0
         for r in range(indptr.size - 1):
             num = 0.0
             den = 0.0
-            bad = False
+            seen = 0.0
             for k in range(indptr[r], indptr[r + 1]):
-                v = np.float64(f[t, indices[k]])
-                if np.isfinite(v):
-                    num += data[k] * v
-                    den += data[k]
-                else:
-                    bad = True
+                j = indices[k]
+                num += data[k] * f0[j]
+                den += data[k] * valid[j]
+                seen += valid[j]
             if mean_rows[r]:  # the mean over the valid weights
                 out[t, r] = num / den if den > 0 else np.nan
-            elif bad or indptr[r] == indptr[r + 1]:  # any missing neighbour, even of weight 0
-                out[t, r] = np.nan
+            elif seen < indptr[r + 1] - indptr[r] or indptr[r] == indptr[r + 1]:
+                out[t, r] = np.nan  # any missing neighbour, even of weight 0; no neighbour
             else:
                 out[t, r] = num
 
