@@ -56,7 +56,9 @@ def _near(d: np.ndarray, half: float) -> np.ndarray:
     return np.where(d > half, d - _TURN, np.where(d < -half, d + _TURN, d))
 
 
-def _inside(plon: np.ndarray, plat: np.ndarray, lons: np.ndarray, lats: np.ndarray):
+def _inside(
+    plon: np.ndarray, plat: np.ndarray, lons: np.ndarray, lats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """Which points lie in their quadrilateral ``(n, 4)``, and the corners' longitudes
     as moved for the test (see the module's description, step 1)."""
     lons = lons.copy()
@@ -75,7 +77,9 @@ def _inside(plon: np.ndarray, plat: np.ndarray, lons: np.ndarray, lats: np.ndarr
     return positive | negative, lons
 
 
-def _local(plon, plat, lons, lats) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _local(
+    plon: np.ndarray, plat: np.ndarray, lons: np.ndarray, lats: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(i, j)`` of each point in its quadrilateral's bilinear map, and which converged."""
     dth1, dth2 = lats[:, 1] - lats[:, 0], lats[:, 3] - lats[:, 0]
     dth3 = lats[:, 2] - lats[:, 1] - dth2
