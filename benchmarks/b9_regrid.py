@@ -43,6 +43,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from b6_recipes import bytes_read
+from b9_agreement import TOLERANCE, agreement
 from common import (
     DATA,
     VAR,
@@ -66,15 +67,6 @@ GRID = "r144x72"
 THROUGHPUT_GOAL = 0.70
 XR_GOAL = 3.0
 WEIGHTS_GOAL_S = 5.0
-#: the answers agree where both are valid to this, relative (the data are ~300 K). Not
-#: 1e-6: xarray-regrid weights a source row that overlaps a target row in part by the
-#: overlap in degrees times the whole row's sin(lat) difference (``apply_spherical_correction``),
-#: where ``regrid`` takes the sin(lat) difference of the overlap itself (exact); on a
-#: 1-year run that differs by 7.5e-6 relative (2e-3 K). Missing values: both give the
-#: mean over the valid overlapping area and a missing cell where none is valid (CDO's
-#: ``remapcon``; xarray-regrid's ``skipna=True, nan_threshold=1.0``), and both time means
-#: skip missing days.
-TOLERANCE = 2e-5
 METHODS = ("conservative", "bilinear", "nearest")
 
 
@@ -206,37 +198,6 @@ def weights_seconds(repeat: int) -> dict[str, list[float]]:
         for m in METHODS[k:] + METHODS[:k]:
             out[m].append(build(m))
             print(f"  run {rep + 1}      weights 0.25 -> 1 degree {m:14s} {out[m][-1]:7.2f} s")
-    return out
-
-
-def agreement(ours: Any, other: Any) -> dict[str, Any]:
-    """How our answer and xarray-regrid's compare: the largest difference where both are
-    valid (everywhere and away from the polar rows), and the cells valid in one only."""
-    import numpy as np
-
-    a = ours[VAR] if hasattr(ours, "data_vars") else ours
-    b = other.sortby("lat").sortby("lon")
-    a = a.sortby("lat").sortby("lon")
-    av, bv = np.asarray(a.values, "f8"), np.asarray(b.values, "f8")
-    if av.shape != bv.shape:
-        return {"shape_ours": av.shape, "shape_theirs": bv.shape, "met": False}
-    both = np.isfinite(av) & np.isfinite(bv)
-    diff = np.where(both, np.abs(av - bv), 0.0)
-    lat = np.asarray(a["lat"].values)
-    inner = (np.abs(lat) < 85)[:, None] & both
-    worst = np.unravel_index(int(np.argmax(diff)), diff.shape)
-    out = {
-        "tolerance_relative": TOLERANCE,
-        "max_abs_diff_K": float(diff.max()),
-        "max_abs_diff_within_85_K": float(np.where(inner, diff, 0.0).max()),
-        "max_rel_diff": float((diff / np.maximum(np.abs(bv), 1e-30))[both].max()),
-        "where_max": {"lat": float(lat[worst[0]]), "lon": float(a["lon"].values[worst[1]])},
-        "valid_both": int(both.sum()),
-        "valid_ours_only": int((np.isfinite(av) & ~np.isfinite(bv)).sum()),
-        "valid_theirs_only": int((~np.isfinite(av) & np.isfinite(bv)).sum()),
-        "cells": int(av.size),
-    }
-    out["met"] = bool(out["max_rel_diff"] <= TOLERANCE)
     return out
 
 
