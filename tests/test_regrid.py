@@ -278,9 +278,10 @@ def test_bad_options_are_one_line(options, match):
     assert "\n" not in str(err.value)
 
 
-def test_curvilinear_source_nearest_only(fields, tmp_path):
+def test_curvilinear_source_nearest(fields, tmp_path):
     """CDO's r180x91 field with holes as a curvilinear grid (2-D lat and lon): nearest
-    equals remapnn; the other methods are refused in one line."""
+    equals remapnn; conservative is refused in one line (bilinear and other curvilinear
+    grids: test_regrid_curvilinear.py)."""
     path = cdo("setgridtype,curvilinear", fields["r180x91"]["0..360"], out=tmp_path / "c.nc")
     with xr.open_dataset(path) as ds:
         assert ds.lat.dims == ("y", "x")

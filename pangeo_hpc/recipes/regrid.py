@@ -31,7 +31,13 @@ import numpy as np
 import xarray as xr
 
 from pangeo_hpc.errors import InputError, shown
-from pangeo_hpc.recipes import regrid_grids, regrid_weights
+from pangeo_hpc.jit import njit
+from pangeo_hpc.recipes import (
+    regrid_curvilinear,
+    regrid_grids,
+    regrid_search,
+    regrid_weights,
+)
 from pangeo_hpc.recipes.checks import check_dataarray
 from pangeo_hpc.recipes.grid import horizontal_names
 from pangeo_hpc.recipes.regrid_grids import Grid, source_grid, target_grid
@@ -75,7 +81,7 @@ def using_store(store: WeightsStore | None) -> Iterator[None]:
 
 def _code() -> str:
     h = hashlib.sha256(FORMAT.encode())
-    for module in (regrid_grids, regrid_weights):
+    for module in (regrid_grids, regrid_search, regrid_weights, regrid_curvilinear):
         h.update(Path(module.__file__ or "").read_bytes())
     for lib in ("numpy", "scipy"):
         h.update(f"\0{lib}={importlib.metadata.version(lib)}".encode())
@@ -119,30 +125,49 @@ def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
     return found
 
 
+@njit
+def _apply_rows(f, indptr, indices, data, mean_rows, out):  # pragma: no cover - jitted
+    """``out[t, r]`` from the fields ``f`` ``(nt, source cells)`` and the CSR weights, by
+    the rules of :mod:`~pangeo_hpc.recipes.regrid_weights` (sums in float64, in the CSR
+    order, as SciPy's product sums). Each field is first split into its values (0 where
+    missing) and its valid cells (1 or 0), so the sums over the weights need no branch."""
+    n = f.shape[1]
+    f0 = np.empty(n)
+    valid = np.empty(n)
+    for t in range(f.shape[0]):
+        for c in range(n):
+            v = np.float64(f[t, c])
+            ok = np.isfinite(v)
+            f0[c] = v if ok else 0.0
+            valid[c] = 1.0 if ok else 0.0
+        for r in range(indptr.size - 1):
+            num = 0.0
+            den = 0.0
+            seen = 0.0
+            for k in range(indptr[r], indptr[r + 1]):
+                j = indices[k]
+                num += data[k] * f0[j]
+                den += data[k] * valid[j]
+                seen += valid[j]
+            if mean_rows[r]:  # the mean over the valid weights
+                out[t, r] = num / den if den > 0 else np.nan
+            elif seen < indptr[r + 1] - indptr[r] or indptr[r] == indptr[r + 1]:
+                out[t, r] = np.nan  # any missing neighbour, even of weight 0; no neighbour
+            else:
+                out[t, r] = num
+
+
 def _apply(block: np.ndarray, *, weights: Weights, shape: tuple[int, int]) -> np.ndarray:
-    """Regrid the fields of ``block`` (``(..., ny, nx)``) to ``shape``."""
+    """Regrid the fields of ``block`` (``(..., ny, nx)``) to ``shape``: one pass over each
+    field as it is stored (no copy of a float block, no transposition)."""
     lead = block.shape[:-2]
-    # (source cells, fields) in C order, as SciPy's sparse product reads it: one copy
-    f = np.ascontiguousarray(block.reshape(-1, block.shape[-2] * block.shape[-1]).T, "f8")
-    valid = np.isfinite(f)
-    np.copyto(f, 0.0, where=~valid)
+    if block.dtype.kind != "f":
+        block = block.astype("f8")
+    f = np.ascontiguousarray(block.reshape(-1, block.shape[-2] * block.shape[-1]))
     m = weights.matrix
-    num = m @ f
-    rows = weights.mean_rows[:, None]
-    out = np.full_like(num, np.nan)
-    if rows.any():  # the mean over the valid weights (one mask for all: computed once)
-        same = bool((valid == valid[:, :1]).all())
-        den = m @ (valid[:, :1] if same else valid).astype("f8")
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = np.where(rows & (den > 0), num / den, out)
-    if not rows.all():  # any missing neighbour, even of weight 0, masks the target
-        pattern = m.copy()
-        pattern.data[:] = 1.0
-        bad = pattern @ (~valid).astype("f8")
-        empty = (np.diff(m.indptr) == 0)[:, None]
-        out = np.where(~rows & (bad == 0) & ~empty, num, out)
-    dtype = block.dtype if block.dtype.kind == "f" else np.dtype("f8")
-    return out.T.reshape(*lead, *shape).astype(dtype, copy=False)
+    out = np.empty((f.shape[0], m.shape[0]), block.dtype)
+    _apply_rows(f, m.indptr, m.indices, m.data, weights.mean_rows, out)
+    return out.reshape(*lead, *shape)
 
 
 def _file_target(options: Mapping[str, Any]) -> str | None:
@@ -173,7 +198,8 @@ def regrid(
     da : DataArray
         Field on a rectilinear latitude/longitude grid (any CF names, latitude in either
         order, longitude 0..360 or -180..180, global or regional), or a curvilinear one
-        (2-D latitude and longitude) for ``method="nearest"``; other dimensions are kept.
+        (2-D latitude and longitude: ``nearest`` and ``bilinear`` only, see
+        :mod:`~pangeo_hpc.recipes.regrid_curvilinear`); other dimensions are kept.
     grid : str or dict
         ``"r144x72"`` (CDO's global grid of 144 longitudes from 0 and 72 latitudes
         centred between the poles), ``{"lat": [south, north, step], "lon": [west, east,
@@ -187,7 +213,9 @@ def regrid(
         the sphere; ties: the first in the source's order). ``bilinear``: linear in
         latitude and longitude between the four surrounding centres, missing if any of
         them is (CDO: beyond the outermost latitudes of a global source, the inverse-
-        distance mean of the four nearest). Targets outside a regional source are missing.
+        distance mean of the four nearest); from a curvilinear source, the inverse of the
+        bilinear map of the quadrilateral of centres around the target, as CDO.
+        Targets outside a regional source are missing.
     lat_bounds, lon_bounds : DataArray, optional
         ``(n, 2)`` edges of the source's cells (its ``lat_bnds``, ``lon_bnds``: ``$lat_bnds``
         in a recipe); default: those the data carry, else halfway between centres.
@@ -202,7 +230,8 @@ def regrid(
     ------
     InputError
         For an unknown grid or method, a grid that is not latitude/longitude, or a
-        curvilinear source with a method other than ``nearest``.
+        curvilinear source with ``method="conservative"`` (CDO ``remapcon`` would need
+        the cells' corners, which regrid does not take).
 
     Examples
     --------

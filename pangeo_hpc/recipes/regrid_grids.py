@@ -3,7 +3,7 @@
 A :class:`Grid` is a rectilinear latitude/longitude grid in the order its data are stored
 (latitude in either order, longitude in either convention or across its seam), with the
 edges of each cell, or, for a source only, a curvilinear one (2-D latitude and longitude,
-cell centres only: :func:`~pangeo_hpc.recipes.regrid_weights.nearest` is all it allows).
+cell centres only: nearest and bilinear weights, not conservative ones).
 Targets are written three ways (:func:`target_grid`):
 
 * ``rNxM``: CDO's global grid of N longitudes and M latitudes, as ``cdo griddes

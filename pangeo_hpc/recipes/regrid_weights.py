@@ -23,7 +23,10 @@ Methods:
 * :func:`nearest` (CDO ``remapnn``): the source centre at the least great-circle distance
   (a k-d tree of points on the unit sphere); rectilinear or curvilinear sources.
 * :func:`bilinear` (CDO ``remapbil``): linear in longitude (periodic on a global source)
-  and in latitude between the four surrounding source centres.
+  and in latitude between the four surrounding source centres; from a curvilinear
+  source, the inverse of the bilinear map of the quadrilateral of centres around the
+  target (:mod:`~pangeo_hpc.recipes.regrid_curvilinear`).
+* conservative from a curvilinear source is refused (:func:`refusal`).
 
 A target cell outside a regional source (no overlap; a centre outside the source's
 cells) is missing.
@@ -37,9 +40,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from pangeo_hpc.errors import InputError
+from pangeo_hpc.recipes import regrid_curvilinear
 from pangeo_hpc.recipes.regrid_grids import Grid
+from pangeo_hpc.recipes.regrid_search import inverse_distance, neighbours, with_rows
 
-__all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest"]
+__all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest", "refusal"]
 
 #: the methods, as a recipe names them
 METHODS = ("conservative", "nearest", "bilinear")
@@ -90,19 +95,39 @@ class Weights:
 
 
 def build(src: Grid, dst: Grid, method: str) -> Weights:
-    """The weights of ``method`` from ``src`` to ``dst``."""
-    if src.curvilinear and method != "nearest":
-        raise InputError(
-            f"regrid: method={method!r} needs a rectilinear source grid; this one is "
-            "curvilinear (2-D latitude and longitude): use method='nearest'",
-            param="method",
-        )
+    """The weights of ``method`` from ``src`` to ``dst``.
+
+    Raises
+    ------
+    InputError
+        For ``conservative`` from a curvilinear source (see :func:`refusal`).
+    """
+    why = refusal(src, method)
+    if why is not None:
+        raise InputError(why, param="method")
     if method == "conservative":
         return Weights(conservative(src, dst), np.ones(dst.size, bool))
     if method == "nearest":
         return Weights(nearest(src, dst), np.zeros(dst.size, bool))
-    m, mean_rows = bilinear(src, dst)
+    if src.curvilinear:
+        m, mean_rows = regrid_curvilinear.bilinear(src, dst)
+    else:
+        m, mean_rows = bilinear(src, dst)
     return Weights(m, mean_rows)
+
+
+def refusal(src: Grid, method: str) -> str | None:
+    """Why ``method`` cannot regrid from ``src`` (one line naming the value and the fix),
+    or ``None``. Conservative remapping needs the corners of each cell, which a
+    curvilinear grid's 2-D centres do not give (CDO ``remapcon`` reads them from
+    ``lat_bnds``/``lon_bnds`` of shape (ny, nx, 4)); regrid does not take those."""
+    if src.curvilinear and method == "conservative":
+        return (
+            f"regrid: method={method!r} needs a rectilinear source grid; this one is "
+            "curvilinear (2-D latitude and longitude): use method='bilinear' or "
+            "method='nearest'"
+        )
+    return None
 
 
 def _interval_overlaps(dst: np.ndarray, src: np.ndarray, *, period: float | None) -> np.ndarray:
@@ -132,19 +157,6 @@ def conservative(src: Grid, dst: Grid) -> sp.csr_matrix:
     return sp.kron(sp.csr_matrix(lat), lon_s, format="csr")
 
 
-def _unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    phi, lam = np.deg2rad(lat.ravel()), np.deg2rad(lon.ravel())
-    return np.stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)], 1)
-
-
-def _centres(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
-    """Latitude and longitude of every cell, flattened in the data's order."""
-    if grid.curvilinear:
-        return grid.lat.ravel(), grid.lon.ravel()
-    lat, lon = np.meshgrid(grid.lat, grid.lon, indexing="ij")
-    return lat.ravel(), lon.ravel()
-
-
 def _inside(src: Grid, dst: Grid) -> np.ndarray:
     """Which target centres lie inside the cells of a rectilinear source (all of them for
     a global one), flattened as the target's cells (a rectilinear target)."""
@@ -158,29 +170,10 @@ def _inside(src: Grid, dst: Grid) -> np.ndarray:
     return (rows[:, None] & cols[None, :]).ravel()
 
 
-def _neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
-    """The ``k`` source centres nearest to each target centre on the sphere, and their
-    great-circle distances (radians), nearest first; equally near ones (a target halfway
-    between two) in the source's order, as CDO's search returns them."""
-    from scipy.spatial import cKDTree
-
-    points = _unit_vectors(*_centres(src))
-    k = min(k, src.size)
-    more = min(2 * k, src.size)
-    chord, near = cKDTree(points).query(_unit_vectors(*_centres(dst)), k=more)
-    chord, near = chord.reshape(-1, more), near.reshape(-1, more)
-    # ties: distances equal to 1e-9 relative form one rank, ordered by source index
-    step = np.diff(chord, axis=1) > 1e-9 * np.maximum(chord[:, 1:], 1e-12)
-    rank = np.concatenate([np.zeros((chord.shape[0], 1), int), np.cumsum(step, 1)], 1)
-    order = np.lexsort((near, rank), axis=1)[:, :k]
-    chord = np.take_along_axis(chord, order, 1)
-    return np.take_along_axis(near, order, 1), 2 * np.arcsin(np.clip(chord / 2, 0, 1))
-
-
 def nearest(src: Grid, dst: Grid) -> sp.csr_matrix:
     """One weight of 1 per target cell, on the source centre nearest to its centre on the
     sphere (anywhere: beyond a regional source too, as CDO)."""
-    idx, _ = _neighbours(src, dst, 1)
+    idx, _ = neighbours(src, dst, 1)
     rows = np.arange(dst.size)  # as CDO's remapnn, beyond a regional source too
     return sp.csr_matrix((np.ones(rows.size), (rows, idx[rows, 0])), shape=(dst.size, src.size))
 
@@ -235,27 +228,6 @@ def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     # latitudes of a global grid, the outer half cells of a region): CDO's fallback
     outside = outside[_inside(src, dst)[outside]]
     if outside.size:
-        m = _with_rows(m, outside, _inverse_distance(src, dst, outside))
+        m = with_rows(m, outside, inverse_distance(src, dst, outside))
         mean_rows[outside] = True
     return m, mean_rows
-
-
-def _inverse_distance(src: Grid, dst: Grid, rows: np.ndarray) -> sp.csr_matrix:
-    """Rows ``rows`` of the weights 1/distance of the four nearest source centres, as
-    CDO ``remapbil`` falls back to where no four centres surround a target."""
-    idx, dist = _neighbours(src, dst, 4)
-    idx, dist = idx[rows], dist[rows]
-    w = 1.0 / np.maximum(dist, 1e-12)
-    w /= w.sum(1, keepdims=True)
-    k = idx.shape[1]
-    return sp.csr_matrix((w.ravel(), (np.repeat(rows, k), idx.ravel())), shape=(dst.size, src.size))
-
-
-def _with_rows(m: sp.csr_matrix, rows: np.ndarray, extra: sp.csr_matrix) -> sp.csr_matrix:
-    """``m`` with its empty rows ``rows`` taken from ``extra`` (entries of weight 0 kept:
-    sparse products and sums would drop them)."""
-    a, b = m.tocoo(), extra.tocoo()
-    keep = np.isin(b.row, rows)
-    data = np.concatenate([a.data, b.data[keep]])
-    ij = (np.concatenate([a.row, b.row[keep]]), np.concatenate([a.col, b.col[keep]]))
-    return sp.coo_matrix((data, ij), shape=m.shape).tocsr()
