@@ -132,9 +132,21 @@ def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
     }
 
 
-#: verbs that write to ``s3://`` prefixes (write/s3_outputs.py): tests/test_s3_outputs.py
-#: points them at a prefix holding a user's objects (exit 2, every object and ETag kept)
-S3_WRITERS = {"run", "convert"}
+#: verbs that write to ``s3://`` (write/targets.py): a prefix, a run and its manifest
+#: (run, convert: tests/test_s3_outputs.py; demo-data: tests/test_s3_files.py), or one
+#: object at its key (the single files: tests/test_s3_files.py), each pointed there at a
+#: user's objects (exit 2, every object and ETag kept). stage and calibrate still refuse
+#: an S3 URL here: stage copies onto disk; calibrate's file is read back from disk
+S3_WRITERS = {
+    "run",
+    "convert",
+    "demo-data",
+    "survey --json",
+    "survey --plot",
+    "inventory",
+    "plan",
+    "lab-config",
+}
 
 CASES = [
     (verb, case)
@@ -388,6 +400,8 @@ ALLOWED = {
     ("write/in_place.py", "*"): "the guarded helper filling a mount point (atomic_dir's)",
     ("write/s3_outputs.py", "*"): "the guarded S3 writer: its staging folder, its own run's "
     "objects, and (cleanup, retired runs) only objects that carry its mark",
+    ("write/targets.py", "mkdtemp"): "the staging folder of one file PUT to S3 (output_file)",
+    ("write/targets.py", "rmtree"): "that staging folder, which it made, after the PUT",
     ("batch/pipeline/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/zarr.py", "to_zarr"): "into atomic_dir's temporary folder",
     ("write/figures.py", "savefig"): "into the path batch gives: atomic_dir's temporary folder",

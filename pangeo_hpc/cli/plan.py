@@ -47,8 +47,8 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
 
 def _plan(a: argparse.Namespace) -> int:
     from pangeo_hpc.planning.plan import plan
-    from pangeo_hpc.write.guard import check_file
     from pangeo_hpc.write.outputs import save_figure
+    from pangeo_hpc.write.targets import check_output_file, output_file, suffix_of
 
     if a.ratio is not None and not a.ratio > 0:
         raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
@@ -59,8 +59,8 @@ def _plan(a: argparse.Namespace) -> int:
         from pangeo_hpc import config
 
         default = Path(config.get("output.root")) / f"plan-{a.recipe}.png"
-        out = check_file(a.plot or default, flag="--plot")
-        if out.suffix.lower() != ".png":
+        out = check_output_file(a.plot or default, flag="--plot", inputs=[a.data])
+        if suffix_of(out) != ".png":
             raise InputError(f"--plot {str(out)!r} must end in .png")
     result = plan(
         a.recipe,
@@ -84,7 +84,8 @@ def _plan(a: argparse.Namespace) -> int:
 
         fig = Figure(figsize=(7, 4), layout="constrained")
         result.plot(fig.add_subplot())
-        save_figure(fig, out, flag="--plot")
+        with output_file(out, flag="--plot", inputs=[a.data]) as dest:
+            save_figure(fig, dest, flag="--plot")
         print(f"plot: {out}")
     return 0
 
