@@ -137,18 +137,56 @@ def test_a_single_file_lands_marked_and_equals_the_local_one(verb, aws, data, tm
     assert [o["Key"] for o in listed["Contents"]] == [key]
 
 
-@pytest.mark.parametrize("verb", SINGLE)
+#: every verb that writes one file, with where it goes: calibrate's is checked before its
+#: cluster starts
+REFUSED = {
+    **{verb: (argv, name) for verb, (argv, _, name) in SINGLE.items()},
+    "calibrate": (["calibrate", "--data", "{data}", "--calibration", "{out}"], "c.json"),
+}
+
+
+@pytest.mark.parametrize("verb", REFUSED)
 def test_a_users_object_at_the_key_is_refused_untouched(verb, aws, data, capsys):
-    key = f"mine/{verb.split()[0]}/{SINGLE[verb][2]}"
+    argv, name = REFUSED[verb]
+    key = f"mine/{verb.replace(' --', '-')}/{name}"
     aws.put_object(Bucket=BUCKET, Key=key, Body=b"my own report")
     before = aws.head_object(Bucket=BUCKET, Key=key)["ETag"]
     capsys.readouterr()
-    code = run.main(_argv(verb, f"s3://{BUCKET}/{key}", data))
+    code = run.main([a.format(out=f"s3://{BUCKET}/{key}", data=data) for a in argv])
     lines = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(lines) == 1, lines
     assert f"s3://{BUCKET}/{key}" in lines[0] and "not written by pangeo-hpc" in lines[0]
     assert "nothing was changed" in lines[0]
     assert _get(aws, key)[::2] == (b"my own report", before)
+
+
+@pytest.mark.slow
+def test_calibrate_updates_an_object_plan_then_reads(aws, demo_tree, capsys):
+    """calibrate merges its recipe into the calibration object there (a site's other
+    recipe kept), PUTs it marked over its own object, and plan predicts from it."""
+    from pangeo_hpc import config
+    from pangeo_hpc.planning.calibrate import calibrate
+    from pangeo_hpc.planning.calibration import load_calibration
+    from pangeo_hpc.write.s3_guard import S3Target
+    from pangeo_hpc.write.s3_outputs import put_marked
+
+    url, key = f"s3://{BUCKET}/site/calibration.json", "site/calibration.json"
+    earlier = dict(config.get("plan.fallback"), version=1, written_by="pangeo-hpc 0.9")
+    earlier["recipes"] = {"my-recipe": earlier["recipes"]["era5-sst-trend"]}
+    put_marked(S3Target.of(url), key, json.dumps(earlier).encode(), kind="file")
+    cal = calibrate("era5-sst-mean", data=demo_tree, amount="16MB", repeat=1, tasks=200, path=url)
+    body, meta, _ = _get(aws, key)
+    doc = json.loads(body)
+    assert meta["pangeo-hpc"].endswith("kind file") and doc["written_by"].startswith("pangeo-hpc")
+    assert set(doc["recipes"]) == {"era5-sst-mean", "my-recipe"}
+    kept = doc["recipes"]["my-recipe"]  # the figures read, and defaults of newer fields
+    assert {k: kept[k] for k in earlier["recipes"]["my-recipe"]} == earlier["recipes"]["my-recipe"]
+    assert load_calibration(url).recipe("era5-sst-mean") == cal.recipe("era5-sst-mean")
+    assert cal.source == url
+    capsys.readouterr()
+    code = run.main(["plan", "my-recipe", "--size", "2GB", "--calibration", url, "--no-plot"])
+    out = capsys.readouterr().out
+    assert code == 0 and f"calibration: {url}, measured on" in out, out
 
 
 def test_a_key_holding_objects_is_a_folder_and_refused(aws, data, capsys):

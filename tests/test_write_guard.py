@@ -135,9 +135,10 @@ def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
 #: verbs that write to ``s3://`` (write/targets.py): a prefix, a run and its manifest
 #: (run, convert: tests/test_s3_outputs.py; demo-data: tests/test_s3_files.py), or one
 #: object at its key (the single files: tests/test_s3_files.py), each pointed there at a
-#: user's objects (exit 2, every object and ETag kept). stage and calibrate still refuse
-#: an S3 URL here: stage copies onto disk; calibrate's file is read back from disk
+#: user's objects (exit 2, every object and ETag kept). stage refuses an S3 URL here: it
+#: copies onto the disk the computation reads (docs: S3 outputs)
 S3_WRITERS = {
+    "calibrate",
     "run",
     "convert",
     "demo-data",

@@ -40,7 +40,10 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
         help="compression ratio (default: with --data the files' own, else the calibration's)",
     )
     p.add_argument("--startup", type=float, help="seconds billed per node besides the run")
-    p.add_argument("--calibration", help="calibration file (default config plan.calibration)")
+    p.add_argument(
+        "--calibration",
+        help="calibration file or s3://bucket/key (default config plan.calibration)",
+    )
     p.add_argument("--plot", help="PNG to write (default <output.root>/plan-RECIPE.png)")
     p.add_argument("--no-plot", action="store_true", help="print the table only")
 
@@ -120,7 +123,10 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
         metavar="KIND=PATH",
         help="read bandwidth to measure, e.g. fsx=/fsx/era5-pds (default: the data)",
     )
-    p.add_argument("--calibration", help="file to update (default config plan.calibration)")
+    p.add_argument(
+        "--calibration",
+        help="file or s3://bucket/key to update (default config plan.calibration)",
+    )
     add_cluster_args(p)
 
 
