@@ -44,7 +44,10 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
         "--calibration",
         help="calibration file or s3://bucket/key (default config plan.calibration)",
     )
-    p.add_argument("--plot", help="PNG to write (default <output.root>/plan-RECIPE.png)")
+    p.add_argument(
+        "--plot",
+        help="PNG to write, or s3://BUCKET/KEY.png (default <output.root>/plan-RECIPE.png)",
+    )
     p.add_argument("--no-plot", action="store_true", help="print the table only")
 
 

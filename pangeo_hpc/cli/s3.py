@@ -35,7 +35,8 @@ def _inventory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json",
         metavar="FILE|-",
-        help="write the inventory as JSON to FILE (whole or not at all), or to stdout with -; "
+        help="write the inventory as JSON to FILE or s3://BUCKET/KEY (whole or not at all), or "
+        "to stdout with -; "
         "the table then goes to stderr",
     )
     add_s3_args(p)

@@ -150,8 +150,14 @@ def _survey_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not drop the page cache first (read what is cached as it is)",
     )
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
-    p.add_argument("--plot", metavar="FILE", help="write a bar chart of MB/s, e.g. survey.png")
+    p.add_argument(
+        "--json", metavar="FILE", help="write the results as JSON to FILE (or s3://BUCKET/KEY)"
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a bar chart of MB/s, e.g. survey.png (or s3://BUCKET/KEY.png)",
+    )
     add_s3_args(p)
 
 
