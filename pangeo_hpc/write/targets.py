@@ -30,12 +30,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path, PurePosixPath
 
-from pangeo_hpc.errors import InputError, StorageError, redact
+from pangeo_hpc.errors import StorageError
 from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 from pangeo_hpc.write.guard import check_file, check_folder
 from pangeo_hpc.write.outputs import atomic_dir
 from pangeo_hpc.write.s3_guard import FILE_KIND, S3Target, check_key, check_prefix
-from pangeo_hpc.write.s3_outputs import new_run_id, put_marked, s3_folder
+from pangeo_hpc.write.s3_outputs import _first_line, new_run_id, put_marked, s3_folder
 
 __all__ = [
     "Output",
@@ -221,14 +221,11 @@ def _put_file(dest: S3Target, local: Path, *, inputs: list[object], flag: str) -
         try:
             put_marked(dest, dest.prefix, local, kind=FILE_KIND, mode=mode)
             return
-        except InputError:
-            raise
         except Exception as exc:
             if type(exc).__name__ in ("PreconditionError", "AlreadyExistsError"):
                 continue  # another writer was quicker: check what it put, then again
-            line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise StorageError(
-                f"writing {dest.url} failed ({redact(line)}): nothing was written; run "
+            raise StorageError(  # its first line, credentials redacted (s3_outputs)
+                f"writing {dest.url} failed ({_first_line(exc)}): nothing was written; run "
                 "again when the server answers"
             ) from exc
     raise StorageError(
