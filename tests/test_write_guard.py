@@ -150,10 +150,24 @@ def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
     }
 
 
-#: verbs that write to ``s3://`` prefixes (write/s3_outputs.py): tests/test_s3_outputs.py
-#: points them at a prefix holding a user's objects (exit 2, every object and ETag kept);
-#: tests/test_icechunk_outputs.py does for --format icechunk
-S3_WRITERS = {"run", "run --format icechunk", "convert"}
+#: verbs that write to ``s3://`` (write/targets.py): a prefix, a run and its manifest
+#: (run, convert: tests/test_s3_outputs.py; demo-data: tests/test_s3_files.py), or one
+#: object at its key (the single files: tests/test_s3_files.py), each pointed there at a
+#: user's objects (exit 2, every object and ETag kept); --format icechunk:
+#: tests/test_icechunk_outputs.py. stage refuses an S3 URL here: it
+#: copies onto the disk the computation reads (docs: S3 outputs)
+S3_WRITERS = {
+    "calibrate",
+    "run",
+    "run --format icechunk",
+    "convert",
+    "demo-data",
+    "survey --json",
+    "survey --plot",
+    "inventory",
+    "plan",
+    "lab-config",
+}
 
 CASES = [
     (verb, case)
@@ -425,6 +439,8 @@ ALLOWED = {
     ("write/in_place.py", "*"): "the guarded helper filling a mount point (atomic_dir's)",
     ("write/s3_outputs.py", "*"): "the guarded S3 writer: its staging folder, its own run's "
     "objects, and (cleanup, retired runs) only objects that carry its mark",
+    ("write/targets.py", "mkdtemp"): "the staging folder of one file PUT to S3 (output_file)",
+    ("write/targets.py", "rmtree"): "that staging folder, which it made, after the PUT",
     ("batch/pipeline/results.py", "to_netcdf"): "into atomic_dir's temporary folder",
     ("write/icechunk_out.py", "to_zarr"): "into an Icechunk session (seen only once committed) "
     "of a repository of ours, or of a new one in atomic_dir's temporary folder",

@@ -142,7 +142,10 @@ def _lab_config_args(p: argparse.ArgumentParser) -> None:
         default=PROXY_LINK,
         help=f"dashboard link template (default {PROXY_LINK}; JupyterHub, binder: {HUB_LINK})",
     )
-    p.add_argument("--out", help="file to write (default ~/.config/dask/pangeo-hpc-lab.yaml)")
+    p.add_argument(
+        "--out",
+        help="file or s3://BUCKET/KEY to write (default ~/.config/dask/pangeo-hpc-lab.yaml)",
+    )
 
 
 def _lab_config(a: argparse.Namespace) -> int:

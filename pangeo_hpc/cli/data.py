@@ -19,7 +19,12 @@ from pangeo_hpc.errors import InputError
 
 
 def _demo_data_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--out", required=True, help="root folder of the tree to write")
+    p.add_argument(
+        "--out",
+        required=True,
+        help="root folder of the tree to write, or s3://bucket/prefix (the whole tree as one "
+        "run under the prefix; read it with the --data the verb prints)",
+    )
     p.add_argument("--start", help="first month, YYYY-MM (default config demo.start)")
     p.add_argument("--end", help="last month, YYYY-MM (default config demo.end)")
     p.add_argument("--resolution", type=float, help="degrees (1.0 demo, 0.25 as ERA5)")
@@ -40,10 +45,12 @@ def _demo_data_args(p: argparse.ArgumentParser) -> None:
         help="also write a CMIP-like model's tas (2.5 degrees, noleap, yearly files under "
         "OUT/cmip) with a known bias against the 2 m temperature (recipe model-vs-era5-t2m)",
     )
+    add_s3_args(p)
 
 
 def _demo_data(a: argparse.Namespace) -> int:
     from pangeo_hpc.demo import DemoSpec, generate
+    from pangeo_hpc.s3.options import is_s3
 
     spec = DemoSpec(
         resolution=a.resolution,
@@ -55,6 +62,12 @@ def _demo_data(a: argparse.Namespace) -> int:
         variables=a.variables,
     )
 
+    if is_s3(a.out):
+        return _demo_data_to_s3(a, spec)
+    if a.endpoint_url or a.anon:
+        raise InputError(
+            f"--endpoint-url and --anon apply to an s3:// --out only, not {a.out!r}: drop them"
+        )
     files = generate(
         a.out,
         spec,
@@ -69,6 +82,33 @@ def _demo_data(a: argparse.Namespace) -> int:
 
         written = write_model(a.out, spec)
         print(f"demo-data: {len(written)} yearly model files in {written[0].parent}")
+    return 0
+
+
+def _demo_data_to_s3(a: argparse.Namespace, spec: Any) -> int:
+    """``demo-data --out s3://...``: the whole tree written in a local staging folder, then
+    uploaded as one run under the prefix, made visible by its manifest
+    (:func:`pangeo_hpc.write.targets.output_folder`); a tree is replaced whole, never
+    filled month by month, so ``--overwrite`` changes nothing here."""
+    from pangeo_hpc.demo import generate
+    from pangeo_hpc.write.targets import output_folder, where_in
+
+    if a.anon:
+        raise InputError(f"--anon: writing {a.out!r} needs credentials: drop --anon")
+    opts = s3_options_from(a, None, out=a.out)
+    run, location = where_in(a.out)
+    # the prefix is checked before anything is made, and again before its manifest
+    with output_folder(a.out, kind="demo", s3=opts, run=run) as tree:
+        files = generate(
+            tree, spec, workers=a.workers, progress=step_progress("demo-data", "months written")
+        )
+        if a.model:
+            from pangeo_hpc.demo.model import write_model
+
+            write_model(tree, spec)
+    names = sorted({f.stem for f in files})
+    print(f"demo-data: {len(files)} monthly files in {location} ({', '.join(names)})")
+    print(f"demo-data: read it with --data {location}")
     return 0
 
 

@@ -40,15 +40,21 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
         help="compression ratio (default: with --data the files' own, else the calibration's)",
     )
     p.add_argument("--startup", type=float, help="seconds billed per node besides the run")
-    p.add_argument("--calibration", help="calibration file (default config plan.calibration)")
-    p.add_argument("--plot", help="PNG to write (default <output.root>/plan-RECIPE.png)")
+    p.add_argument(
+        "--calibration",
+        help="calibration file or s3://bucket/key (default config plan.calibration)",
+    )
+    p.add_argument(
+        "--plot",
+        help="PNG to write, or s3://BUCKET/KEY.png (default <output.root>/plan-RECIPE.png)",
+    )
     p.add_argument("--no-plot", action="store_true", help="print the table only")
 
 
 def _plan(a: argparse.Namespace) -> int:
     from pangeo_hpc.planning.plan import plan
-    from pangeo_hpc.write.guard import check_file
     from pangeo_hpc.write.outputs import save_figure
+    from pangeo_hpc.write.targets import check_output_file, output_file, suffix_of
 
     if a.ratio is not None and not a.ratio > 0:
         raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
@@ -59,8 +65,8 @@ def _plan(a: argparse.Namespace) -> int:
         from pangeo_hpc import config
 
         default = Path(config.get("output.root")) / f"plan-{a.recipe}.png"
-        out = check_file(a.plot or default, flag="--plot")
-        if out.suffix.lower() != ".png":
+        out = check_output_file(a.plot or default, flag="--plot", inputs=[a.data])
+        if suffix_of(out) != ".png":
             raise InputError(f"--plot {str(out)!r} must end in .png")
     result = plan(
         a.recipe,
@@ -84,7 +90,8 @@ def _plan(a: argparse.Namespace) -> int:
 
         fig = Figure(figsize=(7, 4), layout="constrained")
         result.plot(fig.add_subplot())
-        save_figure(fig, out, flag="--plot")
+        with output_file(out, flag="--plot", inputs=[a.data]) as dest:
+            save_figure(fig, dest, flag="--plot")
         print(f"plot: {out}")
     return 0
 
@@ -119,7 +126,10 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
         metavar="KIND=PATH",
         help="read bandwidth to measure, e.g. fsx=/fsx/era5-pds (default: the data)",
     )
-    p.add_argument("--calibration", help="file to update (default config plan.calibration)")
+    p.add_argument(
+        "--calibration",
+        help="file or s3://bucket/key to update (default config plan.calibration)",
+    )
     add_cluster_args(p)
 
 

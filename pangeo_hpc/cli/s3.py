@@ -35,7 +35,8 @@ def _inventory_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--json",
         metavar="FILE|-",
-        help="write the inventory as JSON to FILE (whole or not at all), or to stdout with -; "
+        help="write the inventory as JSON to FILE or s3://BUCKET/KEY (whole or not at all), or "
+        "to stdout with -; "
         "the table then goes to stderr",
     )
     add_s3_args(p)
@@ -45,13 +46,14 @@ def _inventory_args(p: argparse.ArgumentParser) -> None:
 def _inventory(a: argparse.Namespace) -> int:
     from pangeo_hpc.s3.options import S3Options
     from pangeo_hpc.storage.inventory import inventory
-    from pangeo_hpc.write.guard import check_file
     from pangeo_hpc.write.outputs import write_json
+    from pangeo_hpc.write.targets import check_output_file, output_file
 
-    out: Path | None = None
+    out: Path | str | None = None
+    writes = S3Options.resolve(endpoint_url=a.endpoint_url)  # an output is never anonymous
     if a.json not in (None, "-"):
-        out = check_file(a.json, flag="--json")
-        if not out.parent.is_dir():
+        out = check_output_file(a.json, flag="--json", inputs=[a.url], s3=writes)
+        if isinstance(out, Path) and not out.parent.is_dir():
             raise InputError(
                 f"folder {str(out.parent)!r} of --json {a.json!r} does not exist: create it "
                 "or write to an existing folder (or - for stdout)"
@@ -74,7 +76,8 @@ def _inventory(a: argparse.Namespace) -> int:
     if a.json == "-":
         print(inv.to_json(), end="")
     elif out is not None:
-        write_json(out, inv.to_dict(), flag="--json")
+        with output_file(out, flag="--json", inputs=[a.url], s3=writes) as dest:
+            write_json(dest, inv.to_dict(), flag="--json")
         print(f"written {out}", file=table)
     if inv.objects == 0:
         print(

@@ -92,11 +92,13 @@ def _labelled(text: str) -> tuple[str, str]:
     return text, text
 
 
-def _output_file(text: str, flag: str, inputs: list[str]) -> Path:
-    from pangeo_hpc.write.guard import check_file
+def _output_file(text: str, flag: str, inputs: list[str], s3=None):
+    """The file output ``text`` (a path or ``s3://bucket/key``), checked before the survey
+    runs (:func:`pangeo_hpc.write.targets.check_output_file`)."""
+    from pangeo_hpc.write.targets import check_output_file
 
-    out = check_file(text, flag=flag, inputs=inputs)
-    if not out.parent.is_dir():
+    out = check_output_file(text, flag=flag, inputs=inputs, s3=s3)
+    if isinstance(out, Path) and not out.parent.is_dir():
         raise InputError(
             f"folder {str(out.parent)!r} of {flag} {text!r} does not exist: create it or "
             "write to an existing folder"
@@ -148,8 +150,14 @@ def _survey_args(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="do not drop the page cache first (read what is cached as it is)",
     )
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON to FILE")
-    p.add_argument("--plot", metavar="FILE", help="write a bar chart of MB/s, e.g. survey.png")
+    p.add_argument(
+        "--json", metavar="FILE", help="write the results as JSON to FILE (or s3://BUCKET/KEY)"
+    )
+    p.add_argument(
+        "--plot",
+        metavar="FILE",
+        help="write a bar chart of MB/s, e.g. survey.png (or s3://BUCKET/KEY.png)",
+    )
     add_s3_args(p)
 
 
@@ -157,6 +165,7 @@ def _survey(a: argparse.Namespace) -> int:
     from pangeo_hpc.s3.options import S3Options, is_s3
     from pangeo_hpc.storage.survey import survey, table
     from pangeo_hpc.write.outputs import write_json
+    from pangeo_hpc.write.targets import output_file, suffix_of
 
     paths: dict[str, str] = {}
     for text in a.paths:
@@ -164,19 +173,21 @@ def _survey(a: argparse.Namespace) -> int:
         if label in paths:
             raise InputError(f"label {label!r} is given twice: name each path once")
         paths[label] = path
-    if (a.endpoint_url or a.anon) and not any(is_s3(v) for v in paths.values()):
+    outs = (a.json, a.plot)
+    if (a.endpoint_url or a.anon) and not any(is_s3(v) for v in (*paths.values(), *outs)):
         flags = (("--endpoint-url", a.endpoint_url), ("--anon", a.anon))
         given = ", ".join(f for f, v in flags if v)
         verb = "apply" if "," in given else "applies"
         raise InputError(f"{given} {verb} to s3:// paths only, and none is given")
     read = list(paths.values())
-    json_out = _output_file(a.json, "--json", read) if a.json else None
-    plot_out = _output_file(a.plot, "--plot", read) if a.plot else None
+    writes = S3Options.resolve(endpoint_url=a.endpoint_url)  # an output is never anonymous
+    json_out = _output_file(a.json, "--json", read, writes) if a.json else None
+    plot_out = _output_file(a.plot, "--plot", read, writes) if a.plot else None
     if plot_out is not None:
         from matplotlib.figure import Figure
 
         formats = Figure().canvas.get_supported_filetypes()
-        if plot_out.suffix[1:].lower() not in formats:
+        if suffix_of(plot_out)[1:] not in formats:
             raise InputError(
                 f"--plot {a.plot!r} does not end in an image format matplotlib writes: "
                 "end it in .png, .svg or .pdf"
@@ -192,10 +203,12 @@ def _survey(a: argparse.Namespace) -> int:
     )
     print(table(results), end="")
     if json_out is not None:
-        write_json(json_out, {"results": [r.to_dict() for r in results]}, flag="--json")
+        with output_file(json_out, flag="--json", inputs=read, s3=writes) as dest:
+            write_json(dest, {"results": [r.to_dict() for r in results]}, flag="--json")
         print(f"written {json_out}")
     if plot_out is not None:
-        _write_plot(results, plot_out)
+        with output_file(plot_out, flag="--plot", inputs=read, s3=writes) as dest:
+            _write_plot(results, dest)
         print(f"written {plot_out}")
     return 0
 

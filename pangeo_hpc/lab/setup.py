@@ -36,7 +36,9 @@ from pangeo_hpc.clusters.jobqueue import worker_env
 from pangeo_hpc.errors import ClusterError, InputError
 from pangeo_hpc.extras import require
 from pangeo_hpc.lab.tunnel import HUB_LINK, PROXY_LINK
+from pangeo_hpc.s3.options import is_s3
 from pangeo_hpc.write.outputs import atomic_file
+from pangeo_hpc.write.targets import output_file
 
 
 def lab_settings(data_root: str | Path | None, link: str = PROXY_LINK) -> dict[str, Any]:
@@ -76,7 +78,9 @@ def lab_settings(data_root: str | Path | None, link: str = PROXY_LINK) -> dict[s
             },
         },
     }
-    if data_root is not None:
+    if is_s3(data_root):
+        settings["pangeo-hpc.data.root"] = str(data_root)
+    elif data_root is not None:
         settings["pangeo-hpc.data.root"] = str(Path(data_root).expanduser().absolute())
     return settings
 
@@ -94,20 +98,22 @@ def _nested(settings: dict[str, Any]) -> dict[str, Any]:
 
 def write_lab_config(
     path: str | Path | None = None, *, data_root: str | Path | None = None, link: str = PROXY_LINK
-) -> Path:
+) -> Path | str:
     """Write :func:`lab_settings` as a Dask YAML config file.
 
     Parameters
     ----------
-    path : path, optional
-        Default ``~/.config/dask/pangeo-hpc-lab.yaml``, which Dask reads in every process.
+    path : path or str, optional
+        Default ``~/.config/dask/pangeo-hpc-lab.yaml``, which Dask reads in every process;
+        an ``s3://bucket/key`` is one marked object (a binder or hub image fetches it), never
+        over an object this package did not write (:func:`pangeo_hpc.write.targets.output_file`).
     data_root, link
-        As for :func:`lab_settings`.
+        As for :func:`lab_settings` (``data_root`` may be ``s3://bucket/prefix``).
 
     Returns
     -------
-    Path
-        The file written (through a temporary name, so it is whole or absent).
+    Path or str
+        The file written (through a temporary name, so it is whole or absent), or its URL.
     """
     target = path or Path.home() / ".config" / "dask" / "pangeo-hpc-lab.yaml"
     text = (
@@ -117,7 +123,7 @@ def write_lab_config(
         + yaml.safe_dump(_nested(lab_settings(data_root, link)), sort_keys=False)
     )
     try:  # a Dask config of the user's own (not written here) is never replaced
-        with atomic_file(target, flag="path") as tmp:
+        with output_file(target, flag="path") as dest, atomic_file(dest, flag="path") as tmp:
             tmp.write_text(text)
     except OSError as exc:
         raise InputError(
@@ -125,7 +131,7 @@ def write_lab_config(
             "pass path= with a writable file",
             param="path",
         ) from exc
-    return Path(target).expanduser()
+    return str(target) if is_s3(target) else Path(target).expanduser()
 
 
 def lab_environment(settings: dict[str, Any]) -> dict[str, str]:

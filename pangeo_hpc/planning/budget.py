@@ -40,7 +40,7 @@ from pangeo_hpc.inputs.budget import Budget, parse_budget
 from pangeo_hpc.planning.calibration import (
     calibrate_call,
     calibration_path,
-    read_calibration_file,
+    read_calibration,
 )
 from pangeo_hpc.planning.plan import plan
 
@@ -160,9 +160,9 @@ def check_budget(
 def _uncalibrated(recipe: str, site: str, kind: str, path: str | Path | None) -> str | None:
     """Why the user's calibration file cannot predict ``recipe`` on ``site``, or None."""
     p = calibration_path(path)
-    if not p.exists():
+    own = read_calibration(p)
+    if own is None:
         return f"no calibration file {str(p)!r}"
-    own = read_calibration_file(p)
     if recipe not in own.recipes:
         return f"{recipe!r} is not calibrated in {str(p)!r}"
     if kind != "local" and site not in own.starts:

@@ -36,7 +36,7 @@ from pangeo_hpc.planning.calibration import (
     calibration_target,
     is_calibration_file,
     load_calibration,
-    read_calibration_file,
+    read_calibration,
 )
 from pangeo_hpc.planning.measure import (
     Run,
@@ -274,7 +274,8 @@ def calibrate(
         ``{kind: path}`` read-bandwidth figures to take (``local``, ``s3``, ``fsx``...);
         default ``{"local": data}`` for local data, ``{"s3": data}`` for S3 data.
     path : str or Path, optional
-        Calibration file; default config ``plan.calibration``.
+        Calibration file, or an ``s3://bucket/key`` object; default config
+        ``plan.calibration``.
     save : bool
         Write the file (merged with what it holds).
     profile : str, optional
@@ -319,11 +320,10 @@ def calibrate(
         f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({worker_count(client)} workers)"
     )
     previous = Calibration("", 0, "", 0.0, source=str(p))  # nothing kept
-    if p.exists():
-        try:
-            previous = read_calibration_file(p)
-        except InputError as exc:  # an earlier version's file of another shape
-            log.info(f"{exc}; writing a new one")
+    try:
+        previous = read_calibration(p) or previous
+    except InputError as exc:  # an earlier version's file of another shape
+        log.info(f"{exc}; writing a new one")
     per_worker = previous.overhead_per_worker
     if simulate_workers > 1:
         per_worker = simulated_growth(simulate_workers, tasks, per_task)
@@ -354,7 +354,10 @@ def calibrate(
     )
     if save:
         from pangeo_hpc.write.outputs import write_json
+        from pangeo_hpc.write.targets import output_file
 
-        write_json(p, cal.to_json(), flag="path", ours=is_calibration_file)
+        # a file whole or not at all; an s3:// key: one marked, conditional PUT
+        with output_file(p, inputs=[root], flag="path", ours=is_calibration_file) as dest:
+            write_json(dest, cal.to_json(), flag="path", ours=is_calibration_file)
         log.info(f"calibration written: {p}")
     return cal

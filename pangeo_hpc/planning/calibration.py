@@ -3,6 +3,8 @@
 
 The file (config ``plan.calibration``) is JSON; each ``calibrate`` run updates its recipe and
 keeps the others. Figures the file lacks come from the shipped ones (config ``plan.fallback``).
+It may be an object, ``s3://bucket/key`` (shared by the machines of a site): read with one GET,
+written as one marked object (:func:`pangeo_hpc.write.targets.output_file`).
 """
 
 from __future__ import annotations
@@ -180,9 +182,32 @@ def calibrate_call(recipe: str, site: str, kind: str) -> tuple[str, list[str]]:
     return f"calibrate({recipe!r}, client=<a client of {site}>, profile={site!r})", words
 
 
-def calibration_path(path: str | Path | None = None) -> Path:
-    """The calibration file: ``path``, else config ``plan.calibration``."""
-    return Path(str(config.get("plan.calibration", path))).expanduser()
+def calibration_path(path: str | Path | None = None) -> Path | str:
+    """The calibration file: ``path``, else config ``plan.calibration``; an ``s3://`` URL
+    as it is."""
+    from pangeo_hpc.s3.options import is_s3
+
+    given = str(config.get("plan.calibration", path))
+    return given if is_s3(given) else Path(given).expanduser()
+
+
+def _calibration_text(p: Path | str) -> str | None:
+    """The text of the calibration file or object ``p``; ``None`` if there is none."""
+    if isinstance(p, Path):
+        try:
+            return p.read_text()
+        except FileNotFoundError:
+            return None
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    from pangeo_hpc.write.s3_guard import S3Target
+
+    target = S3Target.of(p, flag="calibration")
+    try:
+        return bytes(obstore.get(target.store, target.prefix).bytes()).decode()
+    except (NotFoundError, FileNotFoundError):
+        return None
 
 
 def is_calibration_file(p: Path) -> bool:
@@ -201,14 +226,20 @@ def is_calibration_file(p: Path) -> bool:
 
 def calibration_target(
     path: str | Path | None = None, data: object = None, *, flag: str = "path"
-) -> Path:
+) -> Path | str:
     """The calibration file ``calibrate`` will update, checked before anything runs: new,
     or a calibration file this package wrote (never a user's file of the same name), and
     not inside the ``data`` it measures. ``flag`` names ``path`` in messages (a parameter,
-    or the CLI's flag)."""
+    or the CLI's flag). An ``s3://bucket/key`` is checked as an object
+    (:func:`pangeo_hpc.write.targets.check_output_file`) and returned as its URL."""
+    from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.write.guard import check_inputs, local_path
+    from pangeo_hpc.write.targets import check_output_file
 
-    p = local_path(config.get("plan.calibration", path), flag)
+    given = config.get("plan.calibration", path)
+    if is_s3(given):
+        return str(check_output_file(given, inputs=[data], flag=flag))
+    p = local_path(given, flag)
     check_inputs(p, [data or config.get("data.root")], flag)
     if p.is_dir() or (p.exists() and not is_calibration_file(p)):
         raise InputError(
@@ -219,10 +250,20 @@ def calibration_target(
     return p
 
 
-def read_calibration_file(p: Path) -> Calibration:
-    """The figures of the calibration file ``p`` alone (no shipped ones)."""
+def read_calibration(p: Path | str) -> Calibration | None:
+    """The figures of the calibration file (or object) ``p`` alone, ``None`` if there is
+    none."""
+    return None if _calibration_text(p) is None else read_calibration_file(p)
+
+
+def read_calibration_file(p: Path | str) -> Calibration:
+    """The figures of the calibration file (or ``s3://`` object) ``p`` alone (no shipped
+    ones)."""
     try:
-        doc = json.loads(p.read_text())
+        text = _calibration_text(p)
+        if text is None:
+            raise FileNotFoundError(f"no such file: {str(p)!r}")
+        doc = json.loads(text)
     except (OSError, json.JSONDecodeError) as exc:
         raise InputError(
             f"calibration {str(p)!r} is not readable JSON ({exc}): delete it"
@@ -239,7 +280,8 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     Parameters
     ----------
     path : str or Path, optional
-        The calibration file; default config ``plan.calibration``.
+        The calibration file, or an ``s3://bucket/key`` object; default config
+        ``plan.calibration``.
 
     Returns
     -------
@@ -248,7 +290,8 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     """
     shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
     p = calibration_path(path)
-    if not p.exists():
+    own = read_calibration(p)
+    if own is None:
         if path is not None:
             call = f"calibrate(path={str(p)!r})"
             raise InputError(
@@ -257,7 +300,6 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
                 commands={call: ["calibrate", "--calibration", str(p)]},
             )
         return shipped
-    own = read_calibration_file(p)
     return Calibration(
         **{
             **asdict(own),

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.s3.options import S3Options
+from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.storage.copycheck import digest, verify
 from pangeo_hpc.storage.stage_sources import Entry, SourceError, source
 from pangeo_hpc.storage.stripe import stripe_file
@@ -222,7 +222,9 @@ def stage(
     src : str
         ``s3://BUCKET[/PREFIX]`` (or one object's URL), or a local folder (or file).
     dst : path
-        Destination folder (created): new, empty, or staged into before.
+        Destination folder (created): new, empty, or staged into before. An ``s3://``
+        destination is refused: staging brings inputs onto the disk the computation reads
+        (Lustre, local); to copy between buckets use ``aws s3 sync``.
     s3 : S3Options, optional
         Endpoint, credentials, profile, for an ``s3://`` source; default
         :meth:`S3Options.resolve` (dask config ``pangeo-hpc.s3.*`` and the AWS chain).
@@ -246,6 +248,13 @@ def stage(
         not stage's, bad numbers, or an S3 failure that would fail every file (refused
         credentials, an endpoint that does not answer, throttling beyond the retries).
     """
+    if is_s3(dst):  # before the source is listed
+        raise InputError(
+            f"dst={str(dst)!r} is an S3 URL: stage copies to a local or Lustre folder, for the "
+            f"computation to read from disk; read the source as it is (--data {src}), or copy "
+            f"between buckets with aws s3 sync (nothing was changed)",
+            param="dst",
+        )
     if threads < 1 or range_size < 1:
         raise InputError(f"threads={threads} and range_size={range_size} must be positive")
     t0 = time.perf_counter()

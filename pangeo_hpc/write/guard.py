@@ -5,9 +5,11 @@ before it is renamed into place (a long run gives a user time to put a file ther
 
 * a **URL** (``s3://bucket/x``, any ``scheme://``) is refused here: outputs go to a local
   or mounted folder (``Path("s3://b/x")`` would silently be a local folder named ``s3:``).
-  The verbs that write to S3 (a recipe's run, ``convert``) send an ``s3://`` output to
-  :mod:`pangeo_hpc.write.s3_guard` instead (:mod:`pangeo_hpc.write.targets`), whose rules
-  are these for objects: marked objects only, a manifest written last;
+  The verbs that write to S3 (a recipe's run, ``convert``, ``demo-data``,
+  and the single files of ``survey``, ``inventory``, ``plan``, ``calibrate``,
+  ``lab-config``) send an ``s3://`` output to :mod:`pangeo_hpc.write.s3_guard` instead
+  (:mod:`pangeo_hpc.write.targets`), whose rules are these for objects: marked objects
+  only, a run's manifest written last, a single file in one conditional PUT;
 * an output that **is, contains or lies inside an input** is refused (the data tree, its
   parent, or a folder within it);
 * an existing **folder** is replaced only when it is empty or is an output of this

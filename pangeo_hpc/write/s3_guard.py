@@ -16,7 +16,12 @@ manifest written last (:mod:`pangeo_hpc.write.s3_outputs`):
 * an output prefix that is, contains or lies inside an input (``s3://`` URLs of the same
   bucket) is refused, as is an object at the prefix's own key (a "file");
 * a prefix holding another kind of output (a Zarr store where a result goes) is refused;
-  with ``overwrite=False`` an existing output is too.
+  with ``overwrite=False`` an existing output is too;
+* a **single file** (``survey --json s3://b/k.json``, a plot, a config) is one object at
+  its own key (:func:`check_key`, as :func:`pangeo_hpc.write.guard.check_file` for a
+  path): new, or an object this package wrote as a single file (marked with the kind
+  :data:`FILE_KIND`); never a user's object, a run's object, a "folder" (a key with
+  objects under ``KEY/``) or an input.
 
 The checks run before anything is computed and again just before the manifest is written.
 """
@@ -34,10 +39,12 @@ from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 from pangeo_hpc.write.marks import WRITTEN_BY
 
 __all__ = [
+    "FILE_KIND",
     "MANIFEST",
     "MARK",
     "Listed",
     "S3Target",
+    "check_key",
     "check_prefix",
     "is_marked",
     "mark_value",
@@ -48,6 +55,8 @@ __all__ = [
 MARK = "pangeo-hpc"
 #: the manifest of a prefix: written last, it makes one run visible
 MANIFEST = "summary.json"
+#: the kind in the mark of a single file written to its own key (a report, a figure)
+FILE_KIND = "file"
 
 
 def mark_value(kind: str) -> str:
@@ -55,6 +64,13 @@ def mark_value(kind: str) -> str:
     from importlib.metadata import version
 
     return f"written-by {WRITTEN_BY} {version('pangeo-hpc')} kind {kind}"
+
+
+def marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
+    """The kind in an object's mark (:func:`mark_value`), ``None`` if it carries none."""
+    if not is_marked(attributes):
+        return None
+    return str((attributes or {})[MARK]).rpartition(" kind ")[2]
 
 
 def is_marked(attributes: Mapping[str, Any] | None) -> bool:
@@ -128,6 +144,18 @@ def head(target: S3Target, key: str) -> dict[str, Any] | None:
         return dict(obstore.get(target.store, key, options={"head": True}).attributes)
     except (NotFoundError, FileNotFoundError):
         return None
+
+
+def stat(target: S3Target, key: str) -> tuple[dict[str, Any], str] | None:
+    """The attributes (metadata) and ETag of the object ``key``, ``None`` if there is none."""
+    import obstore
+    from obstore.exceptions import NotFoundError
+
+    try:
+        got = obstore.get(target.store, key, options={"head": True})
+    except (NotFoundError, FileNotFoundError):
+        return None
+    return dict(got.attributes), str(got.meta["e_tag"] or "")
 
 
 def marked(target: S3Target, keys: Iterable[str]) -> Iterator[tuple[str, bool]]:
@@ -271,3 +299,50 @@ def _foreign(target: S3Target, flag: str, key: str) -> InputError:
         f"{named(flag, target.url)} holds objects that pangeo-hpc did not write (first: "
         f"s3://{target.bucket}/{key}): give a new or empty prefix (nothing was changed)",
     )
+
+
+def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "out") -> str | None:
+    """Check that the single file ``target`` (its prefix is the object's key) may be
+    written: no object there, or one this package wrote as a single file.
+
+    Returns
+    -------
+    str or None
+        The ETag of the object of ours to replace (for a conditional PUT), ``None`` if the
+        key is free.
+
+    Raises
+    ------
+    InputError
+        For an input, a key with objects under it (a "folder"), an object this package did
+        not write, or an object of a run (a result's file, listed by its manifest); nothing
+        is changed.
+    """
+    import obstore
+
+    check_s3_inputs(target, inputs, flag)
+    for batch in obstore.list(target.store, target.prefix + "/", chunk_size=1):
+        if batch:
+            raise _refused(
+                flag,
+                f"{named(flag, target.url)} is a prefix holding objects (a folder): give "
+                "a file name (nothing was changed)",
+            )
+    found = stat(target, target.prefix)
+    if found is None:
+        return None
+    attrs, etag = found
+    kind = marked_kind(attrs)
+    if kind is None:
+        raise _refused(
+            flag,
+            f"{named(flag, target.url)} exists and was not written by pangeo-hpc: give "
+            "another key, or move that object away yourself (nothing was changed)",
+        )
+    if kind != FILE_KIND:
+        raise _refused(
+            flag,
+            f"{named(flag, target.url)} is an object of a {kind} output of pangeo-hpc, not "
+            "a single file: give another key (nothing was changed)",
+        )
+    return etag

@@ -60,7 +60,7 @@ from pangeo_hpc.write.s3_guard import (
     runs_named,
 )
 
-__all__ = ["UPLOADED", "Run", "cleanup", "current_run", "new_run_id", "s3_folder"]
+__all__ = ["UPLOADED", "Run", "cleanup", "current_run", "new_run_id", "put_marked", "s3_folder"]
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +128,19 @@ def s3_folder(
         shutil.rmtree(stage, ignore_errors=True)
 
 
+def put_marked(
+    target: S3Target, key: str, data: Path | bytes, *, kind: str, mode: Any = None, **attrs: str
+) -> dict[str, Any]:
+    """PUT ``data`` (a file or bytes) at ``key``, marked as this package's output of ``kind``
+    (:data:`~pangeo_hpc.write.s3_guard.MARK`): the one place objects are written. ``mode``:
+    obstore's ``"create"`` (``If-None-Match: *``) or ``{"e_tag": ...}`` (``If-Match``);
+    ``attrs``: more attributes (``Content-Type``). Returns obstore's answer (its ``e_tag``)."""
+    import obstore
+
+    attributes = {MARK: mark_value(kind), **attrs}
+    return dict(obstore.put(target.store, key, data, attributes=attributes, mode=mode))
+
+
 def new_run_id() -> str:
     """A new run's id: ``run-<UTC time>-<8 hex digits>``."""
     return f"{RUN_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
@@ -145,7 +158,6 @@ def publish(
 ) -> dict[str, Any]:
     """Upload the files of ``folder`` as a new run of ``target`` and write its manifest
     (the module's steps 2-4); returns the manifest."""
-    import obstore
 
     summary: dict[str, Any] = {}
     if (folder / MANIFEST).is_file():
@@ -155,11 +167,10 @@ def publish(
         p for p in folder.rglob("*") if p.is_file() and p.relative_to(folder).as_posix() != MANIFEST
     )
     put: dict[str, dict[str, Any]] = {}
-    mark = {MARK: mark_value(kind)}
 
     def upload(path: Path) -> None:
         key = target.key(run, path.relative_to(folder).as_posix())
-        answer = obstore.put(target.store, key, path, attributes=mark)
+        answer = put_marked(target, key, path, kind=kind)
         # recorded at once: what an interrupted run put is removed, whichever thread put it
         put[key] = {"bytes": path.stat().st_size, "etag": str(answer["e_tag"])}
         for hook in UPLOADED:
@@ -188,13 +199,10 @@ def publish(
                 "create" if listed.manifest_etag is None else {"e_tag": listed.manifest_etag}
             )
             try:
-                obstore.put(
-                    target.store,
-                    target.key(MANIFEST),
-                    body,
-                    attributes={**mark, "Content-Type": "application/json"},
-                    mode=mode,
-                )
+                put_marked(
+                    target, target.key(MANIFEST), body, kind=kind, mode=mode,
+                    **{"Content-Type": "application/json"},
+                )  # fmt: skip
             except Exception as exc:  # another run wrote the manifest in between: again
                 if type(exc).__name__ not in ("PreconditionError", "AlreadyExistsError"):
                     raise

@@ -1,28 +1,51 @@
-"""Where a folder output goes: a local (or mounted) folder, or an ``s3://bucket/prefix``.
+"""Where an output goes: a local (or mounted) path, or an ``s3://`` URL.
 
-One check (:func:`check_output`) and one writer (:func:`output_folder`) for both, so that a
-verb that writes a result or a Zarr store takes ``--out s3://...`` without a branch of
-its own: a path goes to :func:`pangeo_hpc.write.guard.check_folder` and
-:func:`pangeo_hpc.write.outputs.atomic_dir`, an ``s3://`` URL to
-:func:`pangeo_hpc.write.s3_guard.check_prefix` and
-:func:`pangeo_hpc.write.s3_outputs.s3_folder`. Any other URL is refused as before
-(:func:`pangeo_hpc.write.guard.local_path`).
+One check and one writer for both, so that a verb takes ``s3://...`` without a branch of
+its own:
+
+* a **folder** output (a result, a Zarr store, a demo tree): :func:`check_output` and
+  :func:`output_folder`; a path goes to :func:`pangeo_hpc.write.guard.check_folder` and
+  :func:`pangeo_hpc.write.outputs.atomic_dir`, an ``s3://`` URL to
+  :func:`pangeo_hpc.write.s3_guard.check_prefix` and
+  :func:`pangeo_hpc.write.s3_outputs.s3_folder` (a run under the prefix, a manifest last);
+* a **single file** (a JSON report, a figure, a config): :func:`check_output_file` and
+  :func:`output_file`; a path goes to :func:`pangeo_hpc.write.guard.check_file` (the
+  package's writers, ``write_json``, ``save_figure``, ``atomic_file``, then write it whole),
+  an ``s3://bucket/key`` to :func:`pangeo_hpc.write.s3_guard.check_key`, and the file,
+  written whole in a local staging folder, becomes the object in one conditional PUT
+  (:func:`pangeo_hpc.write.s3_outputs.put_marked`): ``If-None-Match: *`` on a free key,
+  ``If-Match`` the ETag checked on an object of ours, so an object put there meanwhile is
+  checked again (a user's is refused, nothing written), never silently replaced. A PUT
+  is atomic: the object is whole, or the one before is still there.
+
+Any other URL is refused as before (:func:`pangeo_hpc.write.guard.local_path`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+import shutil
+import tempfile
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
+from pangeo_hpc.errors import StorageError
 from pangeo_hpc.s3.options import S3Options, is_s3, split_url
-from pangeo_hpc.write.guard import check_folder
+from pangeo_hpc.write.guard import check_file, check_folder
 from pangeo_hpc.write.outputs import atomic_dir
-from pangeo_hpc.write.s3_guard import S3Target, check_prefix
-from pangeo_hpc.write.s3_outputs import new_run_id, s3_folder
+from pangeo_hpc.write.s3_guard import FILE_KIND, S3Target, check_key, check_prefix
+from pangeo_hpc.write.s3_outputs import _first_line, new_run_id, put_marked, s3_folder
 
-__all__ = ["Output", "check_output", "output_folder", "where_in"]
+__all__ = [
+    "Output",
+    "check_output",
+    "check_output_file",
+    "output_file",
+    "output_folder",
+    "suffix_of",
+    "where_in",
+]
 
 #: a folder output: a local path, or an ``s3://bucket/prefix`` URL
 Output = Path | str
@@ -91,3 +114,121 @@ def where_in(target: str | os.PathLike[str]) -> tuple[str | None, str]:
         bucket, prefix = split_url(str(target))
         return run, f"s3://{bucket}/{prefix}/{run}"
     return None, str(target)
+
+
+def suffix_of(target: str | os.PathLike[str]) -> str:
+    """The suffix of a file output, path or ``s3://`` URL (``".png"``), in lower case."""
+    return PurePosixPath(str(target)).suffix.lower()
+
+
+def check_output_file(
+    target: str | os.PathLike[str],
+    *,
+    inputs: Iterable[object] = (),
+    flag: str = "out",
+    ours: Callable[[Path], bool] | None = None,
+    s3: S3Options | None = None,
+) -> Output:
+    """Check that the single file ``target`` may be written (nothing is written).
+
+    Parameters
+    ----------
+    target : path or str
+        A file name, or ``s3://bucket/key``.
+    inputs : iterable
+        What the verb reads (paths or ``s3://`` URLs): the output must not be, or lie
+        inside, any of them.
+    flag : str
+        How the user named ``target`` (``out``, ``--json``), for messages.
+    ours : callable, optional
+        For a path: the test of a writer that knows its files better
+        (:func:`~pangeo_hpc.write.guard.check_file`).
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target; default :meth:`S3Options.resolve`.
+
+    Returns
+    -------
+    pathlib.Path or str
+        The file as a path, or the ``s3://bucket/key`` URL.
+
+    Raises
+    ------
+    InputError
+        As :func:`~pangeo_hpc.write.guard.check_file` or
+        :func:`~pangeo_hpc.write.s3_guard.check_key` do; nothing is changed.
+    """
+    if is_s3(target):
+        dest = S3Target.of(str(target), s3, flag=flag)
+        check_key(dest, inputs=inputs, flag=flag)
+        return dest.url
+    return check_file(target, inputs=inputs, flag=flag, ours=ours)
+
+
+@contextmanager
+def output_file(
+    target: str | os.PathLike[str],
+    *,
+    inputs: Iterable[object] = (),
+    flag: str = "out",
+    ours: Callable[[Path], bool] | None = None,
+    s3: S3Options | None = None,
+) -> Iterator[Path]:
+    """Yield the path to give the package's file writer (``write_json``, ``save_figure``,
+    ``atomic_file``); on success the file is at ``target``.
+
+    For a path, ``target`` itself, checked (those writers write it whole or not at all).
+    For ``s3://bucket/key``, a new name in a local staging folder; once the block is done
+    the key is checked again and the file PUT there in one conditional request, marked
+    (the module's rules). Parameters as for :func:`check_output_file`.
+
+    Yields
+    ------
+    pathlib.Path
+        Where to write the file.
+
+    Raises
+    ------
+    InputError
+        If ``target`` may not be written, before the block or at its end (nothing written).
+    StorageError
+        If the PUT failed (the object before it, if any, is unchanged).
+    """
+    inputs = list(inputs)
+    if not is_s3(target):
+        yield check_file(target, inputs=inputs, flag=flag, ours=ours)
+        return
+    dest = S3Target.of(str(target), s3, flag=flag)
+    check_key(dest, inputs=inputs, flag=flag)
+    stage = Path(tempfile.mkdtemp(prefix="pangeo-hpc-s3-"))
+    try:
+        local = stage / (PurePosixPath(dest.prefix).name or "file")
+        yield local
+        _put_file(dest, local, inputs=inputs, flag=flag)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+
+
+#: conditional PUTs tried when other writers of ours keep replacing the object meanwhile
+_ATTEMPTS = 3
+
+
+def _put_file(dest: S3Target, local: Path, *, inputs: list[object], flag: str) -> None:
+    """PUT ``local`` at ``dest``'s key if the key is (still) free or ours, conditionally on
+    what was checked: an object put in between is checked again, never silently replaced."""
+    for _attempt in range(_ATTEMPTS):
+        etag = check_key(dest, inputs=inputs, flag=flag)
+        mode = "create" if etag is None else {"e_tag": etag}
+        try:
+            put_marked(dest, dest.prefix, local, kind=FILE_KIND, mode=mode)
+            return
+        except Exception as exc:
+            if type(exc).__name__ in ("PreconditionError", "AlreadyExistsError"):
+                continue  # another writer was quicker: check what it put, then again
+            raise StorageError(  # its first line, credentials redacted (s3_outputs)
+                f"writing {dest.url} failed ({_first_line(exc)}): nothing was written; run "
+                "again when the server answers"
+            ) from exc
+    raise StorageError(
+        f"{dest.url}: other writers kept replacing it: write one at a time (nothing of "
+        "this one was written)"
+    )
