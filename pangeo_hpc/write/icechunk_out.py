@@ -52,8 +52,7 @@ from pangeo_hpc.write.outputs import atomic_dir
 from pangeo_hpc.write.s3_guard import (
     MANIFEST,
     S3Target,
-    check_s3_inputs,
-    head,
+    check_place,
     list_objects,
     read_manifest,
 )
@@ -122,13 +121,7 @@ def check_repository(
     if not is_s3(target):
         return check_folder(target, kind=KIND, inputs=inputs, flag=flag)
     dest = S3Target.of(str(target), s3, flag=flag)
-    check_s3_inputs(dest, inputs, flag)
-    if head(dest, dest.prefix) is not None:
-        raise _refused(
-            flag,
-            f"{named(flag, dest.url)} is an object (a file), not a prefix pangeo-hpc "
-            "wrote: give another prefix (nothing was changed)",
-        )
+    check_place(dest, inputs, flag)
     keys = list_objects(dest)
     if keys and not _s3_ours(dest, keys, flag):
         first = min(keys)

@@ -45,6 +45,7 @@ __all__ = [
     "Listed",
     "S3Target",
     "check_key",
+    "check_place",
     "check_prefix",
     "is_marked",
     "mark_value",
@@ -236,6 +237,18 @@ def check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> No
             )
 
 
+def check_place(target: S3Target, inputs: Iterable[object], flag: str) -> None:
+    """The first checks of every S3 output (a run prefix, an Icechunk repository): not an
+    ``s3://`` input (:func:`check_s3_inputs`), not the key of an object (a "file")."""
+    check_s3_inputs(target, inputs, flag)
+    if head(target, target.prefix) is not None:
+        raise _refused(
+            flag,
+            f"{named(flag, target.url)} is an object (a file), not a prefix pangeo-hpc "
+            "wrote: give another prefix (nothing was changed)",
+        )
+
+
 def check_prefix(
     target: S3Target,
     *,
@@ -258,13 +271,7 @@ def check_prefix(
         another kind of output, or (``overwrite=False``) any earlier output; nothing is
         changed.
     """
-    check_s3_inputs(target, inputs, flag)
-    if head(target, target.prefix) is not None:
-        raise _refused(
-            flag,
-            f"{named(flag, target.url)} is an object (a file), not a prefix pangeo-hpc "
-            "wrote: give another prefix (nothing was changed)",
-        )
+    check_place(target, inputs, flag)
     objects = list_objects(target)
     found = read_manifest(target) if target.key(MANIFEST) in objects else None
     manifest, etag = found if found is not None else (None, None)
