@@ -494,7 +494,7 @@ def test_disk_full_during_the_write_leaves_nothing(small_disk, demo_tree, tmp_pa
 def test_a_failed_rewrite_keeps_the_previous_result(small_disk, demo_tree, tmp_path):
     """A complete earlier result, then only 96 KiB left: the NetCDF (about 84 KiB) fits,
     the plot (about 80 KiB) does not (ENOSPC). The earlier result stays, byte for byte."""
-    disk = small_disk("512k")
+    disk = small_disk("2m")  # the result with its report.html: about 0.6 MB
     r = _sst_mean(demo_tree, disk / "result", tmp_path, month="2000-02")
     assert r.returncode == 0, r.stderr
     before = {p.name: p.read_bytes() for p in (disk / "result").iterdir()}
