@@ -86,6 +86,16 @@ def _goal(rows: list[dict[str, Any]]) -> str:
     return f">= {shown}: {verdict}"
 
 
+#: the order of a case's rows by their ``cache``: warm, cold, all, then any other
+#: (B9's regridding alone, in ``memory``) in the order they came
+_CACHES = ("warm", "cold", "all")
+
+
+def _cache_order(row: dict[str, Any]) -> int:
+    cache = row.get("cache")
+    return _CACHES.index(cache) if cache in _CACHES else len(_CACHES)
+
+
 def table(results: dict[str, dict[str, Any]]) -> str:
     """The table: one line on the machine and method, then one row per comparison (warm /
     cold side by side), each case with the commit it was measured at."""
@@ -120,7 +130,7 @@ def table(results: dict[str, dict[str, Any]]) -> str:
         for what, rows in groups.items():
             what = _cell(what)
             label, head = head, ""  # the case and its data once, on its first row
-            rows.sort(key=lambda r: ("warm", "cold", "all").index(r["cache"]))
+            rows.sort(key=_cache_order)
             if rows[0].get("text") is not None:
                 text = _cell(" / ".join(r["text"] for r in rows))
                 lines.append(f"| {label} | {what} | {text} | | | {_goal(rows)} |")

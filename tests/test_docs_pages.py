@@ -110,3 +110,15 @@ def test_the_user_guide_lists_the_pages_that_exist(tmp_path):
     toctree = generated.user_guide_toctree(tmp_path)
     assert toctree.splitlines()[3:6] == ["recipes", "stores", "errors"]
     assert "explore" not in toctree and "regrid" not in toctree
+
+
+def test_the_benchmarks_page_is_made_from_every_committed_result():
+    """Every file of benchmarks/results/ goes into the page (a B9 row whose ``cache`` is
+    ``memory`` stopped ``make docs`` once): each case named there appears in it."""
+    import bench_page
+
+    page = bench_page.markdown(ROOT)
+    for path in sorted((ROOT / "benchmarks" / "results").glob("B[0-9]*.json")):
+        case = json.loads(path.read_text()).get("case")
+        if case and not path.stem.endswith("-quick"):
+            assert case in page, f"{path.name}: case {case!r} is not on the benchmarks page"
