@@ -24,7 +24,7 @@ and reported from that plan.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import xarray as xr
@@ -123,49 +123,15 @@ def _suffixes(
     plans: Sequence[ResultPlan], reduced: dict[str, Any], data: xr.Dataset
 ) -> dict[str, Any]:
     """Each result: the rest of its chain on its reduced values; steps that results share
-    (an anomaly before a trend and before an area mean) run once. Steps that do not wait
-    for each other run side by side (era5-sst-trend's Nino3.4 beside its anomaly, the
-    anomaly's area mean beside its trend): the kernels release the GIL, and the workers
-    are idle by now."""
-    steps: dict[tuple[Any, ...], tuple[tuple[Any, ...] | None, Any]] = {}
-    ends = {}
+    (an anomaly before a trend and before an area mean) run once."""
+    done: dict[tuple[Any, ...], Any] = {}
+    values = {}
     for plan in plans:
-        key: tuple[Any, ...] = (plan.chain,)
+        value, key = reduced[plan.chain], (plan.chain,)
         for step in plan.split.suffix:
-            parent, key = key, (*key, step.name, repr(sorted(chain.options_of(step).items())))
-            steps.setdefault(key, (parent, step))
-        ends[plan.name] = key
-    if len(steps) < 2:  # nothing to run side by side
-        return {name: _apply_all(key, steps, reduced, data) for name, key in ends.items()}
-    done: dict[tuple[Any, ...], Future[Any]] = {}
-    with ThreadPoolExecutor(max_workers=SIDE_BY_SIDE) as pool:
-        # parents go first: a step waits only on one that has started
-        for key, (parent, step) in steps.items():
-            done[key] = pool.submit(_after, done.get(parent), reduced[key[0]], step, data)
-        return {
-            name: done[key].result() if key in done else reduced[key[0]]
-            for name, key in ends.items()
-        }
-
-
-#: threads running a recipe's steps after its reductions
-SIDE_BY_SIDE = 2
-
-
-def _after(parent: Future[Any] | None, reduced: Any, step: Any, data: xr.Dataset) -> Any:
-    """``step`` applied to its parent step's value (or the reduced values)."""
-    return chain.apply(step, reduced if parent is None else parent.result(), data)
-
-
-def _apply_all(
-    key: tuple[Any, ...], steps: dict[tuple[Any, ...], tuple[Any, Any]], reduced: dict, data: Any
-) -> Any:
-    """The value of ``key``: its steps one after the other (one result of one step)."""
-    chain_of: list[Any] = []
-    while key in steps:
-        key, step = steps[key]
-        chain_of.append(step)
-    value = reduced[key[0]]
-    for step in reversed(chain_of):
-        value = chain.apply(step, value, data)
-    return value
+            key = (*key, step.name, repr(sorted(chain.options_of(step).items())))
+            if key not in done:
+                done[key] = chain.apply(step, value, data)
+            value = done[key]
+        values[plan.name] = value
+    return values
