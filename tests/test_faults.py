@@ -29,7 +29,7 @@ import netCDF4
 import numpy as np
 import psutil
 import pytest
-from conftest import ROOT, aws_environment, missing, run_cli, start_cli
+from conftest import ROOT, aws_environment, forget_s3_clients, missing, run_cli, start_cli
 
 from pangeo_hpc import run
 from pangeo_hpc.s3 import options as s3
@@ -200,23 +200,14 @@ def own_s3(demo_tree, tmp_path, monkeypatch):
         aws_environment(monkeypatch, server, tmp_path)
         monkeypatch.setenv("DASK_PANGEO_HPC__S3__MAX_RETRIES", "3")
         monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "index"))
-        _forget_clients()
+        forget_s3_clients()
         with dask.config.set(
             {"pangeo-hpc.s3.max-retries": 3, "pangeo-hpc.s3.index-cache": str(tmp_path / "index")}
         ):
             yield server
     finally:
         server.stop()
-        _forget_clients()
-
-
-def _forget_clients() -> None:
-    """Clients cache endpoints and credentials; each test has its own server."""
-    import s3fs
-
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
+        forget_s3_clients()
 
 
 @pytest.mark.s3

