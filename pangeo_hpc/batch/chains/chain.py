@@ -14,6 +14,7 @@ that computes is an error naming it, since recipe functions must stay lazy.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import importlib.util
@@ -237,18 +238,24 @@ def _forbid(*args: Any, **kwargs: Any) -> Any:
     raise _Computed
 
 
-def apply(step: Step, value: Any, data: xr.Dataset) -> Any:
+def apply(step: Step, value: Any, data: xr.Dataset, *, guarded: bool = True) -> Any:
     """Call one step on ``value``; ``$name`` options become ``data[name]``.
 
     A Dataset value (several results) goes through a recipe function variable by variable
-    when the function takes a DataArray.
+    when the function takes a DataArray. ``guarded``: the step may not compute Dask data
+    while it runs (see :func:`_call`); the guard is the process's Dask scheduler, so only a
+    caller that runs steps in several threads at once turns it off, and only for the
+    package's own recipe functions on data in memory (:func:`in_memory`), which have
+    nothing to compute.
     """
     fn = step.function()
     options = {k: _resolve(step, k, v, data) for k, v in _options(fn, step).items()}
     _add_bounds(fn, options, value, data)
     if isinstance(value, xr.Dataset) and not _takes_dataset(fn):
-        return xr.Dataset({k: _call(fn, step, v, options) for k, v in value.data_vars.items()})
-    return _call(fn, step, value, options)
+        return xr.Dataset(
+            {k: _call(fn, step, v, options, guarded) for k, v in value.data_vars.items()}
+        )
+    return _call(fn, step, value, options, guarded)
 
 
 def _resolve(step: Step, key: str, value: Any, data: xr.Dataset) -> Any:
@@ -285,10 +292,14 @@ def _is_time(coord: xr.DataArray) -> bool:
     return coord.dtype.kind == "M" or coord.dtype == object
 
 
-def _call(fn: Callable[..., Any], step: Step, value: Any, options: dict[str, Any]) -> Any:
+def _call(
+    fn: Callable[..., Any], step: Step, value: Any, options: dict[str, Any], guarded: bool = True
+) -> Any:
     lazy = _is_lazy(value)
     try:
-        with dask.config.set(scheduler=_forbid):
+        # dask.config is the process's: set from two threads at once, one thread's guard
+        # stops the other's computations, and the restores can leave it set
+        with dask.config.set(scheduler=_forbid) if guarded else contextlib.nullcontext():
             out = fn(value, **options)
     except _Computed:
         raise InputError(
@@ -315,6 +326,11 @@ def _call(fn: Callable[..., Any], step: Step, value: Any, options: dict[str, Any
 def _takes_dataset(fn: Callable[..., Any]) -> bool:
     first = next(iter(inspect.signature(fn).parameters.values()), None)
     return first is not None and "Dataset" in str(first.annotation)
+
+
+def in_memory(value: Any) -> bool:
+    """Whether ``value`` (a DataArray or Dataset) holds no Dask data."""
+    return not _is_lazy(value)
 
 
 def _is_lazy(value: Any) -> bool:

@@ -24,7 +24,7 @@ and reported from that plan.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import xarray as xr
@@ -123,15 +123,50 @@ def _suffixes(
     plans: Sequence[ResultPlan], reduced: dict[str, Any], data: xr.Dataset
 ) -> dict[str, Any]:
     """Each result: the rest of its chain on its reduced values; steps that results share
-    (an anomaly before a trend and before an area mean) run once."""
-    done: dict[tuple[Any, ...], Any] = {}
-    values = {}
+    (an anomaly before a trend and before an area mean) run once.
+
+    On reduced values in memory, the package's own steps that do not wait for each other
+    run side by side (era5-sst-trend's Nino3.4 beside its anomaly, the anomaly's area mean
+    beside its trend): their kernels release the GIL, and the workers are idle by now.
+    Those steps have nothing to compute lazily, so they run without the chain's laziness
+    guard, which is the process's Dask scheduler (:func:`chain.apply`) and so cannot be set
+    from two threads; user functions and lazy values (the templates a run checks its steps
+    on first) run one after the other, guarded."""
+    steps: dict[tuple[Any, ...], tuple[tuple[Any, ...], Any]] = {}
+    ends = {}
     for plan in plans:
-        value, key = reduced[plan.chain], (plan.chain,)
+        key: tuple[Any, ...] = (plan.chain,)
         for step in plan.split.suffix:
-            key = (*key, step.name, repr(sorted(chain.options_of(step).items())))
-            if key not in done:
-                done[key] = chain.apply(step, value, data)
-            value = done[key]
-        values[plan.name] = value
-    return values
+            parent, key = key, (*key, *chain.step_key(step))
+            steps.setdefault(key, (parent, step))
+        ends[plan.name] = key
+    side = (
+        len(steps) > 1
+        and all(chain.in_memory(v) for v in reduced.values())
+        and not any(step.is_user for _, step in steps.values())
+    )
+    if not side:
+        done: dict[tuple[Any, ...], Any] = {}
+        for key, (parent, step) in steps.items():  # parents first
+            done[key] = chain.apply(step, done.get(parent, reduced.get(parent[0])), data)
+        return {name: done[key] if key in done else reduced[key[0]] for name, key in ends.items()}
+    futures: dict[tuple[Any, ...], Future[Any]] = {}
+    with ThreadPoolExecutor(max_workers=SIDE_BY_SIDE) as pool:
+        # parents go first: a step waits only on one that has started
+        for key, (parent, step) in steps.items():
+            above = futures.get(parent)
+            futures[key] = pool.submit(_after, above, reduced[key[0]], step, data)
+        return {
+            name: futures[key].result() if key in futures else reduced[key[0]]
+            for name, key in ends.items()
+        }
+
+
+#: threads running a recipe's steps after its reductions
+SIDE_BY_SIDE = 2
+
+
+def _after(parent: Future[Any] | None, reduced: Any, step: Any, data: xr.Dataset) -> Any:
+    """``step`` applied to its parent step's value (or the reduced values), unguarded."""
+    value = reduced if parent is None else parent.result()
+    return chain.apply(step, value, data, guarded=False)
