@@ -227,12 +227,18 @@ def time_pieces(spans: Sequence[Sequence[tuple[int, int, str]]], n: int) -> list
     cuts = sorted(
         {0, n, *(a for v in spans for a, _, _ in v), *(b for v in spans for _, b, _ in v)}
     )
+    # a span covers the cuts from its start's to its end's (both are cuts): one pass over
+    # the spans, not one over every span per piece (241 monthly files: 58 000 tests)
+    at = {c: k for k, c in enumerate(cuts)}
+    files: list[list[str]] = [[] for _ in cuts]
+    for v in spans:
+        for lo, hi, f in v:
+            for k in range(at[lo], at[hi]):
+                files[k].append(f)
     pieces = []
-    for a, b in itertools.pairwise(cuts):
-        if not 0 <= a < b <= n:
-            continue
-        files = [f for v in spans for lo, hi, f in v if lo <= a < hi]
-        pieces.append((a, b, tuple(dict.fromkeys(files))))
+    for k, (a, b) in enumerate(itertools.pairwise(cuts)):
+        if 0 <= a < b <= n:
+            pieces.append((a, b, tuple(dict.fromkeys(files[k]))))
     return pieces
 
 

@@ -46,6 +46,7 @@ from pangeo_hpc.batch.incremental.states import (
     from_cache,
     reduce,
 )
+from pangeo_hpc.io.reader import bytes_read
 from pangeo_hpc.recipes.aggregations import State
 
 __all__ = ["Prepared", "ReadPlan", "Report", "check", "plan_reads", "prepare", "run"]
@@ -58,10 +59,16 @@ def run(
     client: Any,
     cache: StateCache,
     reads: ReadPlan,
+    *,
+    here: bool = False,
 ) -> tuple[xr.Dataset, Report]:
     """Compute the recipe's results from cached and new states (see the module's text);
     ``reads`` is what :func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads` planned with
-    ``prepared``: the report is that plan as carried out (:meth:`ReadPlan.as_run`)."""
+    ``prepared``: the report is that plan as carried out (:meth:`ReadPlan.as_run`).
+    ``here``: the new files' states are computed in this process's threads, not on
+    ``client``'s workers (a few small files: the round trip to a worker would take longer;
+    the caller decides, :mod:`~pangeo_hpc.batch.pipeline.placement`); ``client`` still
+    computes what a damaged roll-up leaves to read again."""
     n_pieces = len(prepared.pieces)
     chains = prepared.chains
     covered = {c: rollup_pieces(cache, prepared, c) for c in chains}
@@ -76,22 +83,29 @@ def run(
     if checked:
         results_of.finish(recipe, _suffixes(prepared.results, _templates(chains), data))
     held: list[tuple[str, State, dict[str, Any]]] | None = None if checked else []
-    before = worker_reads(client)
     with ThreadPoolExecutor(max_workers=1) as background:
-        # the roll-ups load while the workers compute the new files' states
+        # the roll-ups load while the new files' states are computed
         loading = {
             c: background.submit(load_rollup, cache, prepared, c, covered[c]) for c in chains
         }
-        saved = compute_states(recipe, prepared, client, cache, todo, found, held)
+        if here:  # counted by this process's reader (a worker in this process: not again)
+            start = bytes_read()
+            saved = compute_states(recipe, prepared, None, cache, todo, found, held)
+            read = bytes_read() - start
+        else:
+            before = worker_reads(client)
+            saved = compute_states(recipe, prepared, client, cache, todo, found, held)
+            read = worker_reads(client, before)
         rolled = {c: loading[c].result() for c in chains}
         lost = {c: set() for c in chains if covered[c] and rolled[c] is None}
         if lost:  # a roll-up damaged or replaced since its pieces were read: file by file
             covered.update(lost)
             more, _ = from_cache(prepared, cache, covered, found, only=lost)
+            before = worker_reads(client)
             saved += compute_states(recipe, prepared, client, cache, more, found, held)
+            read += worker_reads(client, before)
             for i, work in more.items():
                 todo.setdefault(i, {}).update(work)
-    read = worker_reads(client, before)
     reduced = {}
     rollups = []
     with ThreadPoolExecutor(max_workers=1) as writer:  # roll-ups written while the rest runs

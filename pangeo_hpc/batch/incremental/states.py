@@ -124,7 +124,17 @@ def compute_states(
 ) -> int:
     """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
     cache as it arrives (a killed run keeps them), or added to ``held`` (saved later by the
-    caller), and put into ``found``: how many saved."""
+    caller), and put into ``found``: how many saved. ``client=None``: in this process's
+    threads (Dask's threaded scheduler), all at once."""
+    if client is None:
+        if not todo:
+            return 0
+        order = sorted(todo)
+        (bundles,) = dask.compute([todo[i] for i in order], scheduler="threads")
+        return sum(
+            _keep(recipe, prepared, cache, i, bundle, found, held)
+            for i, bundle in zip(order, bundles, strict=True)
+        )
     from distributed import as_completed
 
     futures = {}
@@ -135,16 +145,30 @@ def compute_states(
     saved = 0
     t0 = time.perf_counter()
     for done, fut in enumerate(as_completed(list(futures)), start=1):
-        i = futures[fut]
-        for c, state in fut.result().items():
-            found[c, i] = state
-            entry = (prepared.keys[c, i], state, entry_meta(recipe, prepared, c, i))
-            if held is None:
-                saved += bool(cache.put(*entry))
-            else:
-                held.append(entry)
+        saved += _keep(recipe, prepared, cache, futures[fut], fut.result(), found, held)
         if done == len(futures) or done % max(1, len(futures) // 10) == 0:
             log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")
+    return saved
+
+
+def _keep(
+    recipe: Any,
+    prepared: Prepared,
+    cache: StateCache,
+    i: int,
+    bundle: dict[str, State],
+    found: dict[tuple[str, int], State],
+    held: list[tuple[str, State, dict[str, Any]]] | None,
+) -> int:
+    """Piece ``i``'s states (per chain) into ``found``, and saved (or held): how many saved."""
+    saved = 0
+    for c, state in bundle.items():
+        found[c, i] = state
+        entry = (prepared.keys[c, i], state, entry_meta(recipe, prepared, c, i))
+        if held is None:
+            saved += bool(cache.put(*entry))
+        else:
+            held.append(entry)
     return saved
 
 

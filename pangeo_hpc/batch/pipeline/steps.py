@@ -26,6 +26,7 @@ from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
 from pangeo_hpc.batch.incremental import run as incremental
 from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report, plan_reads, worker_reads
 from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.pipeline.placement import Placement, place
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.start import kind_of
 from pangeo_hpc.errors import InputError
@@ -284,7 +285,12 @@ def compute(
     if isinstance(prepared, str) or store is None:
         result, reads = _whole(inputs, client, progress, plan)
     else:
-        result, reads = incremental.run(inputs.spec, inputs.dataset, prepared, client, store, plan)
+        here = _states_here(inputs, client, plan)
+        if here is not None:
+            log.info(f"states: computed in this process ({here.why})")
+        result, reads = incremental.run(
+            inputs.spec, inputs.dataset, prepared, client, store, plan, here=here is not None
+        )
     log.info(reads.line())
     return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0, reads)
 
@@ -298,6 +304,24 @@ def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
     if cache is False or (cache is None and not config.get("cache.enabled")):
         return None
     return StateCache()
+
+
+def _states_here(inputs: Inputs, client: Any, plan: ReadPlan) -> Placement | None:
+    """Where an update (an incremental run with states cached) computes the states of its
+    new files: in this process's threads when ``client``'s workers are a LocalCluster's
+    (this machine, the same files; not ``s3://`` data) and those files hold at most config
+    ``pangeo-hpc.cluster.states-here-bytes`` (as stored): a task's round trip to a worker
+    (graph, scheduler, transfer: about 50 ms here) costs more than reading a monthly file.
+    ``None``: on the workers, each state saved as it arrives (a first run killed half way
+    keeps half)."""
+    from distributed import LocalCluster
+
+    if not plan.files_reused or is_s3(str(inputs.root)):
+        return None
+    if not isinstance(getattr(client, "cluster", None), LocalCluster):
+        return None
+    placed = place(plan, limit=config.get("cluster.states-here-bytes"))
+    return placed if placed.in_process else None
 
 
 def _whole(
