@@ -113,7 +113,10 @@ def _plan_target(name: str) -> Any:
     from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict, is_multi
     from pangeo_hpc.batch.chains.recipe_yaml import find, read_yaml
 
-    path = find(name)
+    try:
+        path = find(name)
+    except InputError:
+        return name  # a calibrated name without a YAML file: plan --size needs none
     doc = read_yaml(path)
     return from_multi_dict(doc, path) if is_multi(doc) else name
 
@@ -167,8 +170,10 @@ def _calibrate(a: argparse.Namespace) -> int:
     if a.simulate_workers < 0:
         raise InputError(f"--simulate-workers {a.simulate_workers} must be 0 or more")
     from pangeo_hpc.planning.calibrate import calibration_target
+    from pangeo_hpc.planning.measured_recipes import recipes_to_measure
 
-    _plan_target(a.recipe)  # any recipe, checked before a cluster starts
+    # any recipe (each dataset of one over several) checked before a cluster starts
+    recipes_to_measure(a.recipe, a.data, a.start, a.end)
     calibration_target(a.calibration, a.data, flag="--calibration")
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies

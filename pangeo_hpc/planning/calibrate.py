@@ -55,7 +55,11 @@ from pangeo_hpc.planning.measure import (
     timed_run,
     worker_count,
 )
-from pangeo_hpc.planning.measured_recipes import open_measured, recipes_to_measure
+from pangeo_hpc.planning.measured_recipes import (
+    measured_root,
+    open_measured,
+    recipes_to_measure,
+)
 from pangeo_hpc.planning.model import Model, Storage
 
 if TYPE_CHECKING:
@@ -320,10 +324,8 @@ def calibrate(
                 storage=storage, path=path, save=save, profile=profile,
             )  # fmt: skip
     measured = {
-        one.name: fit_recipe(
-            client, one, data=data, start=start, end=end, amount=amount, repeat=repeat
-        )
-        for one in fits
+        key: fit_recipe(client, one, data=data, start=start, end=end, amount=amount, repeat=repeat)
+        for key, one in fits.items()
     }
     per_task = noop_cpu(client, tasks)
     log.info(
@@ -349,6 +351,7 @@ def calibrate(
             jobs=jobs,
             created=datetime.now(UTC).isoformat(timespec="seconds"),
         )
+    root = measured_root(fits.values(), root)  # files: recipes read their own folders
     paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
     rates = storage_rates(paths)
     cal = Calibration(

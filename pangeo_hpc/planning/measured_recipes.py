@@ -9,13 +9,14 @@ after the other on one cluster; its plan is the sum of theirs
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pangeo_hpc.batch.chains.recipe_yaml import Recipe
 
-__all__ = ["open_measured", "recipes_to_measure"]
+__all__ = ["measured_root", "open_measured", "recipes_to_measure"]
 
 
 def open_measured(spec: Recipe, data: str | Path | None, start: str | None, end: str | None) -> Any:
@@ -33,10 +34,11 @@ def open_measured(spec: Recipe, data: str | Path | None, start: str | None, end:
 
 def recipes_to_measure(
     recipe: str, data: str | Path | None, start: str | None, end: str | None
-) -> list[Recipe]:
-    """The recipe ``recipe`` names, or, for one over several datasets, each dataset's
-    one-dataset recipe (``RECIPE.DATASET``, as its runs and plans name them: one cluster
-    runs them one after the other, so only the first meets fresh workers)."""
+) -> dict[str, Recipe]:
+    """The recipe ``recipe`` names, under that name (as a plan of ``recipe`` looks it
+    up); or, for one over several datasets, each dataset's one-dataset recipe under its
+    name ``RECIPE.DATASET``, as its runs and plans name them (one cluster runs them one
+    after the other, so only the first meets fresh workers)."""
     from pangeo_hpc.batch.chains import recipe_yaml
     from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict, is_multi
     from pangeo_hpc.batch.pipeline.multi_run import dataset_recipes
@@ -45,6 +47,21 @@ def recipes_to_measure(
     path = recipe_yaml.find(recipe)
     doc = recipe_yaml.read_yaml(path)
     if not is_multi(doc):
-        return [recipe_yaml.from_dict(doc, path)]
+        return {recipe: recipe_yaml.from_dict(doc, path)}
     spec = from_multi_dict(doc, path)
-    return list(dataset_recipes(spec, data_root(data), start=start, end=end).values())
+    recipes = dataset_recipes(spec, data_root(data), start=start, end=end).values()
+    return {one.name: one for one in recipes}
+
+
+def measured_root(recipes: Iterable[Recipe], root: str) -> str:
+    """Where the storage's read rate is measured for ``recipes``: the data root ``root``,
+    or, when every one reads ``files:``, the folder all their files share."""
+    import os
+
+    from pangeo_hpc.io.globbing import expand
+
+    recipes = list(recipes)
+    if any(r.files is None for r in recipes):
+        return root
+    files = [f for r in recipes for f in expand(r.files)]  # type: ignore[arg-type]
+    return os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
