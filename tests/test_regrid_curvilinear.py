@@ -157,8 +157,8 @@ def _recipe(folder: Path, files: Path, method: str) -> Path:
 def test_in_a_recipe_exit_2_nothing_written(
     grids, tmp_path, capsys, monkeypatch, _state_cache_per_test
 ):
-    """A recipe's ``files:`` opener reads no 2-D coordinates (pangeo_hpc/io/files.py): a
-    curvilinear file stops at regrid's grid check, one line, exit 2, nothing written."""
+    """Conservative regridding of a curvilinear ``files:`` dataset (the opener carries its
+    2-D coordinates) stops at regrid's grid check: one line, exit 2, nothing written."""
     monkeypatch.setattr(run, "_interruptible", lambda: None)
     monkeypatch.chdir(tmp_path)
     recipe = _recipe(tmp_path, grids["rotated-pole"], "conservative")
@@ -166,7 +166,7 @@ def test_in_a_recipe_exit_2_nothing_written(
     code = run.main([str(recipe), "--out", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err.strip()
     assert code == 2, err
-    assert err.count("\n") == 0 and "(regrid): no latitude coordinate" in err
+    assert err.count("\n") == 0 and "(regrid): method='conservative' needs a rectilinear" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == before, "output left behind"
     states = Path(_state_cache_per_test)
     assert not states.exists() or not any(states.rglob("*")), "a cache entry was left"

@@ -197,33 +197,24 @@ def _run(a: argparse.Namespace) -> int:
 
 def _run_multi(a: argparse.Namespace, doc: Any, path: Any, budget: Any) -> Any:
     from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict
-    from pangeo_hpc.batch.pipeline.multi_run import run_multi
     from pangeo_hpc.cli.progress import show_progress
+    from pangeo_hpc.planning.budget import run_within_budget
 
     spec = from_multi_dict(doc, path)
-    refused = [
-        flag
-        for flag, given in (
-            ("--budget", budget is not None),
-            ("--warmup", a.warmup),
-            ("--jobs", a.jobs is not None),
-            ("--adapt", a.adapt is not None),
-        )
-        if given
-    ]
-    if refused:
-        raise InputError(
-            f"{', '.join(refused)}: not yet for a recipe over several datasets "
-            f"({spec.name!r}): run it without"
-        )
-    return run_multi(
+    # one cluster for every dataset's run; a budget checked against their summed plans
+    return run_within_budget(
         spec,
+        budget=budget,
         data=a.data,
         start=a.start,
         end=a.end,
         cluster=a.cluster,
         profile=a.profile,
         workers=a.workers,
+        jobs=a.jobs,
+        adapt=a.adapt,
+        batch=batch_options_from(a),
+        warm_inputs=a.warmup,
         out=a.out,
         fmt=a.format,
         plot_format=a.plot_format,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from pangeo_hpc.cli.common import Verb, add_cluster_args, positive_int, running_cluster_from
 from pangeo_hpc.errors import InputError
@@ -68,9 +69,20 @@ def _plan(a: argparse.Namespace) -> int:
         out = check_output_file(a.plot or default, flag="--plot", inputs=[a.data])
         if suffix_of(out) != ".png":
             raise InputError(f"--plot {str(out)!r} must end in .png")
-    result = plan(
-        a.recipe,
-        a.size,
+    recipe = _plan_target(a.recipe)
+    planner: Any = plan
+    if not isinstance(recipe, str):  # over several datasets: the sum of their plans
+        from pangeo_hpc.planning.multi_plan import plan_multi
+
+        if a.size is not None:
+            raise InputError(
+                f"--size: {recipe.name!r} is over several datasets, each with its own files: "
+                "it is planned from them; give --data (the data root) instead"
+            )
+        planner = plan_multi
+    result = planner(
+        recipe,
+        **({"size": a.size} if a.size is not None else {}),
         data=a.data,
         start=a.start,
         end=a.end,
@@ -94,6 +106,19 @@ def _plan(a: argparse.Namespace) -> int:
             save_figure(fig, dest, flag="--plot")
         print(f"plot: {out}")
     return 0
+
+
+def _plan_target(name: str) -> Any:
+    """``name`` for a one-dataset recipe; the loaded recipe for one over several datasets."""
+    from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict, is_multi
+    from pangeo_hpc.batch.chains.recipe_yaml import find, read_yaml
+
+    try:
+        path = find(name)
+    except InputError:
+        return name  # a calibrated name without a YAML file: plan --size needs none
+    doc = read_yaml(path)
+    return from_multi_dict(doc, path) if is_multi(doc) else name
 
 
 def _storage_path(text: str) -> tuple[str, str]:
@@ -144,10 +169,11 @@ def _calibrate(a: argparse.Namespace) -> int:
             )
     if a.simulate_workers < 0:
         raise InputError(f"--simulate-workers {a.simulate_workers} must be 0 or more")
-    from pangeo_hpc.batch.chains.recipe_yaml import load
     from pangeo_hpc.planning.calibrate import calibration_target
+    from pangeo_hpc.planning.measured_recipes import recipes_to_measure
 
-    load(a.recipe)  # before a cluster starts
+    # any recipe (each dataset of one over several) checked before a cluster starts
+    recipes_to_measure(a.recipe, a.data, a.start, a.end)
     calibration_target(a.calibration, a.data, flag="--calibration")
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies

@@ -9,8 +9,10 @@ that never span two files, read without xarray's lock. Each file's packing
 (``scale_factor``, ``add_offset``, ``_FillValue``) and time units are its own; files are put
 in order by their first time, not their names.
 
-Handled: regular grids with 1-D coordinates (a curvilinear ``lat(y, x)`` grid opens, but
-its 2-D coordinates are not read: use ``xr.open_mfdataset``), any CF calendar (``noleap``,
+Handled: regular grids with 1-D coordinates, curvilinear ones (``lat(y, x)``, ``lon(y, x)``
+named by the variable's ``coordinates`` attribute: read from the first file, their
+checksum in each file's scan, so files on other centres are refused; the cells' corners
+are not read), any CF calendar (``noleap``,
 ``360_day``: cftime dates), time bounds (``time_bnds``). Local or mounted files only.
 """
 

@@ -79,7 +79,7 @@ class Head:
             bounds = time_attrs.get("bounds")
             return cls(
                 dims=dims,
-                coords=_grid_coords(ds, dims[1:]),
+                coords={**_grid_coords(ds, dims[1:]), **_auxiliary_coords(ds[variable], dims[1:])},
                 var_attrs=dict(ds[variable].attrs),
                 time_attrs=time_attrs,
                 attrs=dict(ds.attrs),
@@ -107,6 +107,20 @@ def _grid_coords(ds: xr.Dataset, dims: Sequence[str]) -> dict[str, xr.DataArray]
             coords[lower] = xr.DataArray(pair[:, 0], dims=(d,))
             coords[upper] = xr.DataArray(pair[:, 1], dims=(d,))
         coords[d] = coord
+    return coords
+
+
+def _auxiliary_coords(var: xr.DataArray, dims: Sequence[str]) -> dict[str, xr.DataArray]:
+    """The coordinates the variable's ``coordinates`` attribute names on two or more of the
+    grid's dimensions: a curvilinear grid's ``lat(y, x)`` and ``lon(y, x)`` (rotated-pole
+    or tripolar model output), loaded. Their ``bounds`` (the cells' four corners) are not
+    read: the attribute is dropped so that nothing points to a variable that is not there."""
+    coords: dict[str, xr.DataArray] = {}
+    for name, coord in var.coords.items():
+        if coord.ndim >= 2 and set(coord.dims) <= set(dims):
+            coord = coord.load()
+            coord.attrs.pop("bounds", None)
+            coords[str(name)] = coord.variable  # type: ignore[assignment]
     return coords
 
 
@@ -175,7 +189,7 @@ def _describe(f: h5py.File, variable: str, path: str) -> FileInfo:
         units=_text(v.attrs.get("units")),
         time_units=_text(tvar.attrs.get("units")),
         calendar=_text(tvar.attrs.get("calendar")),
-        grid=_grid(f, dims[1:], v.shape[1:]),
+        grid=_grid(f, variable, dims[1:], v.shape[1:]),
     )
 
 
@@ -196,9 +210,10 @@ def _bounds(f: h5py.File, name: str, length: int) -> np.ndarray | None:
     return values if values.shape == (length, 2) else None
 
 
-def _grid(f: h5py.File, dims: list[str], shape: tuple[int, ...]) -> str:
-    """The field's coordinates in short, with a checksum of their values: two files on
-    the same grid give the same string."""
+def _grid(f: h5py.File, variable: str, dims: list[str], shape: tuple[int, ...]) -> str:
+    """The field's coordinates in short, with a checksum of their values (those of the
+    dimensions, and the 2-D ones the variable's ``coordinates`` attribute names): two files
+    on the same grid give the same string."""
     parts = []
     for dim, n in zip(dims, shape, strict=True):
         coord = f.get(dim)
@@ -208,6 +223,17 @@ def _grid(f: h5py.File, dims: list[str], shape: tuple[int, ...]) -> str:
             parts.append(f"{dim} {values[0]:.6g}..{values[-1]:.6g} ({n}) #{crc:08x}")
         else:
             parts.append(f"{dim} ({n})")
+    for name in (_text(f[variable].attrs.get("coordinates")) or "").split():
+        coord = f.get(name)  # a curvilinear grid's lat(y, x), lon(y, x): on the grid's cells
+        if (
+            isinstance(coord, h5py.Dataset)
+            and coord.ndim >= 2
+            and coord.shape == tuple(shape[-coord.ndim :])
+            and coord.dtype.kind in "fiu"
+        ):
+            values = coord[:]
+            crc = zlib.crc32(np.ascontiguousarray(values, dtype="f8").tobytes())
+            parts.append(f"{name} {values.min():.6g}..{values.max():.6g} {coord.shape} #{crc:08x}")
     return ", ".join(parts)
 
 

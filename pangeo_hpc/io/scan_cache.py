@@ -26,8 +26,9 @@ import numpy as np
 from pangeo_hpc import config
 from pangeo_hpc.write.sealed import seal_json, sealed_json, unseal_json
 
-#: 2: bounds, units, calendar, grid; 3: Stamp; 4: sealed; 5: the packing's width
-_FORMAT = "pangeo-hpc-scan-cache-5"
+#: 2: bounds, units, calendar, grid; 3: Stamp; 4: sealed; 5: the packing's width; 6: the
+#: grid's 2-D coordinates in ``grid``
+_FORMAT = "pangeo-hpc-scan-cache-6"
 
 
 def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:

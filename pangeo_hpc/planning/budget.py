@@ -29,8 +29,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from pangeo_hpc.batch.chains.multi_yaml import MultiRecipe
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
-from pangeo_hpc.batch.pipeline import execute
+from pangeo_hpc.batch.pipeline import execute, multi_run
 from pangeo_hpc.batch.pipeline.results import RunResult
 from pangeo_hpc.batch.pipeline.steps import data_root
 from pangeo_hpc.clusters.budget import Guard
@@ -42,6 +43,7 @@ from pangeo_hpc.planning.calibration import (
     calibration_path,
     read_calibration,
 )
+from pangeo_hpc.planning.multi_plan import plan_multi
 from pangeo_hpc.planning.plan import plan
 
 __all__ = ["check_budget", "run_within_budget"]
@@ -51,7 +53,7 @@ log = logging.getLogger(__name__)
 
 
 def check_budget(
-    spec: Recipe | str,
+    spec: Recipe | MultiRecipe | str,
     budget: Budget | str | None,
     *,
     data: str | Path | None = None,
@@ -75,8 +77,9 @@ def check_budget(
 
     Parameters
     ----------
-    spec : Recipe or str
-        The recipe, or its name.
+    spec : Recipe, MultiRecipe or str
+        The recipe, or its name. A recipe over several datasets is planned as the sum of
+        its datasets' runs on one cluster (:mod:`pangeo_hpc.planning.multi_plan`).
     budget : Budget or str, optional
         ``5USD`` or ``2h`` node-hours (see :mod:`pangeo_hpc.inputs.budget`); None: no check.
     data, start, end, cluster, profile, workers, jobs, adapt, batch, cache, s3
@@ -97,6 +100,7 @@ def check_budget(
     """
     given = None if budget is None else parse_budget(budget)
     spec = load(spec) if isinstance(spec, str) else spec
+    multi = isinstance(spec, MultiRecipe)
     kind, options = resolve_kind(cluster, profile)
     if given is None and kind == "local":
         return None
@@ -106,7 +110,11 @@ def check_budget(
     options["kind"] = kind
     site = site_name(kind, profile)
     nodes = 1 if kind == "local" else (adapt[1] if adapt is not None else jobs or 1)
-    missing = _uncalibrated(spec.name, site, kind, calibration)
+    # a recipe over several datasets: each is planned as RECIPE.DATASET (multi_plan)
+    names = [f"{spec.name}.{d}" for d in spec.datasets] if multi else [spec.name]
+    missing = next(
+        (m for m in (_uncalibrated(n, site, kind, calibration) for n in names) if m), None
+    )
     if missing is not None:
         call, words = calibrate_call(spec.name, site, kind)
         why = (
@@ -121,7 +129,8 @@ def check_budget(
             param="budget",
             commands={call: words},
         )
-    p = plan(
+    planner: Any = plan_multi if multi else plan
+    p = planner(
         spec,
         data=data_root(data, profile),
         start=start,
@@ -171,7 +180,7 @@ def _uncalibrated(recipe: str, site: str, kind: str, path: str | Path | None) ->
 
 
 def run_within_budget(
-    spec: Recipe,
+    spec: Recipe | MultiRecipe,
     *,
     budget: Budget | str | None = None,
     calibration: str | Path | None = None,
@@ -182,8 +191,10 @@ def run_within_budget(
 
     Parameters
     ----------
-    spec : Recipe
-        The recipe.
+    spec : Recipe or MultiRecipe
+        The recipe; one over several datasets runs through
+        :func:`~pangeo_hpc.batch.pipeline.multi_run.run_multi`, its budget checked
+        against the sum of its datasets' plans.
     budget : str or Budget, optional
         ``5USD`` (needs the cluster's price per node-hour) or ``2h`` node-hours (also
         ``90min``, ``600s``); see :mod:`pangeo_hpc.inputs.budget`.
@@ -217,4 +228,6 @@ def run_within_budget(
         s3=kwargs.get("s3"),
         calibration=calibration,
     )
+    if isinstance(spec, MultiRecipe):
+        return multi_run.run_multi(spec, guard=guard, **kwargs)
     return execute.run_recipe(spec, guard=guard, **kwargs)  # looked up now: patchable

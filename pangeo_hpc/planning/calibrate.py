@@ -12,7 +12,9 @@ it in the calibration file (:mod:`pangeo_hpc.planning.calibration`).
   once a job runs (:func:`pangeo_hpc.planning.measure.job_starts`), per site.
 
 The file (config ``plan.calibration``) is JSON; each ``calibrate`` run updates its recipe
-and keeps the others.
+and keeps the others. A recipe over several datasets is measured dataset by dataset, each
+as the one-dataset recipe ``RECIPE.DATASET`` that its runs compute and its plans predict
+(:mod:`pangeo_hpc.planning.multi_plan`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import platform
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
@@ -53,7 +55,15 @@ from pangeo_hpc.planning.measure import (
     timed_run,
     worker_count,
 )
+from pangeo_hpc.planning.measured_recipes import (
+    measured_root,
+    open_measured,
+    recipes_to_measure,
+)
 from pangeo_hpc.planning.model import Model, Storage
+
+if TYPE_CHECKING:
+    from pangeo_hpc.batch.chains.recipe_yaml import Recipe
 
 # the calibration file's API comes with the verb that writes it
 __all__ = [
@@ -107,7 +117,7 @@ def _read_tasks_of(lazy: Any, da: Any) -> tuple[int, bool]:
 
 def fit_recipe(
     client: Any,
-    recipe: str,
+    recipe: str | Recipe,
     *,
     data: str | Path | None = None,
     start: str | None = None,
@@ -126,19 +136,18 @@ def fit_recipe(
     run's; the fixed cost is what the first run's wall time has beyond the model's.
     """
     from pangeo_hpc.batch.chains import chain, recipe_yaml
-    from pangeo_hpc.io.era5 import open_era5
 
     if not isinstance(repeat, int) or repeat < 1:
         raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more", param="repeat")
-    spec = recipe_yaml.load(recipe)
-    names = spec.variable if len(spec.variables) == 1 else list(spec.variables)
-    ds = open_era5(names, start or spec.start, end, source=data)  # to the last month
+    spec = recipe_yaml.load(recipe) if isinstance(recipe, str) else recipe
+    recipe = spec.name
+    ds = open_measured(spec, data, start or spec.start, end)  # to the last month
     ratio = ds[spec.variable].nbytes / ds.encoding["source_bytes"]
     want = parse_size(amount, name="amount")
     graphs, runs = [], []
     for share, least in ((4, 2), (1, 8)):
         period = _months_for(ds, spec.variable, want // share, least)
-        part = open_era5(names, *period, source=data)
+        part = open_measured(spec, data, *period)
         lazy = chain.build(spec, part)
         da = part[spec.variable]
         read_tasks, fused = _read_tasks_of(lazy, da)
@@ -250,7 +259,8 @@ def calibrate(
     Parameters
     ----------
     recipe : str
-        Recipe name.
+        Recipe name or YAML file; one over several datasets is measured dataset by
+        dataset (``RECIPE.DATASET`` each, on the same client).
     client : distributed.Client, optional
         Where to measure (a Slurm cluster's client measures its nodes), with workers that
         have not run anything yet (their warm-up is measured). Default: a new LocalCluster
@@ -295,11 +305,10 @@ def calibrate(
     What is measured and found is logged at INFO by the logger ``pangeo_hpc.planning.calibrate``
     (the command line prints it); in a notebook, ``logging.basicConfig(level="INFO")`` shows it.
     """
-    from pangeo_hpc.batch.chains import recipe_yaml
     from pangeo_hpc.clusters.start import kind_of, running_cluster, site_name
     from pangeo_hpc.s3.options import is_s3
 
-    recipe_yaml.load(recipe)  # an unknown recipe is an error before any cluster starts
+    fits = recipes_to_measure(recipe, data, start, end)  # before any cluster starts
     if not isinstance(simulate_workers, int) or simulate_workers < 0:
         raise InputError(
             f"simulate_workers={simulate_workers!r} must be 0 or a whole number",
@@ -314,7 +323,10 @@ def calibrate(
                 repeat=repeat, tasks=tasks, simulate_workers=simulate_workers,
                 storage=storage, path=path, save=save, profile=profile,
             )  # fmt: skip
-    fit = fit_recipe(client, recipe, data=data, start=start, end=end, amount=amount, repeat=repeat)
+    measured = {
+        key: fit_recipe(client, one, data=data, start=start, end=end, amount=amount, repeat=repeat)
+        for key, one in fits.items()
+    }
     per_task = noop_cpu(client, tasks)
     log.info(
         f"scheduler: {per_task * 1e3:.2f} ms CPU per no-op task ({worker_count(client)} workers)"
@@ -339,6 +351,7 @@ def calibrate(
             jobs=jobs,
             created=datetime.now(UTC).isoformat(timespec="seconds"),
         )
+    root = measured_root(fits.values(), root)  # files: recipes read their own folders
     paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
     rates = storage_rates(paths)
     cal = Calibration(
@@ -348,7 +361,7 @@ def calibrate(
         task_overhead=per_task,
         overhead_per_worker=per_worker,
         storage={**previous.storage, **rates},
-        recipes={**previous.recipes, recipe: fit},
+        recipes={**previous.recipes, **measured},
         source=str(p),
         starts=starts,
     )

@@ -228,17 +228,27 @@ class Model:
             raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
         row = self._run(nodes, 1.0)
         low, high = (self._run(nodes, f)["wall_s"] for f in self.spread)
+        return {**row, **self.billed(nodes, row["wall_s"], low, high)}
+
+    def billed(self, nodes: int, wall: float, low: float, high: float) -> dict[str, Any]:
+        """What ``nodes`` nodes that compute for ``wall`` seconds (``low`` to ``high``)
+        after one start of their jobs are billed: the wall times, the jobs' start, the
+        node-hours and the cost, each with its low and high end (the keys of a row of
+        :meth:`predict` beyond the run's own). Several runs on one cluster (a recipe over
+        several datasets) are billed once with their summed wall times."""
         (q_lo, q_hi), (a_lo, a_hi) = self.queue, self.arrival
         wait = q_hi - q_lo if nodes > 1 else 0.0
-        billed = {
+        row: dict[str, Any] = {
+            "wall_low_s": low,
+            "wall_high_s": high,
+            "start_low_s": q_lo + a_lo,
+            "start_high_s": q_hi + a_hi,
             "node_hours_low": nodes * (a_lo + low + self.startup) / 3600,
-            "node_hours": nodes * ((a_lo + a_hi) / 2 + row["wall_s"] + self.startup) / 3600,
+            "node_hours": nodes * ((a_lo + a_hi) / 2 + wall + self.startup) / 3600,
             "node_hours_high": nodes * (a_hi + high + self.startup + wait) / 3600,
         }
-        row.update(wall_low_s=low, wall_high_s=high, start_low_s=q_lo + a_lo,
-                   start_high_s=q_hi + a_hi, **billed)  # fmt: skip
         for end in ("_low", "", "_high"):
-            hours = billed[f"node_hours{end}"]
+            hours = row[f"node_hours{end}"]
             row[f"cost{end}"] = None if self.price is None else hours * self.price
         return row
 

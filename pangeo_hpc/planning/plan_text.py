@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from pangeo_hpc.planning.model import Model
     from pangeo_hpc.planning.reads import Reads
 
-__all__ = ["fewest_nodes", "plan_text"]
+__all__ = ["fewest_nodes", "plan_text", "rows_text"]
 
 
 def fewest_nodes(rows: Sequence[Mapping[str, Any]], within: float = 0.1) -> Mapping[str, Any]:
@@ -53,6 +53,16 @@ def plan_text(
     if r is not None:
         lines.insert(1, f"inputs: {r.line()}")
     lines += [f"  {k}: {v}" for k, v in sources.items()]
+    files = (r.files_to_read, r.files) if r is not None else None
+    return "\n".join([*lines, *rows_text(m, rows, files)])
+
+
+def rows_text(
+    m: Model, rows: Sequence[Mapping[str, Any]], files: tuple[int, int] | None = None
+) -> list[str]:
+    """The table of ``rows`` (one per node count; ``m`` tells whether the jobs' start and
+    a price are known) and the recommendation, as lines; ``files``: (to read, in all)."""
+    lines: list[str] = []
     starts = m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0)
     head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s"]
     head += ["start", "wall"] if starts else ["wall"]
@@ -87,10 +97,10 @@ def plan_text(
             if b["cost"] is not None
             else ""
         )
-        + (f"; {r.files_to_read} of {r.files} files to read" if r else "")
+        + (f"; {files[0]} of {files[1]} files to read" if files else "")
         + ")"
     )
-    return "\n".join(lines)
+    return lines
 
 
 def _duration(seconds: float) -> str:

@@ -137,6 +137,24 @@ def horizontal_names(obj: xr.DataArray | xr.Dataset) -> tuple[str, str]:
     return _find(obj, "latitude"), _find(obj, "longitude")
 
 
+def rectilinear_names(
+    obj: xr.DataArray | xr.Dataset, recipe: str, *, also: str = ""
+) -> tuple[str, str]:
+    """:func:`horizontal_names`, for a step that needs a rectilinear grid (1-D latitude
+    and longitude): on a curvilinear one (2-D ``lat(y, x)``, ``lon(y, x)``) an InputError
+    in one line naming ``recipe`` and the fix, a ``regrid`` step first (and ``also``, a
+    fix of the Python API such as ``weights=``)."""
+    lat, lon = horizontal_names(obj)
+    if obj[lat].ndim != 1 or obj[lon].ndim != 1:
+        raise InputError(
+            f"{recipe} needs a rectilinear latitude/longitude grid, but {lat!r} "
+            f"{tuple(map(str, obj[lat].dims))} and {lon!r} {tuple(map(str, obj[lon].dims))} "
+            "are 2-D (a curvilinear grid): put the step regrid: {grid: r144x72, method: "
+            f"bilinear}} (or another grid) before it{also}"
+        )
+    return lat, lon
+
+
 def _holds_dates(obj: xr.DataArray | xr.Dataset, name: str) -> bool:
     """``datetime64`` values, or cftime dates (xarray indexes those with a CFTimeIndex)."""
     return np.issubdtype(obj[name].dtype, np.datetime64) or isinstance(

@@ -9,6 +9,7 @@ import xarray as xr
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.cf_attrs import with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
+from pangeo_hpc.recipes.grid import rectilinear_names
 from pangeo_hpc.recipes.means import area_mean
 from pangeo_hpc.recipes.regions import select_region
 from pangeo_hpc.recipes.resample import resample, running_mean
@@ -44,6 +45,7 @@ def nino34(
         ``da``.
     """
     check_dataarray(da, "nino34")
+    rectilinear_names(da, "nino34")
     try:
         box = select_region(da, name="nino34")
     except InputError:

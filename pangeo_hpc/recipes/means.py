@@ -20,7 +20,13 @@ from pangeo_hpc.recipes.cf_attrs import (
     with_attrs,
 )
 from pangeo_hpc.recipes.checks import check_dataarray
-from pangeo_hpc.recipes.grid import cell_area, horizontal_names, longitude_edges, time_name
+from pangeo_hpc.recipes.grid import (
+    cell_area,
+    horizontal_names,
+    longitude_edges,
+    rectilinear_names,
+    time_name,
+)
 from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
 from pangeo_hpc.recipes.resample import resample
 from pangeo_hpc.recipes.traits import Reduction, reduces, step_by_step, whole_series
@@ -100,7 +106,10 @@ def _area_mean(
 ) -> xr.DataArray:
     check_dataarray(da, recipe)
     share = _share(min_valid_share, recipe)
-    lat, lon = horizontal_names(da)
+    if weights is None:
+        lat, lon = rectilinear_names(da, recipe, also=", or pass weights=<cell areas>")
+    else:
+        lat, lon = horizontal_names(da)
     dims = tuple(dict.fromkeys(da[lat].dims + da[lon].dims))
     if weights is None:
         weights = cell_area(da[lat], da[lon])
@@ -188,9 +197,7 @@ def zonal_mean(da: xr.DataArray) -> xr.DataArray:
         mean is CDO's plain mean over the row's valid values.
     """
     check_dataarray(da, "zonal_mean")
-    _, lon = horizontal_names(da)
-    if da[lon].ndim != 1:
-        raise InputError(f"zonal_mean needs a 1-D longitude, got {lon!r} with dims {da[lon].dims}")
+    _, lon = rectilinear_names(da, "zonal_mean")
     west, east = longitude_edges(da[lon].values)
     width = xr.DataArray(east - west, dims=da[lon].dims)
     out = da.weighted(width).mean(da[lon].dims[0], skipna=True)

@@ -14,7 +14,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes import ar6
 from pangeo_hpc.recipes.cf_attrs import AREA_TYPE, with_attrs
 from pangeo_hpc.recipes.checks import check_dataarray
-from pangeo_hpc.recipes.grid import SPACING, horizontal_names, time_name
+from pangeo_hpc.recipes.grid import SPACING, horizontal_names, rectilinear_names, time_name
 from pangeo_hpc.recipes.lonlatbox import box_indices, cdo_longitudes, lat_indices
 from pangeo_hpc.recipes.traits import step_by_step
 
@@ -110,12 +110,7 @@ def select_region(
         refused naming the closest ones (``ar6:WNE``: did you mean ``ar6:WNA``...).
     """
     check_dataarray(da, "select_region")
-    la, lo = horizontal_names(da)
-    if da[la].ndim != 1 or da[lo].ndim != 1:
-        raise InputError(
-            f"select_region: coordinates {la!r} and {lo!r} are 2-D (a curvilinear grid): "
-            "regrid to a regular lat/lon grid first (CDO remapbil)"
-        )
+    la, lo = rectilinear_names(da, "select_region")
     out = da
     words = []  # what selected the data, for their long_name
     references = None  # the AR6 regions' citation, when one is used

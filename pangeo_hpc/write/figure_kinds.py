@@ -125,9 +125,10 @@ def _grid(shape: Shape, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray, np.
     """Longitudes, latitudes and values (latitude by longitude) ready for ``pcolormesh``."""
     lat, lon = shape.lat, shape.lon
     assert lat is not None and lon is not None
-    if data[lat].ndim == 2:  # curvilinear: as it is
+    if data[lat].ndim == 2:  # curvilinear: each row's longitudes without a jump at the seam
         data = data.transpose(*data[lat].dims)
-        return np.asarray(data[lon].values), np.asarray(data[lat].values), np.asarray(data.values)
+        x = np.unwrap(np.asarray(data[lon].values, dtype="f8"), period=360.0, axis=-1)
+        return x, np.asarray(data[lat].values), np.asarray(data.values)
     data = data.transpose(data[lat].dims[0], data[lon].dims[0])
     lons = np.asarray(data[lon].values, dtype="f8")
     west = (lons + 180) % 360 - 180  # -180..180

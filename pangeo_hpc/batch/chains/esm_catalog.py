@@ -11,8 +11,14 @@ CSV files of intake-esm's ``esm_datastore``, as CMIP archives publish them).
       end: "2014-12"
       era5: {variable: air_temperature_at_2_metres}   # named datasets beside them
 
-The CSV's rows are kept where every column of ``query`` equals its value (or one of a
-list of values, as intake-esm's ``search``); each value of ``by`` among them is a dataset
+The CSV's rows are kept where every column of ``query`` matches its value, or one of a
+list of values, as intake-esm's ``search`` matches them (its ``_search.search``, 2025.12):
+the CSV is read as text, as intake-esm reads it; a value with an unescaped ``*``, ``?``,
+``^`` or ``$`` is a regular expression found anywhere in the text (``MODEL-*``, ``^CESM``);
+``null`` matches a missing value; any other value matches the text it is written as (a
+number too: ``version: 20190101`` matches the text ``20190101``, where intake-esm, whose
+columns are text, needs it quoted). ``tests/test_esm_catalog_intake.py`` checks that the
+files selected are intake-esm's own. Each value of ``by`` among them is a dataset
 named after it (characters other than letters, digits and ``_`` become ``_``), whose
 ``files:`` are the rows' paths (the JSON's ``assets.column_name``; relative paths are
 relative to the catalog) and whose variable is the rows' variable column
@@ -27,6 +33,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from pangeo_hpc.errors import InputError, shown
@@ -50,6 +57,29 @@ def _path(value: Any, folder: Path | None, where: str) -> Path:
     return path
 
 
+#: characters that make a query value a regular expression (intake-esm's ``is_pattern``)
+_WILDCARDS = ("*", "?", "$", "^")
+
+
+def _matches(column: pd.Series, value: Any) -> np.ndarray:
+    """Where the text ``column`` matches one query ``value`` (see the module's description)."""
+    if value is None or (isinstance(value, float) and np.isnan(value)):
+        return column.isna().to_numpy()
+    text = str(value)
+    plain = text
+    for char in _WILDCARDS:
+        plain = plain.replace(f"\\{char}", "")
+    if isinstance(value, str) and any(char in plain for char in _WILDCARDS):
+        try:
+            return column.str.contains(text, regex=True, na=False).to_numpy(bool)
+        except re.error as exc:
+            raise InputError(
+                f"query value {text!r} is not a regular expression ({exc}): escape its "
+                "* ? ^ $ with a backslash to match them as they are"
+            ) from None
+    return (column == text).fillna(False).to_numpy(bool)
+
+
 def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> dict[str, dict]:
     """The datasets (name -> ``{variable, files, start, end}``) a catalog entry of
     ``datasets:`` makes (see the module's description).
@@ -70,7 +100,7 @@ def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> d
     try:
         doc = json.loads(path.read_text())
         csv = Path(doc["catalog_file"])
-        table = pd.read_csv(csv if csv.is_absolute() else path.parent / csv)
+        table = pd.read_csv(csv if csv.is_absolute() else path.parent / csv, dtype=str)
         column = doc["assets"]["column_name"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise InputError(
@@ -87,7 +117,7 @@ def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> d
     keep = pd.Series(True, index=table.index)
     for key, value in query.items():
         wanted = value if isinstance(value, list) else [value]
-        keep &= table[key].astype(str).isin([str(v) for v in wanted])
+        keep &= np.logical_or.reduce([_matches(table[key], v) for v in wanted])
     rows = table[keep]
     if rows.empty:
         raise InputError(

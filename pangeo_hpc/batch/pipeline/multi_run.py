@@ -28,6 +28,7 @@ from pangeo_hpc.batch.chains.multi_yaml import (
     join_of,
     reference_of,
 )
+from pangeo_hpc.batch.chains.recipe_yaml import Recipe
 from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
 from pangeo_hpc.batch.pipeline.results import (
@@ -35,24 +36,27 @@ from pangeo_hpc.batch.pipeline.results import (
     check_format,
     check_plot_format,
     result_folder,
+    warmup_summary,
     write_outputs,
 )
 from pangeo_hpc.batch.pipeline.steps import (
     Computed,
     Inputs,
+    check_warmup,
     compute,
     data_root,
     open_cache,
     open_dataset,
     open_inputs,
 )
+from pangeo_hpc.clusters.budget import Guard, within_budget
 from pangeo_hpc.clusters.start import running_cluster
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.align_datasets import align_datasets
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.recipes.regrid_grids import source_grid
 
-__all__ = ["combine_results", "grid_box", "open_all", "run_multi"]
+__all__ = ["combine_results", "dataset_recipes", "grid_box", "open_all", "run_multi"]
 
 #: degrees within which a grid's spacing is regular (a box of equal cells)
 _REGULAR = 1e-6
@@ -84,20 +88,27 @@ def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]
     return out
 
 
-def open_all(
+def dataset_recipes(
     spec: MultiRecipe, root: str | Path, *, start: str | None = None, end: str | None = None
-) -> dict[str, Inputs]:
-    """Each dataset opened and its chain built lazily (``grid: $NAME`` made the grid of
-    ``NAME`` as opened: :func:`grid_box`); the periods opened checked to overlap."""
+) -> dict[str, Recipe]:
+    """Each dataset's one-dataset recipe (named ``RECIPE.DATASET``), ``grid: $NAME`` made
+    the grid of ``NAME`` as opened (:func:`grid_box`): what a run computes and a plan
+    predicts, dataset by dataset."""
     grids = {}
     for name in spec.grid_owners():
         one = spec.recipe_for(name, data=str(root))
         grids[name] = grid_box(open_dataset(one, root, start=start, end=end)[one.variable], name)
+    return {name: spec.recipe_for(name, grids, data=str(root)) for name in spec.datasets}
+
+
+def open_all(
+    spec: MultiRecipe, root: str | Path, *, start: str | None = None, end: str | None = None
+) -> dict[str, Inputs]:
+    """Each dataset opened and its chain built lazily (:func:`dataset_recipes`); the
+    periods opened checked to overlap."""
+    recipes = dataset_recipes(spec, root, start=start, end=end)
     opened = {
-        name: open_inputs(
-            spec.recipe_for(name, grids, data=str(root)), data=root, start=start, end=end
-        )
-        for name in spec.datasets
+        name: open_inputs(one, data=root, start=start, end=end) for name, one in recipes.items()
     }
     periods = {n: i.period for n, i in opened.items()}
     first, last = max(p[0] for p in periods.values()), min(p[1] for p in periods.values())
@@ -160,11 +171,16 @@ def run_multi(
     cluster: str = "local",
     profile: str | None = None,
     workers: int | None = None,
+    jobs: int | None = None,
+    adapt: tuple[int, int] | None = None,
+    batch: dict[str, Any] | None = None,
+    warm_inputs: bool = False,
     out: str | Path | None = None,
     fmt: str | None = None,
     plot_format: str | None = None,
     progress: Callable[[Any], None] | None = None,
     cache: StateCache | bool | None = None,
+    guard: Guard | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and
     ``summary.json``, as :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe` does for
@@ -172,7 +188,10 @@ def run_multi(
     ``combine``.
 
     Parameters are those of :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`;
-    ``start`` and ``end`` apply to every dataset.
+    ``start`` and ``end`` apply to every dataset. One cluster (``jobs``, ``adapt``,
+    ``batch``) runs the datasets one after the other; with ``warm_inputs`` each dataset's
+    files are read through on its workers before its states are computed; ``guard`` (a
+    budget: :func:`pangeo_hpc.planning.budget.run_within_budget`) watches the whole run.
 
     Parameters
     ----------
@@ -183,9 +202,10 @@ def run_multi(
         ``pangeo-hpc.data.root``.
     start, end : str, optional
         The first and last month, for every dataset.
-    cluster, profile, workers
-        As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
-    out, fmt, plot_format, progress, cache
+    cluster, profile, workers, jobs, adapt, batch, warm_inputs
+        As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`: the cluster is
+        shared by the datasets' runs.
+    out, fmt, plot_format, progress, cache, guard
         As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
 
     Returns
@@ -200,6 +220,8 @@ def run_multi(
     """
     t0 = time.perf_counter()
     root = data_root(data, profile)
+    if warm_inputs:
+        check_warmup(root)
     store = open_cache(cache)
     if store is not None:
         store.check_writable()
@@ -213,15 +235,27 @@ def run_multi(
         # the combine built on the lazy results: every refusal before anything runs
         combine_results(spec, {n: i.lazy for n, i in inputs.items()})
         t_open = time.perf_counter()
-        with running_cluster(cluster, profile=profile, workers=workers) as (_, client):  # type: ignore[arg-type]
+        started = running_cluster(
+            cluster,  # type: ignore[arg-type]
+            profile=profile,
+            workers=workers,
+            jobs=jobs,
+            adapt=adapt,
+            **(batch or {}),
+        )
+        with within_budget(started, guard) as (_, client):
             t_ready = time.perf_counter()
             computed = {
-                n: compute(i, client, progress=progress, cache=store or False)
+                n: compute(
+                    i, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
+                )
                 for n, i in inputs.items()
             }
     result = combine_results(spec, {n: c.result for n, c in computed.items()})
     seconds = sum(c.seconds for c in computed.values())
-    done = Computed(result, computed[ref].cluster, seconds, reads=computed[ref].reads)
+    warmed = sum(c.warmup_seconds for c in computed.values())
+    shared = {**computed[ref].cluster, "profile": profile, "jobs": jobs}
+    done = Computed(result, shared, seconds, reads=computed[ref].reads)
     extra = {
         "datasets": {
             n: {
@@ -229,12 +263,13 @@ def run_multi(
                 "files": len(i.dataset.encoding.get("source_files", [])),
                 "period": list(i.period),
                 "reads": None if computed[n].reads is None else computed[n].reads.as_dict(),
+                "warmup": warmup_summary(computed[n].warmup),
             }
             for n, i in inputs.items()
         },
         "combine": [f"{s.name} {json.dumps(s.options, default=str)}" for s in spec.combine],
     }
-    timings = {"open": t_open - t0, "cluster_start": t_ready - t_open}
+    timings = {"open": t_open - t0, "cluster_start": t_ready - t_open + warmed}
     return write_outputs(
         replace(inputs[ref], spec=first),
         done,

@@ -148,15 +148,7 @@ def summarise(
             "cluster_start": _rounded(timings.get("cluster_start")),
             "compute": round(compute_s, 3),
         },
-        "warmup": None
-        if computed.warmup is None
-        else {
-            "files": computed.warmup.files,
-            "bytes": computed.warmup.bytes,
-            "seconds": round(computed.warmup.seconds, 3),
-            "skipped": computed.warmup.skipped,
-            "failed": computed.warmup.failed,
-        },
+        "warmup": warmup_summary(computed.warmup),
         "throughput_MB_per_s": throughput(reads, compute_s),
         "created": datetime.now(UTC).isoformat(timespec="seconds"),
         "versions": {
@@ -378,3 +370,17 @@ def write_outputs(
     if run is not None:
         summary["run"] = run
     return RunResult(out=out, summary=summary, result=result, files=files)
+
+
+def warmup_summary(report: Any) -> dict[str, Any] | None:
+    """A warm-up's report (:class:`~pangeo_hpc.storage.warmup.WarmupReport`) as
+    ``summary.json`` gives it; ``None`` without one."""
+    if report is None:
+        return None
+    return {
+        "files": report.files,
+        "bytes": report.bytes,
+        "seconds": round(report.seconds, 3),
+        "skipped": report.skipped,
+        "failed": report.failed,
+    }

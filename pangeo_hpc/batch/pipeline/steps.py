@@ -277,7 +277,10 @@ def compute(
     t0 = time.perf_counter()
     warm = None
     if warm_inputs:
-        warm = warmup(inputs.root, files=inputs.dataset.encoding["source_files"], client=client)
+        files = inputs.dataset.encoding["source_files"]
+        # a files: glob is no path: the folder its files share is where they are warmed
+        where = inputs.root if inputs.spec.files is None else os.path.commonpath(files)
+        warm = warmup(where, files=files, client=client)
         log.info(warm.summary())
     t1 = time.perf_counter()
     store = open_cache(cache)

@@ -1,0 +1,67 @@
+"""Which one-dataset recipes ``calibrate`` measures, and the data it measures them on.
+
+A recipe of one dataset is measured as it is. A recipe over several datasets
+(:mod:`pangeo_hpc.batch.chains.multi_yaml`) runs each dataset as the one-dataset recipe
+``RECIPE.DATASET`` (:func:`~pangeo_hpc.batch.pipeline.multi_run.dataset_recipes`), one
+after the other on one cluster; its plan is the sum of theirs
+(:mod:`pangeo_hpc.planning.multi_plan`), so each of them is measured under that name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pangeo_hpc.batch.chains.recipe_yaml import Recipe
+
+__all__ = ["measured_root", "open_measured", "recipes_to_measure"]
+
+
+def open_measured(spec: Recipe, data: str | Path | None, start: str | None, end: str | None) -> Any:
+    """The recipe's data from ``start`` to ``end``: its ``files:`` or ``store:`` (``end``
+    ``None``: the recipe's), else the era5-pds tree ``data`` (``None``: to the last month
+    there is)."""
+    from pangeo_hpc.batch.pipeline.steps import data_root, open_dataset
+    from pangeo_hpc.io.era5 import open_era5
+
+    if spec.files is None and spec.store is None:
+        names = spec.variable if len(spec.variables) == 1 else list(spec.variables)
+        return open_era5(names, start, end, source=data)
+    return open_dataset(spec, data_root(data), start=start, end=end)
+
+
+def recipes_to_measure(
+    recipe: str, data: str | Path | None, start: str | None, end: str | None
+) -> dict[str, Recipe]:
+    """The recipe ``recipe`` names, under that name (as a plan of ``recipe`` looks it
+    up); or, for one over several datasets, each dataset's one-dataset recipe under its
+    name ``RECIPE.DATASET``, as its runs and plans name them (one cluster runs them one
+    after the other, so only the first meets fresh workers)."""
+    from pangeo_hpc.batch.chains import recipe_yaml
+    from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict, is_multi
+    from pangeo_hpc.batch.pipeline.multi_run import dataset_recipes
+    from pangeo_hpc.batch.pipeline.steps import data_root
+
+    path = recipe_yaml.find(recipe)
+    doc = recipe_yaml.read_yaml(path)
+    if not is_multi(doc):
+        return {recipe: recipe_yaml.from_dict(doc, path)}
+    spec = from_multi_dict(doc, path)
+    recipes = dataset_recipes(spec, data_root(data), start=start, end=end).values()
+    return {one.name: one for one in recipes}
+
+
+def measured_root(recipes: Iterable[Recipe], root: str) -> str:
+    """Where the storage's read rate is measured for ``recipes``: the data root ``root``,
+    or, when every one reads ``files:``, the folder all their files share."""
+    import os
+
+    from pangeo_hpc.io.globbing import expand
+
+    recipes = list(recipes)
+    if any(r.files is None for r in recipes):
+        return root
+    files = [f for r in recipes for f in expand(r.files)]  # type: ignore[arg-type]
+    return os.path.commonpath([os.path.dirname(os.path.abspath(f)) for f in files])
