@@ -1,7 +1,7 @@
 """B10: B1's recipe (era5-sst-mean) reading NetCDF4 objects on S3 through Icechunk virtual
 references, against the kerchunk indexes and against local disk (a benchmark, not a test).
 
-Starts a SeaweedFS S3 server on loopback (tests/servers.py), uploads 1-degree daily demo
+Starts a SeaweedFS S3 server on loopback (tests/support/servers.py), uploads 1-degree daily demo
 SST in the era5-pds layout, one field per HDF5 chunk (the chunks must tile each month's
 time axis for one Zarr array to reference them: ``index --format icechunk`` refuses
 others), builds both kinds of references (the one-time costs are reported), then runs

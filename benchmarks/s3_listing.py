@@ -1,6 +1,6 @@
 """Benchmark: listing 100,228 objects of an S3 bucket (not a test).
 
-The bucket is the one the tests use (tests/bigbucket.py: era5-pds layout, 25 years x 12
+The bucket is the one the tests use (tests/support/bigbucket.py: era5-pds layout, 25 years x 12
 months x 333 files and a few more, kept between runs in ~/.cache/pangeo-hpc/test-seaweedfs)
 on a SeaweedFS server on this machine. In one run, each repeated (interleaved), all
 checked to find every object and byte:
@@ -13,7 +13,7 @@ checked to find every object and byte:
 First straight to the server on loopback, where listing is bound by CPU (the server's, and
 the client's XML parsing), then through a proxy that delays every request by 20 ms, as a
 real S3 region answers after tens of milliseconds (``tc netem`` is not in this kernel). The
-proxy is a process of its own (tests/proxy.py). Medians, spreads and ratios are printed and
+proxy is a process of its own (tests/support/proxy.py). Medians, spreads and ratios are printed and
 written to ``benchmarks/results/s3_listing.json``.
 
     python benchmarks/s3_listing.py [--repeat 3] [--delay 0.02] [--concurrency 64]
@@ -117,7 +117,7 @@ def boto3_threads(bucket: str, endpoint: str, key: str, secret: str, threads: in
 
 
 class Proxy:
-    """tests/proxy.py in a process of its own."""
+    """tests/support/proxy.py in a process of its own."""
 
     def __init__(self, upstream: str, delay: float, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(

@@ -12,7 +12,9 @@ import h5py
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
+from tests.support.paths import ROOT
+
+BENCH = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
 import b7_incremental  # noqa: E402
