@@ -34,9 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from benchmarks.support.paths import RESULTS
+from tests.support.paths import ROOT
 
 Case = Callable[[], tuple[int, int]]  # -> (objects, bytes)
 
@@ -121,7 +120,13 @@ class Proxy:
 
     def __init__(self, upstream: str, delay: float, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "proxy.py"), upstream, "--delay", str(delay)],
+            [
+                sys.executable,
+                str(ROOT / "tests" / "support" / "proxy.py"),
+                upstream,
+                "--delay",
+                str(delay),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -221,8 +226,8 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=64, help="pangeo-hpc's LIST requests")
     a = p.parse_args()
 
-    from bigbucket import BUCKET, layout, persistent_server
-    from servers import child_env
+    from tests.support.bigbucket import BUCKET, layout, persistent_server
+    from tests.support.servers import child_env
 
     tree = layout()
     want = (len(tree), sum(tree.values()))
@@ -268,7 +273,7 @@ def main() -> None:
     print()
     for goal, met in goals.items():
         print(f"goal {goal}: {'met' if met else 'NOT met'}")
-    out = HERE / "results" / "s3_listing.json"
+    out = RESULTS / "s3_listing.json"
     doc = {
         "benchmark": "s3_listing",
         "objects": want[0],
