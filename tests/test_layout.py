@@ -73,7 +73,7 @@ def test_helpers_are_imported_from_tests_support():
     assert not bad, (
         "import the helpers as tests.support.NAME (conftest's helpers: tests/support/needs.py, "
         "cli.py, lazy.py, s3env.py, trees.py, batch_systems.py, paths.py; another test "
-        "module: tests.FOLDER.test_x); docs/contributing.md, 'Where tests go':\n" + "\n".join(bad)
+        "module: tests.FOLDER.test_x): bash ci/adapt-test-imports.sh FILE\n" + "\n".join(bad)
     )
 
 
@@ -98,6 +98,8 @@ def test_every_test_path_named_in_the_docs_and_sources_exists():
     """A moved test leaves no stale path behind in the docs, docstrings or comments."""
     missing = []
     for path in _tracked("*.md", "*.py", "*.toml", "*.yml", "*.yaml", "Makefile", "*.sh"):
+        if path == "ci/adapt-test-imports.sh":
+            continue  # names the old paths it rewrites
         text = (ROOT / path).read_text(errors="replace")
         for m in TEST_PATH.finditer(text):
             name = m.group(0)
