@@ -23,7 +23,6 @@ from pangeo_hpc.io.references import cache_file
 from pangeo_hpc.io.stores import open_any_store
 from pangeo_hpc.s3 import options as s3
 from tests.support.cli import run_cli
-from tests.support.s3env import aws_environment
 from tests.support.servers import publish_tree
 from tests.support.trees import TEST_SPEC
 
@@ -55,22 +54,11 @@ def s3_tree(seaweedfs, field_tree, demo_tree, tmp_path_factory) -> str:
     return f"s3://{BUCKET}/pds"
 
 
-def _forget_clients() -> None:
-    import s3fs
-
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
-
-
 @pytest.fixture
-def aws(monkeypatch, seaweedfs, tmp_path):
-    aws_environment(monkeypatch, seaweedfs, tmp_path)
+def aws(aws_chain, monkeypatch, tmp_path):
     monkeypatch.setenv("DASK_PANGEO_HPC__S3__INDEX_CACHE", str(tmp_path / "index"))
-    _forget_clients()
     with dask.config.set({"pangeo-hpc.s3.index-cache": str(tmp_path / "index")}):
-        yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
-    _forget_clients()
+        yield s3.S3Options.resolve(endpoint_url=aws_chain.endpoint_url)
 
 
 def _direct(tree: Path) -> xr.DataArray:

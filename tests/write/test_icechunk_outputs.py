@@ -29,7 +29,7 @@ from pangeo_hpc.s3 import icechunk_access
 from pangeo_hpc.s3 import options as s3
 from pangeo_hpc.write import icechunk_out
 from tests.support.cli import run_cli
-from tests.support.s3env import aws_environment
+from tests.support.s3env import ensure_bucket
 from tests.support.trees import TEST_SPEC
 
 RECIPE = "era5-sst-mean"
@@ -203,25 +203,10 @@ BUCKET = "icechunk-out"
 
 
 @pytest.fixture
-def aws(monkeypatch, seaweedfs, tmp_path):
-    """Credentials through the AWS chain, the bucket, the server's options."""
-    import boto3
-
-    aws_environment(monkeypatch, seaweedfs, tmp_path)
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-    client = boto3.client(
-        "s3",
-        endpoint_url=seaweedfs.endpoint_url,
-        aws_access_key_id=seaweedfs.key,
-        aws_secret_access_key=seaweedfs.secret,
-        region_name="us-east-1",
-    )
-    if BUCKET not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
-        client.create_bucket(Bucket=BUCKET)
-    yield s3.S3Options(endpoint_url=seaweedfs.endpoint_url), client
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
+def aws(aws_chain):
+    """The server through the AWS chain, the bucket; the server's options and a client."""
+    client = ensure_bucket(aws_chain, BUCKET)
+    return s3.S3Options(endpoint_url=aws_chain.endpoint_url), client
 
 
 @pytest.mark.s3
