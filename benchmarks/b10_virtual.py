@@ -1,7 +1,7 @@
 """B10: B1's recipe (era5-sst-mean) reading NetCDF4 objects on S3 through Icechunk virtual
 references, against the kerchunk indexes and against local disk (a benchmark, not a test).
 
-Starts a SeaweedFS S3 server on loopback (tests/servers.py), uploads 1-degree daily demo
+Starts a SeaweedFS S3 server on loopback (tests/support/servers.py), uploads 1-degree daily demo
 SST in the era5-pds layout, one field per HDF5 chunk (the chunks must tile each month's
 time axis for one Zarr array to reference them: ``index --format icechunk`` refuses
 others), builds both kinds of references (the one-time costs are reported), then runs
@@ -26,15 +26,12 @@ import json
 import os
 import shutil
 import statistics
-import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+from benchmarks.support.paths import DATA, RESULTS
 
 VAR = "sea_surface_temperature"
 BUCKET = "era5-pds"
@@ -42,12 +39,11 @@ BUCKET = "era5-pds"
 
 def tree(months: int) -> tuple[Path, str, str]:
     """1-degree daily demo SST from 2000-01, one field per HDF5 chunk (made once)."""
-    from common import _month
-
+    from benchmarks.support.data import last_month
     from pangeo_hpc.demo import DemoSpec, generate
 
-    start, end = "2000-01", _month("2000-01", months)
-    root = HERE / "data" / f"demo-1deg-fields-{months}"
+    start, end = "2000-01", last_month("2000-01", months)
+    root = DATA / f"demo-1deg-fields-{months}"
     spec = DemoSpec(resolution=1.0, frequency="daily", start=start, end=end, seed=7)
     generate(root, replace(spec, hdf5_chunks=(1, 181, 360)))
     return root, start, end
@@ -62,15 +58,16 @@ def main() -> None:
 
     import dask
     import yaml
-    from common import local_client, machine
-    from servers import SeaweedFS, child_env, publish_tree
 
+    from benchmarks.support.cluster import local_client
+    from benchmarks.support.results import machine
     from pangeo_hpc.batch.chains.recipe_yaml import find, from_dict
     from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
     from pangeo_hpc.io.references import build_index
     from pangeo_hpc.io.s3_objects import objects_to_index
     from pangeo_hpc.io.virtual_refs import build_icechunk
     from pangeo_hpc.s3.options import S3Options
+    from tests.support.servers import SeaweedFS, child_env, publish_tree
 
     root, start, end = tree(a.months)
     os.environ.clear()
@@ -136,7 +133,7 @@ def main() -> None:
     for k, v in ratios.items():
         print(f"  {k:30s} {v:5.2f}x")
     assert len({round(v, 9) for v in answers.values()}) == 1, answers
-    out = HERE / "results" / "B10-virtual.json"
+    out = RESULTS / "B10-virtual.json"
     out.write_text(
         json.dumps(
             {

@@ -44,7 +44,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -53,30 +52,13 @@ from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bounds import Bound
-from common import (
-    VAR,
-    Case,
-    Timings,
-    add_source,
-    data_size,
-    files_of,
-    finish_args,
-    local_client,
-    measure,
-    months_for_gb,
-    parser,
-    print_rows,
-    print_table,
-    quarter_degree,
-    ratio_row,
-    relative_difference,
-    rss_row,
-    screen,
-    write_result,
-)
+from benchmarks.bounds import Bound
+from benchmarks.support.cluster import local_client
+from benchmarks.support.data import VAR, data_size, files_of, months_for_gb, quarter_degree
+from benchmarks.support.options import add_source, finish_args, parser
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, relative_difference, rss_row
+from benchmarks.support.timing import Case, Timings, measure, print_table, screen
 
 # --------------------------------------------------------------------------- the cases
 

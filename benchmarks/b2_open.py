@@ -28,30 +28,16 @@ platform's first opens, before any ``open_mfdataset`` ran in it; written to
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import (
-    VAR,
-    Case,
-    data_size,
-    files_of,
-    finish_args,
-    local_client,
-    measure,
-    parser,
-    print_rows,
-    print_table,
-    ratio_row,
-    rss_row,
-    screen,
-    two_degree,
-    write_result,
-)
+from benchmarks.support.cluster import local_client
+from benchmarks.support.data import VAR, data_size, files_of, two_degree
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, rss_row
+from benchmarks.support.timing import Case, measure, print_table, screen
 
 
 def platform_open(root: Path, start: str, end: str, *, scan_cache: bool) -> tuple[int, ...]:

@@ -27,34 +27,18 @@ them it would report xarray's memory as the platform's.
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import (
-    VAR,
-    Case,
-    _month,
-    data_size,
-    files_of,
-    finish_args,
-    local_client,
-    measure,
-    parser,
-    print_rows,
-    print_table,
-    quarter_degree,
-    ratio_row,
-    relative_difference,
-    rss_row,
-    screen,
-    write_result,
-)
+from benchmarks.support.cluster import local_client
+from benchmarks.support.data import VAR, data_size, files_of, last_month, quarter_degree
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, relative_difference, rss_row
+from benchmarks.support.timing import Case, measure, print_table, screen
 
 METHODS = ("flox map-reduce", "flox cohorts", "no flox")
 
@@ -110,7 +94,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     files = files_of(root, start, end)
     size = data_size(files)
     print(f"B3 data: {root} {start}..{end}: {size.describe()}")
-    screen_end = _month(start, 12 * min(a.screen_years, years))
+    screen_end = last_month(start, 12 * min(a.screen_years, years))
     screen_files = files_of(root, start, screen_end)
 
     def variants(fs: list[str], suffix: str = "") -> list[Case]:

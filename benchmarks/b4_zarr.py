@@ -17,38 +17,22 @@ NetCDF files dropped before each cold run), interleaved; ``benchmarks/results/B4
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from b1_global_mean import platform_global_mean
-from b3_climatology import platform_climatology
-from common import (
-    DATA,
-    VAR,
-    Case,
-    data_size,
-    files_of,
-    finish_args,
-    local_client,
-    measure,
-    months_for_gb,
-    parser,
-    print_rows,
-    print_table,
-    quarter_degree,
-    ratio_row,
-    relative_difference,
-    rss_row,
-    text_row,
-    warm,
-    write_result,
-)
+from benchmarks.b1_global_mean import platform_global_mean
+from benchmarks.b3_climatology import platform_climatology
+from benchmarks.support.cluster import local_client
+from benchmarks.support.data import VAR, data_size, files_of, months_for_gb, quarter_degree
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.pagecache import warm
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, relative_difference, rss_row, text_row
+from benchmarks.support.timing import Case, measure, print_table
 
 
 def _period(store: Path, start: str, end: str) -> Any:

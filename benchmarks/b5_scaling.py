@@ -13,29 +13,17 @@ Warm and cold page cache, the sizes interleaved; ``benchmarks/results/B5.json``.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from b1_global_mean import platform_global_mean
-from common import (
-    Case,
-    data_size,
-    files_of,
-    finish_args,
-    local_client,
-    measure,
-    months_for_gb,
-    parser,
-    quarter_degree,
-    rss_row,
-    text_row,
-    write_result,
-)
+from benchmarks.b1_global_mean import platform_global_mean
+from benchmarks.support.cluster import local_client
+from benchmarks.support.data import data_size, files_of, months_for_gb, quarter_degree
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import rss_row, text_row
+from benchmarks.support.timing import Case, measure
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

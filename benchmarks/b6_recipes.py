@@ -21,24 +21,16 @@ on 2000-2019.
 from __future__ import annotations
 
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import (
-    DATA,
-    Case,
-    finish_args,
-    local_client,
-    measure,
-    parser,
-    print_rows,
-    ratio_row,
-    write_result,
-)
+from benchmarks.support.cluster import local_client
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row
+from benchmarks.support.timing import Case, measure
 
 BASE = "era5-sst-mean"
 GOAL = 0.70

@@ -54,21 +54,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import (
-    DATA,
-    cold,
-    finish_args,
-    local_client,
-    parser,
-    print_rows,
-    ratio_row,
-    relative_difference,
-    text_row,
-    warm,
-    write_result,
-)
+from benchmarks.support.cluster import local_client
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.pagecache import cold, warm
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, relative_difference, text_row
+from tests.support.servers import FolderMount
 
 REPO = Path(__file__).resolve().parent.parent
 SST = "sea_surface_temperature"
@@ -402,33 +394,11 @@ def slurm_missing() -> str | None:
 
 @contextlib.contextmanager
 def rclone_mount(tree: Path, mountpoint: Path, bwlimit: str | None) -> Iterator[Path]:
-    """``tree`` read-only through rclone (throttled to ``bwlimit`` per second, e.g. 6M)."""
-    mountpoint.mkdir(parents=True, exist_ok=True)
-    env = {k: v for k, v in os.environ.items() if k != "AWS_CA_BUNDLE"}
-    args = ["rclone", "mount", str(tree), str(mountpoint), "--read-only"]
-    log = mountpoint.parent / f"{mountpoint.name}-rclone.log"
-    with log.open("w") as f:
-        proc = subprocess.Popen(
-            [*args, *(["--bwlimit", bwlimit] if bwlimit else [])],
-            env=env,
-            stdout=f,
-            stderr=subprocess.STDOUT,
-        )
-    try:
-        deadline = time.monotonic() + 30
-        while not os.path.ismount(mountpoint):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit(f"B7: rclone mount failed: {log.read_text()[-500:]}")
-            time.sleep(0.1)
-        yield mountpoint
-    finally:
-        subprocess.run(["fusermount3", "-u", str(mountpoint)], check=False, capture_output=True)
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    """``tree`` read-only through ``rclone mount`` (throttled to ``bwlimit`` per second, e.g.
+    6M): the tests' :class:`~tests.support.servers.FolderMount`, its VFS cache off."""
+    cache = mountpoint.parent / f"{mountpoint.name}-rclone-cache"
+    with FolderMount(tree, mountpoint, cache, bwlimit=bwlimit, extra_args=["--read-only"]) as m:
+        yield m.mountpoint
 
 
 def job_state(job: str) -> dict[str, str]:

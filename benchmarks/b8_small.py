@@ -40,9 +40,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import DATA, finish_args, parser, print_rows, ratio_row, write_result
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row
 
 SST = "sea_surface_temperature"
 TREE = DATA / "demo-1deg"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from common import VAR
+from benchmarks.support.data import VAR
 
 #: the answers agree where both are valid to this, relative (the data are ~300 K). Not
 #: 1e-6: xarray-regrid weights a source row that overlaps a target row in part by the

@@ -35,29 +35,19 @@ from __future__ import annotations
 
 import json
 import statistics
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from b6_recipes import bytes_read
-from b9_agreement import TOLERANCE, agreement
-from common import (
-    DATA,
-    VAR,
-    Case,
-    finish_args,
-    local_client,
-    measure,
-    parser,
-    print_rows,
-    ratio_row,
-    rss_row,
-    text_row,
-    write_result,
-)
+from benchmarks.b6_recipes import bytes_read
+from benchmarks.b9_agreement import TOLERANCE, agreement
+from benchmarks.support.cluster import local_client
+from benchmarks.support.data import VAR
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, rss_row, text_row
+from benchmarks.support.timing import Case, measure
 
 BASE = "era5-sst-mean"
 OURS = "regrid-r144x72-mean"

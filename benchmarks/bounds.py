@@ -16,6 +16,12 @@ them with ``os.preadv`` into a preallocated buffer:
 
 The chunk index (offsets and sizes, from h5py's ``chunk_iter``) is read once, before any
 timing: it is metadata that a catalog keeps, so neither bound pays for it. Not a test.
+
+Imported as ``benchmarks.bounds`` (the spawned processes import it by that name). numba's
+on-disk cache of the compiled loops names the module it was compiled in and is kept while
+this file's size and time stay the same: a cache written under another name (``bounds``,
+when benchmarks/ was on ``sys.path``) fails to load with ``No module named 'bounds'``;
+delete ``benchmarks/__pycache__`` then.
 """
 
 from __future__ import annotations

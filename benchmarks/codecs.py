@@ -25,17 +25,17 @@ codec's decode speed-up over NetCDF (the bound) are printed and written to
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bounds import chunk_index, unshuffle4
-from common import DATA, VAR, add_source, files_of, parser, write_result
+from benchmarks.bounds import chunk_index, unshuffle4
+from benchmarks.support.data import VAR, files_of
+from benchmarks.support.options import add_source, parser
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
 
 ZARR = ("zstd", "lz4hc", "lz4")
 

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from benchmarks.support.paths import DATA
 
 
 def once(spec: object, data: str, start: str, end: str, workers: int, processes: bool) -> str:
@@ -46,7 +45,7 @@ def main() -> None:
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--recipe", default="era5-sst-mean")
-    p.add_argument("--data", default=str(HERE / "data" / "demo-1deg"))
+    p.add_argument("--data", default=str(DATA / "demo-1deg"))
     p.add_argument("--start", default="2015-01")
     p.add_argument("--end", default="2019-12")
     p.add_argument("--workers", type=int, default=2)

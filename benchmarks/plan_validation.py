@@ -39,9 +39,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import machine, write_result
+from benchmarks.support.results import machine, write_result
 
 GOAL = 0.25
 

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from common import RESULTS, describe_machine, tree_state
+from benchmarks.support.paths import RESULTS
+from benchmarks.support.results import describe_machine, tree_state
 
 CASES = ("B1", "B2", "B3", "B4", "B5", "B4-lz4hc", "warmup", "B7", "B8", "B9")
 

@@ -1,6 +1,6 @@
 """Benchmark: listing 100,228 objects of an S3 bucket (not a test).
 
-The bucket is the one the tests use (tests/bigbucket.py: era5-pds layout, 25 years x 12
+The bucket is the one the tests use (tests/support/bigbucket.py: era5-pds layout, 25 years x 12
 months x 333 files and a few more, kept between runs in ~/.cache/pangeo-hpc/test-seaweedfs)
 on a SeaweedFS server on this machine. In one run, each repeated (interleaved), all
 checked to find every object and byte:
@@ -13,7 +13,7 @@ checked to find every object and byte:
 First straight to the server on loopback, where listing is bound by CPU (the server's, and
 the client's XML parsing), then through a proxy that delays every request by 20 ms, as a
 real S3 region answers after tens of milliseconds (``tc netem`` is not in this kernel). The
-proxy is a process of its own (tests/proxy.py). Medians, spreads and ratios are printed and
+proxy is a process of its own (tests/support/proxy.py). Medians, spreads and ratios are printed and
 written to ``benchmarks/results/s3_listing.json``.
 
     python benchmarks/s3_listing.py [--repeat 3] [--delay 0.02] [--concurrency 64]
@@ -34,9 +34,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parent
-sys.path.insert(0, str(ROOT / "tests"))
+from benchmarks.support.paths import RESULTS
+from tests.support.paths import ROOT
 
 Case = Callable[[], tuple[int, int]]  # -> (objects, bytes)
 
@@ -117,11 +116,17 @@ def boto3_threads(bucket: str, endpoint: str, key: str, secret: str, threads: in
 
 
 class Proxy:
-    """tests/proxy.py in a process of its own."""
+    """tests/support/proxy.py in a process of its own."""
 
     def __init__(self, upstream: str, delay: float, env: dict[str, str]) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "tests" / "proxy.py"), upstream, "--delay", str(delay)],
+            [
+                sys.executable,
+                str(ROOT / "tests" / "support" / "proxy.py"),
+                upstream,
+                "--delay",
+                str(delay),
+            ],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -221,8 +226,8 @@ def main() -> None:
     p.add_argument("--concurrency", type=int, default=64, help="pangeo-hpc's LIST requests")
     a = p.parse_args()
 
-    from bigbucket import BUCKET, layout, persistent_server
-    from servers import child_env
+    from tests.support.bigbucket import BUCKET, layout, persistent_server
+    from tests.support.servers import child_env
 
     tree = layout()
     want = (len(tree), sum(tree.values()))
@@ -268,7 +273,7 @@ def main() -> None:
     print()
     for goal, met in goals.items():
         print(f"goal {goal}: {'met' if met else 'NOT met'}")
-    out = HERE / "results" / "s3_listing.json"
+    out = RESULTS / "s3_listing.json"
     doc = {
         "benchmark": "s3_listing",
         "objects": want[0],

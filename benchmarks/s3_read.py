@@ -26,14 +26,11 @@ import json
 import os
 import platform
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+from benchmarks.support.paths import RESULTS
 
 VAR = "sea_surface_temperature"
 
@@ -76,7 +73,6 @@ def main() -> None:
 
     import dask
     from distributed import Client
-    from servers import SeaweedFS, child_env, publish_tree
     from sst_mean import demo_data
 
     from pangeo_hpc.clusters.start import get_cluster
@@ -85,6 +81,7 @@ def main() -> None:
     from pangeo_hpc.io.layout import find_files
     from pangeo_hpc.io.references import build_index
     from pangeo_hpc.s3.options import S3Options
+    from tests.support.servers import SeaweedFS, child_env, publish_tree
 
     # the s3fs baseline ships its file objects in the graph; that is its cost, not news
     warnings.filterwarnings("ignore", message="Sending large graph")
@@ -155,7 +152,7 @@ def main() -> None:
     for k, v in ratios.items():
         print(f"  {k:34s} {v:5.2f}x")
     assert len({round(v, 6) for v in answers.values()}) == 1, answers
-    out = HERE / "results" / "s3_read.json"
+    out = RESULTS / "s3_read.json"
     out.parent.mkdir(exist_ok=True)
     out.write_text(
         json.dumps(

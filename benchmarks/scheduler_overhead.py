@@ -24,16 +24,14 @@ processes than cores the workers also compete with the scheduler for the CPU.
 
 from __future__ import annotations
 
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 import dask.config
-from common import finish_args, local_client, machine, parser, write_result
 
+from benchmarks.support.cluster import local_client
+from benchmarks.support.options import finish_args, parser
+from benchmarks.support.results import machine, write_result
 from pangeo_hpc.planning.overhead import task_overhead
 
 

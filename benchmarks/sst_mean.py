@@ -22,7 +22,7 @@ import statistics
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+from benchmarks.support.paths import DATA, RESULTS
 
 
 def demo_data(gb: float) -> tuple[Path, str, str]:
@@ -33,7 +33,7 @@ def demo_data(gb: float) -> tuple[Path, str, str]:
     n_months = max(1, round(gb / per_day / 30.44))
     end_year, end_month = 2010 + (n_months - 1) // 12, (n_months - 1) % 12 + 1
     start, end = "2010-01", f"{end_year}-{end_month:02d}"
-    root = HERE / "data" / "era5-0.25-daily"
+    root = DATA / "era5-0.25-daily"
     generate(root, DemoSpec(resolution=0.25, frequency="daily", start=start, end=end))
     return root, start, end
 
@@ -108,7 +108,7 @@ def main() -> None:
         f"\nratio naive / pangeo-hpc: {ratio:.2f}x faster (answers differ: the naive recipe "
         "is an unweighted mean, pangeo-hpc weights by cell area)"
     )
-    out = HERE / "results" / "sst_mean.json"
+    out = RESULTS / "sst_mean.json"
     doc = {
         "benchmark": "sst_mean",
         "bytes_uncompressed": nbytes,

@@ -35,8 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
+from tests.support.paths import ROOT
 
 SCRIPTS = {
     "B1": "b1_global_mean.py",
@@ -88,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         p.error(f"--cases {','.join(unknown)}: choose from {','.join(SCRIPTS)}")
 
-    from report import load, table, tree_state
+    from benchmarks.report import load, table, tree_state
 
     state = tree_state()
     if state.dirty and not (a.quick or a.dirty):
@@ -99,7 +98,8 @@ def main(argv: list[str] | None = None) -> int:
         )
     failed = []
     for case in cases:
-        args = [sys.executable, str(HERE / SCRIPTS[case]), *FIXED.get(case, [])]
+        module = f"benchmarks.{Path(SCRIPTS[case]).stem}"
+        args = [sys.executable, "-m", module, *FIXED.get(case, [])]
         if a.quick:
             args.append("--quick")
         for opt in ("repeat", "cache"):
@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> int:
                 args += [f"--{opt}", str(getattr(a, opt))]
         print(f"\n===== {case}: {' '.join(args[1:])}", flush=True)
         t = time.perf_counter()
-        rc = subprocess.run(args, check=False).returncode
+        rc = subprocess.run(args, cwd=ROOT, check=False).returncode  # -m: from the root
         print(
             f"===== {case}: {'done' if rc == 0 else f'FAILED ({rc})'} in "
             f"{time.perf_counter() - t:.0f} s",

@@ -27,26 +27,17 @@ import contextlib
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from common import (  # noqa: E402
-    PeakRSS,
-    local_client,
-    print_rows,
-    ratio_row,
-    rss_row,
-    worker_pids,
-    write_result,
-)
+from benchmarks.support.cluster import local_client, worker_pids
+from benchmarks.support.memory import PeakRSS
+from benchmarks.support.paths import DATA
+from benchmarks.support.results import write_result
+from benchmarks.support.rows import print_rows, ratio_row, rss_row
 
 VARIANTS = ("xargs", "warmup", "recipe cold", "warmup + recipe")
 
@@ -72,13 +63,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if a.quick:
         a.years, a.repeat = 1, 1
 
-    from servers import RcloneMount, SeaweedFS, child_env, publish_tree
-
     from pangeo_hpc.demo import DemoSpec, generate
     from pangeo_hpc.storage import hydration, warmup
+    from tests.support.servers import RcloneMount, SeaweedFS, child_env, publish_tree
 
     start, end = "2000-01", f"{1999 + a.years}-12"
-    data = HERE / "data" / "era5-1deg"
+    data = DATA / "era5-1deg"
     generate(data, DemoSpec(resolution=1.0, start=start, end=end))
     work = Path(tempfile.mkdtemp(prefix="pangeo-hpc-bench-"))
     src = work / "src"

@@ -16,9 +16,9 @@ from pathlib import Path
 import netCDF4
 import numpy as np
 import pytest
-from conftest import missing
 
 from pangeo_hpc.cli import main as run
+from tests.support.needs import missing
 
 FILE = "2000/01/data/sea_surface_temperature.nc"
 #: a recipe asking for cos(latitude) weights by name: weights takes a variable ($name)
@@ -304,7 +304,7 @@ def test_public_functions_raise_one_line_input_errors(demo_tree):
 
 @pytest.mark.s3
 def test_an_empty_bucket_is_named(seaweedfs, monkeypatch, tmp_path, capsys):
-    from conftest import aws_environment
+    from tests.support.s3env import aws_environment
 
     aws_environment(monkeypatch, seaweedfs, tmp_path)
     monkeypatch.setattr(run, "_interruptible", lambda: None)

@@ -12,14 +12,10 @@ import h5py
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parent.parent / "benchmarks"
-sys.path.insert(0, str(BENCH))
-
-import b7_incremental  # noqa: E402
-import b9_regrid  # noqa: E402
-import bounds  # noqa: E402
-import report  # noqa: E402
-from common import RSS_GOAL, cold, resident_fraction, rss_row, warm  # noqa: E402
+from benchmarks import b7_incremental, b9_regrid, bounds, report
+from benchmarks.support.pagecache import cold, resident_fraction, warm
+from benchmarks.support.rows import RSS_GOAL, rss_row
+from tests.support.paths import ROOT
 
 VAR = bounds.VAR
 
@@ -118,7 +114,7 @@ def test_the_docs_page_names_each_commit_and_a_dirty_result(tmp_path: Path, monk
     """docs/_ext/bench_page.py renders the results folder it is given: each case at its
     commit, a note naming a result measured with changes, and a result file of another
     shape as a section of its own figures (a number typed nowhere but in the JSON)."""
-    sys.path.insert(0, str(BENCH.parent / "docs" / "_ext"))
+    sys.path.insert(0, str(ROOT / "docs" / "_ext"))
     import bench_page
 
     results = tmp_path / "benchmarks" / "results"
@@ -130,8 +126,6 @@ def test_the_docs_page_names_each_commit_and_a_dirty_result(tmp_path: Path, monk
     (results / "s3_read.json").write_text(
         json.dumps({"benchmark": "s3_read", "ratios": {"x": 9.19}})
     )
-    for name in ("common", "report", "b6_recipes"):
-        (tmp_path / "benchmarks" / f"{name}.py").symlink_to(BENCH / f"{name}.py")
     monkeypatch.setattr(report, "RESULTS", results)
     page = bench_page.markdown(tmp_path)
     assert "| B1 (at abc1234+dirty) | vs naive (naive) |" in page

@@ -23,13 +23,14 @@ from typing import Any
 import pandas as pd
 import pytest
 import xarray as xr
-from conftest import missing
-from envfiles import ROOT, pyproject_requirements, read_conda_env, requires_python
-from known import known_index
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from pangeo_hpc.demo import DemoSpec
+from tests.support.envfiles import pyproject_requirements, read_conda_env, requires_python
+from tests.support.known import known_index
+from tests.support.needs import missing
+from tests.support.paths import ROOT
 
 BINDER = ROOT / "binder"
 SCRIPTS = ["postBuild", "start"]
@@ -382,7 +383,7 @@ def test_postbuild_demo_data_gives_the_notebooks_answers(build, tmp_path):
     )  # fmt: skip
     answer = json.loads((tmp_path / "trend" / "summary.json").read_text())["answer"]
     assert answer["global_mean_trend"]["value"] == pytest.approx(0.2, rel=0.05)
-    # the known Nino3.4 index of the data postBuild makes (standard box, tests/known.py):
+    # the known Nino3.4 index of the data postBuild makes (standard box, tests/support/known.py):
     # noise moves the std by about 5e-4 of it (seen: 0.7051 K, known 0.7055 K), the summary
     # rounds to 1e-4 K; 1 % holds both, and Nino3 or a box moved by 10 degrees is 4 to 12 %
     # off in std (and far off in phase)

@@ -23,12 +23,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import missing
-from servers import free_port
+
+from tests.support.needs import missing
+from tests.support.paths import ROOT
+from tests.support.servers import free_port
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_FLAGS = [
     "--no-sandbox",
     "--disable-gpu",

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
-from conftest import run_cli, run_clis
-from known import daily_global_means, month_files
 
 from pangeo_hpc import run as cli
 from pangeo_hpc.errors import InputError
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.cli import run_cli, run_clis
+from tests.support.known import daily_global_means, month_files
 
 
 def test_list_names_both_recipes(tmp_path):
@@ -61,7 +58,7 @@ def test_demo_data_then_both_recipes_end_to_end(tmp_path, demo_tree):
     headline = summary["answer"]["global_mean"]
     assert headline["units"] == "K" and headline["kind"] == "scalar"
     assert result.global_mean.item() == pytest.approx(headline["value"], abs=1e-3)
-    # the known answer, read with h5py and weighted with numpy (tests/known.py): the mean
+    # the known answer, read with h5py and weighted with numpy (tests/support/known.py): the mean
     # of the 731 daily area-weighted ocean means; the plain mean of the cells is 2.4 K lower
     days = np.concatenate(daily_global_means(month_files(demo_tree, "2003-01", "2004-12")))
     assert result.global_mean.item() == pytest.approx(days.mean(), abs=1e-4)

@@ -20,8 +20,8 @@ import pytest
 from pangeo_hpc.cli import main as cli
 from pangeo_hpc.cli.common import FLAGS, VERB_FLAGS, for_cli, program_name
 from pangeo_hpc.errors import ClusterError, DataNotFoundError, InputError, StorageError
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PROG = "python -m pangeo_hpc.run"
 VERBS = [verb.name for verb in cli.VERBS]
 SST = "sea_surface_temperature"

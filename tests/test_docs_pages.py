@@ -11,18 +11,18 @@ from __future__ import annotations
 import json
 import sys
 import tomllib
-from pathlib import Path
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 
-import config_keys  # noqa: E402
-import gallery  # noqa: E402
-import generated  # noqa: E402
-import layer_table  # noqa: E402
-import recipe_table  # noqa: E402
+import config_keys
+import gallery
+import generated
+import layer_table
+import recipe_table
 
 YAML = ROOT / "pangeo_hpc" / "pangeo-hpc.yaml"
 

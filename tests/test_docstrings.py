@@ -19,13 +19,14 @@ from __future__ import annotations
 import inspect
 import sys
 import types
-from pathlib import Path
 
 import pytest
 from numpydoc.docscrape import NumpyDocString
 from numpydoc.validate import validate
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "docs" / "_ext"))
+from tests.support.paths import ROOT
+
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from public_api import objects
 
 #: the numpydoc error codes enforced (see the module's docstring)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from envfiles import ROOT, pyproject_requirements, read_conda_env, requires_python
+
+from tests.support.envfiles import pyproject_requirements, read_conda_env, requires_python
+from tests.support.paths import ROOT
 
 
 @pytest.mark.parametrize("path", ["environment.yml"])

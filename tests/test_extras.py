@@ -12,9 +12,9 @@ import sys
 import textwrap
 import tomllib
 
-from envfiles import ROOT, normalise, parse_requirement
-
 from pangeo_hpc.extras import EXTRAS
+from tests.support.envfiles import normalise, parse_requirement
+from tests.support.paths import ROOT
 
 #: the top-level modules of each extra's packages and of what they bring (botocore: s3fs)
 HIDDEN = {

@@ -29,10 +29,13 @@ import netCDF4
 import numpy as np
 import psutil
 import pytest
-from conftest import ROOT, aws_environment, forget_s3_clients, missing, run_cli, start_cli
 
 from pangeo_hpc import run
 from pangeo_hpc.s3 import options as s3
+from tests.support.cli import run_cli, start_cli
+from tests.support.needs import missing
+from tests.support.paths import ROOT
+from tests.support.s3env import aws_environment, forget_s3_clients
 
 VAR = "sea_surface_temperature"
 #: the whole ten-year test tree: about 5 s of compute on two workers, time to hit it mid-way
@@ -188,7 +191,7 @@ BUCKET = "era5-faults"
 def own_s3(demo_tree, tmp_path, monkeypatch):
     """A SeaweedFS of this test alone (it gets stopped) holding the ten-year tree under
     s3://era5-faults/pds, with its credentials in the environment; requests retried 3 times."""
-    from servers import SeaweedFS, find_weed, publish_tree
+    from tests.support.servers import SeaweedFS, find_weed, publish_tree
 
     try:
         find_weed()

@@ -13,9 +13,8 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 #: prints the modules (not pangeo_hpc's) that importing all of pangeo_hpc brings in
 WHAT_IT_IMPORTS = """

@@ -13,7 +13,8 @@ from pathlib import Path
 import grimp
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 LINT = Path(sys.executable).with_name("lint-imports")
 
 

@@ -9,10 +9,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from envfiles import ROOT, normalise
 from packaging.markers import Marker
 from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
+
+from tests.support.envfiles import normalise
+from tests.support.paths import ROOT
 
 LOCK = ROOT / "requirements" / "lock.txt"
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9_.\-]*)==([^\s;]+)\s*(?:;\s*(.+))?$")

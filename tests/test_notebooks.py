@@ -19,13 +19,15 @@ import nbformat
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import TEST_SPEC, aws_environment
-from known import NINO34_BOX, daily_global_means, known_index, month_files
 from nbclient import NotebookClient
 
 from pangeo_hpc.demo import expected
+from tests.support.known import NINO34_BOX, daily_global_means, known_index, month_files
+from tests.support.paths import ROOT
+from tests.support.s3env import aws_environment
+from tests.support.trees import TEST_SPEC
 
-NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "notebooks").glob("*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 BUCKET = "era5-notebooks"
 #: seconds, a ceiling for the kernel to start and for each cell, not an expected duration
 #: (a notebook takes 10-30 s on the 2-degree demo tree): nbclient waits for each cell to
@@ -102,7 +104,7 @@ def on_demo_data(demo_tree: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 @pytest.fixture
 def demo_bucket(seaweedfs, demo_tree: Path) -> str:
     """The demo tree in s3://era5-notebooks of the session's SeaweedFS."""
-    from servers import publish_tree
+    from tests.support.servers import publish_tree
 
     fs = seaweedfs.filesystem()
     if not fs.exists(BUCKET):
@@ -114,7 +116,7 @@ def demo_bucket(seaweedfs, demo_tree: Path) -> str:
 def demo_mount(seaweedfs, demo_bucket: str, fuse: None, tmp_path: Path) -> Iterator[Path]:
     """s3://era5-notebooks mounted with rclone and an empty cache: files are listed with
     their sizes, and their bytes come from S3 on first read, as on FSx for Lustre."""
-    from servers import RcloneMount
+    from tests.support.servers import RcloneMount
 
     with RcloneMount.of(seaweedfs, demo_bucket, tmp_path / "mnt", tmp_path / "cache") as mount:
         yield Path(mount.mountpoint)
@@ -159,7 +161,7 @@ def test_03_era5_sst_mean(on_demo_data, tmp_path):
     text = text_of(nb)
     assert number(r"(\d+) files", text) == 120
     # the mean of the monthly area-weighted means, read with h5py and weighted with numpy
-    # (tests/known.py); printed to 4 decimals: 1e-4 K holds the rounding and float sums
+    # (tests/support/known.py); printed to 4 decimals: 1e-4 K holds the rounding and float sums
     months = daily_global_means(month_files(on_demo_data, TEST_SPEC.start, TEST_SPEC.end))
     known = np.mean([days.mean() for days in months])
     assert number(r"global-mean SST: ([\d.]+) K", text) == pytest.approx(known, abs=1e-4)
@@ -174,7 +176,7 @@ def test_04_climate_signal(on_demo_data, tmp_path):
     assert trend == pytest.approx(0.2, rel=0.05)  # the demo data's known warming
     low = number(r"Nino3\.4 \(3-month mean\): ([-+.\d]+) to", text)
     high = number(r"Nino3\.4 \(3-month mean\): [-+.\d]+ to ([-+.\d]+) K", text)
-    # the known index of the standard box (tests/known.py); printed to 2 decimals (0.005)
+    # the known index of the standard box (tests/support/known.py); printed to 2 decimals (0.005)
     # and noisy by 0.003 K (0.0047 K a month, over 3 months): 0.01 K holds both
     days = pd.date_range(f"{TEST_SPEC.start}-01", f"{TEST_SPEC.end}-31", freq="D").values
     known = known_index(TEST_SPEC, days, smooth=3)

@@ -13,10 +13,12 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import aws_environment, missing, run_cli
 
 from pangeo_hpc import start_cluster
 from pangeo_hpc.lab.jupyter import lab_job_script
+from tests.support.cli import run_cli
+from tests.support.needs import missing
+from tests.support.s3env import aws_environment
 
 #: an S3 secret key nobody else has: any place it shows up is a leak
 CANARY_SECRET = "canary-" + secrets.token_hex(16)
@@ -27,7 +29,7 @@ BUCKET = "era5-canary"
 @pytest.fixture(scope="module")
 def canary_server(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path) -> Iterator:
     """A SeaweedFS of its own whose only credentials are the canary's, holding two months."""
-    from servers import SeaweedFS, find_weed, publish_tree
+    from tests.support.servers import SeaweedFS, find_weed, publish_tree
 
     try:
         find_weed()
@@ -133,7 +135,7 @@ def test_a_wrong_secret_is_refused_without_being_repeated(canary_server, monkeyp
 def _endpoint_with_a_password(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str, str]:
     """``http://ana:PASSWORD@127.0.0.1:PORT`` (nothing listens) and its password; AWS keys
     in the environment, so that the old code went as far as the endpoint."""
-    from servers import free_port
+    from tests.support.servers import free_port
 
     password = "canary-pw-" + secrets.token_hex(12)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", CANARY_KEY)

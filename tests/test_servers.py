@@ -1,4 +1,4 @@
-"""The real S3 and lazy-mount test infrastructure of tests/servers.py, tried for real: a
+"""The real S3 and lazy-mount test infrastructure of tests/support/servers.py, tried for real: a
 SeaweedFS S3 server, s3fs against it, an era5-pds style tree published to a bucket, and that
 bucket mounted with rclone, whose cache shows which bytes a read hydrated."""
 
@@ -13,8 +13,9 @@ from pathlib import Path
 
 import fsspec
 import pytest
-from conftest import missing
-from servers import (
+
+from tests.support.needs import missing
+from tests.support.servers import (
     GRPC_OFFSET,
     RcloneMount,
     SeaweedFS,

@@ -13,9 +13,6 @@ import numpy as np
 import pandas as pd
 import pytest
 import xarray as xr
-from cf import cfchecks, unavailable
-from conftest import ALL_PERIOD, PRECIP_PERIOD, TEST_SPEC, missing, require_tool, run_cli, run_clis
-from known import NINO34_BOX, daily_global_means, known_index, month_files
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
@@ -33,6 +30,11 @@ from pangeo_hpc.demo import (
 from pangeo_hpc.recipes import area_mean
 from pangeo_hpc.recipes.fusion import fused_spans
 from pangeo_hpc.write.figures import draw_result
+from tests.support.cf import cfchecks, unavailable
+from tests.support.cli import run_cli, run_clis
+from tests.support.known import NINO34_BOX, daily_global_means, known_index, month_files
+from tests.support.needs import missing, require_tool
+from tests.support.trees import ALL_PERIOD, PRECIP_PERIOD, TEST_SPEC
 
 SHIPPED = (
     "era5-nino34",

@@ -9,7 +9,6 @@ no number on the page is typed by hand.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -87,13 +86,9 @@ def markdown(root: Path) -> str:
     str
         The page fragment that ``docs/benchmarks.md`` includes.
     """
+    from benchmarks import b6_recipes, report  # the repository's root is on the path (conf.py)
+
     bench = root / "benchmarks"
-    sys.path.insert(0, str(bench))
-    try:
-        import b6_recipes
-        import report
-    finally:
-        sys.path.remove(str(bench))
     results = report.load(bench / "results")
     out = ["### The suite (`make bench`)", "", report.table(results), ""]
     mixed = report.why_not(results)

@@ -4,7 +4,7 @@ The recipes call the attribute helpers (pure: they read coordinate values, which
 memory, never the data); :func:`prepare_for_file` makes the file-level parts (coordinate
 attributes, bounds variables, encodings, ``Conventions``) just before a write. Checked with
 ``cfchecks`` (CF-1.8, the newest the CF checker knows) and ``compliance-checker``:
-tests/test_cf_outputs.py.
+tests/recipes/test_cf_outputs.py.
 """
 
 from __future__ import annotations

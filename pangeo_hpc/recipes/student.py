@@ -4,7 +4,7 @@ The two-sided tail probability of ``t`` with ``dof`` degrees of freedom is the r
 incomplete beta function ``I_x(dof/2, 1/2)`` at ``x = dof / (dof + t²)`` (Abramowitz and
 Stegun 26.7.1). ``I_x`` comes from its continued fraction evaluated with the modified
 Lentz method (Numerical Recipes, 3rd ed., 6.4), on whichever side of the mean it converges
-fast. Checked against ``scipy.stats.t.sf`` to 1e-12 in tests/test_recipes_stats.py.
+fast. Checked against ``scipy.stats.t.sf`` to 1e-12 in tests/recipes/test_recipes_stats.py.
 """
 
 from __future__ import annotations

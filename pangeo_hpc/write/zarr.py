@@ -147,7 +147,7 @@ def write_zarr(ds: Any, store: str | Path, **kwargs: Any) -> None:
     in the root ``zarr.json`` with ``"must_understand": false`` (readers that do not know
     them ignore them) and warns, at writing only, that they are not in the v3 spec yet;
     that one warning is silenced here, where we chose them. Reading warns nothing
-    (tests/test_cf_outputs.py opens the stores under ``warnings.simplefilter("error")``).
+    (tests/recipes/test_cf_outputs.py opens the stores under ``warnings.simplefilter("error")``).
     """
     with warnings.catch_warnings():
         warnings.filterwarnings(
