@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 import xarray as xr
 import yaml
-from multi_data import write_pair
 
 from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict
 from pangeo_hpc.batch.pipeline import multi_run
@@ -27,6 +26,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.planning.calibration import Calibration, JobStarts, RecipeFit
 from pangeo_hpc.planning.multi_plan import plan_multi
 from pangeo_hpc.planning.plan import plan
+from tests.support.multi_data import write_pair
 
 NAME = "model-vs-obs"
 #: a small run predicted in seconds, with a spread (the ranges) measured

@@ -19,16 +19,17 @@ import pandas as pd
 import pytest
 import xarray as xr
 import yaml
-from cdo_fields import cdo_values, write_for_cdo
-from cf import cfchecks, unavailable
-from conftest import missing, run_cli
-from test_regrid import assert_like_cdo
-from test_regrid_curvilinear import rotated_pole
 
 from pangeo_hpc.cli import main as run
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.files import open_files
+from tests.recipes.test_regrid import assert_like_cdo
+from tests.recipes.test_regrid_curvilinear import rotated_pole
+from tests.support.cdo_fields import cdo_values, write_for_cdo
+from tests.support.cf import cfchecks, unavailable
+from tests.support.cli import run_cli
+from tests.support.needs import missing
 
 pytestmark = pytest.mark.cdo
 

@@ -56,7 +56,7 @@ def catalog(tmp_path_factory) -> Path:
     doc = {
         "esmcat_version": "0.1.0",
         "id": "test",
-        "description": "written by tests/test_esm_catalog_intake.py",
+        "description": "written by tests/batch/test_esm_catalog_intake.py",
         "catalog_file": "cat.csv",
         "attributes": [{"column_name": c, "vocabulary": ""} for c in columns],
         "assets": {"column_name": "path", "format": "netcdf"},

@@ -12,9 +12,11 @@ import sys
 
 import pytest
 import yaml
-from conftest import ROOT, queue, wait_queue_empty
-from multi_data import write_pair
-from test_multi_plan import calibration, recipe_doc
+
+from tests.planning.test_multi_plan import calibration, recipe_doc
+from tests.support.batch_systems import queue, wait_queue_empty
+from tests.support.multi_data import write_pair
+from tests.support.paths import ROOT
 
 pytestmark = [pytest.mark.slurm, pytest.mark.usefixtures("slurm")]
 
