@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import dask.threaded
 import xarray as xr
 
 from pangeo_hpc.batch.chains import chain, results_of
@@ -105,7 +106,7 @@ def run(
         if checked:
             saving = [writer.submit(save_rollup, *r) for r in rollups]
         values = _suffixes(prepared.results, reduced, data)
-        result = results_of.finish(recipe, values).compute(scheduler="threads")
+        result = results_of.finish(recipe, values).compute(scheduler=dask.threaded.get)
         if held is not None:  # the steps ran: the held states and roll-ups may be saved
             saved += sum(bool(cache.put(*h)) for h in held)
             saving = [writer.submit(save_rollup, *r) for r in rollups]

@@ -22,6 +22,7 @@ import xarray as xr
 
 from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan
 from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.clusters.threads import as_completed
 from pangeo_hpc.recipes.aggregations import Aggregation, State
 
 #: progress lines (INFO): the CLI prints them
@@ -125,8 +126,6 @@ def compute_states(
     """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
     cache as it arrives (a killed run keeps them), or added to ``held`` (saved later by the
     caller), and put into ``found``: how many saved."""
-    from distributed import as_completed
-
     futures = {}
     if todo:
         bundles = [dask.delayed(dict)(todo[i]) for i in sorted(todo)]
@@ -134,7 +133,7 @@ def compute_states(
             futures[fut] = i
     saved = 0
     t0 = time.perf_counter()
-    for done, fut in enumerate(as_completed(list(futures)), start=1):
+    for done, fut in enumerate(as_completed(futures), start=1):
         i = futures[fut]
         for c, state in fut.result().items():
             found[c, i] = state
