@@ -102,16 +102,19 @@ def test_a_cached_run_in_threads_writes_what_the_in_process_cluster_wrote(
             xr.testing.assert_allclose(a[name], b[name], rtol=1e-6)
 
 
-def test_a_cached_command_line_run_imports_no_flox_and_starts_no_scheduler(demo_tree, tmp_path):
-    """A cached run's resampling labels come from xarray's own grouping (flox's
-    numpy_groupies built ~500 numba wrappers when imported), and it starts no scheduler
-    (no distributed thread is running at its end)."""
+def test_a_cached_command_line_run_imports_neither_distributed_nor_flox(demo_tree, tmp_path):
+    """A cached run starts no scheduler and imports no distributed (not even for xarray's
+    question whether a client writes result.nc: ``threads.no_client_lookup``); its
+    resampling labels come from xarray's own grouping (flox's numpy_groupies built ~500
+    numba wrappers when imported). numba itself still comes, with numbagg, from
+    ``dask.array.reductions`` and with this package's kernels (``jit.py``)."""
     code = (
         "import json, sys, threading\n"
         "from pangeo_hpc.cli.main import main\n"
+        "NAMES = ('distributed', 'tornado', 'flox', 'numpy_groupies')\n"
         "code = main(sys.argv[1:])\n"
         "names = [t.name for t in threading.enumerate()]\n"
-        "mods = sorted(m for m in sys.modules if m.split('.')[0] in ('flox', 'numpy_groupies'))\n"
+        "mods = sorted(m for m in sys.modules if m.split('.')[0] in NAMES)\n"
         "print(json.dumps({'code': code, 'threads': names, 'modules': mods}), file=sys.stderr)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT),
@@ -129,6 +132,30 @@ def test_a_cached_command_line_run_imports_no_flox_and_starts_no_scheduler(demo_
     assert got["code"] == 0 and got["modules"] == [], got
     assert stdout.startswith("cluster: none started (0 files to read, 0.0 MB, 2 cached: <= ")
     assert not [t for t in got["threads"] if "IO loop" in t or "Dask" in t], got["threads"]
+
+
+def test_no_client_lookup_holds_back_dask_distributed_only_while_distributed_is_unused():
+    """In a process that never imported distributed, ``import dask.distributed`` fails
+    inside the block and works after it; once distributed is imported, nothing is held."""
+    code = (
+        "import sys\n"
+        "from pangeo_hpc.clusters.threads import no_client_lookup\n"
+        "with no_client_lookup():\n"
+        "    try:\n"
+        "        from dask.distributed import Client\n"
+        "        print('imported')\n"
+        "    except ImportError:\n"
+        "        print('held')\n"
+        "print('distributed' in sys.modules)\n"
+        "from dask.distributed import Client\n"
+        "with no_client_lookup():\n"
+        "    from dask.distributed import Client\n"
+        "print('after')\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                       env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=300)  # fmt: skip
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["held", "False", "after"]
 
 
 def test_thread_futures_finish_as_their_tasks_do():

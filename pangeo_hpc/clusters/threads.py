@@ -22,9 +22,11 @@ when the whole graph is; :func:`as_completed` yields either kind of future.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from concurrent import futures as cf
+from contextlib import contextmanager
 from typing import Any
 
 import dask
@@ -32,7 +34,7 @@ import dask.threaded
 from dask.callbacks import Callback
 from dask.delayed import Delayed
 
-__all__ = ["ThreadClient", "ThreadFuture", "as_completed"]
+__all__ = ["ThreadClient", "ThreadFuture", "as_completed", "no_client_lookup"]
 
 #: the one "worker" :meth:`ThreadClient.scheduler_info` lists (an in-process cluster had one)
 WORKER = "threads"
@@ -176,3 +178,27 @@ def as_completed(futures: Iterable[Any]) -> Iterator[Any]:
     from distributed import as_completed as distributed_as_completed
 
     return iter(distributed_as_completed(futures))
+
+
+@contextmanager
+def no_client_lookup() -> Iterator[None]:
+    """While this process has never imported distributed, ``import dask.distributed``
+    fails at once (ImportError) inside the block.
+
+    xarray's ``to_netcdf`` asks whether dask's scheduler is a distributed client by
+    importing ``dask.distributed`` and catching ImportError
+    (``xarray.backends.locks.get_dask_scheduler``, xarray 2025-2026): for a run without a
+    cluster that import, 0.5-0.75 s of distributed, tornado and msgpack, answered "no".
+    A process that never imported distributed has no client, so the answer is the same.
+    Only ``dask.distributed`` is held back, only for the block (a result's writing), and
+    not at all once distributed is imported.
+    """
+    if "distributed" in sys.modules or "dask.distributed" in sys.modules:
+        yield
+        return
+    sys.modules["dask.distributed"] = None  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if "dask.distributed" in sys.modules and sys.modules["dask.distributed"] is None:
+            del sys.modules["dask.distributed"]

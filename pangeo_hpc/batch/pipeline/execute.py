@@ -42,7 +42,7 @@ from pangeo_hpc.batch.pipeline.steps import (
 )
 from pangeo_hpc.clusters.budget import Guard, within_budget
 from pangeo_hpc.clusters.start import kind_of, prepare_local, resolve_kind, running_cluster
-from pangeo_hpc.clusters.threads import ThreadClient
+from pangeo_hpc.clusters.threads import ThreadClient, no_client_lookup
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.write.figures import preload
@@ -90,8 +90,9 @@ def run_recipe(
     (see :func:`pangeo_hpc.batch.pipeline.steps.compute`): ``False`` runs whole and caches nothing.
     A local run whose plan reads at most config ``pangeo-hpc.cluster.in-process-bytes``
     (stored; with or without a cache) starts no worker processes: it computes in this
-    process's threads (:mod:`~pangeo_hpc.batch.pipeline.placement`), and ``summary.json``'s
-    ``cluster.in_process`` says why.
+    process's threads (:mod:`~pangeo_hpc.batch.pipeline.placement`), with dask's threaded
+    scheduler and no distributed cluster or client (:mod:`~pangeo_hpc.clusters.threads`),
+    and ``summary.json``'s ``cluster.in_process`` says why.
     Progress lines (the cluster, the warm-up, the states) are logged at INFO
     (``pangeo_hpc.batch``); the command line prints them. ``guard``: a budget checked
     against the run's prediction (:func:`pangeo_hpc.planning.budget.run_within_budget` makes it
@@ -206,16 +207,17 @@ def run_recipe(
                 "open": t_open - t0,
                 "cluster_start": t_ready - t_open + computed.warmup_seconds,
             }
-            return write_outputs(
-                inputs,
-                computed,
-                out=out,
-                fmt=fmt,
-                plot_format=plot_format,
-                timings=timings,
-                started=t0,
-                s3=s3,
-            )
+            with no_client_lookup() if small is not None else nullcontext():
+                return write_outputs(
+                    inputs,
+                    computed,
+                    out=out,
+                    fmt=fmt,
+                    plot_format=plot_format,
+                    timings=timings,
+                    started=t0,
+                    s3=s3,
+                )
 
 
 def _placement(
