@@ -1,9 +1,11 @@
 """Threads of this process against worker processes for one recipe (the measurement behind
 ``pangeo-hpc.cluster.in-process-bytes``, ``pangeo_hpc/batch/pipeline/placement.py``).
 
-Interleaved: a cluster of one worker with N threads in this process, then a local cluster of
-N worker processes, each started, computing the recipe whole (no state cache) and closed,
-timed in three parts. A benchmark, not a test: read the ratios, measured in the same run.
+Interleaved: dask's threaded scheduler with N threads and no cluster (what a run that reads
+little uses now, ``pangeo_hpc/clusters/threads.py``), a distributed cluster of one worker
+with N threads in this process (what it used before), then a local cluster of N worker
+processes, each started, computing the recipe whole (no state cache) and closed, timed in
+three parts. A benchmark, not a test: read the ratios, measured in the same run.
 
     python benchmarks/in_process.py [--recipe era5-sst-mean] [--start 2015-01] [--end 2019-12]
         [--data benchmarks/data/demo-1deg] [--workers 2] [--repeat 2]
@@ -17,25 +19,30 @@ import time
 from benchmarks.support.paths import DATA
 
 
-def once(spec: object, data: str, start: str, end: str, workers: int, processes: bool) -> str:
+def once(spec: object, data: str, start: str, end: str, workers: int, how: str) -> str:
     from distributed import Client
 
     from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
     from pangeo_hpc.clusters.start import local_cluster
+    from pangeo_hpc.clusters.threads import ThreadClient
 
     inputs = open_inputs(spec, data=data, start=start, end=end)  # type: ignore[arg-type]
     t0 = time.perf_counter()
-    cluster = local_cluster(workers=workers, processes=processes)
-    with Client(cluster) as client:
+    if how == "threads":
+        cluster, client = None, ThreadClient(workers)
+    else:
+        cluster = local_cluster(workers=workers, processes=how == "processes")
+        client = Client(cluster)
+    with client:
         t1 = time.perf_counter()
         done = compute(inputs, client, cache=False)
         t2 = time.perf_counter()
-    cluster.close()
+    if cluster is not None:
+        cluster.close()
     t3 = time.perf_counter()
     mb = (done.reads.bytes_read if done.reads else 0) / 1e6
-    how = "processes" if processes else "threads"
     return (
-        f"{how:9s} start {t1 - t0:5.2f} s  compute {t2 - t1:6.2f} s  close {t3 - t2:5.2f} s  "
+        f"{how:17s} start {t1 - t0:5.2f} s  compute {t2 - t1:6.2f} s  close {t3 - t2:5.2f} s  "
         f"read {mb:.0f} MB: {mb / (t2 - t1):.0f} MB/s"
     )
 
@@ -53,8 +60,8 @@ def main() -> None:
     a = p.parse_args()
     spec = load(a.recipe)
     for _ in range(a.repeat):
-        for processes in (False, True):
-            print(once(spec, a.data, a.start, a.end, a.workers, processes), flush=True)
+        for how in ("threads", "in-process cluster", "processes"):
+            print(once(spec, a.data, a.start, a.end, a.workers, how), flush=True)
 
 
 if __name__ == "__main__":

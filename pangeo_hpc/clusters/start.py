@@ -15,11 +15,10 @@ import subprocess
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import dask.config
 from dask.system import CPU_COUNT
-from distributed import Client, LocalCluster
 
 from pangeo_hpc import config
 from pangeo_hpc.clusters import gateway, profiles
@@ -31,10 +30,12 @@ from pangeo_hpc.clusters.jobqueue import (
     processes_per_job,
     worker_env,
 )
-from pangeo_hpc.clusters.worker_exit import quick_exit
-from pangeo_hpc.clusters.worker_logs import quiet_input_errors
 from pangeo_hpc.errors import ClusterError, InputError
 from pangeo_hpc.write.swap import deferred_signals
+
+if TYPE_CHECKING:  # distributed is imported where a cluster starts: a run computed in this
+    # process's threads (clusters/threads.py) never imports it
+    from distributed import Client, LocalCluster
 
 Kind = Literal["auto", "local", "slurm", "pbs", "sge", "gateway"]
 KINDS = ("auto", "local", "slurm", "pbs", "sge", "gateway")
@@ -171,6 +172,21 @@ _NO_DASHBOARD = {
 }
 
 
+def prepare_local(
+    workers: int | None = None, threads_per_worker: int | None = None
+) -> tuple[int, int]:
+    """Local worker processes (config ``pangeo-hpc.cluster.workers``, default the CPUs this
+    process may use) and threads each (``pangeo-hpc.cluster.threads-per-worker``); sets
+    HDF5 file locking for this process as for a worker's (unless set already)."""
+    # the CPUs this process may use (cgroup quota and affinity), not the host's: in a
+    # container or a binder pod os.cpu_count() is the whole node's
+    n = config.get("cluster.workers", workers) or CPU_COUNT
+    if not isinstance(n, int) or n < 1:
+        raise InputError(f"workers={n!r} must be a positive whole number, e.g. 2", param="workers")
+    os.environ.setdefault("HDF5_USE_FILE_LOCKING", worker_env()["HDF5_USE_FILE_LOCKING"])
+    return n, int(config.get("cluster.threads-per-worker", threads_per_worker))
+
+
 def local_cluster(
     *,
     workers: int | None = None,
@@ -181,19 +197,14 @@ def local_cluster(
     """A :class:`distributed.LocalCluster` of worker processes on 127.0.0.1.
 
     With ``processes=False``: one worker in this process, with a thread per requested
-    worker process (no processes to spawn: for a run that reads little, see
-    :mod:`pangeo_hpc.batch.pipeline.placement`), and no dashboard: a run that short has
-    nothing to watch, and the dashboard's imports (bokeh, and jupyter-server-proxy for
-    the scheduler's proxy route) took 1.2 s of its start. Its HTTP server keeps the
-    health and info routes.
+    worker process (no processes to spawn), and no dashboard: the dashboard's imports
+    (bokeh, and jupyter-server-proxy for the scheduler's proxy route) took 1.2 s of its
+    start. Its HTTP server keeps the health and info routes. (A recipe run that reads
+    little uses no cluster at all: :mod:`pangeo_hpc.clusters.threads`.)
     """
-    # the CPUs this process may use (cgroup quota and affinity), not the host's: in a
-    # container or a binder pod os.cpu_count() is the whole node's
-    n = config.get("cluster.workers", workers) or CPU_COUNT
-    if not isinstance(n, int) or n < 1:
-        raise InputError(f"workers={n!r} must be a positive whole number, e.g. 2", param="workers")
-    threads = int(config.get("cluster.threads-per-worker", threads_per_worker))
-    os.environ.setdefault("HDF5_USE_FILE_LOCKING", worker_env()["HDF5_USE_FILE_LOCKING"])
+    from distributed import LocalCluster
+
+    n, threads = prepare_local(workers, threads_per_worker)
     if not processes:
         with dask.config.set(_NO_DASHBOARD):
             return LocalCluster(
@@ -287,6 +298,11 @@ def start_cluster(
             return cluster, gateway.start_gateway(
                 cluster, workers=workers, adapt=adapt, timeout=timeout
             )
+        from distributed import Client
+
+        from pangeo_hpc.clusters.worker_exit import quick_exit
+        from pangeo_hpc.clusters.worker_logs import quiet_input_errors
+
         client = Client(cluster)
         try:
             quiet_input_errors(client)  # bad input is one line, without the workers' log

@@ -52,7 +52,11 @@ def periods(values: np.ndarray, alias: str) -> tuple[np.ndarray, np.ndarray]:
             if key in _PERIODS:
                 return _PERIODS[key]
     positions = xr.DataArray(np.arange(values.size), dims=("t",), coords={"t": values})
-    starts = np.asarray(positions.resample(t=alias).count(**_engine())["t"].values)
+    # only the labels are used, which xarray's resampler cuts (through pandas) whatever
+    # reduces the groups: xarray's own reduction, not flox's, whose numpy_groupies builds
+    # ~500 numba wrappers when imported (0.4-1 s of a cached run that needed nothing else)
+    with xr.set_options(use_flox=False):
+        starts = np.asarray(positions.resample(t=alias).count()["t"].values)
     if starts.dtype.kind == "M":  # in the dates' own resolution
         starts = starts.astype(values.dtype)
     at = np.searchsorted(starts, values, "right") - 1
@@ -220,13 +224,6 @@ def _partial_words(
             + ", ".join(names)
         )
     return "Incomplete seasons kept, each reduced over the months it has: " + ", ".join(names)
-
-
-def _engine() -> dict[str, str]:
-    """flox's NumPy engine for xarray's resampling. Its default when numbagg is installed,
-    numbagg, compiles its kernels at each new process's first call (0.8 s here, in every
-    worker and in the client of a run), more than a series of monthly values takes."""
-    return {"engine": "flox"} if xr.get_options()["use_flox"] else {}
 
 
 @whole_series("running_mean's windows cross file boundaries")

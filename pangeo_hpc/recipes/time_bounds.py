@@ -118,9 +118,10 @@ def _in_memory(coord: xr.DataArray) -> np.ndarray:
     taken back without the scheduler, which a recipe chain forbids while it is built."""
     data = coord.variable.data
     if hasattr(data, "dask"):
-        import dask
+        import dask.local
 
-        (data,) = dask.compute(data, scheduler="sync")
+        # the function, not "sync": see pangeo_hpc/clusters/threads.py
+        (data,) = dask.compute(data, scheduler=dask.local.get_sync)
     return np.asarray(data)
 
 

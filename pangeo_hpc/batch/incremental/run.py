@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+import dask.threaded
 import xarray as xr
 
 from pangeo_hpc.batch.chains import chain, results_of
@@ -46,7 +47,6 @@ from pangeo_hpc.batch.incremental.states import (
     from_cache,
     reduce,
 )
-from pangeo_hpc.io.reader import bytes_read
 from pangeo_hpc.recipes.aggregations import State
 
 __all__ = ["Prepared", "ReadPlan", "Report", "check", "plan_reads", "prepare", "run"]
@@ -60,15 +60,16 @@ def run(
     cache: StateCache,
     reads: ReadPlan,
     *,
-    here: bool = False,
+    here: Any = None,
 ) -> tuple[xr.Dataset, Report]:
     """Compute the recipe's results from cached and new states (see the module's text);
     ``reads`` is what :func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads` planned with
     ``prepared``: the report is that plan as carried out (:meth:`ReadPlan.as_run`).
-    ``here``: the new files' states are computed in this process's threads, not on
-    ``client``'s workers (a few small files: the round trip to a worker would take longer;
-    the caller decides, :mod:`~pangeo_hpc.batch.pipeline.placement`); ``client`` still
-    computes what a damaged roll-up leaves to read again."""
+    ``here``: a client of this process's threads
+    (:class:`~pangeo_hpc.clusters.threads.ThreadClient`) that computes the new files' states
+    instead of ``client``'s workers (a few small files: the round trip to a worker would
+    take longer; the caller decides); ``client`` still computes what a damaged roll-up
+    leaves to read again."""
     n_pieces = len(prepared.pieces)
     chains = prepared.chains
     covered = {c: rollup_pieces(cache, prepared, c) for c in chains}
@@ -88,14 +89,10 @@ def run(
         loading = {
             c: background.submit(load_rollup, cache, prepared, c, covered[c]) for c in chains
         }
-        if here:  # counted by this process's reader (a worker in this process: not again)
-            start = bytes_read()
-            saved = compute_states(recipe, prepared, None, cache, todo, found, held)
-            read = bytes_read() - start
-        else:
-            before = worker_reads(client)
-            saved = compute_states(recipe, prepared, client, cache, todo, found, held)
-            read = worker_reads(client, before)
+        states = client if here is None else here  # its reads are counted where it reads
+        before = worker_reads(states)
+        saved = compute_states(recipe, prepared, states, cache, todo, found, held)
+        read = worker_reads(states, before)
         rolled = {c: loading[c].result() for c in chains}
         lost = {c: set() for c in chains if covered[c] and rolled[c] is None}
         if lost:  # a roll-up damaged or replaced since its pieces were read: file by file
@@ -119,7 +116,7 @@ def run(
         if checked:
             saving = [writer.submit(save_rollup, *r) for r in rollups]
         values = _suffixes(prepared.results, reduced, data)
-        result = results_of.finish(recipe, values).compute(scheduler="threads")
+        result = results_of.finish(recipe, values).compute(scheduler=dask.threaded.get)
         if held is not None:  # the steps ran: the held states and roll-ups may be saved
             saved += sum(bool(cache.put(*h)) for h in held)
             saving = [writer.submit(save_rollup, *r) for r in rollups]

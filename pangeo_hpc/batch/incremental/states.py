@@ -22,6 +22,7 @@ import xarray as xr
 
 from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan
 from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.clusters.threads import as_completed
 from pangeo_hpc.recipes.aggregations import Aggregation, State
 
 #: progress lines (INFO): the CLI prints them
@@ -124,19 +125,7 @@ def compute_states(
 ) -> int:
     """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
     cache as it arrives (a killed run keeps them), or added to ``held`` (saved later by the
-    caller), and put into ``found``: how many saved. ``client=None``: in this process's
-    threads (Dask's threaded scheduler), all at once."""
-    if client is None:
-        if not todo:
-            return 0
-        order = sorted(todo)
-        (bundles,) = dask.compute([todo[i] for i in order], scheduler="threads")
-        return sum(
-            _keep(recipe, prepared, cache, i, bundle, found, held)
-            for i, bundle in zip(order, bundles, strict=True)
-        )
-    from distributed import as_completed
-
+    caller), and put into ``found``: how many saved."""
     futures = {}
     if todo:
         bundles = [dask.delayed(dict)(todo[i]) for i in sorted(todo)]
@@ -144,7 +133,7 @@ def compute_states(
             futures[fut] = i
     saved = 0
     t0 = time.perf_counter()
-    for done, fut in enumerate(as_completed(list(futures)), start=1):
+    for done, fut in enumerate(as_completed(futures), start=1):
         saved += _keep(recipe, prepared, cache, futures[fut], fut.result(), found, held)
         if done == len(futures) or done % max(1, len(futures) // 10) == 0:
             log.info(f"states: {done} of {len(futures)} files, {time.perf_counter() - t0:.1f} s")

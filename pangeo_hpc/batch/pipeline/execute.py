@@ -11,12 +11,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from distributed import Client
+import dask.config
+import dask.threaded
 
 from pangeo_hpc import config
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe
@@ -40,8 +41,8 @@ from pangeo_hpc.batch.pipeline.steps import (
     open_inputs,
 )
 from pangeo_hpc.clusters.budget import Guard, within_budget
-from pangeo_hpc.clusters.start import kind_of, local_cluster, resolve_kind, running_cluster
-from pangeo_hpc.clusters.worker_logs import quiet_input_errors
+from pangeo_hpc.clusters.start import kind_of, prepare_local, resolve_kind, running_cluster
+from pangeo_hpc.clusters.threads import ThreadClient, no_client_lookup
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.write.figures import preload
@@ -89,8 +90,9 @@ def run_recipe(
     (see :func:`pangeo_hpc.batch.pipeline.steps.compute`): ``False`` runs whole and caches nothing.
     A local run whose plan reads at most config ``pangeo-hpc.cluster.in-process-bytes``
     (stored; with or without a cache) starts no worker processes: it computes in this
-    process's threads (:mod:`~pangeo_hpc.batch.pipeline.placement`), and ``summary.json``'s
-    ``cluster.in_process`` says why.
+    process's threads (:mod:`~pangeo_hpc.batch.pipeline.placement`), with dask's threaded
+    scheduler and no distributed cluster or client (:mod:`~pangeo_hpc.clusters.threads`),
+    and ``summary.json``'s ``cluster.in_process`` says why.
     Progress lines (the cluster, the warm-up, the states) are logged at INFO
     (``pangeo_hpc.batch``); the command line prints them. ``guard``: a budget checked
     against the run's prediction (:func:`pangeo_hpc.planning.budget.run_within_budget` makes it
@@ -167,49 +169,55 @@ def run_recipe(
             placed = _placement(inputs, store, cluster, profile)
         small = placed.why if placed is not None and placed.in_process else None
         preload()  # the figure's imports, while the cluster starts and the run computes
-        if small is not None:
-            started = _in_process(workers)
-        else:
-            started = running_cluster(
-                cluster,  # type: ignore[arg-type]
-                profile=profile,
-                workers=workers,
-                jobs=jobs,
-                adapt=adapt,
-                **(batch or {}),
-            )
-        with within_budget(started, guard) as (cl, client):
-            n_workers = len(client.scheduler_info()["workers"])
+        # no cluster: every compute without a client of its own (xarray's writers ask dask
+        # for one) uses the threads, as a computation of the in-process cluster's client
+        # did, and dask does not import distributed to look for a client
+        threads = dask.config.set(scheduler=dask.threaded.get)
+        with threads if small is not None else nullcontext():
             if small is not None:
-                log.info(f"cluster: none started ({small}), computed in this process's threads")
+                started = _in_process(workers)
             else:
-                why = f" ({placed.why})" if placed is not None else ""
-                link = cl.dashboard_link
-                log.info(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {link}{why}")
-            if build_first:
-                inputs = open_inputs(spec, **where, index="build", client=client)
-            t_ready = time.perf_counter()
-            computed = compute(
-                inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
-            )
-        asked: dict[str, Any] = {"profile": profile, "jobs": jobs}  # beside what compute() saw
-        if small is not None:
-            asked["in_process"] = small
-        computed = replace(computed, cluster={**computed.cluster, **asked})
-        timings = {
-            "open": t_open - t0,
-            "cluster_start": t_ready - t_open + computed.warmup_seconds,
-        }
-        return write_outputs(
-            inputs,
-            computed,
-            out=out,
-            fmt=fmt,
-            plot_format=plot_format,
-            timings=timings,
-            started=t0,
-            s3=s3,
-        )
+                started = running_cluster(
+                    cluster,  # type: ignore[arg-type]
+                    profile=profile,
+                    workers=workers,
+                    jobs=jobs,
+                    adapt=adapt,
+                    **(batch or {}),
+                )
+            with within_budget(started, guard) as (cl, client):
+                n_workers = len(client.scheduler_info()["workers"])
+                if small is not None:
+                    log.info(f"cluster: none started ({small}), computed in this process's threads")
+                else:
+                    why = f" ({placed.why})" if placed is not None else ""
+                    link = cl.dashboard_link
+                    log.info(f"cluster: {kind_of(cl)}, {n_workers} workers, dashboard {link}{why}")
+                if build_first:
+                    inputs = open_inputs(spec, **where, index="build", client=client)
+                t_ready = time.perf_counter()
+                computed = compute(
+                    inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
+                )
+            asked: dict[str, Any] = {"profile": profile, "jobs": jobs}  # beside what compute() saw
+            if small is not None:
+                asked["in_process"] = small
+            computed = replace(computed, cluster={**computed.cluster, **asked})
+            timings = {
+                "open": t_open - t0,
+                "cluster_start": t_ready - t_open + computed.warmup_seconds,
+            }
+            with no_client_lookup() if small is not None else nullcontext():
+                return write_outputs(
+                    inputs,
+                    computed,
+                    out=out,
+                    fmt=fmt,
+                    plot_format=plot_format,
+                    timings=timings,
+                    started=t0,
+                    s3=s3,
+                )
 
 
 def _placement(
@@ -222,30 +230,11 @@ def _placement(
     return place(plan, kind=kind)
 
 
-class _LastHeartbeat(logging.Filter):
-    """Drops the worker's "Failed to communicate with scheduler during heartbeat" record:
-    while an in-process cluster closes, its scheduler may go away under the worker's last
-    heartbeat, which distributed logs as an error with a traceback (seen on a loaded
-    machine after a run that succeeded)."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not record.getMessage().startswith("Failed to communicate with scheduler")
-
-
 @contextmanager
-def _in_process(workers: int | None) -> Iterator[tuple[Any, Client]]:
-    """A cluster of one worker in this process (threads): no processes to start and stop."""
-    cl = local_cluster(workers=workers, processes=False)
-    log, closing = logging.getLogger("distributed.worker"), _LastHeartbeat()
-    try:
-        with Client(cl) as client:
-            quiet_input_errors(client)  # bad input is one line, without the worker's log
-            try:
-                yield cl, client
-            finally:
-                log.addFilter(closing)  # from here on the cluster closes
-    finally:
-        try:
-            cl.close()
-        finally:
-            log.removeFilter(closing)
+def _in_process(workers: int | None) -> Iterator[tuple[None, ThreadClient]]:
+    """No cluster: dask's threaded scheduler in this process, a thread per worker process
+    asked for (:mod:`pangeo_hpc.clusters.threads`: neither distributed's imports nor a
+    scheduler to start, close and join at exit)."""
+    n, threads = prepare_local(workers)
+    with ThreadClient(n * threads) as client:
+        yield None, client

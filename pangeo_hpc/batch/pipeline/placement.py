@@ -14,7 +14,10 @@ or much more data, processes win back their start. Hence a limit on the bytes to
 stored, from the run's :class:`~pangeo_hpc.batch.incremental.read_plan.ReadPlan`: config
 ``pangeo-hpc.cluster.in-process-bytes`` (default 1 GB, above the largest size measured
 faster in threads; ``0`` always starts worker processes). A run that reads nothing (every
-state cached) computes here whatever the limit.
+state cached) computes here whatever the limit. "Here" was an in-process distributed
+cluster when those figures were measured; it is now dask's threaded scheduler with no
+distributed at all (:mod:`pangeo_hpc.clusters.threads`: neither its imports nor a
+scheduler to start and close).
 
 Batch clusters are the user's choice and are never replaced; nor are runs that warm their
 inputs on the workers or read ``s3://`` data (:func:`pangeo_hpc.batch.pipeline.execute.run_recipe`

@@ -29,6 +29,7 @@ from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.pipeline.placement import Placement, place
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.start import kind_of
+from pangeo_hpc.clusters.threads import ThreadClient
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.io.era5 import open_era5
 from pangeo_hpc.io.files import open_files
@@ -272,7 +273,8 @@ def compute(
     """
     if warm_inputs:
         check_warmup(inputs.root)
-    workers = len(client.scheduler_info()["workers"])
+    info = client.scheduler_info()
+    workers = len(info["workers"])
     cluster = {"kind": kind_of(getattr(client, "cluster", None)), "workers": workers}
     t0 = time.perf_counter()
     warm = None
@@ -289,10 +291,12 @@ def compute(
         result, reads = _whole(inputs, client, progress, plan)
     else:
         here = _states_here(inputs, client, plan)
-        if here is not None:
+        threads = None
+        if here is not None:  # as many threads as the workers it stands in for
             log.info(f"states: computed in this process ({here.why})")
+            threads = ThreadClient(sum(w["nthreads"] for w in info["workers"].values()))
         result, reads = incremental.run(
-            inputs.spec, inputs.dataset, prepared, client, store, plan, here=here is not None
+            inputs.spec, inputs.dataset, prepared, client, store, plan, here=threads
         )
     log.info(reads.line())
     return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0, reads)
@@ -317,11 +321,12 @@ def _states_here(inputs: Inputs, client: Any, plan: ReadPlan) -> Placement | Non
     (graph, scheduler, transfer: about 50 ms here) costs more than reading a monthly file.
     ``None``: on the workers, each state saved as it arrives (a first run killed half way
     keeps half)."""
-    from distributed import LocalCluster
-
-    if not plan.files_reused or is_s3(str(inputs.root)):
+    cluster = getattr(client, "cluster", None)  # none: a ThreadClient computes here already
+    if cluster is None or not plan.files_reused or is_s3(str(inputs.root)):
         return None
-    if not isinstance(getattr(client, "cluster", None), LocalCluster):
+    from distributed import LocalCluster  # (imported by whoever made the cluster)
+
+    if not isinstance(cluster, LocalCluster):
         return None
     placed = place(plan, limit=config.get("cluster.states-here-bytes"))
     return placed if placed.in_process else None
