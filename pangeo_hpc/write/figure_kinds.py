@@ -106,10 +106,24 @@ def colour_scale(da: xr.DataArray, values: np.ndarray) -> tuple[str, float, floa
     return cmap, lo, hi, extend or "neither"
 
 
-def _colour_bar(sub: FigureBase, mesh, ax, da: xr.DataArray, style: dict, shrink: float):
-    bar = sub.colorbar(mesh, ax=ax, label=unit_label(da), shrink=shrink, extend=style["extend"])
+def _colour_bar(
+    sub: FigureBase, mesh, ax, da: xr.DataArray, style: dict, shrink: float, where: str = "right"
+):
+    if where == "bottom":  # under a round map: as wide as it, thin
+        shrink, aspect = 0.45, 25
+    else:
+        aspect = 20  # matplotlib's own
+    bar = sub.colorbar(
+        mesh, ax=ax, label=unit_label(da), shrink=shrink, aspect=aspect, extend=style["extend"],
+        location=where,
+    )  # fmt: skip
     bar.formatter.set_useOffset(False)
     return bar
+
+
+def _bar_side(view: MapView | None) -> str:
+    """Beside a map, or under a round one (a globe, a polar cap), which it keeps centred."""
+    return "bottom" if view is not None and not view.plain and view.is_round else "right"
 
 
 def _mesh_style(style: dict) -> dict:
@@ -239,7 +253,7 @@ def draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None =
     style = colours(shape.data, values)
     mesh = _map_axes(ax, shape, shape.data, _mesh_style(style), view)
     ax.set_title(heading)
-    _colour_bar(sub, mesh, ax, shape.data, style, 0.85)
+    _colour_bar(sub, mesh, ax, shape.data, style, 0.85, _bar_side(view))
 
 
 def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
@@ -306,7 +320,7 @@ def draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None 
     for ax in axes[n:]:
         ax.set_visible(False)
     sub.suptitle(heading)
-    _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85)
+    _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85, _bar_side(view))
 
 
 def draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:

@@ -115,6 +115,12 @@ class MapView:
     boundary_latitude: float | None = None
 
     @property
+    def is_round(self) -> bool:
+        """A round map (a globe, a polar cap), about as high as it is wide."""
+        spec = PROJECTIONS[self.projection]
+        return bool(spec.pole) or spec.whole
+
+    @property
     def plain(self) -> bool:
         """Longitude by latitude as matplotlib draws it alone (no cartopy needed)."""
         return self.projection == "platecarree" and self.central_longitude is None
