@@ -2,7 +2,7 @@
 that names it.
 
 The core (local and mounted trees, recipes, clusters, batch runs, planning) needs only the
-``[project] dependencies``. Six features need more, installed as extras:
+``[project] dependencies``. Seven features need more, installed as extras:
 
 * ``s3``: ``s3://`` sources, byte-range indexes, listings, inventories (s3fs, obstore,
   kerchunk, arro3-core);
@@ -14,9 +14,11 @@ The core (local and mounted trees, recipes, clusters, batch runs, planning) need
 * ``demo``: the synthetic demo data's coastlines (global-land-mask);
 * ``regions``: regionmask, for polygon regions of your own in ``select_region(regions=...)``
   (the AR6 reference regions ship with the package and need nothing more);
+* ``plot``: maps in a projection (``plot: {projection: robinson}`` in a recipe), by
+  cartopy (the default longitude-by-latitude map needs nothing more);
 * ``gateway``: ``--cluster gateway``, clusters from a dask-gateway server (dask-gateway).
 
-``pip install 'pangeo-hpc[all]'`` installs all six. Nothing is imported here: a feature
+``pip install 'pangeo-hpc[all]'`` installs all seven. Nothing is imported here: a feature
 calls :func:`require` before its first import of such a package, so that ``import
 pangeo_hpc`` works without them and the feature fails with
 :class:`~pangeo_hpc.errors.MissingExtraError` rather than a bare ``ModuleNotFoundError``.
@@ -47,6 +49,7 @@ EXTRAS: dict[str, dict[str, str]] = {
     },
     "regions": {"regionmask": "regionmask"},
     "demo": {"global_land_mask": "global-land-mask"},
+    "plot": {"cartopy": "cartopy"},
     "gateway": {"dask_gateway": "dask-gateway"},
 }
 

@@ -273,7 +273,7 @@ def test_spec_errors_name_the_file(tmp_path):
     with pytest.raises(
         InputError,
         match=r"bad.yaml': unknown key\(s\) \['chain'\]: a recipe has \['name', 'description', "
-        r"'dataset', 'steps', 'results', 'outputs'\]",
+        r"'dataset', 'steps', 'results', 'outputs', 'plot'\]",
     ):
         load(str(bad))
     bad.write_text("name: x\nsteps: []\n")

@@ -23,6 +23,7 @@ HIDDEN = {
     "lab": ["jupyterlab", "jupyter_server_proxy", "dask_labextension", "hvplot"],
     "demo": ["global_land_mask"],
     "regions": ["regionmask", "geopandas"],
+    "plot": ["cartopy"],
     "gateway": ["dask_gateway"],
 }
 

@@ -182,7 +182,7 @@ def test_04_climate_signal(on_demo_data, tmp_path):
     known = known_index(TEST_SPEC, days, smooth=3)
     assert low == pytest.approx(np.nanmin(known), abs=0.01)
     assert high == pytest.approx(np.nanmax(known), abs=0.01)
-    assert images_of(nb) == 3
+    assert images_of(nb) == 4  # the trend map also in robinson (the package's figure)
 
 
 @pytest.mark.slow

@@ -30,6 +30,7 @@ from pangeo_hpc.demo import (
 from pangeo_hpc.recipes import area_mean
 from pangeo_hpc.recipes.fusion import fused_spans
 from pangeo_hpc.write.figures import draw_result
+from pangeo_hpc.write.projections import map_view
 from tests.support.cf import cfchecks, unavailable
 from tests.support.cli import run_cli, run_clis
 from tests.support.known import NINO34_BOX, daily_global_means, known_index, month_files
@@ -297,6 +298,33 @@ def test_every_figure_keeps_its_text_inside_and_says_each_thing_once(runs, recip
         for line in ax.get_lines():
             points = ax.transData.transform(line.get_xydata())
             assert not where.count_contains(points), (recipe, ax.get_title(), "legend on data")
+
+
+#: the shipped recipes whose figures hold maps (the test checks that each does)
+MAP_RECIPES = ("era5-precip-p95", "era5-sst-mean", "era5-sst-trend", "era5-t2m-normals",
+               "era5-wind-speed")  # fmt: skip
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("recipe", MAP_RECIPES)
+def test_every_map_figure_in_robinson_keeps_its_text_inside_and_its_titles(runs, recipe):
+    """The same figure with ``plot: {projection: robinson}``: its maps on cartopy's axes,
+    every text inside the figure, the panels titled as in the plain figure."""
+    res = _results(result(runs, recipe))
+    title = f"{res.attrs['title']}\n{recipe}: data {res.attrs['period']}"
+    fig = draw_result(res, title, view=map_view({"projection": "robinson"}))
+    projected = [
+        ax
+        for ax in fig.findobj(Axes)
+        if type(getattr(ax, "projection", None)).__name__ == "Robinson"
+    ]
+    assert projected, f"{recipe}: no map in robinson"
+    assert _outside(fig) == []
+    titles = []
+    for sub in fig.subfigs[:-1]:
+        heading = sub._suptitle.get_text() if sub._suptitle is not None else ""
+        titles.append(heading or sub.axes[0].get_title())
+    assert titles == _panel_titles(res)
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ limits are the figure's (:func:`pangeo_hpc.write.figure_kinds.colour_scale`).
 
 HoloViews, Bokeh, Panel and Datashader are imported when :func:`explore` is called (the
 ``lab`` extra), never with :mod:`pangeo_hpc`; their JavaScript goes into the notebook from
-the installed packages (Panel's ``config.inline`` is set), not from a CDN. No GeoViews: the
+the installed packages (:func:`inline_javascript`), not from a CDN. No GeoViews: the
 maps are in plate carree degrees, as the figures are, and cartopy would fetch Natural Earth
 at run time.
 """
@@ -35,7 +35,7 @@ from pangeo_hpc.write.result_shape import result_shape
 if TYPE_CHECKING:
     import holoviews as hv
 
-__all__ = ["explore", "open_result"]
+__all__ = ["explore", "inline_javascript", "open_result"]
 
 #: pixels across a map (its height follows the field's aspect)
 MAP_WIDTH = 720
@@ -195,6 +195,51 @@ def _series(da: xr.DataArray, along: str) -> hv.Curve:
     )
 
 
+def inline_javascript() -> None:
+    """Have Bokeh's and Panel's JavaScript put into the notebook from the installed packages.
+
+    By default HoloViews, hvplot and Panel make the notebook load them from their CDNs, and
+    a compute node or an offline laptop shows an empty output ("Bokeh or Panel library is
+    missing"). This sets Panel's ``config.inline`` and the class default of HoloViews'
+    ``extension`` (which hvplot's ``import hvplot.xarray`` calls), so every later call
+    inlines them, and has Panel inline the stylesheets of every object it renders.
+    :func:`explore` calls it; call it before ``import hvplot.xarray``.
+
+    Raises
+    ------
+    MissingExtraError
+        Without the ``lab`` extra (HoloViews, hvplot, Panel).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.explore import inline_javascript
+    >>> inline_javascript()  # doctest: +SKIP
+    >>> import hvplot.xarray  # doctest: +SKIP
+    """
+    require("lab", "inline_javascript()")
+    import holoviews as hv
+    import panel as pn
+
+    pn.config.inline = True
+    hv.extension.inline = True  # the class default: hvplot's own extension call inlines too
+    # Panel inlines the stylesheets (its theme, loading.css) of what it displays itself, not
+    # of what HoloViews displays through it (hvplot's figures): a hook on every render does
+    from panel.viewable import Viewable
+
+    if _inline_stylesheets not in Viewable._preprocessing_hooks:
+        Viewable._preprocessing_hooks.append(_inline_stylesheets)
+
+
+def _inline_stylesheets(viewable: Any, root: Any) -> None:
+    """Panel's own inline treatment of a displayed object's stylesheets (the files of the
+    installed Panel instead of their CDN addresses), for every model of ``root``."""
+    from bokeh.models import UIElement
+    from panel.io.notebook import patch_inline_stylesheets
+
+    for model in root.select({"type": UIElement}):
+        patch_inline_stylesheets(model)
+
+
 def explore(
     result: xr.DataArray | xr.Dataset | str | os.PathLike[str],
     *,
@@ -242,15 +287,9 @@ def explore(
             f"{', '.join(map(str, ds.data_vars))}",
             param="variables",
         )
-    require("lab", "explore()")
+    inline_javascript()
     import holoviews as hv
 
-    # Bokeh's and Panel's JavaScript from the installed packages, into the notebook: by
-    # default both come from their CDNs, and a compute node or an offline laptop shows an
-    # empty output ("Bokeh or Panel library is missing")
-    import panel as pn
-
-    pn.config.inline = True
     hv.extension("bokeh", logo=False, inline=True)
     views: list[Any] = []
     for name in names:

@@ -7,9 +7,11 @@ never from the recipe. Time axes are dates labelled ``time`` (a DJF series by it
 ``2000/01``); no axis shows an offset (``+2.916e2``). Maps put longitudes in whichever
 convention keeps the data together (-180..180, or 0..360 for a box across the date line),
 latitude in increasing order, coastlines (:mod:`pangeo_hpc.write.coastlines`) over the data
-and grey where values are missing. Fields get a sequential colour map, differences (an
-anomaly, a trend, a bias: by name or units) a diverging one centred on zero; limits are the
-:data:`ROBUST` percentiles of the data, the colour bar extended where values pass them.
+and grey where values are missing; or in a projection of
+:mod:`pangeo_hpc.write.projections` (a recipe's ``plot: {projection: robinson}``). Fields
+get a sequential colour map, differences (an anomaly, a trend, a bias: by name or units) a
+diverging one centred on zero; limits are the :data:`ROBUST` percentiles of the data, the
+colour bar extended where values pass them.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from matplotlib.figure import FigureBase
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.write.coastlines import draw_coastlines
 from pangeo_hpc.write.panel_text import nice_units, winters
+from pangeo_hpc.write.projections import MapView, draw_projected
 from pangeo_hpc.write.result_shape import (
     CYCLIC,
     MAX_PANELS,
@@ -103,10 +106,24 @@ def colour_scale(da: xr.DataArray, values: np.ndarray) -> tuple[str, float, floa
     return cmap, lo, hi, extend or "neither"
 
 
-def _colour_bar(sub: FigureBase, mesh, ax, da: xr.DataArray, style: dict, shrink: float):
-    bar = sub.colorbar(mesh, ax=ax, label=unit_label(da), shrink=shrink, extend=style["extend"])
+def _colour_bar(
+    sub: FigureBase, mesh, ax, da: xr.DataArray, style: dict, shrink: float, where: str = "right"
+):
+    if where == "bottom":  # under a round map: as wide as it, thin
+        shrink, aspect = 0.45, 25
+    else:
+        aspect = 20  # matplotlib's own
+    bar = sub.colorbar(
+        mesh, ax=ax, label=unit_label(da), shrink=shrink, aspect=aspect, extend=style["extend"],
+        location=where,
+    )  # fmt: skip
     bar.formatter.set_useOffset(False)
     return bar
+
+
+def _bar_side(view: MapView | None) -> str:
+    """Beside a map, or under a round one (a globe, a polar cap), which it keeps centred."""
+    return "bottom" if view is not None and not view.plain and view.is_round else "right"
 
 
 def _mesh_style(style: dict) -> dict:
@@ -139,9 +156,11 @@ def _grid(shape: Shape, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray, np.
     return x[ix], y[iy], np.asarray(data.values, dtype="f8")[np.ix_(iy, ix)]
 
 
-def _map_axes(ax: Axes, shape: Shape, data: xr.DataArray, style: dict):
+def _map_axes(ax: Axes, shape: Shape, data: xr.DataArray, style: dict, view: MapView | None):
     x, y, values = _grid(shape, data)
     ax.set_facecolor(MISSING)
+    if view is not None and not view.plain:  # a GeoAxes of view.crs()
+        return draw_projected(ax, x, y, values, view, style)
     mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(values), shading="nearest", **style)
     if x.ndim == 1:
         draw_coastlines(ax, east=bool(x.max() > 180))
@@ -150,6 +169,15 @@ def _map_axes(ax: Axes, shape: Shape, data: xr.DataArray, style: dict):
     if shape.data[shape.lat].ndim == 1:
         ax.set_aspect("equal")
     return mesh
+
+
+def _map_kw(shape: Shape, view: MapView | None) -> dict:
+    """``subplot_kw`` of the axes of a map in ``view``: a cartopy projection, centred on
+    the date line for data across it (:func:`_grid`'s 0..360)."""
+    if view is None or view.plain:
+        return {}
+    x, _, _ = _grid(shape, shape.data.isel({shape.lead: 0}) if shape.lead else shape.data)
+    return {"projection": view.crs(east=bool(np.nanmax(x) > 180))}
 
 
 def draw_scalar(sub: FigureBase, shape: Shape, heading: str) -> None:
@@ -219,13 +247,14 @@ def draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
     ax.grid(alpha=0.3)
 
 
-def draw_map(sub: FigureBase, shape: Shape, heading: str) -> None:
+def draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
+    """A longitude-latitude map, in the projection of ``view`` (default: plain)."""
     values = np.asarray(shape.data.values, dtype="f8")
-    ax = sub.subplots()
+    ax = sub.subplots(subplot_kw=_map_kw(shape, view))
     style = colours(shape.data, values)
-    mesh = _map_axes(ax, shape, shape.data, _mesh_style(style))
+    mesh = _map_axes(ax, shape, shape.data, _mesh_style(style), view)
     ax.set_title(heading)
-    _colour_bar(sub, mesh, ax, shape.data, style, 0.85)
+    _colour_bar(sub, mesh, ax, shape.data, style, 0.85, _bar_side(view))
 
 
 def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
@@ -274,23 +303,25 @@ def columns(n: int) -> int:
     return {1: 1, 2: 2, 3: 3, 4: 2}.get(n, 3 if n <= 9 else 4)
 
 
-def draw_maps(sub: FigureBase, shape: Shape, heading: str) -> None:
-    """One map per value of the leading dimension, one colour bar for all."""
+def draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
+    """One map per value of the leading dimension, one colour bar for all, in the
+    projection of ``view`` (default: plain)."""
     da, lead = shape.data, shape.lead
     assert lead is not None and da.sizes[lead] <= MAX_PANELS
     n = da.sizes[lead]
     ncols = columns(n)
-    axes = sub.subplots(-(-n // ncols), ncols, squeeze=False).ravel()
+    kw = _map_kw(shape, view)
+    axes = sub.subplots(-(-n // ncols), ncols, squeeze=False, subplot_kw=kw).ravel()
     style = colours(da, np.asarray(da.values, dtype="f8"))
     mesh = None
     for ax, label, i in zip(axes, labels(da, lead), range(n), strict=False):
-        mesh = _map_axes(ax, shape, da.isel({lead: i}), _mesh_style(style))
+        mesh = _map_axes(ax, shape, da.isel({lead: i}), _mesh_style(style), view)
         ax.set_title(f"{lead} {label}", fontsize=9)
         ax.label_outer()
     for ax in axes[n:]:
         ax.set_visible(False)
     sub.suptitle(heading)
-    _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85)
+    _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85, _bar_side(view))
 
 
 def draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
@@ -311,6 +342,8 @@ def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
     _text(sub, heading, "not plotted: every value is missing (NaN)")
 
 
+#: the kinds drawn as maps: their drawing also takes the figure's ``view`` (a projection)
+MAPS = ("map", "maps")
 #: each kind's drawing: ``(subfigure, shape, the panel's title)``
 DRAW: dict[str, Callable[[FigureBase, Shape, str], None]] = {
     "scalar": draw_scalar,

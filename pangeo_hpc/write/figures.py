@@ -23,6 +23,7 @@ import xarray as xr
 
 from pangeo_hpc.write.marks import figure_metadata
 from pangeo_hpc.write.panel_text import caption, letters, period_text, short_title, winters
+from pangeo_hpc.write.projections import MapView, default_view
 from pangeo_hpc.write.result_shape import Shape, result_shape
 
 if TYPE_CHECKING:
@@ -98,15 +99,19 @@ def _height(shape: Shape) -> float:
     return HEIGHTS[shape.kind]
 
 
-def _draw(sub: FigureBase, shape: Shape, heading: str) -> None:
-    """One panel; a panel that cannot be drawn says why instead of raising."""
-    from pangeo_hpc.write.figure_kinds import DRAW, draw_missing
+def _draw(sub: FigureBase, shape: Shape, heading: str, view: MapView) -> None:
+    """One panel (a map in ``view``); a panel that cannot be drawn says why instead of
+    raising."""
+    from pangeo_hpc.write.figure_kinds import DRAW, MAPS, draw_missing
 
     kind = shape.kind
     if kind not in ("scalar", "other") and not np.isfinite(shape.data.values).any():
         kind = "missing"
     try:
-        (draw_missing if kind == "missing" else DRAW[kind])(sub, shape, heading)
+        if kind in MAPS and not view.plain:  # a map kind takes view= for a projection
+            DRAW[kind](sub, shape, heading, view=view)  # type: ignore[call-arg]
+        else:
+            (draw_missing if kind == "missing" else DRAW[kind])(sub, shape, heading)
     except Exception as exc:  # the figure is written with the results
         # (batch/pipeline/results.py, all or nothing): a panel that fails must not cost the run
         sub.clear()
@@ -160,7 +165,11 @@ def figure_caption(result: xr.Dataset | xr.DataArray) -> str:
 
 
 def draw_result(
-    result: xr.Dataset | xr.DataArray, title: str, *, fig: Figure | None = None
+    result: xr.Dataset | xr.DataArray,
+    title: str,
+    *,
+    fig: Figure | None = None,
+    view: MapView | None = None,
 ) -> Figure:
     """Draw each data variable of ``result`` in its own panel, by shape.
 
@@ -173,6 +182,10 @@ def draw_result(
         The figure's heading (wrapped to the figure's width).
     fig : Figure, optional
         Draw into this figure (default: a new one sized for the panels).
+    view : MapView, optional
+        The maps' projection (a recipe's ``plot:``,
+        :func:`pangeo_hpc.write.projections.map_view`); default config
+        ``pangeo-hpc.plot.projection``.
 
     Returns
     -------
@@ -188,6 +201,7 @@ def draw_result(
 
     if isinstance(result, xr.DataArray):
         result = result.to_dataset(name=result.name or "result")
+    view = view or default_view()
     shapes = [result_shape(result[name]) for name in result.data_vars]
     texts = panel_texts(result)
     words = caption([(a, w) for a, _, w in texts], CAPTION_WIDTH) if texts else ""
@@ -202,7 +216,7 @@ def draw_result(
         fig = Figure(figsize=(WIDTH, sum(heights) + top), layout="constrained")
     subs = fig.subfigures(len(heights), 1, height_ratios=heights, squeeze=False).ravel()
     for sub, shape, (letter, short, _) in zip(subs, shapes, texts, strict=False):
-        _draw(sub, shape, f"({letter}) {short}" if len(shapes) > 1 else short)
+        _draw(sub, shape, f"({letter}) {short}" if len(shapes) > 1 else short, view)
     if not shapes:
         DRAW["other"](subs[0], Shape("other", xr.DataArray(np.nan, name="result")), "result")
         subs[0].axes[0].texts[0].set_text("not plotted: the result holds no variables")
@@ -231,14 +245,15 @@ def plot_format(fmt: str | None) -> str:
     return fmt
 
 
-def plot_result(result: xr.Dataset, path: Path, title: str) -> None:
+def plot_result(result: xr.Dataset, path: Path, title: str, *, view: MapView | None = None) -> None:
     """Write the figure of :func:`draw_result` to ``path`` (format from its suffix: one of
     :data:`FORMATS`), marked as this package's in its metadata
     (:func:`pangeo_hpc.write.marks.figure_metadata`), with the caption (each panel's
-    long description) in it as well."""
+    long description) in it as well; maps in the projection of ``view`` (default config
+    ``pangeo-hpc.plot.projection``)."""
     _preloaded()
     fmt = plot_format(Path(path).suffix[1:] or "png")
-    fig = draw_result(result, title)
+    fig = draw_result(result, title, view=view)
     meta = figure_metadata(fmt)
     words = figure_caption(result)
     key = {"png": "Description", "svg": "Title", "pdf": "Subject"}[fmt]

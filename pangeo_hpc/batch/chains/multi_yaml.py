@@ -48,7 +48,7 @@ from pangeo_hpc.write.guard import check_label
 
 __all__ = ["MultiRecipe", "apply_combine", "from_multi_dict", "is_multi", "load_multi"]
 
-_KEYS = ("name", "description", "datasets", "steps", "results", "combine", "outputs")
+_KEYS = ("name", "description", "datasets", "steps", "results", "combine", "outputs", "plot")
 #: a stand-in grid for ``$NAME`` while the steps are checked (the real one is known once
 #: the dataset is opened)
 _PLACEHOLDER = "r360x180"
@@ -96,7 +96,8 @@ class MultiRecipe:
         :func:`~pangeo_hpc.recipes.regrid`; default a stand-in, for checking) and the
         ``regrid`` to its own grid left out. ``{data}`` in a ``files:`` glob is the data
         root ``data`` (the shipped recipes' model files live in the demo tree)."""
-        doc = {k: v for k, v in self._doc.items() if k in ("description", "steps", "results")}
+        shared = ("description", "steps", "results", "plot")
+        doc = {k: v for k, v in self._doc.items() if k in shared}
         doc = copy.deepcopy(doc)
         doc["name"] = f"{self.name}.{name}"
         doc["dataset"] = dict(self.datasets[name])

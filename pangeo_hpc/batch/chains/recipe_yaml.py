@@ -19,6 +19,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.io.store_ref import StoreRef
 from pangeo_hpc.write.guard import check_label
+from pangeo_hpc.write.projections import MapView, map_view
 
 if TYPE_CHECKING:  # the chain brings the recipe functions, xarray and dask: built on use
     from pangeo_hpc.batch.chains.chain import Step
@@ -33,7 +34,7 @@ MAX_BYTES = 64 << 10
 MAX_VALUES = 10_000
 
 _FORMATS = ("netcdf", "zarr", "icechunk")  # batch.pipeline.results.FORMATS
-_KEYS = ("name", "description", "dataset", "steps", "results", "outputs")
+_KEYS = ("name", "description", "dataset", "steps", "results", "outputs", "plot")
 _DATASET_KEYS = ("variable", "variables", "start", "end", "files", "store", "branch", "snapshot")
 
 
@@ -63,6 +64,10 @@ class Recipe:
         ``snapshot:`` for a repository), local or ``s3://``
         (:func:`pangeo_hpc.io.stores.open_any_store`).
     format : {"netcdf", "zarr", "icechunk"}
+    plot : MapView, optional
+        The figure's maps' projection (``plot: {projection: robinson}``,
+        :func:`pangeo_hpc.write.projections.map_view`); ``None``: config
+        ``pangeo-hpc.plot.projection``.
     path : Path, optional
         The YAML file (user functions are imported from its folder).
     """
@@ -77,6 +82,7 @@ class Recipe:
     files: str | tuple[str, ...] | None = None
     store: StoreRef | None = None
     format: str = "netcdf"
+    plot: MapView | None = None
     path: Path | None = None
 
     @property
@@ -289,6 +295,7 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
     fmt = outputs.get("format", "netcdf") if isinstance(outputs, dict) else outputs
     if fmt not in _FORMATS:
         raise InputError(f"{where}: outputs.format {fmt!r} is not one of {list(_FORMATS)}")
+    plot = map_view(doc.get("plot"), where)
     start, end = dataset.get("start"), dataset.get("end")
     if start is not None or end is not None:
         months(str(start or end), str(end or start))  # validates the period
@@ -309,6 +316,7 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
         files=_files(files, where),
         store=store,
         format=fmt,
+        plot=plot,
         path=path,
     )
     check_steps(recipe.all_steps(), variables)

@@ -342,7 +342,7 @@ def write_outputs(
         # the recipe's words, then what this run read (a recipe's description may name
         # its default period: a run with --start/--end read another)
         heading = f"{title}\n{spec.name}: data {period[0]} to {period[1]}"
-        plot_result(result, tmp / plot_name, heading)
+        plot_result(result, tmp / plot_name, heading, view=spec.plot)
         # one page with the answer, the figure, the maps and the provenance (no network)
         write_report(
             tmp / REPORT,
