@@ -16,7 +16,6 @@ from tests.support.paths import ROOT
 from tests.test_browser import (  # noqa: F401  (chromium, lab: fixtures)
     CHROMIUM_FLAGS,
     PAGE_CEILING,
-    ROOT,
     RUN_CEILING,
     _code_cells,
     _prompts,
