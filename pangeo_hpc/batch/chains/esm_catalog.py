@@ -17,7 +17,7 @@ the CSV is read as text, as intake-esm reads it; a value with an unescaped ``*``
 ``^`` or ``$`` is a regular expression found anywhere in the text (``MODEL-*``, ``^CESM``);
 ``null`` matches a missing value; any other value matches the text it is written as (a
 number too: ``version: 20190101`` matches the text ``20190101``, where intake-esm, whose
-columns are text, needs it quoted). ``tests/test_esm_catalog_intake.py`` checks that the
+columns are text, needs it quoted). ``tests/batch/test_esm_catalog_intake.py`` checks that the
 files selected are intake-esm's own. Each value of ``by`` among them is a dataset
 named after it (characters other than letters, digits and ``_`` become ``_``), whose
 ``files:`` are the rows' paths (the JSON's ``assets.column_name``; relative paths are
