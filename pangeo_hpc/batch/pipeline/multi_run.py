@@ -51,6 +51,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.align_datasets import align_datasets
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.recipes.regrid_grids import source_grid
+from pangeo_hpc.s3.options import S3Options
 
 __all__ = ["combine_results", "grid_box", "open_all", "run_multi"]
 
@@ -85,17 +86,30 @@ def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]
 
 
 def open_all(
-    spec: MultiRecipe, root: str | Path, *, start: str | None = None, end: str | None = None
+    spec: MultiRecipe,
+    root: str | Path,
+    *,
+    start: str | None = None,
+    end: str | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
 ) -> dict[str, Inputs]:
     """Each dataset opened and its chain built lazily (``grid: $NAME`` made the grid of
-    ``NAME`` as opened: :func:`grid_box`); the periods opened checked to overlap."""
+    ``NAME`` as opened: :func:`grid_box`); the periods opened checked to overlap. ``s3``
+    and ``index`` reach every ``s3://`` dataset (a tree or a ``store:``)."""
     grids = {}
     for name in spec.grid_owners():
         one = spec.recipe_for(name, data=str(root))
-        grids[name] = grid_box(open_dataset(one, root, start=start, end=end)[one.variable], name)
+        ds = open_dataset(one, root, start=start, end=end, s3=s3, index=index)
+        grids[name] = grid_box(ds[one.variable], name)
     opened = {
         name: open_inputs(
-            spec.recipe_for(name, grids, data=str(root)), data=root, start=start, end=end
+            spec.recipe_for(name, grids, data=str(root)),
+            data=root,
+            start=start,
+            end=end,
+            s3=s3,
+            index=index,
         )
         for name in spec.datasets
     }
@@ -165,6 +179,8 @@ def run_multi(
     plot_format: str | None = None,
     progress: Callable[[Any], None] | None = None,
     cache: StateCache | bool | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and
     ``summary.json``, as :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe` does for
@@ -187,6 +203,10 @@ def run_multi(
         As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
     out, fmt, plot_format, progress, cache
         As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
+    s3, index : optional
+        As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`: how to reach every
+        ``s3://`` dataset (a tree, or a ``store:`` such as an ARCO-ERA5 Zarr store) and an
+        ``s3://`` ``out``.
 
     Returns
     -------
@@ -204,12 +224,13 @@ def run_multi(
     if store is not None:
         store.check_writable()
     with using_store(None if store is None else CachedWeights(store)):
-        inputs = open_all(spec, root, start=start, end=end)
+        inputs = open_all(spec, root, start=start, end=end, s3=s3, index=index)
         ref = reference_of(spec.combine[0], spec)
         first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
         fmt = check_format(fmt, first)
         plot_format = check_plot_format(plot_format)
-        result_folder(out, first, root, fmt=fmt)  # a folder that may not be written: refused now
+        # a folder (or prefix) that may not be written: refused now
+        result_folder(out, first, root, s3=s3, fmt=fmt)
         # the combine built on the lazy results: every refusal before anything runs
         combine_results(spec, {n: i.lazy for n, i in inputs.items()})
         t_open = time.perf_counter()
@@ -244,4 +265,5 @@ def run_multi(
         timings=timings,
         started=t0,
         extra=extra,
+        s3=s3,
     )
