@@ -32,7 +32,7 @@ from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.io.s3_runs import run_location
 from pangeo_hpc.io.store_chunks import month_pieces, piece_stamps
-from pangeo_hpc.io.store_names import store_name
+from pangeo_hpc.io.store_names import as_accumulation, store_name
 from pangeo_hpc.io.store_ref import StoreRef
 from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -226,6 +226,8 @@ def open_any_store(
     ).hexdigest()[:32]
     ds = ds.chunk({t: sizes, **_other_chunks(arrays[variables[0]], t)}, token=token)
     ds = ds.rename({n: v for v, n in names.items() if n != v})
+    for v, n in names.items():  # ARCO-ERA5's accumulations: era5-pds's bounds and attributes
+        ds = as_accumulation(ds, v, n, t)
     access = f"{kind}-s3" if is_s3(ref.url) else kind
     ds.encoding["source_pieces"] = [
         (a, b, [files[v][i] for v in variables]) for i, (a, b) in enumerate(spans)
