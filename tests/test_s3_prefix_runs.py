@@ -176,3 +176,21 @@ def test_data_naming_a_converted_store_reads_its_current_run(
         argv = ["era5-sst-mean", "--data", data, *RUN, "--out", str(outs[-1]), "--no-cache"]
         assert run.main([*argv, *extra]) == 0, capsys.readouterr().err
     assert _answer(outs[0]) == _answer(outs[1])  # lossless: the same values, rounded alike
+
+
+@pytest.mark.slow
+def test_provenance_reads_a_result_on_s3_through_its_manifest(
+    aws, seaweedfs, demo_tree, tmp_path, capsys
+):
+    ep = ["--endpoint-url", seaweedfs.endpoint_url]
+    url = f"s3://{BUCKET}/results/sst-mean"
+    argv = ["era5-sst-mean", "--data", str(demo_tree), *RUN, "--out", url, "--no-cache", *ep]
+    assert run.main(argv) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    assert run.main(["provenance", url, *ep]) == 0, capsys.readouterr().err
+    shown = capsys.readouterr().out
+    assert "command: " in shown and "era5-sst-mean" in shown, shown
+    # the manifest gone (a killed replacement's state): one line, exit 2
+    aws.delete_object(Bucket=BUCKET, Key="results/sst-mean/summary.json")
+    line = _one_line_exit_2(capsys, ["provenance", url, *ep])
+    assert "no summary.json" in line, line
