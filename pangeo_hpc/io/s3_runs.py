@@ -17,7 +17,10 @@ there is none, one delimiter listing of ``PREFIX/``:
 * no manifest, but ``run-...`` prefixes below (an upload that failed or was killed):
   refused in one line, with ``cleanup`` as the fix;
 * anything else (a whole bucket such as ``s3://era5-pds``, a tree or store a user wrote,
-  a user's own ``summary.json``): the URL unchanged.
+  a user's own ``summary.json``): the URL unchanged. So is a prefix where these requests
+  fail (S3 answers 403, not 404, for a missing key of a public bucket read anonymously;
+  a bucket that does not exist, a server that does not answer): the reader's own first
+  request meets the same failure and explains it (:mod:`pangeo_hpc.s3.failures`).
 """
 
 from __future__ import annotations
@@ -72,7 +75,17 @@ def run_location(url: str, s3: S3Options | None = None, *, flag: str = "data") -
     bucket, prefix = split_url(url)
     if not prefix:  # a whole bucket: never an output of ours (S3Target refuses one)
         return Located(f"s3://{bucket}")
+    from obstore.exceptions import BaseError
+
     target = S3Target.of(url, s3, flag=flag)
+    try:
+        return _located(target, bucket, flag)
+    except BaseError:  # denied, no such bucket, no answer: the reader's requests say it
+        return Located(target.url)
+
+
+def _located(target: S3Target, bucket: str, flag: str) -> Located:
+    """:func:`run_location`'s rules for ``target``, its requests allowed."""
     found = read_manifest(target)
     if found is not None and found[0]:
         run = current_run(target.url, target.s3, flag=flag)
