@@ -18,9 +18,10 @@ there is none, one delimiter listing of ``PREFIX/``:
   refused in one line, with ``cleanup`` as the fix;
 * anything else (a whole bucket such as ``s3://era5-pds``, a tree or store a user wrote,
   a user's own ``summary.json``): the URL unchanged. So is a prefix where these requests
-  fail (S3 answers 403, not 404, for a missing key of a public bucket read anonymously;
-  a bucket that does not exist, a server that does not answer): the reader's own first
-  request meets the same failure and explains it (:mod:`pangeo_hpc.s3.failures`).
+  are refused (S3 answers 403, not 404, for a missing key of a public bucket read
+  anonymously; a bucket that does not exist): the reader's own first request meets the
+  same failure and explains it. An endpoint that does not answer is named at once
+  (:mod:`pangeo_hpc.s3.failures`, after :class:`~pangeo_hpc.s3.waiting.Notice`'s line).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.s3.failures import explain, timed_out
 from pangeo_hpc.s3.options import S3Options, split_url
+from pangeo_hpc.s3.waiting import Notice
 from pangeo_hpc.write.s3_guard import S3Target, read_manifest
 from pangeo_hpc.write.s3_outputs import RUN_PREFIX, current_run
 
@@ -78,10 +81,13 @@ def run_location(url: str, s3: S3Options | None = None, *, flag: str = "data") -
     from obstore.exceptions import BaseError
 
     target = S3Target.of(url, s3, flag=flag)
-    try:
-        return _located(target, bucket, flag)
-    except BaseError:  # denied, no such bucket, no answer: the reader's requests say it
-        return Located(target.url)
+    with Notice(target.s3, f"GET of {target.url}/summary.json"):
+        try:
+            return _located(target, bucket, flag)
+        except BaseError as exc:
+            if timed_out(exc):  # no answer: said now, not waited for twice
+                raise (explain(exc, target.url, target.s3) or exc) from None
+            return Located(target.url)  # denied, no such bucket: the reader's requests say it
 
 
 def _located(target: S3Target, bucket: str, flag: str) -> Located:
