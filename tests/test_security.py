@@ -115,6 +115,66 @@ def test_the_secret_never_reaches_outputs_written_to_s3(canary_server, monkeypat
 
 
 @pytest.mark.s3
+@pytest.mark.slow
+def test_no_key_or_secret_in_icechunk_single_files_results_or_logs_on_s3(
+    canary_server, monkeypatch, tmp_path
+):
+    """The other S3 writers: ``--format icechunk``, single-file verbs (``inventory
+    --json``, ``plan --plot``, ``lab-config``), a result read back (its attributes), a run
+    given by its prefix, ``cleanup``: neither the key nor the secret in any output, log
+    (HOME is the test's: ``~/.pangeo-hpc``), object or object metadata."""
+    import boto3
+
+    from pangeo_hpc.io.results import open_result
+    from pangeo_hpc.s3.options import S3Options
+
+    _canary_env(monkeypatch, canary_server, tmp_path, CANARY_SECRET)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    ep = ("--endpoint-url", canary_server.endpoint_url)
+    client = boto3.client("s3", endpoint_url=canary_server.endpoint_url, region_name="us-east-1")
+    out = "canary-more"
+    if out not in {b["Name"] for b in client.list_buckets()["Buckets"]}:
+        client.create_bucket(Bucket=out)
+    period = ("--start", "2000-01", "--end", "2000-02")
+    sst = ("era5-sst-mean", "--data", f"s3://{BUCKET}", *period, *ep, "--workers", "1",
+           "--no-progress")  # fmt: skip
+    runs = [
+        run_cli(*sst, "--format", "icechunk", "--out", f"s3://{out}/repo", cwd=tmp_path),
+        run_cli("inventory", f"s3://{BUCKET}", *ep, "--json", f"s3://{out}/f/inv.json",
+                cwd=tmp_path),
+        run_cli("plan", "era5-sst-mean", "--size", "1GB", *ep, "--plot",
+                f"s3://{out}/f/plan.png", cwd=tmp_path),
+        run_cli("lab-config", "--data", f"s3://{BUCKET}", *ep, "--out",
+                f"s3://{out}/f/lab.yaml", cwd=tmp_path),
+        run_cli("demo-data", "--out", f"s3://{out}/demo", "--start", "2000-01", "--end",
+                "2000-01", "--resolution", "10", "--workers", "1", *ep, cwd=tmp_path),
+        run_cli(*sst, "--out", f"s3://{out}/res", cwd=tmp_path),
+        run_cli(*sst, "--out", f"s3://{out}/res", "--no-cache", cwd=tmp_path),
+        run_cli("era5-sst-mean", "--data", f"s3://{out}/demo", "--start", "2000-01",
+                "--end", "2000-01", *ep, "--workers", "1", "--no-progress",
+                "--out", str(tmp_path / "from-demo"), cwd=tmp_path),
+        run_cli("cleanup", f"s3://{out}/res", *ep, "--min-age", "0", cwd=tmp_path),
+    ]  # fmt: skip
+    assert [r.returncode for r in runs] == [0] * len(runs), [r.stderr for r in runs]
+    for r in runs:
+        for needle in (CANARY_SECRET, CANARY_KEY):
+            assert needle not in r.stdout + r.stderr, r.args
+    result = open_result(f"s3://{out}/res", S3Options(endpoint_url=canary_server.endpoint_url))
+    attrs = repr(result.attrs) + "".join(repr(result[v].attrs) for v in result.variables)
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=out)
+    keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
+    assert {"f/inv.json", "f/plan.png", "f/lab.yaml", "res/summary.json"} <= set(keys)
+    assert any(k.startswith("repo/snapshots/") for k in keys), keys
+    for needle in (CANARY_SECRET, CANARY_KEY):
+        assert needle not in attrs
+        for key in keys:  # results, chunks, manifests, snapshots, files, and metadata
+            got = client.get_object(Bucket=out, Key=key)
+            assert needle.encode() not in got["Body"].read(), key
+            assert needle not in repr(got["Metadata"]), key
+        assert _files_holding(tmp_path, needle) == []  # outputs, caches, logs under HOME
+
+
+@pytest.mark.s3
 def test_a_wrong_secret_is_refused_without_being_repeated(canary_server, monkeypatch, tmp_path):
     wrong = "canary-wrong-" + secrets.token_hex(8)
     _canary_env(monkeypatch, canary_server, tmp_path, wrong)

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import argparse
 
-from pangeo_hpc.cli.common import Verb, add_cluster_args, batch_options_from, positive_int
+from pangeo_hpc.cli.common import (
+    Verb,
+    add_cluster_args,
+    add_s3_args,
+    batch_options_from,
+    positive_int,
+    s3_options_from,
+)
 from pangeo_hpc.errors import InputError
 
 
@@ -146,12 +153,14 @@ def _lab_config_args(p: argparse.ArgumentParser) -> None:
         "--out",
         help="file or s3://BUCKET/KEY to write (default ~/.config/dask/pangeo-hpc-lab.yaml)",
     )
+    add_s3_args(p)
 
 
 def _lab_config(a: argparse.Namespace) -> int:
     from pangeo_hpc.lab.setup import write_lab_config
 
-    path = write_lab_config(a.out, data_root=a.data, link=a.link)
+    opts = s3_options_from(a, None, a.out)  # --data is only written into the file
+    path = write_lab_config(a.out, data_root=a.data, link=a.link, s3=opts.for_writing())
     print(f"wrote {path}")
     return 0
 

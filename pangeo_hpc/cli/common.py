@@ -198,7 +198,9 @@ def batch_options_from(a: argparse.Namespace) -> dict:
 
 
 def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
-    """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``."""
+    """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``: the S3
+    options of every verb that reads or writes ``s3://`` (one definition; the verb turns
+    them into :class:`~pangeo_hpc.s3.options.S3Options` with :func:`s3_options_from`)."""
     g = p.add_argument_group(
         "S3 (for s3:// sources and outputs; credentials from the usual AWS chain)"
     )
@@ -212,15 +214,36 @@ def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
         )
 
 
-def s3_options_from(a: argparse.Namespace, source: object, out: object = None):
-    """The S3 options of the parsed flags; refuses them unless the source or the output
-    ``out`` is s3:// (``--index`` needs an s3:// source)."""
+def _listed(value: object) -> list[object]:
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return [v for v in value if v is not None]
+    return [value]
+
+
+def s3_options_from(
+    a: argparse.Namespace, source: object = None, out: object = None, *, always: bool = False
+):
+    """The S3 options of the parsed :func:`add_s3_args` flags, for reading.
+
+    ``source`` and ``out`` are what the verb reads and writes: a path or URL, or a list of
+    them (``None`` left out). The flags are refused unless one of them is ``s3://``
+    (``--index`` needs an ``s3://`` source), or ``always`` (a verb of S3 alone, such as
+    ``inventory``: its URL is checked where it is read). Outputs take
+    :meth:`~pangeo_hpc.s3.options.S3Options.for_writing` of the result (never anonymous).
+    """
     from pangeo_hpc.s3.options import S3Options, is_s3
 
+    reads, writes = _listed(source), _listed(out)
     given = [f for f in ("endpoint_url", "anon", "index") if getattr(a, f, None)]
-    if given and not is_s3(source) and not (is_s3(out) and "index" not in given):
+    on_s3 = always or any(is_s3(s) for s in reads)
+    if given and not on_s3 and not (any(is_s3(o) for o in writes) and "index" not in given):
         flags = ", ".join("--" + f.replace("_", "-") for f in given)
-        raise InputError(f"{flags} apply to s3:// sources only, not {source!r}")
+        what = ", ".join(repr(str(v)) for v in (*reads, *writes)) or "nothing on S3"
+        raise InputError(
+            f"{flags} apply to s3:// sources only (and s3:// outputs), not {what}: drop them"
+        )
     return S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
 
 

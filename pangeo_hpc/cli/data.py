@@ -62,12 +62,9 @@ def _demo_data(a: argparse.Namespace) -> int:
         variables=a.variables,
     )
 
+    s3_options_from(a, None, a.out)  # the flags need an s3:// --out
     if is_s3(a.out):
         return _demo_data_to_s3(a, spec)
-    if a.endpoint_url or a.anon:
-        raise InputError(
-            f"--endpoint-url and --anon apply to an s3:// --out only, not {a.out!r}: drop them"
-        )
     files = generate(
         a.out,
         spec,
@@ -220,7 +217,14 @@ def _run_multi(a: argparse.Namespace, doc: Any, path: Any, budget: Any) -> Any:
         plot_format=a.plot_format,
         progress=None if a.no_progress else show_progress,
         cache=False if a.no_cache else None,
+        s3=s3_options_from(a, [a.data, *_stores(spec.datasets.values())], a.out),
+        index=a.index,
     )
+
+
+def _stores(datasets: Any) -> list[str]:
+    """The ``store:`` of each dataset mapping that has one."""
+    return [str(d["store"]) for d in datasets if isinstance(d, dict) and d.get("store")]
 
 
 def _run_one(a: argparse.Namespace, spec: Any, budget: Any) -> Any:

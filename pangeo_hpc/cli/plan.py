@@ -6,7 +6,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.cli.common import Verb, add_cluster_args, positive_int, running_cluster_from
+from pangeo_hpc.cli.common import (
+    Verb,
+    add_cluster_args,
+    add_s3_args,
+    positive_int,
+    running_cluster_from,
+    s3_options_from,
+)
 from pangeo_hpc.errors import InputError
 
 
@@ -50,6 +57,7 @@ def _plan_args(p: argparse.ArgumentParser) -> None:
         help="PNG to write, or s3://BUCKET/KEY.png (default <output.root>/plan-RECIPE.png)",
     )
     p.add_argument("--no-plot", action="store_true", help="print the table only")
+    add_s3_args(p)
 
 
 def _plan(a: argparse.Namespace) -> int:
@@ -61,12 +69,15 @@ def _plan(a: argparse.Namespace) -> int:
         raise InputError(f"--ratio {a.ratio!r} must be above 0, e.g. 2.5")
     if a.data is None and (a.start or a.end or a.no_cache):
         raise InputError("--start, --end and --no-cache choose what to plan of --data: give --data")
+    opts = s3_options_from(a, [a.data, a.calibration], None if a.no_plot else a.plot)
     out = None
     if not a.no_plot:
         from pangeo_hpc import config
 
         default = Path(config.get("output.root")) / f"plan-{a.recipe}.png"
-        out = check_output_file(a.plot or default, flag="--plot", inputs=[a.data])
+        out = check_output_file(
+            a.plot or default, flag="--plot", inputs=[a.data], s3=opts.for_writing()
+        )
         if suffix_of(out) != ".png":
             raise InputError(f"--plot {str(out)!r} must end in .png")
     recipe = _plan_target(a.recipe)
@@ -95,6 +106,7 @@ def _plan(a: argparse.Namespace) -> int:
         ratio=a.ratio,
         startup=a.startup,
         calibration=a.calibration,
+        s3=opts,
     )
     print(result.text())
     if out is not None:
@@ -102,7 +114,7 @@ def _plan(a: argparse.Namespace) -> int:
 
         fig = Figure(figsize=(7, 4), layout="constrained")
         result.plot(fig.add_subplot())
-        with output_file(out, flag="--plot", inputs=[a.data]) as dest:
+        with output_file(out, flag="--plot", inputs=[a.data], s3=opts.for_writing()) as dest:
             save_figure(fig, dest, flag="--plot")
         print(f"plot: {out}")
     return 0
@@ -156,6 +168,7 @@ def _calibrate_args(p: argparse.ArgumentParser) -> None:
         help="file or s3://bucket/key to update (default config plan.calibration)",
     )
     add_cluster_args(p)
+    add_s3_args(p)
 
 
 def _calibrate(a: argparse.Namespace) -> int:
@@ -172,9 +185,10 @@ def _calibrate(a: argparse.Namespace) -> int:
     from pangeo_hpc.planning.calibrate import calibration_target
     from pangeo_hpc.planning.measured_recipes import recipes_to_measure
 
+    opts = s3_options_from(a, a.data, a.calibration)
     # any recipe (each dataset of one over several) checked before a cluster starts
-    recipes_to_measure(a.recipe, a.data, a.start, a.end)
-    calibration_target(a.calibration, a.data, flag="--calibration")
+    recipes_to_measure(a.recipe, a.data, a.start, a.end, opts)
+    calibration_target(a.calibration, a.data, flag="--calibration", s3=opts.for_writing())
     if a.cluster == "local" and a.workers is None:
         a.workers = 1  # one process: the rate the model multiplies
     with running_cluster_from(a) as (_, client):
@@ -190,6 +204,7 @@ def _calibrate(a: argparse.Namespace) -> int:
             simulate_workers=a.simulate_workers,
             storage=dict(a.storage_path) if a.storage_path else None,
             path=a.calibration,
+            s3=opts,
         )
     return 0
 

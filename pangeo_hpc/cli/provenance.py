@@ -6,17 +6,27 @@ import argparse
 import json
 from pathlib import Path
 
-from pangeo_hpc.cli.common import Verb
+from pangeo_hpc.cli.common import Verb, add_s3_args, s3_options_from
 from pangeo_hpc.errors import InputError
 
 
 def _args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("result", help="a result folder (results/RECIPE) or its summary.json")
+    p.add_argument(
+        "result",
+        help="a result folder (results/RECIPE) or its summary.json, or an s3:// --out",
+    )
     p.add_argument("--files", action="store_true", help="list every input file and its stamp")
     p.add_argument("--json", action="store_true", help="print the record as JSON")
+    add_s3_args(p)
 
 
-def _load(where: str) -> dict:
+def _load(where: str, s3: object = None) -> dict:
+    from pangeo_hpc.s3.options import is_s3
+
+    if is_s3(where):  # the run its manifest names, checked (io.results)
+        from pangeo_hpc.io.results import result_summary
+
+        return _record(result_summary(where, s3), where)  # type: ignore[arg-type]
     path = Path(where)
     summary = path / "summary.json" if path.is_dir() else path
     try:
@@ -30,10 +40,14 @@ def _load(where: str) -> dict:
         raise InputError(
             f"{str(summary)!r} cannot be read as JSON ({exc}): give a result's summary.json"
         ) from None
+    return _record(doc, str(summary))
+
+
+def _record(doc: object, summary: str) -> dict:
     prov = doc.get("provenance") if isinstance(doc, dict) else None
     if not isinstance(prov, dict):
         raise InputError(
-            f"{str(summary)!r} has no provenance record (written by pangeo-hpc before it "
+            f"{summary!r} has no provenance record (written by pangeo-hpc before it "
             "kept one): run the recipe again"
         )
     return prov
@@ -46,7 +60,7 @@ def _step(name: str, options: dict) -> str:
 def _provenance(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.pipeline.provenance import check
 
-    prov = _load(a.result)
+    prov = _load(a.result, s3_options_from(a, a.result))
     if a.json:
         print(json.dumps(prov, indent=1))
         return 0

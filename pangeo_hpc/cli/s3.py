@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from pangeo_hpc.cli.common import Verb, add_s3_args, positive_int
+from pangeo_hpc.cli.common import Verb, add_s3_args, positive_int, s3_options_from
 from pangeo_hpc.cli.progress import count_progress
 from pangeo_hpc.errors import InputError
 
@@ -44,13 +44,13 @@ def _inventory_args(p: argparse.ArgumentParser) -> None:
 
 
 def _inventory(a: argparse.Namespace) -> int:
-    from pangeo_hpc.s3.options import S3Options
     from pangeo_hpc.storage.inventory import inventory
     from pangeo_hpc.write.outputs import write_json
     from pangeo_hpc.write.targets import check_output_file, output_file
 
     out: Path | str | None = None
-    writes = S3Options.resolve(endpoint_url=a.endpoint_url)  # an output is never anonymous
+    opts = s3_options_from(a, a.url, always=True)
+    writes = opts.for_writing()
     if a.json not in (None, "-"):
         out = check_output_file(a.json, flag="--json", inputs=[a.url], s3=writes)
         if isinstance(out, Path) and not out.parent.is_dir():
@@ -58,7 +58,6 @@ def _inventory(a: argparse.Namespace) -> int:
                 f"folder {str(out.parent)!r} of --json {a.json!r} does not exist: create it "
                 "or write to an existing folder (or - for stdout)"
             )
-    opts = S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
     show, end = count_progress(f"listing {a.url}")
     try:
         inv = inventory(
@@ -111,10 +110,10 @@ def _cleanup_args(p: argparse.ArgumentParser) -> None:
 
 
 def _cleanup(a: argparse.Namespace) -> int:
-    from pangeo_hpc.s3.options import S3Options
     from pangeo_hpc.write.s3_outputs import cleanup
 
-    opts = S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None)
+    # removing objects needs credentials
+    opts = s3_options_from(a, a.url, always=True).for_writing()
     removed, foreign = cleanup(a.url, opts, min_age=a.min_age)
     print(f"cleanup: removed {len(removed)} objects of failed or replaced runs under {a.url}")
     if foreign:

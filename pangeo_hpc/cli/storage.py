@@ -162,7 +162,6 @@ def _survey_args(p: argparse.ArgumentParser) -> None:
 
 
 def _survey(a: argparse.Namespace) -> int:
-    from pangeo_hpc.s3.options import S3Options, is_s3
     from pangeo_hpc.storage.survey import survey, table
     from pangeo_hpc.write.outputs import write_json
     from pangeo_hpc.write.targets import output_file, suffix_of
@@ -173,14 +172,9 @@ def _survey(a: argparse.Namespace) -> int:
         if label in paths:
             raise InputError(f"label {label!r} is given twice: name each path once")
         paths[label] = path
-    outs = (a.json, a.plot)
-    if (a.endpoint_url or a.anon) and not any(is_s3(v) for v in (*paths.values(), *outs)):
-        flags = (("--endpoint-url", a.endpoint_url), ("--anon", a.anon))
-        given = ", ".join(f for f, v in flags if v)
-        verb = "apply" if "," in given else "applies"
-        raise InputError(f"{given} {verb} to s3:// paths only, and none is given")
     read = list(paths.values())
-    writes = S3Options.resolve(endpoint_url=a.endpoint_url)  # an output is never anonymous
+    opts = s3_options_from(a, read, [a.json, a.plot])
+    writes = opts.for_writing()
     json_out = _output_file(a.json, "--json", read, writes) if a.json else None
     plot_out = _output_file(a.plot, "--plot", read, writes) if a.plot else None
     if plot_out is not None:
@@ -199,7 +193,7 @@ def _survey(a: argparse.Namespace) -> int:
         threads=a.threads,
         block_size=a.block_size,
         cold=not a.warm,
-        s3_options=S3Options.resolve(endpoint_url=a.endpoint_url, anon=a.anon or None),
+        s3_options=opts,
     )
     print(table(results), end="")
     if json_out is not None:

@@ -20,6 +20,7 @@ from pangeo_hpc.io.assemble import (
     variable_names,
 )
 from pangeo_hpc.io.catalog import catalog
+from pangeo_hpc.io.s3_runs import run_location
 from pangeo_hpc.io.stores import StoreRef, open_any_store, store_kind
 from pangeo_hpc.io.zarr_reader import is_zarr_store, open_store
 from pangeo_hpc.s3.options import S3Options, is_s3
@@ -55,8 +56,10 @@ def open_era5(
     source : path or str, optional
         Root of a tree in the era5-pds layout (``{YYYY}/{MM}/data/{variable}.nc``): a local
         or mounted folder, or ``s3://bucket/prefix`` (e.g. ``s3://era5-pds``); or a Zarr
-        store written by :func:`pangeo_hpc.batch.pipeline.convert.to_zarr`. Default: config
-        ``pangeo-hpc.data.root``.
+        store written by :func:`pangeo_hpc.batch.pipeline.convert.to_zarr`. A prefix that
+        pangeo-hpc wrote (``demo-data --out s3://...``, ``convert``) is read as the run
+        its ``summary.json`` makes visible (:func:`pangeo_hpc.io.s3_runs.run_location`).
+        Default: config ``pangeo-hpc.data.root``.
     time_chunk_mb : float, optional
         Target uncompressed size of one Dask chunk; chunks hold whole fields and never span
         two files. Default: config ``pangeo-hpc.data.time-chunk-mb``.
@@ -100,7 +103,10 @@ def open_era5(
     """
     names = variable_names(variable, "variable")
     root = check_path(config.get("data.root", source), "source")
-    if _is_other_store(root, s3):
+    ours = None
+    if is_s3(str(root)):  # a prefix our writers made: its current run (s3_runs)
+        root, ours = run_location(str(root), s3, flag="source")
+    if ours == "zarr" or _is_other_store(root, s3):  # a store convert wrote to S3, or other
         return open_any_store(
             StoreRef(str(root)), names, start, end, s3=s3, time_chunk_mb=time_chunk_mb
         )

@@ -15,6 +15,7 @@ from pangeo_hpc.errors import DataNotFoundError
 from pangeo_hpc.inputs.periods import Month, month_ranges, months, parse_month
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.io.layout import key_month
+from pangeo_hpc.io.s3_runs import run_location
 from pangeo_hpc.s3.failures import explain
 from pangeo_hpc.s3.options import S3Options, split_url
 from pangeo_hpc.s3.waiting import Notice
@@ -36,8 +37,10 @@ def objects_to_index(
     With ``variable``: its monthly files in the era5-pds layout from ``start`` to ``end``
     (default: all there are). Without: every object whose name ends in one of ``suffixes``;
     with ``start`` or ``end`` too, those of every variable in that period (keys in the
-    layout ``pangeo-hpc.data.layout``).
+    layout ``pangeo-hpc.data.layout``). A prefix that pangeo-hpc wrote is indexed as its
+    current run (:func:`pangeo_hpc.io.s3_runs.run_location`).
     """
+    url = run_location(url, opts, flag="url").url
     if variable is not None:
         if start is None or end is None:
             first, last = _s3_span(url, variable, opts)

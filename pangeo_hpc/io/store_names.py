@@ -9,19 +9,32 @@ name from :data:`ARCO_NAMES`. The opened variable is renamed to the recipe's nam
 chain and its ``$name`` options read the same on either layout; dimensions are kept as
 the store has them (the recipe functions find latitude, longitude and time by their CF
 attributes).
+
+Accumulations differ in more than the name: ARCO-ERA5's ``total_precipitation`` holds at
+each ``time`` the metres of the hour *ending* then, as era5-pds's
+``precipitation_amount_1hour_Accumulation`` does at ``time1``, but without era5-pds's
+``time1_bounds`` and attributes. :func:`as_accumulation` gives the opened variable what
+era5-pds gives it (:data:`ACCUMULATED`): the interval of each step, ``[t - 1 h, t]``, as
+bounds of the time axis (so ``daily_totals`` counts the hour ending at 00:00 in the day
+before, and ``convert_units``/``to_rate`` know the period), the units, the standard name
+and ``cell_methods: time: sum``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
+from typing import TYPE_CHECKING
 
-from pangeo_hpc.errors import DataNotFoundError
+import numpy as np
 
-__all__ = ["ARCO_NAMES", "store_name"]
+from pangeo_hpc.errors import DataNotFoundError, InputError
 
-#: era5-pds name -> ARCO-ERA5 (CDS) name of the same field. ``total_precipitation`` is not
-#: here: ARCO-ERA5 keeps it as the hour's accumulation without era5-pds's ``time1``
-#: bounds, so a chain of ``daily_totals`` would put its hours in other days.
+if TYPE_CHECKING:
+    import xarray as xr
+
+__all__ = ["ACCUMULATED", "ARCO_NAMES", "as_accumulation", "store_name"]
+
+#: era5-pds name -> ARCO-ERA5 (CDS) name of the same field
 ARCO_NAMES: dict[str, str] = {
     "sea_surface_temperature": "sea_surface_temperature",
     "air_temperature_at_2_metres": "2m_temperature",
@@ -33,6 +46,20 @@ ARCO_NAMES: dict[str, str] = {
     "air_pressure_at_mean_sea_level": "mean_sea_level_pressure",
     "surface_air_pressure": "surface_pressure",
     "sea_ice_cover": "sea_ice_cover",
+    "precipitation_amount_1hour_Accumulation": "total_precipitation",
+}
+
+#: ARCO-ERA5 accumulations over the hour ending at each time label: the length of that
+#: hour and the attributes era5-pds gives the same field (``units`` as there: metres)
+ACCUMULATED: dict[str, tuple[np.timedelta64, dict[str, str]]] = {
+    "total_precipitation": (
+        np.timedelta64(1, "h"),
+        {
+            "units": "m",
+            "standard_name": "lwe_thickness_of_precipitation_amount",
+            "long_name": "Total precipitation",
+        },
+    ),
 }
 
 
@@ -74,3 +101,41 @@ def store_name(variable: str, present: Collection[str], where: str) -> str:
         f"{sorted(present)}; name one of those in dataset.variable",
         param="variable",
     )
+
+
+def as_accumulation(ds: xr.Dataset, variable: str, name: str, t: str) -> xr.Dataset:
+    """``ds`` with its ``variable`` (the store's ``name``, on time axis ``t``) given what
+    era5-pds gives an accumulation (the module's description), if ``name`` is one of
+    :data:`ACCUMULATED`; else ``ds`` unchanged.
+
+    The bounds are a coordinate ``{t}_bounds(t, nv)`` named by ``t``'s ``bounds``
+    attribute (CF 7.1), in memory (made from the time labels, which are), so nothing is
+    read to know them. Attributes the store gives are kept; ``units`` must be the same.
+
+    Raises
+    ------
+    InputError
+        If the store's ``units`` are not era5-pds's (the values would be off by a factor).
+    """
+    if name not in ACCUMULATED:
+        return ds
+    step, attrs = ACCUMULATED[name]
+    units = ds[variable].attrs.get("units")
+    if units is not None and units != attrs["units"]:
+        raise InputError(
+            f"{name!r} of the store is in {units!r}, not {attrs['units']!r} as ARCO-ERA5's "
+            f"and era5-pds's: convert the store, or name the variable {name!r} and add "
+            "convert_units to the steps",
+            param="variable",
+        )
+    ends = ds[t].values
+    bounds = np.stack([ends - step, ends], axis=1)
+    bname = f"{t}_bounds"
+    ds = ds.assign_coords({bname: ((t, "nv"), bounds)})
+    ds[t].attrs = {**ds[t].attrs, "bounds": bname}
+    ds[variable].attrs = {
+        **attrs,
+        **ds[variable].attrs,
+        "cell_methods": f"{t}: sum",
+    }
+    return ds

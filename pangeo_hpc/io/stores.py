@@ -20,6 +20,7 @@ import hashlib
 import itertools
 import json
 import warnings
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,8 +30,9 @@ import xarray as xr
 from pangeo_hpc import config
 from pangeo_hpc.errors import DataNotFoundError, InputError
 from pangeo_hpc.inputs.periods import months
+from pangeo_hpc.io.s3_runs import run_location
 from pangeo_hpc.io.store_chunks import month_pieces, piece_stamps
-from pangeo_hpc.io.store_names import store_name
+from pangeo_hpc.io.store_names import as_accumulation, store_name
 from pangeo_hpc.io.store_ref import StoreRef
 from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -127,7 +129,8 @@ def open_any_store(
     ----------
     ref : StoreRef or str
         The store (a path or ``s3://`` URL given alone: a Zarr store, or a repository's
-        branch ``main``).
+        branch ``main``). An ``s3://`` prefix that ``convert`` wrote is read as the run
+        its ``summary.json`` makes visible (:func:`pangeo_hpc.io.s3_runs.run_location`).
     variables : list of str
         Era5-pds names or the store's own; the opened variables carry the names given.
     start, end : str, optional
@@ -154,6 +157,8 @@ def open_any_store(
     """
     ref = StoreRef(ref) if isinstance(ref, str) else ref
     s3 = s3 or S3Options.resolve()
+    if is_s3(ref.url):  # a prefix our writers made: its current run (s3_runs)
+        ref = replace(ref, location=run_location(ref.url, s3, flag="store").url)
     kind = store_kind(ref.url, s3)
     if kind is None:
         raise DataNotFoundError(
@@ -221,6 +226,8 @@ def open_any_store(
     ).hexdigest()[:32]
     ds = ds.chunk({t: sizes, **_other_chunks(arrays[variables[0]], t)}, token=token)
     ds = ds.rename({n: v for v, n in names.items() if n != v})
+    for v, n in names.items():  # ARCO-ERA5's accumulations: era5-pds's bounds and attributes
+        ds = as_accumulation(ds, v, n, t)
     access = f"{kind}-s3" if is_s3(ref.url) else kind
     ds.encoding["source_pieces"] = [
         (a, b, [files[v][i] for v in variables]) for i, (a, b) in enumerate(spans)

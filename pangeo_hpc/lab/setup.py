@@ -36,7 +36,7 @@ from pangeo_hpc.clusters.jobqueue import worker_env
 from pangeo_hpc.errors import ClusterError, InputError
 from pangeo_hpc.extras import require
 from pangeo_hpc.lab.tunnel import HUB_LINK, PROXY_LINK
-from pangeo_hpc.s3.options import is_s3
+from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.write.outputs import atomic_file
 from pangeo_hpc.write.targets import output_file
 
@@ -97,7 +97,11 @@ def _nested(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def write_lab_config(
-    path: str | Path | None = None, *, data_root: str | Path | None = None, link: str = PROXY_LINK
+    path: str | Path | None = None,
+    *,
+    data_root: str | Path | None = None,
+    link: str = PROXY_LINK,
+    s3: S3Options | None = None,
 ) -> Path | str:
     """Write :func:`lab_settings` as a Dask YAML config file.
 
@@ -109,6 +113,8 @@ def write_lab_config(
         over an object this package did not write (:func:`pangeo_hpc.write.targets.output_file`).
     data_root, link
         As for :func:`lab_settings` (``data_root`` may be ``s3://bucket/prefix``).
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` ``path``; default :meth:`S3Options.resolve`.
 
     Returns
     -------
@@ -123,7 +129,10 @@ def write_lab_config(
         + yaml.safe_dump(_nested(lab_settings(data_root, link)), sort_keys=False)
     )
     try:  # a Dask config of the user's own (not written here) is never replaced
-        with output_file(target, flag="path") as dest, atomic_file(dest, flag="path") as tmp:
+        with (
+            output_file(target, flag="path", s3=s3) as dest,
+            atomic_file(dest, flag="path") as tmp,
+        ):
             tmp.write_text(text)
     except OSError as exc:
         raise InputError(

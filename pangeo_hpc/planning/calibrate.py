@@ -61,6 +61,7 @@ from pangeo_hpc.planning.measured_recipes import (
     recipes_to_measure,
 )
 from pangeo_hpc.planning.model import Model, Storage
+from pangeo_hpc.s3.options import S3Options
 
 if TYPE_CHECKING:
     from pangeo_hpc.batch.chains.recipe_yaml import Recipe
@@ -124,6 +125,7 @@ def fit_recipe(
     end: str | None = None,
     amount: int | str = "256MB",
     repeat: int = 3,
+    s3: S3Options | None = None,
 ) -> RecipeFit:
     """Fit the costs of ``recipe`` from runs on the first ``amount`` of the data and a quarter.
 
@@ -141,13 +143,13 @@ def fit_recipe(
         raise InputError(f"repeat={repeat!r} must be a whole number, 1 or more", param="repeat")
     spec = recipe_yaml.load(recipe) if isinstance(recipe, str) else recipe
     recipe = spec.name
-    ds = open_measured(spec, data, start or spec.start, end)  # to the last month
+    ds = open_measured(spec, data, start or spec.start, end, s3)  # to the last month
     ratio = ds[spec.variable].nbytes / ds.encoding["source_bytes"]
     want = parse_size(amount, name="amount")
     graphs, runs = [], []
     for share, least in ((4, 2), (1, 8)):
         period = _months_for(ds, spec.variable, want // share, least)
-        part = open_measured(spec, data, *period)
+        part = open_measured(spec, data, *period, s3)
         lazy = chain.build(spec, part)
         da = part[spec.variable]
         read_tasks, fused = _read_tasks_of(lazy, da)
@@ -253,6 +255,7 @@ def calibrate(
     path: str | Path | None = None,
     save: bool = True,
     profile: str | None = None,
+    s3: S3Options | None = None,
 ) -> Calibration:
     """Measure ``recipe`` on ``client`` (default: one local worker process) and store it.
 
@@ -294,6 +297,9 @@ def calibrate(
         are measured too, ``repeat`` times (the cluster's jobs cancelled and submitted
         again, :func:`~pangeo_hpc.planning.measure.job_starts`), and kept under this name;
         default the cluster's kind (``slurm``), as a run without a profile looks them up.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` data and of an ``s3://`` calibration object
+        (written with credentials even if ``s3.anon``); default :meth:`S3Options.resolve`.
 
     Returns
     -------
@@ -308,23 +314,26 @@ def calibrate(
     from pangeo_hpc.clusters.start import kind_of, running_cluster, site_name
     from pangeo_hpc.s3.options import is_s3
 
-    fits = recipes_to_measure(recipe, data, start, end)  # before any cluster starts
+    fits = recipes_to_measure(recipe, data, start, end, s3)  # before any cluster starts
     if not isinstance(simulate_workers, int) or simulate_workers < 0:
         raise InputError(
             f"simulate_workers={simulate_workers!r} must be 0 or a whole number",
             param="simulate_workers",
         )
     root = str(data or config.get("data.root"))
-    p = calibration_target(path, data) if save else calibration_path(path)
+    writes = None if s3 is None else s3.for_writing()
+    p = calibration_target(path, data, s3=writes) if save else calibration_path(path)
     if client is None:
         with running_cluster("local", workers=1) as (_, own):
             return calibrate(
                 recipe, client=own, data=data, start=start, end=end, amount=amount,
                 repeat=repeat, tasks=tasks, simulate_workers=simulate_workers,
-                storage=storage, path=path, save=save, profile=profile,
+                storage=storage, path=path, save=save, profile=profile, s3=s3,
             )  # fmt: skip
     measured = {
-        key: fit_recipe(client, one, data=data, start=start, end=end, amount=amount, repeat=repeat)
+        key: fit_recipe(
+            client, one, data=data, start=start, end=end, amount=amount, repeat=repeat, s3=s3
+        )
         for key, one in fits.items()
     }
     per_task = noop_cpu(client, tasks)
@@ -333,7 +342,7 @@ def calibrate(
     )
     previous = Calibration("", 0, "", 0.0, source=str(p))  # nothing kept
     try:
-        previous = read_calibration(p) or previous
+        previous = read_calibration(p, writes) or previous
     except InputError as exc:  # an earlier version's file of another shape
         log.info(f"{exc}; writing a new one")
     per_worker = previous.overhead_per_worker
@@ -353,7 +362,7 @@ def calibrate(
         )
     root = measured_root(fits.values(), root)  # files: recipes read their own folders
     paths = dict(storage) if storage is not None else {("s3" if is_s3(root) else "local"): root}
-    rates = storage_rates(paths)
+    rates = storage_rates(paths, s3=s3)
     cal = Calibration(
         host=platform.node(),
         cores=host_cores(),
@@ -370,7 +379,9 @@ def calibrate(
         from pangeo_hpc.write.targets import output_file
 
         # a file whole or not at all; an s3:// key: one marked, conditional PUT
-        with output_file(p, inputs=[root], flag="path", ours=is_calibration_file) as dest:
+        with output_file(
+            p, inputs=[root], flag="path", ours=is_calibration_file, s3=writes
+        ) as dest:
             write_json(dest, cal.to_json(), flag="path", ours=is_calibration_file)
         log.info(f"calibration written: {p}")
     return cal

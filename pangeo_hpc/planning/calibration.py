@@ -17,6 +17,7 @@ from typing import Any
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.s3.options import S3Options
 
 VERSION = 1
 
@@ -191,8 +192,9 @@ def calibration_path(path: str | Path | None = None) -> Path | str:
     return given if is_s3(given) else Path(given).expanduser()
 
 
-def _calibration_text(p: Path | str) -> str | None:
-    """The text of the calibration file or object ``p``; ``None`` if there is none."""
+def _calibration_text(p: Path | str, s3: S3Options | None = None) -> str | None:
+    """The text of the calibration file or object ``p`` (``s3``: how to reach it);
+    ``None`` if there is none."""
     if isinstance(p, Path):
         try:
             return p.read_text()
@@ -203,7 +205,7 @@ def _calibration_text(p: Path | str) -> str | None:
 
     from pangeo_hpc.write.s3_guard import S3Target
 
-    target = S3Target.of(p, flag="calibration")
+    target = S3Target.of(p, s3, flag="calibration")
     try:
         return bytes(obstore.get(target.store, target.prefix).bytes()).decode()
     except (NotFoundError, FileNotFoundError):
@@ -225,20 +227,25 @@ def is_calibration_file(p: Path) -> bool:
 
 
 def calibration_target(
-    path: str | Path | None = None, data: object = None, *, flag: str = "path"
+    path: str | Path | None = None,
+    data: object = None,
+    *,
+    flag: str = "path",
+    s3: S3Options | None = None,
 ) -> Path | str:
     """The calibration file ``calibrate`` will update, checked before anything runs: new,
     or a calibration file this package wrote (never a user's file of the same name), and
     not inside the ``data`` it measures. ``flag`` names ``path`` in messages (a parameter,
     or the CLI's flag). An ``s3://bucket/key`` is checked as an object
-    (:func:`pangeo_hpc.write.targets.check_output_file`) and returned as its URL."""
+    (:func:`pangeo_hpc.write.targets.check_output_file`, ``s3``: its endpoint and
+    credentials) and returned as its URL."""
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.write.guard import check_inputs, local_path
     from pangeo_hpc.write.targets import check_output_file
 
     given = config.get("plan.calibration", path)
     if is_s3(given):
-        return str(check_output_file(given, inputs=[data], flag=flag))
+        return str(check_output_file(given, inputs=[data], flag=flag, s3=s3))
     p = local_path(given, flag)
     check_inputs(p, [data or config.get("data.root")], flag)
     if p.is_dir() or (p.exists() and not is_calibration_file(p)):
@@ -250,17 +257,17 @@ def calibration_target(
     return p
 
 
-def read_calibration(p: Path | str) -> Calibration | None:
+def read_calibration(p: Path | str, s3: S3Options | None = None) -> Calibration | None:
     """The figures of the calibration file (or object) ``p`` alone, ``None`` if there is
     none."""
-    return None if _calibration_text(p) is None else read_calibration_file(p)
+    return None if _calibration_text(p, s3) is None else read_calibration_file(p, s3)
 
 
-def read_calibration_file(p: Path | str) -> Calibration:
-    """The figures of the calibration file (or ``s3://`` object) ``p`` alone (no shipped
-    ones)."""
+def read_calibration_file(p: Path | str, s3: S3Options | None = None) -> Calibration:
+    """The figures of the calibration file (or ``s3://`` object, reached with ``s3``)
+    ``p`` alone (no shipped ones)."""
     try:
-        text = _calibration_text(p)
+        text = _calibration_text(p, s3)
         if text is None:
             raise FileNotFoundError(f"no such file: {str(p)!r}")
         doc = json.loads(text)
@@ -271,7 +278,7 @@ def read_calibration_file(p: Path | str) -> Calibration:
     return Calibration.from_json(doc, str(p))
 
 
-def load_calibration(path: str | Path | None = None) -> Calibration:
+def load_calibration(path: str | Path | None = None, s3: S3Options | None = None) -> Calibration:
     """The calibration file's figures over the shipped ones (config ``plan.fallback``).
 
     A recipe or storage kind the file lacks comes from the shipped figures; an explicit
@@ -282,6 +289,8 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     path : str or Path, optional
         The calibration file, or an ``s3://bucket/key`` object; default config
         ``plan.calibration``.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` object; default :meth:`S3Options.resolve`.
 
     Returns
     -------
@@ -290,7 +299,7 @@ def load_calibration(path: str | Path | None = None) -> Calibration:
     """
     shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
     p = calibration_path(path)
-    own = read_calibration(p)
+    own = read_calibration(p, s3)
     if own is None:
         if path is not None:
             call = f"calibrate(path={str(p)!r})"

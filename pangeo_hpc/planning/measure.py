@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from pangeo_hpc.s3.options import S3Options
 from pangeo_hpc.storage.pagecache import read_through
 
 __all__ = [
@@ -240,15 +241,19 @@ def _wait_for_count(client: Any, cluster: Any, jobs: int, per_job: int) -> None:
 
 
 def storage_rates(
-    paths: Mapping[str, str | Path], *, max_bytes: int | str | None = None
+    paths: Mapping[str, str | Path],
+    *,
+    max_bytes: int | str | None = None,
+    s3: S3Options | None = None,
 ) -> dict[str, float]:
-    """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one."""
+    """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one
+    (``s3``: how to reach ``s3://`` paths)."""
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.storage.survey import read_speed
 
     out: dict[str, float] = {}
     for kind, path in paths.items():
-        r = read_speed(path, max_bytes=max_bytes, cold=True)
+        r = read_speed(path, max_bytes=max_bytes, cold=True, s3_options=s3)
         out[kind] = r.bytes / r.seconds
         log.info(f"  storage {kind} ({path}): {r.mb_per_s:,.0f} MB/s cold")
         if not is_s3(str(path)):

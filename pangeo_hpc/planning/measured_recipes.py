@@ -15,25 +15,36 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pangeo_hpc.batch.chains.recipe_yaml import Recipe
+    from pangeo_hpc.s3.options import S3Options
 
 __all__ = ["measured_root", "open_measured", "recipes_to_measure"]
 
 
-def open_measured(spec: Recipe, data: str | Path | None, start: str | None, end: str | None) -> Any:
+def open_measured(
+    spec: Recipe,
+    data: str | Path | None,
+    start: str | None,
+    end: str | None,
+    s3: S3Options | None = None,
+) -> Any:
     """The recipe's data from ``start`` to ``end``: its ``files:`` or ``store:`` (``end``
     ``None``: the recipe's), else the era5-pds tree ``data`` (``None``: to the last month
-    there is)."""
+    there is); ``s3``: how to reach ``s3://`` data."""
     from pangeo_hpc.batch.pipeline.steps import data_root, open_dataset
     from pangeo_hpc.io.era5 import open_era5
 
     if spec.files is None and spec.store is None:
         names = spec.variable if len(spec.variables) == 1 else list(spec.variables)
-        return open_era5(names, start, end, source=data)
-    return open_dataset(spec, data_root(data), start=start, end=end)
+        return open_era5(names, start, end, source=data, s3=s3)
+    return open_dataset(spec, data_root(data), start=start, end=end, s3=s3)
 
 
 def recipes_to_measure(
-    recipe: str, data: str | Path | None, start: str | None, end: str | None
+    recipe: str,
+    data: str | Path | None,
+    start: str | None,
+    end: str | None,
+    s3: S3Options | None = None,
 ) -> dict[str, Recipe]:
     """The recipe ``recipe`` names, under that name (as a plan of ``recipe`` looks it
     up); or, for one over several datasets, each dataset's one-dataset recipe under its
@@ -49,7 +60,7 @@ def recipes_to_measure(
     if not is_multi(doc):
         return {recipe: recipe_yaml.from_dict(doc, path)}
     spec = from_multi_dict(doc, path)
-    recipes = dataset_recipes(spec, data_root(data), start=start, end=end).values()
+    recipes = dataset_recipes(spec, data_root(data), start=start, end=end, s3=s3).values()
     return {one.name: one for one in recipes}
 
 

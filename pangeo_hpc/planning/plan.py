@@ -247,7 +247,7 @@ def plan(
     host_cores : int, optional
         Workers and scheduler share one host of this many cores (see :class:`Model`).
     s3 : S3Options, optional
-        With ``s3://`` data: how to reach them.
+        With ``s3://`` data or an ``s3://`` calibration object: how to reach them.
 
     Returns
     -------
@@ -277,7 +277,7 @@ def plan(
             param=("start", "end", "data"),
         )
     if not isinstance(calibration, Calibration):
-        calibration = load_calibration(calibration)
+        calibration = load_calibration(calibration, s3)
     spec, recipe = recipe, (recipe if isinstance(recipe, str) else recipe.name)
     fit = calibration.recipe(recipe)
     site = dict(options) if options is not None else profiles.resolve(profile)

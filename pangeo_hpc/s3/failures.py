@@ -12,7 +12,7 @@ from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.s3.options import S3Options, client_timeouts
 
-__all__ = ["explain"]
+__all__ = ["explain", "timed_out"]
 
 _CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
 #: obstore's "Server returned non-2xx status code: 500 Internal Server Error"
@@ -38,7 +38,7 @@ def _retries(exc: BaseException) -> int:
     return int(config.get("s3.max-retries"))
 
 
-def _timed_out(exc: BaseException) -> str | None:
+def timed_out(exc: BaseException) -> str | None:
     """``"connect"`` or ``"read"`` if ``exc`` (or an error it was raised from) is a
     time-out of that phase, as obstore (reqwest's ``TimedOut``), botocore
     (``ConnectTimeoutError``, ``ReadTimeoutError``) or aiohttp report it; else ``None``."""
@@ -101,19 +101,17 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
             "runs (and endpoint_url=), then run again",
             param="endpoint_url",
         )
-    timed_out = _timed_out(exc)
-    if timed_out is not None:
-        seconds = getattr(client_timeouts(), timed_out)
+    phase = timed_out(exc)
+    if phase is not None:
+        seconds = getattr(client_timeouts(), phase)
         what = (
-            "did not accept a connection within"
-            if timed_out == "connect"
-            else "sent no answer within"
+            "did not accept a connection within" if phase == "connect" else "sent no answer within"
         )
         return InputError(
             f"S3 endpoint {where} {what} {seconds:g} s (for {url!r}; {_retries(exc)} retries "
             f"with backoff): check that the server works, or raise "
-            f"pangeo-hpc.s3.{timed_out}-timeout (e.g. "
-            f"DASK_PANGEO_HPC__S3__{timed_out.upper()}_TIMEOUT={max(120, 4 * seconds):g})"
+            f"pangeo-hpc.s3.{phase}-timeout (e.g. "
+            f"DASK_PANGEO_HPC__S3__{phase.upper()}_TIMEOUT={max(120, 4 * seconds):g})"
         )
     if (
         "error sending request" in text

@@ -111,6 +111,11 @@ class S3Options:
             profile=config.get("s3.profile", profile) or None,
         )
 
+    def for_writing(self) -> S3Options:
+        """These options with credentials: an output is never written anonymously, even
+        when the inputs are read so (``--anon`` on a public bucket)."""
+        return S3Options(self.endpoint_url, False, self.region, self.profile)
+
     def storage_options(self) -> dict[str, Any]:
         """Keyword arguments for ``s3fs.S3FileSystem`` (fsspec's ``storage_options``).
 

@@ -109,8 +109,13 @@ def test_a_listing_from_a_silent_endpoint_ends_at_the_time_out(silent_endpoint, 
             "s3://era5-silent/2000/01/data/sea_surface_temperature.nc",
             "HEAD of 1 object under s3://era5-silent",
         ),
+        (
+            ["era5-sst-mean", "--data", "s3://era5-silent/demo", "--workers", "1"],
+            "s3://era5-silent/demo",
+            "GET of s3://era5-silent/demo/summary.json",
+        ),
     ],
-    ids=["inventory", "run"],
+    ids=["inventory", "run", "run-of-a-prefix"],
 )  # fmt: skip
 def test_the_cli_says_what_it_waits_for_then_names_the_time_out(
     silent_endpoint, fast_timeouts, tmp_path, args, url, what

@@ -299,7 +299,7 @@ def test_cli_table_json_and_plot(tmp_path):
         (["{tmp}/nope"], r"error: path '.*nope' does not exist: give a folder, file or s3://"),
         (["{tmp}", "--bytes", "lots"], r"--bytes: 'lots' is not a size: write it like 150GB"),
         (["{tmp}", "--threads", "0"], r"--threads: '0' is not a positive whole number"),
-        (["{tmp}", "--anon"], r"--anon applies to s3:// paths only"),
+        (["{tmp}", "--anon"], r"--anon apply to s3:// sources only"),
         (["x={tmp}", "x={tmp}"], r"label 'x' is given twice"),
         (["{tmp}/a.nc", "--json", "{tmp}/no/x.json"], r"folder '.*no' of --json .* does not exist"),
         (

@@ -75,6 +75,7 @@ def to_zarr(
     root = source if source is not None else config.get("data.root")
     # check the destination before reading anything: never the data, never a foreign folder
     s3 = open_kwargs.get("s3")
+    s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
     check_output(store, kind="zarr", inputs=[root], flag="store", overwrite=overwrite, s3=s3)
     ds = open_era5(variable, start, end, source=source, **open_kwargs)
     t0 = time.perf_counter()

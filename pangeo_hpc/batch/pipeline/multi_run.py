@@ -55,6 +55,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.align_datasets import align_datasets
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.recipes.regrid_grids import source_grid
+from pangeo_hpc.s3.options import S3Options
 
 __all__ = ["combine_results", "dataset_recipes", "grid_box", "open_all", "run_multi"]
 
@@ -89,26 +90,41 @@ def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]
 
 
 def dataset_recipes(
-    spec: MultiRecipe, root: str | Path, *, start: str | None = None, end: str | None = None
+    spec: MultiRecipe,
+    root: str | Path,
+    *,
+    start: str | None = None,
+    end: str | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
 ) -> dict[str, Recipe]:
     """Each dataset's one-dataset recipe (named ``RECIPE.DATASET``), ``grid: $NAME`` made
-    the grid of ``NAME`` as opened (:func:`grid_box`): what a run computes and a plan
-    predicts, dataset by dataset."""
+    the grid of ``NAME`` as opened (:func:`grid_box`; ``s3``, ``index``: how to reach an
+    ``s3://`` dataset): what a run computes and a plan predicts, dataset by dataset."""
     grids = {}
     for name in spec.grid_owners():
         one = spec.recipe_for(name, data=str(root))
-        grids[name] = grid_box(open_dataset(one, root, start=start, end=end)[one.variable], name)
+        ds = open_dataset(one, root, start=start, end=end, s3=s3, index=index)
+        grids[name] = grid_box(ds[one.variable], name)
     return {name: spec.recipe_for(name, grids, data=str(root)) for name in spec.datasets}
 
 
 def open_all(
-    spec: MultiRecipe, root: str | Path, *, start: str | None = None, end: str | None = None
+    spec: MultiRecipe,
+    root: str | Path,
+    *,
+    start: str | None = None,
+    end: str | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
 ) -> dict[str, Inputs]:
     """Each dataset opened and its chain built lazily (:func:`dataset_recipes`); the
-    periods opened checked to overlap."""
-    recipes = dataset_recipes(spec, root, start=start, end=end)
+    periods opened checked to overlap. ``s3`` and ``index`` reach every ``s3://`` dataset
+    (a tree or a ``store:``)."""
+    recipes = dataset_recipes(spec, root, start=start, end=end, s3=s3, index=index)
     opened = {
-        name: open_inputs(one, data=root, start=start, end=end) for name, one in recipes.items()
+        name: open_inputs(one, data=root, start=start, end=end, s3=s3, index=index)
+        for name, one in recipes.items()
     }
     periods = {n: i.period for n, i in opened.items()}
     first, last = max(p[0] for p in periods.values()), min(p[1] for p in periods.values())
@@ -181,6 +197,8 @@ def run_multi(
     progress: Callable[[Any], None] | None = None,
     cache: StateCache | bool | None = None,
     guard: Guard | None = None,
+    s3: S3Options | None = None,
+    index: str | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` and
     ``summary.json``, as :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe` does for
@@ -207,6 +225,10 @@ def run_multi(
         shared by the datasets' runs.
     out, fmt, plot_format, progress, cache, guard
         As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`.
+    s3, index : optional
+        As for :func:`~pangeo_hpc.batch.pipeline.execute.run_recipe`: how to reach every
+        ``s3://`` dataset (a tree, or a ``store:`` such as an ARCO-ERA5 Zarr store) and an
+        ``s3://`` ``out``.
 
     Returns
     -------
@@ -226,12 +248,13 @@ def run_multi(
     if store is not None:
         store.check_writable()
     with using_store(None if store is None else CachedWeights(store)):
-        inputs = open_all(spec, root, start=start, end=end)
+        inputs = open_all(spec, root, start=start, end=end, s3=s3, index=index)
         ref = reference_of(spec.combine[0], spec)
         first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
         fmt = check_format(fmt, first)
         plot_format = check_plot_format(plot_format)
-        result_folder(out, first, root, fmt=fmt)  # a folder that may not be written: refused now
+        # a folder (or prefix) that may not be written: refused now
+        result_folder(out, first, root, s3=s3, fmt=fmt)
         # the combine built on the lazy results: every refusal before anything runs
         combine_results(spec, {n: i.lazy for n, i in inputs.items()})
         t_open = time.perf_counter()
@@ -279,4 +302,5 @@ def run_multi(
         timings=timings,
         started=t0,
         extra=extra,
+        s3=s3,
     )

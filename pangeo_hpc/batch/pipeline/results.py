@@ -103,6 +103,7 @@ def result_folder(
     (:func:`~pangeo_hpc.write.icechunk_out.check_repository`)."""
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
+    s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
     if fmt == "icechunk":  # committed to in place once it exists, else renamed into place
         if not is_s3(out):
             check_utf8(out)
@@ -310,6 +311,7 @@ def write_outputs(
     spec, root, result = inputs.spec, inputs.root, computed.result
     fmt = check_format(fmt, spec)
     plot_name = f"plot.{check_plot_format(plot_format)}"
+    s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
     out = result_folder(out, spec, root, s3, fmt)
     run, files = where_in(out) if fmt != "icechunk" else (None, str(out))
     summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
