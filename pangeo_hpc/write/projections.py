@@ -28,13 +28,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.extras import require
 
 if TYPE_CHECKING:
+    import numpy as np
     from matplotlib.axes import Axes
     from matplotlib.collections import QuadMesh
 
@@ -249,6 +248,7 @@ def _coastline_geometry() -> Any:
 
 def _round_boundary(ax: Axes) -> None:
     import matplotlib.path as mpath
+    import numpy as np  # (recipes are read without NumPy: the command line starts fast)
 
     theta = np.linspace(0, 2 * np.pi, 120)
     circle = mpath.Path(np.column_stack([np.sin(theta), np.cos(theta)]) * 0.5 + 0.5)
@@ -259,6 +259,7 @@ def _frame(ax: Axes, x: np.ndarray, y: np.ndarray, view: MapView) -> None:
     """Show the data's region: the whole globe of a global field (and always for
     orthographic), a polar cap from the pole, else the data's box."""
     import cartopy.crs as ccrs
+    import numpy as np  # (recipes are read without NumPy: the command line starts fast)
 
     spec = PROJECTIONS[view.projection]
     if spec.pole:
@@ -303,6 +304,7 @@ def draw_projected(
         The values' mesh, for the colour bar.
     """
     import cartopy.crs as ccrs
+    import numpy as np  # (recipes are read without NumPy: the command line starts fast)
 
     degrees = ccrs.PlateCarree()
     # missing cells transparent over the axes' grey: cartopy draws the cells that cross the
