@@ -98,7 +98,6 @@ docs: $(VENV)/.docs-installed
 	DASK_PANGEO_HPC__CATALOG__CACHE=$(DOCS_STATE)/catalog \
 	DASK_PANGEO_HPC__PLAN__CALIBRATION=$(DOCS_STATE)/calibration.json \
 	DASK_PANGEO_HPC__OUTPUT__ROOT=$(DOCS_STATE)/results \
-	MPLBACKEND=Agg \
 		$(BIN)/sphinx-build -W --keep-going -b html -j 1 docs docs/_build/html
 	@echo "docs: docs/_build/html/index.html"
 

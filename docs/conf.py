@@ -13,6 +13,10 @@ import sys
 from pathlib import Path
 
 DOCS = Path(__file__).resolve().parent
+# The notebooks' kernels inherit this environment: with MPLBACKEND set (make docs set Agg)
+# a kernel draws nothing inline, and the gallery loses every pyplot figure (notebook 04
+# had 1 image of 4). Unset, ipykernel draws inline; Sphinx itself, headless, uses Agg.
+os.environ.pop("MPLBACKEND", None)
 sys.path.insert(0, str(DOCS / "_ext"))
 sys.path.insert(0, str(DOCS.parent))
 
