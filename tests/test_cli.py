@@ -218,7 +218,7 @@ def test_a_failed_write_leaves_previous_results_untouched(monkeypatch, demo_tree
     previous = {"written_by": "pangeo-hpc 0.1.0", "previous": True, "outputs": {}}
     (out / "summary.json").write_text(json.dumps(previous))
 
-    def failing_plot(result, path, title):
+    def failing_plot(result, path, title, **options):
         path.write_bytes(b"half a png")
         raise OSError("No space left on device")
 

@@ -12,12 +12,13 @@ from types import SimpleNamespace
 import dask
 import numpy as np
 import pytest
-from distributed import Client, LocalCluster
+from distributed import Client
 
 from pangeo_hpc.batch.incremental.read_plan import ReadPlan
 from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.pipeline import steps
 from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
+from pangeo_hpc.clusters.start import local_cluster
 from pangeo_hpc.io.reader import bytes_read
 
 KEY = "pangeo-hpc.cluster.states-here-bytes"
@@ -26,17 +27,11 @@ RECIPE = "era5-sst-trend"
 
 @pytest.fixture(scope="module")
 def client():
-    """One worker in a process of its own: what it reads is counted there, not here."""
-    with (
-        LocalCluster(
-            n_workers=1,
-            threads_per_worker=1,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-        ) as cluster,
-        Client(cluster) as c,
-    ):
+    """One worker in a process of its own (what it reads is counted there, not here), made
+    by the package's own helper: a plain LocalCluster would set distributed's
+    MALLOC_TRIM_THRESHOLD_ in this process's environment, for every later cluster's workers
+    to inherit (test_local_workers_get_the_environment failed after it)."""
+    with local_cluster(workers=1) as cluster, Client(cluster) as c:
         yield c
 
 
