@@ -26,7 +26,7 @@ from pangeo_hpc.io import scan_cache
 from pangeo_hpc.io.files import open_files
 from tests.recipes.test_regrid import assert_like_cdo
 from tests.recipes.test_regrid_curvilinear import rotated_pole
-from tests.support.cdo_fields import cdo_values, write_for_cdo
+from tests.support.cdo_fields import cdo_values, curvilinear_file
 from tests.support.cf import cfchecks, unavailable
 from tests.support.cli import run_cli
 from tests.support.needs import missing
@@ -37,27 +37,9 @@ MONTHS = pd.date_range("2001-01-01", periods=6, freq="MS")
 
 
 def month_file(path: Path, months: pd.DatetimeIndex, lat: np.ndarray, lon: np.ndarray) -> Path:
-    """A smooth field plus noise per month, 5 % of cells missing, as CDO reads a
-    curvilinear grid (2-D ``lat``/``lon``, ``coordinates`` on the variable)."""
-    rng = np.random.default_rng(months[0].month)
-    wave = 10 * np.cos(np.deg2rad(lat)) * np.sin(np.deg2rad(2 * lon))
-    values = 280 + wave[None] + 3 * rng.random((months.size, *lat.shape))
-    values[rng.random(values.shape) < 0.05] = np.nan
-    ds = xr.Dataset(
-        {
-            "tos": (
-                ("time", "y", "x"),
-                values.astype("f4"),
-                {"units": "K", "coordinates": "lat lon"},
-            )
-        },
-        coords={
-            "lat": (("y", "x"), lat, {"units": "degrees_north", "standard_name": "latitude"}),
-            "lon": (("y", "x"), lon, {"units": "degrees_east", "standard_name": "longitude"}),
-            "time": ("time", months.values, {"standard_name": "time"}),
-        },
-    )
-    return write_for_cdo(ds, path)
+    """A smooth field plus noise per month (:func:`curvilinear_file`), variable ``tos``."""
+    time = months.values, {"standard_name": "time"}
+    return curvilinear_file(path, lat, lon, "tos", time, seed=months[0].month, noise=3)
 
 
 @pytest.fixture

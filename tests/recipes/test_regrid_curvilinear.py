@@ -24,7 +24,7 @@ from pangeo_hpc.cli import main as run
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes import regrid, regrid_curvilinear
 from tests.recipes.test_regrid import RTOL, assert_like_cdo, off_from
-from tests.support.cdo_fields import cdo, cdo_field, cdo_values, write_for_cdo
+from tests.support.cdo_fields import cdo, cdo_field, cdo_values, curvilinear_file
 from tests.support.cf import cfchecks, unavailable
 from tests.support.needs import missing
 
@@ -66,28 +66,10 @@ def bent_north(nx: int = 120, ny: int = 64) -> tuple[np.ndarray, ...]:
     return lat, np.mod(lon + 8 * north * np.sin(np.deg2rad(2 * lon)), 360.0)
 
 
-def curvilinear_file(path: Path, lat: np.ndarray, lon: np.ndarray, nt: int = 2) -> Path:
-    """``nt`` steps of a smooth field plus noise, 5 % of cells missing, written as CDO
-    reads a curvilinear grid (2-D ``lat``/``lon``, ``coordinates`` on the variable)."""
-    rng = np.random.default_rng(len(lat.ravel()))
-    wave = 10 * np.cos(np.deg2rad(lat)) * np.sin(np.deg2rad(2 * lon))
-    values = 280 + wave[None] + rng.random((nt, *lat.shape))
-    values[rng.random(values.shape) < 0.05] = np.nan
-    ds = xr.Dataset(
-        {
-            "sst": (
-                ("time", "y", "x"),
-                values.astype("f4"),
-                {"units": "K", "coordinates": "lat lon"},
-            )
-        },
-        coords={
-            "lat": (("y", "x"), lat, {"units": "degrees_north", "standard_name": "latitude"}),
-            "lon": (("y", "x"), lon, {"units": "degrees_east", "standard_name": "longitude"}),
-            "time": ("time", np.arange(nt) * 1.0, {"units": "days since 2000-01-01"}),
-        },
-    )
-    return write_for_cdo(ds, path)
+def sst_file(path: Path, lat: np.ndarray, lon: np.ndarray, nt: int = 2) -> Path:
+    """``nt`` daily steps of a smooth field plus noise (:func:`curvilinear_file`), ``sst``."""
+    time = np.arange(nt) * 1.0, {"units": "days since 2000-01-01"}
+    return curvilinear_file(path, lat, lon, "sst", time, seed=len(lat.ravel()))
 
 
 @pytest.fixture(scope="module")
@@ -95,8 +77,8 @@ def grids(tmp_path_factory) -> dict[str, Path]:
     folder = tmp_path_factory.mktemp("curvilinear")
     r180x91 = cdo_field(folder, 2, grid="r180x91")["0..360"]
     return {
-        "rotated-pole": curvilinear_file(folder / "rotated.nc", *rotated_pole()),
-        "bent-north": curvilinear_file(folder / "bent.nc", *bent_north()),
+        "rotated-pole": sst_file(folder / "rotated.nc", *rotated_pole()),
+        "bent-north": sst_file(folder / "bent.nc", *bent_north()),
         "r180x91-curvilinear": cdo("setgridtype,curvilinear", r180x91, out=folder / "c.nc"),
     }
 

@@ -70,6 +70,35 @@ def write_for_cdo(ds: xr.Dataset, path: Path) -> Path:
     return path
 
 
+def curvilinear_file(
+    path: Path,
+    lat: np.ndarray,
+    lon: np.ndarray,
+    name: str,
+    time: tuple[np.ndarray, dict[str, str]],
+    *,
+    seed: int,
+    noise: float = 1.0,
+) -> Path:
+    """A smooth field plus ``noise`` times uniform noise at each ``time`` (values, their
+    attributes), 5 % of cells missing, written as CDO reads a curvilinear grid (2-D
+    ``lat``/``lon``, ``coordinates`` on the variable ``name``)."""
+    rng = np.random.default_rng(seed)
+    wave = 10 * np.cos(np.deg2rad(lat)) * np.sin(np.deg2rad(2 * lon))
+    values = 280 + wave[None] + noise * rng.random((len(time[0]), *lat.shape))
+    values[rng.random(values.shape) < 0.05] = np.nan
+    field = ("time", "y", "x"), values.astype("f4"), {"units": "K", "coordinates": "lat lon"}
+    ds = xr.Dataset(
+        {name: field},
+        coords={
+            "lat": (("y", "x"), lat, {"units": "degrees_north", "standard_name": "latitude"}),
+            "lon": (("y", "x"), lon, {"units": "degrees_east", "standard_name": "longitude"}),
+            "time": ("time", time[0], time[1]),
+        },
+    )
+    return write_for_cdo(ds, path)
+
+
 def cdo(operators: str, *inputs: Path, out: Path, env: dict[str, str] | None = None) -> Path:
     """Run ``cdo -s -f nc4 OPERATORS INPUTS OUT``; ``out``."""
     exe = require_tool("cdo")
