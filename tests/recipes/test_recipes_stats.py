@@ -24,9 +24,9 @@ from tests.support.cdo_fields import (
     cdo_field,
     cdo_trend_b,
     cdo_values,
-    exact_areas_file,
     other_convention,
     sums_rtol,
+    with_exact_areas,
 )
 from tests.support.lazy import raise_if_dask_computes
 
@@ -72,12 +72,11 @@ def _cells(da: xr.DataArray) -> int:
 def _fldmean(path: Path, folder: Path, *, exact_areas: bool = False) -> np.ndarray:
     """CDO's fldmean of each time step in float64 (-b F64: float32 output would round to
     6e-8), weighted by CDO's gridarea or, with ``exact_areas``, by the exact cell areas
-    (tests/support/known.py) set with setgridarea."""
+    (tests/support/known.py) carried by a copy of the file (``with_exact_areas``)."""
     if not exact_areas:
         return cdo_values("-b F64 -fldmean", path, out=folder / "fldmean.nc").ravel()
-    areas = exact_areas_file(path, folder / "exact-areas.nc")
-    operators = f"-b F64 -fldmean -setgridarea,{areas}"
-    return cdo_values(operators, path, out=folder / "fldmean-exact.nc").ravel()
+    copy = with_exact_areas(path, folder / f"{path.stem}-exact.nc")
+    return cdo_values("-b F64 -fldmean", copy, out=folder / "fldmean-exact.nc").ravel()
 
 
 @pytest.mark.parametrize(("mask", "conv"), CASES)

@@ -152,8 +152,7 @@ def cdo_cell_areas(path: Path, out: Path) -> xr.DataArray:
 
 def exact_areas_file(path: Path, out: Path) -> Path:
     """The exact cell areas of the grid of ``path`` (the spherical bands of
-    ``known.cell_areas``), in the file's order, for ``cdo -setgridarea,OUT``: CDO's
-    ``fldmean`` then weighs by them instead of by its ``gridarea``."""
+    ``known.cell_areas``), in the file's order: what :func:`with_exact_areas` gives CDO."""
     with xr.open_dataset(path) as ds:
         lat = next(ds[n] for n in ("lat", "latitude") if n in ds.coords)
         lon = next(ds[n] for n in ("lon", "longitude") if n in ds.coords)
@@ -169,17 +168,27 @@ def exact_areas_file(path: Path, out: Path) -> Path:
 
 
 def with_exact_areas(path: Path, out: Path) -> Path:
-    """A copy of ``path`` whose data variables carry the exact cell areas of its grid
-    (a ``cell_area`` variable named by ``cell_measures``, which CDO reads as the grid's
-    areas): for chains of several inputs, where one ``-setgridarea`` per input makes CDO
-    2.1.1 crash now and then (its operators' threads open NetCDF files at once: exit 1
-    "NetCDF: Not a valid ID" or SIGSEGV, 4 in 60 runs here; still 1 in 300 with ``-L``)."""
+    """A copy of ``path`` whose data variables carry the exact cell areas of its grid (a
+    ``cell_area`` variable named by ``cell_measures``, which CDO reads as the grid's
+    areas): CDO's ``fldmean`` of it weighs by them instead of by its ``gridarea``.
+
+    CDO's means of the copy equal ``-fldmean -setgridarea,AREAS FILE`` to the last bit
+    (checked on these fields, masked ones included), without ``-setgridarea`` in a chain:
+    that makes CDO 2.1.1 crash now and then (SIGSEGV, SIGABRT or exit 1 "NetCDF: Not a
+    valid ID", about 1 in 100 runs here, with ``-L`` too and with netCDF-3 files: its
+    operators' threads race, not only their NetCDF reads).
+    """
     areas_path = exact_areas_file(path, out.with_name(f"{out.stem}-areas.nc"))
     with xr.open_dataset(path) as ds, xr.open_dataset(areas_path) as areas:
         ds = ds.load()
         ds["cell_area"] = areas["cell_area"].load()
-        for name in ds.data_vars:
+        ds["cell_area"].encoding["_FillValue"] = None
+        for name, var in ds.data_vars.items():
             if name != "cell_area" and "bnds" not in str(name):
-                ds[name].attrs["cell_measures"] = "area: cell_area"
+                var.attrs["cell_measures"] = "area: cell_area"
+            # CDO's fields carry only ``missing_value``: without a matching _FillValue
+            # xarray writes the masked cells as NaN, which CDO averages as numbers
+            if "missing_value" in var.encoding and "_FillValue" not in var.encoding:
+                var.encoding["_FillValue"] = var.encoding["missing_value"]
     ds.to_netcdf(out)
     return out
