@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -39,6 +40,15 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 SST_NOTEBOOK = "03-era5-sst-mean.ipynb"
+#: where a page may send requests: the JupyterLab of the fixture, nothing else (compute
+#: nodes have no internet: a CDN's script never comes, and an output stays empty)
+LOCAL = ("127.0.0.1", "localhost")
+
+
+def off_the_machine(url: str) -> bool:
+    """A request over the network to another host (``data:`` and ``blob:`` stay inside)."""
+    parts = urlsplit(url)
+    return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in LOCAL
 
 
 def screenshots() -> Path:
@@ -180,10 +190,13 @@ def test_lab_runs_the_sst_notebook_and_shows_the_dashboard(chromium, lab):
 
     base, token = lab
     shots = screenshots()
+    requested: list[str] = []  # every request of the page: the explore cell's Bokeh too
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
         try:
-            page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+            context = browser.new_context(viewport={"width": 1400, "height": 900})
+            context.on("request", lambda request: requested.append(request.url))
+            page = context.new_page()
             try:
                 _notebook_and_dashboard(page, base, token, shots)
             except BaseException:
@@ -193,6 +206,9 @@ def test_lab_runs_the_sst_notebook_and_shows_the_dashboard(chromium, lab):
             browser.close()
     for name in ("sst-map.png", "lab-sst-notebook.png", "dask-status-via-proxy.png", "explore.png"):
         assert (shots / name).stat().st_size > 10_000, name
+    assert requested, "no request recorded: the recorder is not listening"
+    outside = [u for u in requested if off_the_machine(u)]
+    assert outside == [], "\n".join(outside)
 
 
 def _notebook_and_dashboard(page, base: str, token: str, shots: Path) -> None:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from urllib.parse import urlsplit
 
 import pytest
 
@@ -23,20 +22,13 @@ from tests.test_browser import (  # noqa: F401  (chromium, lab: fixtures)
     _wait_for_cells,
     chromium,
     lab,
+    off_the_machine,
     screenshots,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 NOTEBOOK = "07-your-own-recipe.ipynb"
-#: where the page may send requests: the JupyterLab of the fixture, nothing else
-LOCAL = ("127.0.0.1", "localhost")
-
-
-def off_the_machine(url: str) -> bool:
-    """A request over the network to another host (``data:`` and ``blob:`` stay inside)."""
-    parts = urlsplit(url)
-    return parts.scheme in ("http", "https", "ws", "wss") and parts.hostname not in LOCAL
 
 
 def test_notebook_07_draws_its_hvplot_figure_with_no_request_off_the_machine(chromium, lab):  # noqa: F811
