@@ -20,6 +20,7 @@ os.environ.pop("MPLBACKEND", None)
 sys.path.insert(0, str(DOCS / "_ext"))
 sys.path.insert(0, str(DOCS.parent))
 
+import gallery  # noqa: E402
 import generated  # noqa: E402
 
 import pangeo_hpc  # noqa: E402
@@ -79,3 +80,8 @@ html_static_path: list[str] = []
 # internal links (pages, anchors, cross-references) are checked by the build itself: one
 # that does not resolve is a warning, and `make docs` makes warnings errors. External
 # links are not checked: there is no internet where the docs are built.
+
+
+def setup(app):
+    """Sphinx's hook: an executed gallery page that lost its figures fails the build."""
+    app.connect("build-finished", gallery.check_figures)

@@ -104,6 +104,23 @@ def test_the_gallery_sets_its_parameters_after_the_parameters_cell(tmp_path):
     assert warmup["metadata"]["mystnb"] == {"execution_mode": "off"}
 
 
+def test_a_gallery_page_short_of_its_figures_is_named(tmp_path):
+    """The check ``make docs`` runs after the build (an executed page with fewer images
+    than its notebook draws fails it): pages built with MPLBACKEND=Agg lost their pyplot
+    figures unnoticed. Images are ``<img`` tags, not any mention of "img"."""
+    folder = tmp_path / "gallery"
+    folder.mkdir()
+    for prefix, expected in gallery.IMAGES.items():
+        page = folder / f"{prefix}-some-notebook.html"
+        page.write_text('<p class="img">x</p>' + '<img src="a.png"/>' * expected)
+    assert gallery.missing_figures(tmp_path) == []
+    page = folder / "04-some-notebook.html"
+    page.write_text('<img src="a.png"/><div class="img"></div><imgx>')
+    assert gallery.missing_figures(tmp_path) == [
+        f"04-some-notebook.html: 1 images, expected at least {gallery.IMAGES['04']}"
+    ]
+
+
 def test_the_user_guide_lists_the_pages_that_exist(tmp_path):
     for page in ("recipes", "stores", "errors"):
         (tmp_path / f"{page}.md").write_text(f"# {page}\n")

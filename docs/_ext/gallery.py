@@ -9,6 +9,7 @@ run in a docs build are copied unexecuted, with a note saying why (:data:`NOT_EX
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,12 @@ NOT_EXECUTED: dict[str, str] = {
         "and the before/after speeds would show nothing"
     ),
 }
+
+
+#: notebook stem prefix -> the images its executed page shows at least (its figures: the
+#: pyplot ones are lost when the kernels draw nothing inline, e.g. with MPLBACKEND=Agg,
+#: which left 3, 1, 0 and 3 of these)
+IMAGES: dict[str, int] = {"03": 5, "04": 4, "06": 1, "08": 4}
 
 
 def _cell(source: str, cell_type: str = "code") -> dict[str, Any]:
@@ -93,3 +100,46 @@ def copy_all(root: Path, gallery: Path) -> list[Path]:
             target.write_text(text)
         out.append(target)
     return out
+
+
+def missing_figures(html: Path) -> list[str]:
+    """The executed gallery pages under ``html`` with fewer images than :data:`IMAGES` says.
+
+    Parameters
+    ----------
+    html : Path
+        The built site (``docs/_build/html``).
+
+    Returns
+    -------
+    list of str
+        One line per page short of its figures (its name, images found and expected).
+    """
+    out = []
+    for prefix, expected in sorted(IMAGES.items()):
+        (page,) = (html / "gallery").glob(f"{prefix}-*.html")
+        found = len(re.findall(r"<img\b", page.read_text()))
+        if found < expected:
+            out.append(f"{page.name}: {found} images, expected at least {expected}")
+    return out
+
+
+def check_figures(app: Any, exception: BaseException | None) -> None:
+    """Sphinx ``build-finished`` handler: fail the build when an executed gallery page
+    lost figures (:func:`missing_figures`); nothing to check when the notebooks were
+    not executed or the build already failed.
+
+    Parameters
+    ----------
+    app : sphinx.application.Sphinx
+        The application.
+    exception : BaseException or None
+        The build's exception, if it failed.
+    """
+    if exception is not None or app.builder.name != "html" or app.config.nb_execution_mode == "off":
+        return
+    short = missing_figures(Path(app.outdir))
+    if short:
+        from sphinx.errors import ExtensionError
+
+        raise ExtensionError("gallery pages lost their figures: " + "; ".join(short))
