@@ -1,7 +1,13 @@
 """The same run into the same folder with nothing changed is served from its previous
 result, without the scientific stack (``batch/pipeline/reuse.py``, issue 29 §1); every
 change of what the answer depends on is a miss whose answer equals a ``--no-cache`` run's,
-and a result a user changed is neither served nor replaced."""
+and a result a user changed is neither served nor replaced.
+
+Each test of a miss failed on a plausible wrong key (tried in reuse.py, all at 66f2f34's
+parent): the input rewritten in place on an mtime-only stamp; the file added to the glob
+on a key of the glob's text; the edited function on a key of its module's name only; the
+changed option without the recipe's mapping in the key; the changed package sources
+without run_code(); the edited result.nc without the check of the files' SHA-256."""
 
 from __future__ import annotations
 
