@@ -149,7 +149,8 @@ def test_a_run_prints_its_answer_as_a_table_and_what_it_truly_read(
 
 
 def test_the_reads_line_of_a_whole_run_and_of_uncounted_reads():
-    from pangeo_hpc.batch.pipeline.results import reads_line, throughput
+    from pangeo_hpc.batch.pipeline.answer_text import reads_line
+    from pangeo_hpc.batch.pipeline.results import throughput
 
     why = "caching is off (--no-cache, or pangeo-hpc.cache.enabled)"
     reads = {"incremental": False, "why": why, "files": 240, "files_reused": 0,

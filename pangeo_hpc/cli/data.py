@@ -163,8 +163,14 @@ def _run_args(p: argparse.ArgumentParser) -> None:
     add_s3_args(p, index=True)
 
 
+#: the run's flags that only change what is printed, or that the key holds otherwise
+_NOT_KEYED = ("run", "verb", "recipe", "data", "start", "end", "out", "format", "plot_format",
+              "no_progress", "json", "no_cache")  # fmt: skip
+
+
 def _run(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.chains.recipe_yaml import find, from_dict, read_yaml
+    from pangeo_hpc.batch.pipeline.reuse import default_out, run_key, served
     from pangeo_hpc.inputs.budget import parse_budget
 
     # an unknown recipe, a recipe that is no YAML or too large, a bad budget: refused
@@ -172,12 +178,23 @@ def _run(a: argparse.Namespace) -> int:
     path = find(a.recipe)
     doc = read_yaml(path)
     budget = None if a.budget is None else parse_budget(a.budget, name="--budget")
+    # the same run into the same folder, nothing changed: its answer, without the
+    # scientific stack (batch/pipeline/reuse.py); --no-cache computes it again
+    key = None
+    if a.profile is None and not (isinstance(doc, dict) and "datasets" in doc):
+        options = {k: v for k, v in vars(a).items() if k not in _NOT_KEYED}
+        key = run_key(doc, path, data=a.data, start=a.start, end=a.end, fmt=a.format,
+                      plot_format=a.plot_format, options=options)  # fmt: skip
+    out = a.out if a.out is not None else default_out(doc)
+    before = None if a.no_cache else served(out, key)
+    if before is not None:
+        return _print_served(a, before, out)
     from pangeo_hpc.batch.pipeline.results import summary_text
 
     if isinstance(doc, dict) and "datasets" in doc:  # several datasets: multi_yaml
         run = _run_multi(a, doc, path, budget)
     else:
-        run = _run_one(a, from_dict(doc, path), budget)
+        run = _run_one(a, from_dict(doc, path), budget, key)
     print("\n".join(summary_text(run.summary, as_json=a.json)))
     outputs = run.summary["outputs"]
     if "snapshot" in outputs:  # --format icechunk: a commit, no files
@@ -189,6 +206,22 @@ def _run(a: argparse.Namespace) -> int:
     print(f"report: {run.file(outputs['report'])} (open it in a browser)")
     data = run.file(run.summary["outputs"]["data"])
     print(f"data: {data}   summary: {run.file('summary.json')}")
+    return 0
+
+
+def _print_served(a: argparse.Namespace, summary: dict[str, Any], out: Any) -> int:
+    """The lines a run prints, from the ``summary.json`` of the result it reused."""
+    from pathlib import Path
+
+    from pangeo_hpc.batch.pipeline.answer_text import summary_text
+
+    print(f"reused: the result of {summary.get('created', 'the last run')} in {out} (recipe, "
+          "inputs, options and code unchanged); --no-cache computes it again")  # fmt: skip
+    print("\n".join(summary_text(summary, as_json=a.json)))
+    outputs = summary["outputs"]
+    print(f"plot: {Path(out) / outputs['plot']}")
+    print(f"report: {Path(out) / outputs['report']} (open it in a browser)")
+    print(f"data: {Path(out) / outputs['data']}   summary: {Path(out) / 'summary.json'}")
     return 0
 
 
@@ -227,7 +260,7 @@ def _stores(datasets: Any) -> list[str]:
     return [str(d["store"]) for d in datasets if isinstance(d, dict) and d.get("store")]
 
 
-def _run_one(a: argparse.Namespace, spec: Any, budget: Any) -> Any:
+def _run_one(a: argparse.Namespace, spec: Any, budget: Any, key: str | None) -> Any:
     from pangeo_hpc.cli.progress import show_progress
     from pangeo_hpc.planning.budget import run_within_budget
 
@@ -254,6 +287,7 @@ def _run_one(a: argparse.Namespace, spec: Any, budget: Any) -> Any:
         index=a.index,
         cache=False if a.no_cache else None,
         budget=budget,
+        run_key=key,
     )
 
 

@@ -32,6 +32,7 @@ import os
 from dataclasses import replace
 from typing import Any
 
+from pangeo_hpc.inputs.fs_magic import MAGIC, statfs_magic
 from pangeo_hpc.inputs.stamps import Stamp
 
 __all__ = ["SAMPLES", "needs_fingerprint", "stamp"]
@@ -67,8 +68,6 @@ def needs_fingerprint(plain: Stamp) -> bool:
 
 @functools.lru_cache(maxsize=256)
 def _kind(device: int, folder: str) -> str:
-    from pangeo_hpc.storage.detect import MAGIC, statfs_magic
-
     try:
         return MAGIC.get(statfs_magic(folder), "unknown")
     except Exception:  # not Linux, or the folder went away: no fingerprint

@@ -319,8 +319,12 @@ def test_a_recipe_replaces_its_own_result_and_an_empty_folder(place, capsys):
     out.mkdir(mode=0o750)  # made for the results, e.g. with a group's permissions
     argv = ["era5-sst-mean", "--data", str(place["data"]), "--end", "2000-01"]
     argv += ["--workers", "1", "--no-progress", "--out", str(out)]
+    # the same run again would be served from the first (batch/pipeline/reuse.py):
+    # --no-cache computes it, and replaces the first result
     for attempt in (1, 2):
-        assert run.main(argv) == 0, (attempt, capsys.readouterr().err)
+        more = ["--no-cache"] if attempt == 2 else []
+        assert run.main([*argv, *more]) == 0, (attempt, capsys.readouterr().err)
+        assert "reused:" not in capsys.readouterr().out
     assert sorted(p.name for p in out.iterdir()) == [
         "plot.png",
         "report.html",

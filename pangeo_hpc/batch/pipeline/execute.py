@@ -32,6 +32,7 @@ from pangeo_hpc.batch.pipeline.results import (
     result_folder,
     write_outputs,
 )
+from pangeo_hpc.batch.pipeline.reuse import KEY
 from pangeo_hpc.batch.pipeline.steps import (
     Inputs,
     check_warmup,
@@ -74,6 +75,7 @@ def run_recipe(
     index: str | None = None,
     cache: StateCache | bool | None = None,
     guard: Guard | None = None,
+    run_key: str | None = None,
 ) -> RunResult:
     """Run ``spec`` and write ``result.nc`` (or ``.zarr``), ``plot.png`` (``plot.svg``,
     ``plot.pdf`` with ``plot_format``) and ``summary.json``.
@@ -140,6 +142,11 @@ def run_recipe(
         ``pangeo-hpc.cache``.
     guard : Guard, optional
         A budget to watch (:func:`pangeo_hpc.planning.budget.run_within_budget`).
+    run_key : str, optional
+        The run's key (:func:`pangeo_hpc.batch.pipeline.reuse.run_key`, computed before
+        anything was read), recorded in ``summary.json``: the same run again is served
+        from this result while the key and the files are unchanged
+        (:func:`~pangeo_hpc.batch.pipeline.reuse.served`).
 
     Returns
     -------
@@ -217,6 +224,7 @@ def run_recipe(
                     timings=timings,
                     started=t0,
                     s3=s3,
+                    extra=None if run_key is None else {KEY: run_key},
                 )
 
 

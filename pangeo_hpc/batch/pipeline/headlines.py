@@ -28,15 +28,15 @@ row per variable, a column per kind of number, the columns no variable has left 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import xarray as xr
 
+from pangeo_hpc.batch.pipeline.answer_text import headline_table
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.means import global_mean
-from pangeo_hpc.tables import RULE, text_table
 from pangeo_hpc.write.result_shape import Shape, labels, per_decade, result_shape, trend_per_decade
 
 #: significant digits of every headline number
@@ -159,90 +159,6 @@ def headlines(result: xr.Dataset | xr.DataArray) -> dict[str, dict[str, Any]]:
             **_NUMBERS[shape.kind](shape),
         }
     return out
-
-
-#: the table's number columns: header, and the keys of :func:`headlines` each is read from,
-#: the first present (a scalar's value is its own mean; a map's, its area mean)
-_COLUMNS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("mean", ("value", "area_mean", "mean")),
-    ("min", ("min",)),
-    ("max", ("max",)),
-    ("first", ("first",)),
-    ("last", ("last",)),
-    ("trend per decade", ("trend_per_decade",)),
-)
-
-
-def _number(value: Any) -> str:
-    """A headline number as :func:`headlines` rounded it; ``n/a`` for ``None`` (NaN, or an
-    area mean on a grid without cell areas)."""
-    return "n/a" if value is None else f"{value:g}"
-
-
-def _notes(numbers: Mapping[str, Any]) -> str:
-    notes = []
-    if "steps" in numbers:
-        notes.append(f"{numbers['steps']} steps")
-    if numbers.get("valid_share") is not None:
-        notes.append(f"values in {100 * numbers['valid_share']:.0f} % of cells")
-    if numbers["kind"] == "other" and numbers.get("dims"):
-        notes.append(" x ".join(f"{k} {n}" for k, n in numbers["dims"].items()))
-    return ", ".join(notes)
-
-
-def _rows(name: str, numbers: Mapping[str, Any]) -> list[list[str]]:
-    """The variable's row; a ``maps`` variable's panels each get a row of their area mean."""
-    cells = []
-    for _, keys in _COLUMNS:
-        key = next((k for k in keys if k in numbers), None)
-        value = None if key is None else numbers[key]
-        cells.append("" if key is None or isinstance(value, dict) else _number(value))
-    rows = [[name, numbers["kind"], numbers["units"], *cells, _notes(numbers)]]
-    panels = numbers.get("area_mean")
-    if isinstance(panels, dict):  # maps: one area mean per panel, by its label
-        blank = [""] * (len(_COLUMNS) - 1)
-        rows += [[f"  {label}", "", "", _number(v), *blank, ""] for label, v in panels.items()]
-    return rows
-
-
-def headline_table(answer: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """The headline numbers of :func:`headlines` as an aligned table, for people.
-
-    One row per variable: its name, kind and units, then ``mean`` (a scalar's value, a
-    map's area mean, a series' mean), ``min``, ``max``, a series' ``first``, ``last`` and
-    ``trend per decade`` (in the units per decade), and notes (a series' steps, the share
-    of a map's cells with a value). A ``maps`` variable gets a row per panel with its area
-    mean. A column that no variable has is left out; ``n/a`` is a number that is not known
-    (all values missing, or no cell areas). Numbers are printed as rounded in ``answer``,
-    so the table and ``summary.json`` agree digit for digit.
-
-    Parameters
-    ----------
-    answer : mapping
-        :func:`headlines`' output (``summary.json``'s ``answer``).
-
-    Returns
-    -------
-    list of str
-        The lines: a header, a rule, the rows.
-
-    Examples
-    --------
-    >>> pr = xr.DataArray(1.23456789e-4, name="tp", attrs={"units": "m"})
-    >>> print("\\n".join(headline_table(headlines(pr))))
-    result  kind    units         mean
-    ------  ------  -----  -----------
-    tp      scalar  m      0.000123457
-    """
-    head = ["result", "kind", "units", *(h for h, _ in _COLUMNS), "notes"]
-    rows = [row for name, numbers in answer.items() for row in _rows(name, numbers)]
-    used = [i < 3 or any(r[i] for r in rows) for i in range(len(head))]
-
-    def kept(row: list[str]) -> list[str]:
-        return [c for c, u in zip(row, used, strict=True) if u]
-
-    right = kept([False] * 3 + [True] * len(_COLUMNS) + [False])
-    return text_table([kept(head), RULE, *map(kept, rows)], right=right)
 
 
 __all__ = ["DIGITS", "headline_table", "headlines", "rounded"]

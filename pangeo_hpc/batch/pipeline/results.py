@@ -24,7 +24,8 @@ from pangeo_hpc import config
 from pangeo_hpc.batch.chains.chain import FIRST
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe, title_of
 from pangeo_hpc.batch.pipeline import provenance
-from pangeo_hpc.batch.pipeline.headlines import headline_table, headlines
+from pangeo_hpc.batch.pipeline.answer_text import summary_text
+from pangeo_hpc.batch.pipeline.headlines import headlines
 from pangeo_hpc.batch.pipeline.icechunk_results import write_icechunk
 from pangeo_hpc.batch.pipeline.steps import Computed, Inputs
 from pangeo_hpc.errors import InputError, redact
@@ -167,74 +168,6 @@ def throughput(reads: Mapping[str, Any] | None, seconds: float) -> float | None:
     cache are not in it: they were not read."""
     read = 0 if reads is None else reads.get("bytes_read", 0)
     return round(read / 1e6 / max(seconds, 1e-9), 1) if read else None
-
-
-def _size(nbytes: int) -> str:
-    return f"{nbytes / 1e9:.2f} GB" if nbytes >= 1e9 else f"{nbytes / 1e6:.1f} MB"
-
-
-def reads_line(summary: Mapping[str, Any]) -> str:
-    """One line of what a run read, from its ``summary.json``: the files read, cached and
-    not needed, the bytes read (as stored, :func:`throughput`) and the time.
-
-    Examples
-    --------
-    >>> took = {"compute": 2.14, "total": 9.31}
-    >>> reads = {"incremental": True, "files": 24, "files_reused": 18, "files_read": 6,
-    ...          "files_skipped": 0, "bytes_read": 17_612_345}
-    >>> reads_line({"reads": reads, "timings_s": took, "throughput_MB_per_s": 8.2})
-    'read 6 of 24 files (18 cached, 0 not needed): 17.6 MB in 2.1 s (8.2 MB/s); 9.3 s in all'
-    >>> reads |= {"files_reused": 24, "files_read": 0, "bytes_read": 0}
-    >>> print(reads_line({"reads": reads, "timings_s": took, "throughput_MB_per_s": None}))
-    read 0 of 24 files (24 cached, 0 not needed): nothing read, every state from the cache; 9.3 s in all
-    """  # noqa: E501
-    took, reads = summary["timings_s"], summary.get("reads")
-    compute = f"{took['compute']:.1f} s"
-    if reads is None:  # a summary made without compute()'s count
-        parts = [f"answered in {compute} (reads not counted)"]
-    else:
-        n, read = reads["files"], reads["files_read"]
-        text = f"read {read} of {n} file{'' if n == 1 else 's'}"
-        if reads["incremental"]:
-            text += f" ({reads['files_reused']} cached, {reads['files_skipped']} not needed)"
-        rate = summary.get("throughput_MB_per_s")
-        if rate is not None:
-            text += f": {_size(reads['bytes_read'])} in {compute} ({rate:.1f} MB/s)"
-        elif read:  # files read, bytes not counted (a reader that does not count them)
-            text += f": bytes not counted, answered in {compute}"
-        else:
-            text += ": nothing read"
-            if reads["files_reused"]:
-                text += ", every state from the cache"
-        parts = [text]
-    if took.get("total") is not None:
-        parts.append(f"{took['total']:.1f} s in all")
-    if reads is not None and not reads["incremental"]:
-        parts.append(f"not incremental: {reads['why']}")
-    return "; ".join(parts)
-
-
-def summary_text(summary: Mapping[str, Any], *, as_json: bool = False) -> list[str]:
-    """A run's answer and reads as the command line prints them, from its ``summary.json``.
-
-    Parameters
-    ----------
-    summary : mapping
-        :attr:`RunResult.summary`, or ``summary.json`` read back.
-    as_json : bool
-        The answer as one line, ``RECIPE: {JSON}`` (``summary["answer"]``, for programs),
-        instead of the table (:func:`~pangeo_hpc.batch.pipeline.headlines.headline_table`).
-
-    Returns
-    -------
-    list of str
-        The lines: the recipe and period, the answer, :func:`reads_line`.
-    """
-    name = summary["recipe"]
-    if as_json:
-        return [f"{name}: " + json.dumps(summary["answer"]), reads_line(summary)]
-    start, end = summary["inputs"]["period"]
-    return [f"{name}, {start} to {end}:", *headline_table(summary["answer"]), reads_line(summary)]
 
 
 def steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:
