@@ -386,7 +386,7 @@ def running_cluster(
             except KeyboardInterrupt:
                 if kind_of(cluster) == "local":
                     levels = _hush()  # the scheduler and nannies live in this process
-                    hush_teardown(client)
+                    _hush_teardown(client)
                 raise
     finally:
         try:
@@ -410,7 +410,7 @@ def _hush() -> dict[str, int]:
     return before
 
 
-def hush_teardown(client: Client, timeout: float = 5.0) -> None:
+def _hush_teardown(client: Client, timeout: float = 5.0) -> None:
     """Quiet the workers of a local cluster that is being closed after Ctrl-C.
 
     Their processes share this terminal: closing them with tasks in flight makes each log

@@ -28,7 +28,7 @@ from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.recipes.regrid import regrid
 from pangeo_hpc.write.outputs import atomic_file
 
-__all__ = ["FOLDER", "LAT", "LON", "model_files", "model_t2m", "planted_bias", "write_model"]
+__all__ = ["FOLDER", "LAT", "LON", "planted_bias", "write_model"]
 
 #: the model's folder under the demo tree
 FOLDER = "cmip"
@@ -48,7 +48,7 @@ def planted_bias(lat: np.ndarray = LAT, lon: np.ndarray = LON) -> np.ndarray:
     return 0.5 + 1.5 * np.cos(la) ** 2 * np.sin(lo) - 2.0 * np.sin(la) ** 4
 
 
-def model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
+def _model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
     """The model's field (K, ``(lat, lon)`` on :data:`LAT`, :data:`LON`): see the module."""
     spec = (spec or DemoSpec()).resolved()
     f = Fields(spec)
@@ -67,7 +67,7 @@ def model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
     return on_model + planted_bias()
 
 
-def model_files(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
+def _model_files(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
     """The model's yearly files under ``root`` for the spec's years."""
     spec = (spec or DemoSpec()).resolved()
     years = sorted({m.year for m in months(spec.start, spec.end)})
@@ -99,8 +99,8 @@ def write_model(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
     import netCDF4
 
     spec = (spec or DemoSpec()).resolved()
-    field = model_t2m(spec).astype("f4")
-    paths = model_files(root, spec)
+    field = _model_t2m(spec).astype("f4")
+    paths = _model_files(root, spec)
     base = int(paths[0].name.split("_")[-1][:4]) if paths else 0
     for path in paths:
         year = int(path.name.split("_")[-1][:4])

@@ -15,7 +15,7 @@ precipitation. Its daily total in every cell is ``A(lat, lon) * q(D)``:
   alone: 0 on dry days (:data:`DRY_FRACTION` of them), else a Gamma variate of mean 1;
 
 split over the day's 24 hours with weights that sum to 1 and peak at 16:00 local solar time
-(:func:`hourly_weights`), so a reader that gives the value at 00:00 to the day it is
+(:func:`_hourly_weights`), so a reader that gives the value at 00:00 to the day it is
 stamped with (instead of the day before) gets other totals. A day is complete only across
 two files: its first six hours are in the previous month's file.
 
@@ -50,7 +50,7 @@ def times(month: Month) -> np.ndarray:
     return np.arange(start, stop, np.timedelta64(1, "h"))
 
 
-def day_of(time1: np.ndarray) -> np.ndarray:
+def _day_of(time1: np.ndarray) -> np.ndarray:
     """The day (datetime64[D]) whose precipitation the hour ending at ``time1`` is."""
     return (time1 - np.timedelta64(1, "h")).astype("datetime64[D]")
 
@@ -75,7 +75,7 @@ def amplitude(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     return 0.0004 + itcz + storms
 
 
-def hourly_weights(lon: np.ndarray) -> np.ndarray:
+def _hourly_weights(lon: np.ndarray) -> np.ndarray:
     """Share of a day's total in each hour (24, lon): hour k is the one from k:00 to k+1:00.
 
     ``(1 + 0.8 cos(2 pi (local - 16) / 24)) / 24`` at the hour's middle in local solar
@@ -87,10 +87,10 @@ def hourly_weights(lon: np.ndarray) -> np.ndarray:
 
 def hourly(spec: DemoSpec, amp: np.ndarray, lon: np.ndarray, time1: np.ndarray) -> np.ndarray:
     """The accumulations (m, float32) of the hours ending at ``time1`` (datetime64[h])."""
-    days = day_of(time1)
+    days = _day_of(time1)
     q = daily_factors(spec, days)
     hour = (time1 - np.timedelta64(1, "h") - days.astype("datetime64[h]")).astype("i8")
-    w = hourly_weights(lon)[hour]  # (time, lon)
+    w = _hourly_weights(lon)[hour]  # (time, lon)
     return (amp[None] * (q[:, None] * w)[:, None, :]).astype("f4")
 
 

@@ -73,7 +73,6 @@ __all__ = [
     "calibrate",
     "calibration_path",
     "calibration_target",
-    "fit_recipe",
     "load_calibration",
     "load_slowdown",
     "noop_cpu",
@@ -116,7 +115,7 @@ def _read_tasks_of(lazy: Any, da: Any) -> tuple[int, bool]:
     return (len(da.chunks[0]) if da.chunks else 1), False
 
 
-def fit_recipe(
+def _fit_recipe(
     client: Any,
     recipe: str | Recipe,
     *,
@@ -331,7 +330,7 @@ def calibrate(
                 storage=storage, path=path, save=save, profile=profile, s3=s3,
             )  # fmt: skip
     measured = {
-        key: fit_recipe(
+        key: _fit_recipe(
             client, one, data=data, start=start, end=end, amount=amount, repeat=repeat, s3=s3
         )
         for key, one in fits.items()

@@ -260,10 +260,10 @@ def calibration_target(
 def read_calibration(p: Path | str, s3: S3Options | None = None) -> Calibration | None:
     """The figures of the calibration file (or object) ``p`` alone, ``None`` if there is
     none."""
-    return None if _calibration_text(p, s3) is None else read_calibration_file(p, s3)
+    return None if _calibration_text(p, s3) is None else _read_calibration_file(p, s3)
 
 
-def read_calibration_file(p: Path | str, s3: S3Options | None = None) -> Calibration:
+def _read_calibration_file(p: Path | str, s3: S3Options | None = None) -> Calibration:
     """The figures of the calibration file (or ``s3://`` object, reached with ``s3``)
     ``p`` alone (no shipped ones)."""
     try:

@@ -35,7 +35,7 @@ from pangeo_hpc.planning.plan_text import fewest_nodes, rows_text
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["MultiPlan", "plan_multi", "summed_row"]
+__all__ = ["MultiPlan", "plan_multi"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class MultiPlan:
     parts : dict of str to Plan
         Each dataset's plan (its ``reads``: its files and what of them is cached).
     rows : list of dict
-        One row per node count, the datasets summed (:func:`summed_row`), with the keys
+        One row per node count, the datasets summed (:func:`_summed_row`), with the keys
         of a :class:`~pangeo_hpc.planning.plan.Plan`'s rows.
     """
 
@@ -123,7 +123,7 @@ class MultiPlan:
         return ax
 
 
-def summed_row(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, Any]:
+def _summed_row(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, Any]:
     """Rows of one node count, one per dataset (:meth:`Model.predict`), as one run on one
     cluster: wall times and tasks added, the jobs' start and the startup billed once by
     ``model`` (:meth:`~pangeo_hpc.planning.model.Model.billed`), the longest dataset's
@@ -215,6 +215,7 @@ def plan_multi(
     }
     first = next(iter(parts.values()))
     rows = [
-        summed_row([p.rows[i] for p in parts.values()], first.model) for i in range(len(first.rows))
+        _summed_row([p.rows[i] for p in parts.values()], first.model)
+        for i in range(len(first.rows))
     ]
     return MultiPlan(spec.name, parts, rows)

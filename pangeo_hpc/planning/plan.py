@@ -57,7 +57,6 @@ __all__ = [
     "parse_storage",
     "plan",
     "reads",
-    "with_model",
 ]
 
 if TYPE_CHECKING:
@@ -337,7 +336,7 @@ def plan(
     return Plan(recipe=recipe, model=model, rows=rows, sources=sources, reads=inputs)
 
 
-def with_model(p: Plan, **changes: Any) -> Plan:
+def _with_model(p: Plan, **changes: Any) -> Plan:
     """The same plan with some model inputs changed (``storage=...``, ``ratio=...``)."""
     model = replace(p.model, **changes)
     rows = [model.predict(r["nodes"]) for r in p.rows]

@@ -68,7 +68,7 @@ def units(da: xr.DataArray) -> str:
     return str(da.attrs.get("units", "") or "").strip()
 
 
-def unit_label(da: xr.DataArray) -> str:
+def _unit_label(da: xr.DataArray) -> str:
     """The units for an axis or a colour bar, once and unwrapped (``value`` without)."""
     return nice_units(units(da)) or "value"
 
@@ -114,7 +114,7 @@ def _colour_bar(
     else:
         aspect = 20  # matplotlib's own
     bar = sub.colorbar(
-        mesh, ax=ax, label=unit_label(da), shrink=shrink, aspect=aspect, extend=style["extend"],
+        mesh, ax=ax, label=_unit_label(da), shrink=shrink, aspect=aspect, extend=style["extend"],
         location=where,
     )  # fmt: skip
     bar.formatter.set_useOffset(False)
@@ -180,7 +180,7 @@ def _map_kw(shape: Shape, view: MapView | None) -> dict:
     return {"projection": view.crs(east=bool(np.nanmax(x) > 180))}
 
 
-def draw_scalar(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_scalar(sub: FigureBase, shape: Shape, heading: str) -> None:
     value = float(shape.data.values)
     body = f"{value:.6g} {nice_units(units(shape.data))}".strip()
     ax = _text(sub, heading, body, size=18)
@@ -221,7 +221,7 @@ def _ticks(ax: Axes, x: np.ndarray, ticks: list[str], axis: str = "x") -> None:
     (ax.set_xticks if axis == "x" else ax.set_yticks)(x[::step], ticks[::step])
 
 
-def draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
     da, t = shape.data, shape.time
     assert t is not None
     ax = sub.subplots()
@@ -242,12 +242,12 @@ def draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
         _ticks(ax, x, ticks)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_xlabel(_time_label(da, t, ticks if t not in CYCLIC else None))
-    ax.set_ylabel(unit_label(da))
+    ax.set_ylabel(_unit_label(da))
     ax.set_title(heading)
     ax.grid(alpha=0.3)
 
 
-def draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
+def _draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
     """A longitude-latitude map, in the projection of ``view`` (default: plain)."""
     values = np.asarray(shape.data.values, dtype="f8")
     ax = sub.subplots(subplot_kw=_map_kw(shape, view))
@@ -257,7 +257,7 @@ def draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None =
     _colour_bar(sub, mesh, ax, shape.data, style, 0.85, _bar_side(view))
 
 
-def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     """Time (or month, season) along x, latitude along y."""
     da, t, lat = shape.data, shape.time, shape.lat
     assert t is not None and lat is not None
@@ -280,7 +280,7 @@ def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     _colour_bar(sub, mesh, ax, da, style, 0.9)
 
 
-def draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
     """Latitude along x, the value along y."""
     da, lat = shape.data, shape.lat
     assert lat is not None
@@ -293,7 +293,7 @@ def draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
         ax.axhline(0, color="0.4", lw=0.8)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_xlabel(LAT_LABEL)
-    ax.set_ylabel(unit_label(da))
+    ax.set_ylabel(_unit_label(da))
     ax.set_title(heading)
     ax.grid(alpha=0.3)
 
@@ -303,7 +303,7 @@ def columns(n: int) -> int:
     return {1: 1, 2: 2, 3: 3, 4: 2}.get(n, 3 if n <= 9 else 4)
 
 
-def draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
+def _draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
     """One map per value of the leading dimension, one colour bar for all, in the
     projection of ``view`` (default: plain)."""
     da, lead = shape.data, shape.lead
@@ -324,7 +324,7 @@ def draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None 
     _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85, _bar_side(view))
 
 
-def draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
     da = shape.data
     if not np.issubdtype(da.dtype, np.number):
         why = f"its values are {da.dtype} data, not numbers"
@@ -346,11 +346,11 @@ def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
 MAPS = ("map", "maps")
 #: each kind's drawing: ``(subfigure, shape, the panel's title)``
 DRAW: dict[str, Callable[[FigureBase, Shape, str], None]] = {
-    "scalar": draw_scalar,
-    "series": draw_series,
-    "map": draw_map,
-    "hovmoeller": draw_hovmoeller,
-    "zonal": draw_zonal,
-    "maps": draw_maps,
-    "other": draw_other,
+    "scalar": _draw_scalar,
+    "series": _draw_series,
+    "map": _draw_map,
+    "hovmoeller": _draw_hovmoeller,
+    "zonal": _draw_zonal,
+    "maps": _draw_maps,
+    "other": _draw_other,
 }

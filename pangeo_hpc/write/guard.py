@@ -52,7 +52,7 @@ from pangeo_hpc.write.records import result_changes
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
-def is_url(target: object) -> bool:
+def _is_url(target: object) -> bool:
     """Whether ``target`` is a URL (``s3://...``) rather than a path."""
     return isinstance(target, str) and _URL.match(target) is not None
 
@@ -66,7 +66,7 @@ def _refused(flag: str, message: str, *more: str) -> InputError:
 def local_path(target: str | os.PathLike[str], flag: str) -> Path:
     """``target`` as a local path; a URL is refused (exit 2) instead of becoming a folder
     named ``s3:``. ``flag`` names it in messages: a parameter (``out``) or a flag."""
-    if is_url(target):
+    if _is_url(target):
         raise _refused(
             flag,
             f"{named(flag, target)} is a URL, and outputs are written to a local or mounted "
@@ -126,7 +126,7 @@ def check_inputs(target: Path, inputs: Iterable[object], flag: str) -> None:
     and ``None`` are skipped)."""
     out = _real(target)
     for given in inputs:
-        if given is None or is_url(given):
+        if given is None or _is_url(given):
             continue
         src = _real(Path(given).expanduser())
         if out == src:

@@ -55,7 +55,7 @@ def lock_name(target: Path) -> Path:
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 
 
-def pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` runs on this host (one of another user counts)."""
     if pid <= 0:
         return True  # not a process id: never judged dead
@@ -68,7 +68,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def is_stale(entry: os.DirEntry[str] | Path) -> bool:
+def _is_stale(entry: os.DirEntry[str] | Path) -> bool:
     """Whether ``entry`` is a temporary folder of a writer on this host that no longer
     runs, owned by this user (see the module's docstring)."""
     m = _TEMPORARY.fullmatch(entry.name)
@@ -80,7 +80,7 @@ def is_stale(entry: os.DirEntry[str] | Path) -> bool:
         return False
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         return False
-    return not pid_alive(int(m["pid"]))
+    return not _pid_alive(int(m["pid"]))
 
 
 def _remove_lock(path: Path) -> bool:
@@ -133,7 +133,7 @@ def remove_stale(parent: Path) -> list[Path]:
         if entry.name.endswith(LOCK_SUFFIX) and len(entry.name) > len(LOCK_SUFFIX) + 1:
             if _remove_lock(path):
                 removed.append(path)
-        elif is_stale(entry):
+        elif _is_stale(entry):
             shutil.rmtree(path, ignore_errors=True)
             if not os.path.lexists(path):
                 removed.append(path)

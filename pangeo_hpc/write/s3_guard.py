@@ -67,7 +67,7 @@ def mark_value(kind: str) -> str:
     return f"written-by {WRITTEN_BY} {version('pangeo-hpc')} kind {kind}"
 
 
-def marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
+def _marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
     """The kind in an object's mark (:func:`mark_value`), ``None`` if it carries none."""
     if not is_marked(attributes):
         return None
@@ -216,7 +216,7 @@ def _refused(flag: str, message: str, *more: str) -> InputError:
     return InputError(message, param=(*([flag] if flag.isidentifier() else []), *more))
 
 
-def check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> None:
+def _check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> None:
     """Refuse an output prefix that is, contains or lies inside an ``s3://`` input."""
     out = f"{target.bucket}/{target.prefix}/"
     for given in inputs:
@@ -239,8 +239,8 @@ def check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> No
 
 def check_place(target: S3Target, inputs: Iterable[object], flag: str) -> None:
     """The first checks of every S3 output (a run prefix, an Icechunk repository): not an
-    ``s3://`` input (:func:`check_s3_inputs`), not the key of an object (a "file")."""
-    check_s3_inputs(target, inputs, flag)
+    ``s3://`` input (:func:`_check_s3_inputs`), not the key of an object (a "file")."""
+    _check_s3_inputs(target, inputs, flag)
     if head(target, target.prefix) is not None:
         raise _refused(
             flag,
@@ -327,7 +327,7 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
     """
     import obstore
 
-    check_s3_inputs(target, inputs, flag)
+    _check_s3_inputs(target, inputs, flag)
     for batch in obstore.list(target.store, target.prefix + "/", chunk_size=1):
         if batch:
             raise _refused(
@@ -339,7 +339,7 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
     if found is None:
         return None
     attrs, etag = found
-    kind = marked_kind(attrs)
+    kind = _marked_kind(attrs)
     if kind is None:
         raise _refused(
             flag,

@@ -6,7 +6,7 @@ without complaint (a flipped bit of a ``.npy`` header's length gave a map of gar
 exit 0; issue 28), and a zip member's CRC is not checked when a loader stops early. So
 each entry is written as one byte string: a fixed head naming its kind, the hex SHA-256
 of the payload, a separator, the payload. A reader checks the head and the digest of
-every byte that follows before anything parses them (:func:`unseal`); a mismatch, a
+every byte that follows before anything parses them (:func:`_unseal`); a mismatch, a
 truncation or an entry of an earlier format without a seal is :class:`Damaged`.
 
 JSON entries (the scan cache, byte-range indexes) stay JSON that other tools read
@@ -33,7 +33,7 @@ from typing import Any
 
 __all__ = [
     "DIGESTS", "JSON_HEAD", "Damaged", "payload_offset", "seal", "seal_head", "seal_json",
-    "sealed_json", "unseal", "unseal_json",
+    "sealed_json", "unseal_json",
 ]  # fmt: skip
 
 
@@ -74,7 +74,7 @@ def seal(
     >>> blob = seal(b"abc", b"kind sha256 ")
     >>> blob[:20], len(blob)
     (b'kind sha256 ba7816bf', 80)
-    >>> unseal(blob, b"kind sha256 ")
+    >>> _unseal(blob, b"kind sha256 ")
     b'abc'
     """
     return seal_head(payload, head, sep, digest=digest) + payload
@@ -88,7 +88,7 @@ def seal_head(
     return b"".join((head, DIGESTS[digest][0](payload).encode(), sep))
 
 
-def unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256") -> bytes:
+def _unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256") -> bytes:
     """The payload of ``data`` sealed by :func:`seal` with ``head``, ``sep`` and ``digest``.
 
     Raises
@@ -103,13 +103,13 @@ def unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha25
 def payload_offset(
     data: bytes | bytearray, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256"
 ) -> int:
-    """Where the payload of ``data`` starts, its seal checked as :func:`unseal` does,
+    """Where the payload of ``data`` starts, its seal checked as :func:`_unseal` does,
     without copying the payload (a roll-up of 20 years of 0.25-degree maps is 1 GB).
 
     Raises
     ------
     Damaged
-        As :func:`unseal`.
+        As :func:`_unseal`.
 
     Examples
     --------
@@ -154,9 +154,9 @@ def unseal_json(data: bytes) -> dict[str, Any]:
     Raises
     ------
     Damaged
-        As :func:`unseal`, or if the checked bytes are not a JSON object.
+        As :func:`_unseal`, or if the checked bytes are not a JSON object.
     """
-    body = unseal(data, JSON_HEAD, _JSON_SEP)
+    body = _unseal(data, JSON_HEAD, _JSON_SEP)
     try:
         doc = json.loads(b"{" + body)
     except ValueError as exc:  # RecursionError, UnicodeDecodeError: not from sealed bytes

@@ -254,8 +254,8 @@ def _combine_steps(items: Any, names: list[str], path: Path | None) -> list[Step
                 f"{step.where}: unknown combine step {step.name!r}: use one of "
                 f"{list(recipes.COMBINE)}"
             )
-        fn = combine_function(step)
-        options = combine_options(step)
+        fn = _combine_function(step)
+        options = _combine_options(step)
         check_signature(fn, options, step)
         check_values(fn, options, step.where, names)
         ref = options.get("reference")
@@ -267,15 +267,15 @@ def _combine_steps(items: Any, names: list[str], path: Path | None) -> list[Step
     return steps
 
 
-def combine_function(step: Step) -> Callable[..., xr.Dataset]:
+def _combine_function(step: Step) -> Callable[..., xr.Dataset]:
     """The recipe function of a combine step."""
     return getattr(recipes, step.name)  # type: ignore[no-any-return]
 
 
-def combine_options(step: Step) -> dict[str, Any]:
+def _combine_options(step: Step) -> dict[str, Any]:
     """A combine step's keyword arguments (a single value: its first option)."""
     if FIRST in step.options:
-        fn = combine_function(step)
+        fn = _combine_function(step)
         first = list(inspect.signature(fn).parameters)[1]
         return {first: step.options[FIRST]}
     return dict(step.options)
@@ -284,7 +284,7 @@ def combine_options(step: Step) -> dict[str, Any]:
 def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
     """Call a combine step on ``ds`` (one variable per dataset); messages name the step."""
     try:
-        return combine_function(step)(ds, **combine_options(step))
+        return _combine_function(step)(ds, **_combine_options(step))
     except InputError as exc:
         message = str(exc).removeprefix(f"{step.name}: ")
         raise InputError(f"{step.where}: {message}", param=exc.param) from None
@@ -293,14 +293,14 @@ def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
 def join_of(step: Step) -> str:
     """How a combine step's datasets align in time: ``outer`` for an ensemble over the
     full period, else ``inner`` (the overlapping period)."""
-    full = step.name == "ensemble" and combine_options(step).get("span") == "full"
+    full = step.name == "ensemble" and _combine_options(step).get("span") == "full"
     return "outer" if full else "inner"
 
 
 def reference_of(step: Step, multi: MultiRecipe) -> str:
     """The dataset whose units, grid and time labels the others take for ``step``: its
     ``reference``, else the first dataset."""
-    return str(combine_options(step).get("reference") or next(iter(multi.datasets)))
+    return str(_combine_options(step).get("reference") or next(iter(multi.datasets)))
 
 
 def _check_periods(multi: MultiRecipe, where: str) -> None:

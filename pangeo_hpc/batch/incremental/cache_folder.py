@@ -50,7 +50,6 @@ __all__ = [
     "default_max_bytes",
     "file_size",
     "is_entry",
-    "is_part",
     "only_ours",
     "remove_stale_parts",
     "scan",
@@ -107,7 +106,7 @@ def is_entry(path: Path) -> bool:
     return ENTRY.fullmatch(path.name) is not None and _marked(path.parent)
 
 
-def is_part(path: Path) -> bool:
+def _is_part(path: Path) -> bool:
     """A temporary file of a writer, inside a folder marked ``state-cache``."""
     return PART.fullmatch(path.name) is not None and _marked(path.parent)
 
@@ -220,4 +219,4 @@ def remove_stale_parts(where: Path) -> None:
     except FileNotFoundError:
         return
     for path in stale:
-        remove_file(path, ours=is_part, flag=FLAG)
+        remove_file(path, ours=_is_part, flag=FLAG)

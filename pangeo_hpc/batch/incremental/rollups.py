@@ -27,7 +27,7 @@ ROLLUP_SHARE = 0.05
 _PIECES = "merged_pieces"
 
 
-def rollup_key(prepared: Prepared, c: str) -> str:
+def _rollup_key(prepared: Prepared, c: str) -> str:
     """The roll-up of chain ``c`` over this tree (``source_root``, else the folder its
     files share): one entry, replaced as runs go on."""
     if prepared.root:
@@ -46,7 +46,7 @@ def rollup_pieces(cache: StateCache, prepared: Prepared, c: str, report: bool = 
     alone): none if it holds a piece this run has not (a file changed, the period starts
     later), or finished groups a piece outside it adds to. ``report``: a roll-up that
     cannot be read is reported and removed (:meth:`StateCache.get`)."""
-    key = rollup_key(prepared, c)
+    key = _rollup_key(prepared, c)
     held = cache.peek(key, _PIECES)
     if held is None:
         if report and cache.has(key):
@@ -75,7 +75,7 @@ def load_rollup(cache: StateCache, prepared: Prepared, c: str, covered: set[int]
     may have replaced it since, or it may be damaged: then none)."""
     if not covered:
         return None
-    got = cache.get(rollup_key(prepared, c))
+    got = cache.get(_rollup_key(prepared, c))
     if got is None:
         return None
     arrays, _ = got
@@ -99,4 +99,4 @@ def save_rollup(
 ) -> None:
     """Replace the roll-up of chain ``c`` with ``merged``, of every piece of this run."""
     keys = np.array([prepared.keys[c, i] for i in range(len(prepared.pieces))], dtype="<U64")
-    cache.put(rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)
+    cache.put(_rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)

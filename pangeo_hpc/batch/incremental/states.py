@@ -29,7 +29,7 @@ from pangeo_hpc.recipes.aggregations import Aggregation, State
 log = logging.getLogger("pangeo_hpc.batch.incremental.run")
 
 
-def piece_state(plan: ResultPlan, piece: int) -> Any:
+def _piece_state(plan: ResultPlan, piece: int) -> Any:
     """The state of one piece as a Dask Delayed: a task per block, merged along time, laid
     side by side over the cells."""
     a, b = plan.rows[piece]
@@ -49,7 +49,7 @@ def piece_state(plan: ResultPlan, piece: int) -> Any:
             along.append(chunk(blocks[(i, *idx)], labels[lo:hi], part))
         cells[idx] = along[0] if len(along) == 1 else combine(along)
     grid = _nest(cells, blocks.shape[1:])
-    return dask.delayed(side_by_side, pure=True)(grid, plan.agg)
+    return dask.delayed(_side_by_side, pure=True)(grid, plan.agg)
 
 
 def _nest(cells: dict[tuple[int, ...], Any], shape: tuple[int, ...]) -> Any:
@@ -60,13 +60,13 @@ def _nest(cells: dict[tuple[int, ...], Any], shape: tuple[int, ...]) -> Any:
     ]
 
 
-def side_by_side(grid: Any, agg: Aggregation) -> State:
+def _side_by_side(grid: Any, agg: Aggregation) -> State:
     """One state from the states of the blocks of one time span laid out over the cells
     (nested lists, one level per cell dimension, as ``dask.array.Array.to_delayed``): the
     same time steps, so the same labels."""
     if not isinstance(grid, list):
         return grid
-    parts = [side_by_side(g, agg) for g in grid]
+    parts = [_side_by_side(g, agg) for g in grid]
     out: State = {"labels": parts[0]["labels"]}
     for f in agg.fields:
         # this level's cell dimension: the outermost list is the first (axis 1)
@@ -108,7 +108,7 @@ def from_cache(
             if not plan.uses(i):  # nothing of this file is used (another season, month)
                 found[c, i] = plan.agg.empty(tuple(plan.data.shape[1:]))
                 continue
-            todo.setdefault(i, {})[c] = piece_state(plan, i)
+            todo.setdefault(i, {})[c] = _piece_state(plan, i)
         if i not in todo and not any(p.uses(i) for p in chains.values()):
             skipped.add(i)
     return todo, skipped

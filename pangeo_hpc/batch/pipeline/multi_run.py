@@ -57,7 +57,7 @@ from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.recipes.regrid_grids import source_grid
 from pangeo_hpc.s3.options import S3Options
 
-__all__ = ["combine_results", "dataset_recipes", "grid_box", "open_all", "run_multi"]
+__all__ = ["combine_results", "dataset_recipes", "grid_box", "run_multi"]
 
 #: degrees within which a grid's spacing is regular (a box of equal cells)
 _REGULAR = 1e-6
@@ -109,7 +109,7 @@ def dataset_recipes(
     return {name: spec.recipe_for(name, grids, data=str(root)) for name in spec.datasets}
 
 
-def open_all(
+def _open_all(
     spec: MultiRecipe,
     root: str | Path,
     *,
@@ -248,7 +248,7 @@ def run_multi(
     if store is not None:
         store.check_writable()
     with using_store(None if store is None else CachedWeights(store)):
-        inputs = open_all(spec, root, start=start, end=end, s3=s3, index=index)
+        inputs = _open_all(spec, root, start=start, end=end, s3=s3, index=index)
         ref = reference_of(spec.combine[0], spec)
         first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
         fmt = check_format(fmt, first)

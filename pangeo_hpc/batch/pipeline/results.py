@@ -119,7 +119,7 @@ def result_folder(
     return path
 
 
-def summarise(
+def _summarise(
     inputs: Inputs, computed: Computed, timings: Mapping[str, float | None]
 ) -> dict[str, Any]:
     """The contents of ``summary.json`` but its outputs, Lustre stripes and write time."""
@@ -129,7 +129,7 @@ def summarise(
     reads = None if computed.reads is None else computed.reads.as_dict()
     return {
         "recipe": spec.name,
-        "steps": steps_text(spec),
+        "steps": _steps_text(spec),
         "answer": headlines(computed.result),
         "inputs": {
             "data": redact(str(root)),
@@ -237,7 +237,7 @@ def summary_text(summary: Mapping[str, Any], *, as_json: bool = False) -> list[s
     return [f"{name}, {start} to {end}:", *headline_table(summary["answer"]), reads_line(summary)]
 
 
-def steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:
+def _steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:
     """The recipe's chain as written, one ``name {options}`` string per step: a list, or
     the shared steps and each result's own (``{"steps": [...], "results.NAME": [...]}``)."""
 
@@ -314,7 +314,7 @@ def write_outputs(
     s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
     out = result_folder(out, spec, root, s3, fmt)
     run, files = where_in(out) if fmt != "icechunk" else (None, str(out))
-    summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
+    summary = _summarise(inputs, computed, timings or {}) | dict(extra or {})
     period = inputs.period
     result.attrs.update(recipe=spec.name, source=redact(str(root)), period=" to ".join(period))
     result.attrs.update(provenance.file_attributes(summary["provenance"]))
