@@ -92,7 +92,13 @@ def show_progress(future: Any) -> None:
     """Block until ``future`` is done (finished, failed or cancelled), showing on stdout how
     many of its tasks are done: ``progress:  40% of 1234 tasks, 12.3s``. A cancelled
     future (e.g. "lost dependencies") ends the wait; ``future.result()`` tells the caller
-    why."""
+    why.
+
+    Parameters
+    ----------
+    future : Any
+        A Dask future of the client in use.
+    """
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     count = _task_counter()  # one function, so that it is sent to the scheduler once
@@ -163,6 +169,16 @@ def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
 
     For :func:`pangeo_hpc.storage.warmup.warmup` and ``stage``; the last line is the one
     with every file done.
+
+    Parameters
+    ----------
+    what : str
+        The label in front of each line.
+
+    Returns
+    -------
+    Callable[[int, int, int, int], None]
+        The callback.
     """
     line = ProgressLine()
 
@@ -178,7 +194,20 @@ def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
 
 
 def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
-    """A ``progress(done, total)`` callback that prints ``what: done/total unit``."""
+    """A ``progress(done, total)`` callback that prints ``what: done/total unit``.
+
+    Parameters
+    ----------
+    what : str
+        The label in front of each line.
+    unit : str
+        What is counted, after the numbers (``files``, ``steps``).
+
+    Returns
+    -------
+    Callable[[int, int], None]
+        The callback.
+    """
     line = ProgressLine()
 
     def show(done: int, total: int) -> None:
@@ -191,7 +220,18 @@ def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
 def count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None]]:
     """A ``progress(objects_so_far)`` callback that prints ``what: 1,234 objects, 567/s`` on
     stderr (redrawn ten times a second on a terminal, else a line every ten seconds), and
-    a function that clears a redrawn line for what follows."""
+    a function that clears a redrawn line for what follows.
+
+    Parameters
+    ----------
+    what : str
+        The label in front of each line.
+
+    Returns
+    -------
+    (callable, callable)
+        The callback, and the function that clears its line.
+    """
     line = ProgressLine(sys.stderr)
 
     def show(objects: int) -> None:

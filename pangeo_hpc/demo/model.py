@@ -43,7 +43,20 @@ _DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
 def planted_bias(lat: np.ndarray = LAT, lon: np.ndarray = LON) -> np.ndarray:
     """The model's bias against the demo t2m (K, ``(lat, lon)``): too warm in the
-    tropics' east, too cold towards the poles, +0.5 K overall offset."""
+    tropics' east, too cold towards the poles, +0.5 K overall offset.
+
+    Parameters
+    ----------
+    lat : np.ndarray, optional
+        Latitudes (degrees north).
+    lon : np.ndarray, optional
+        Longitudes (degrees east).
+
+    Returns
+    -------
+    np.ndarray
+        The bias (K), shape ``(lat, lon)``.
+    """
     la, lo = np.meshgrid(np.deg2rad(lat), np.deg2rad(lon), indexing="ij")
     return 0.5 + 1.5 * np.cos(la) ** 2 * np.sin(lo) - 2.0 * np.sin(la) ** 4
 

@@ -41,6 +41,21 @@ def variable_names(value: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """``value`` as a tuple of demo variables: ``"all"``, one name, a comma list or a sequence.
 
     Unknown names are an :class:`InputError` listing the known ones.
+
+    Parameters
+    ----------
+    value : str or tuple[str, ...] or list[str]
+        ``"all"``, a name, ``"t2m,sst"`` or a sequence of names.
+
+    Returns
+    -------
+    tuple[str, ...]
+        The names, in the order given.
+
+    Raises
+    ------
+    InputError
+        If a name is not a demo variable (the message lists the known ones).
     """
     items = value.split(",") if isinstance(value, str) else list(value)
     names = [str(n).strip() for n in items if str(n).strip()]

@@ -35,7 +35,15 @@ DIURNAL_PEAK = 15.0
 
 
 class T2mFields:
-    """The time-independent maps of the synthetic 2 m temperature on one grid."""
+    """The time-independent maps of the synthetic 2 m temperature on one grid.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (grid, seed).
+    sst : Fields, optional
+        The SST's maps on the same grid, if already made (they are made otherwise).
+    """
 
     def __init__(self, spec: DemoSpec, sst: Fields | None = None) -> None:
         sst = sst or Fields(spec)

@@ -30,7 +30,15 @@ _STREAM = 1010
 
 
 class WindFields:
-    """The time-independent maps of the synthetic 10 m wind on one grid."""
+    """The time-independent maps of the synthetic 10 m wind on one grid.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (grid, seed).
+    sst : Fields, optional
+        The SST's maps on the same grid, if already made (they are made otherwise).
+    """
 
     def __init__(self, spec: DemoSpec, sst: Fields | None = None) -> None:
         sst = sst or Fields(spec)
@@ -73,5 +81,22 @@ class WindFields:
 
 
 def rng_for(spec: DemoSpec, year: int, month: int, step: int) -> np.random.Generator:
-    """The random numbers of the direction's noise, the same for ``u`` and ``v``."""
+    """The random numbers of the direction's noise, the same for ``u`` and ``v``.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (its seed).
+    year : int
+        The time step's year.
+    month : int
+        The time step's month.
+    step : int
+        The time step within the month.
+
+    Returns
+    -------
+    np.random.Generator
+        A generator seeded from those.
+    """
     return np.random.default_rng([int(spec.seed), year, month, step, _STREAM])  # type: ignore[arg-type]
