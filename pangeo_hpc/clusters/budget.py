@@ -74,7 +74,13 @@ class Guard:
 def job_started() -> tuple[str, float]:
     """Run on a worker: its batch job's id and when the job started (seconds since the
     epoch), from the oldest ancestor process running the same Python (the nanny that the
-    job script started). Without a batch job id, the host and that ancestor's pid."""
+    job script started). Without a batch job id, the host and that ancestor's pid.
+
+    Returns
+    -------
+    (str, float)
+        The job's id (or ``host:pid``) and its start (seconds since the epoch).
+    """
     import psutil
 
     me = psutil.Process()
@@ -197,6 +203,21 @@ def within_budget(
     """``started`` (a running cluster's context) with ``guard`` watched while it runs.
 
     Yields ``(cluster, client)`` as ``started`` does. Without a guard, ``started`` alone.
+
+    Parameters
+    ----------
+    started : AbstractContextManager[tuple[Any, Any]]
+        The context of a starting cluster
+        (:func:`~pangeo_hpc.clusters.start.running_cluster`).
+    guard : Guard or None
+        The budget to watch; ``None`` watches nothing.
+    interval : float, optional
+        Seconds between two looks at the spending; default :data:`INTERVAL`.
+
+    Yields
+    ------
+    (cluster, client)
+        As ``started`` yields them.
 
     Raises
     ------

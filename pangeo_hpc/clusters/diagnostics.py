@@ -84,7 +84,24 @@ def _log_tails(log_directory: str | None, ids: list[str], lines: int = 15) -> di
 
 
 def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
-    """The message of a worker timeout: jobs, states, log tails and usual causes."""
+    """The message of a worker timeout: jobs, states, log tails and usual causes.
+
+    Parameters
+    ----------
+    cluster : Any
+        The cluster whose workers did not come.
+    kind : str
+        Its kind (``slurm``, ``pbs``, ``sge``, ``gateway``, ``local``).
+    expected : int
+        The workers waited for.
+    timeout : float
+        The seconds waited.
+
+    Returns
+    -------
+    str
+        The message, several lines.
+    """
     ids = _job_ids(cluster)
     n = len(cluster.scheduler_info.get("workers", {}))
     lines = [f"{n} of {expected} Dask workers connected within {timeout:g} s"]
@@ -155,7 +172,21 @@ def _submit_check(cluster: Any, kind: str) -> str | None:
 
 
 def preflight(cluster: Any, kind: str) -> None:
-    """Refuse at once a job the batch scheduler would never run (no job is submitted)."""
+    """Refuse at once a job the batch scheduler would never run (no job is submitted).
+
+    Parameters
+    ----------
+    cluster : Any
+        A dask-jobqueue cluster with no jobs yet.
+    kind : str
+        Its kind; kinds other than ``slurm`` are not checked.
+
+    Raises
+    ------
+    ClusterError
+        If Slurm's test submission (``sbatch --test-only``) refuses the job script, with
+        its reason.
+    """
     refusal = _submit_check(cluster, kind)
     if refusal:
         raise ClusterError(
@@ -166,7 +197,27 @@ def preflight(cluster: Any, kind: str) -> None:
 
 
 def wait_for_workers(client: Any, cluster: Any, kind: str, n: int, timeout: float) -> None:
-    """Block until ``n`` workers are connected; otherwise cancel the jobs and explain."""
+    """Block until ``n`` workers are connected; otherwise cancel the jobs and explain.
+
+    Parameters
+    ----------
+    client : Any
+        The cluster's client.
+    cluster : Any
+        The cluster whose jobs were submitted.
+    kind : str
+        Its kind (``slurm``, ``gateway``, ...).
+    n : int
+        The workers to wait for.
+    timeout : float
+        Seconds to wait.
+
+    Raises
+    ------
+    ClusterError
+        If fewer than ``n`` workers came within ``timeout``: the message of
+        :func:`explain`.
+    """
     try:
         client.wait_for_workers(n, timeout=timeout)
     except TimeoutError as exc:

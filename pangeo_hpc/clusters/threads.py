@@ -42,7 +42,15 @@ WORKER = "threads"
 
 class ThreadFuture(cf.Future):
     """A :class:`concurrent.futures.Future` with what :func:`pangeo_hpc.cli.progress.show_progress`
-    asks of a distributed future: ``key``, ``client`` and ``status``."""
+    asks of a distributed future: ``key``, ``client`` and ``status``.
+
+    Parameters
+    ----------
+    key : str
+        The task's key.
+    client : ThreadClient
+        The client that runs it.
+    """
 
     def __init__(self, key: str, client: ThreadClient) -> None:
         super().__init__()
@@ -171,7 +179,18 @@ class ThreadClient:
 
 def as_completed(futures: Iterable[Any]) -> Iterator[Any]:
     """``futures`` as they finish: :class:`ThreadFuture` through
-    :func:`concurrent.futures.as_completed`, distributed's through its own."""
+    :func:`concurrent.futures.as_completed`, distributed's through its own.
+
+    Parameters
+    ----------
+    futures : Iterable[Any]
+        Futures of one client (all thread futures or all distributed ones).
+
+    Returns
+    -------
+    iterator
+        The futures, each once done.
+    """
     futures = list(futures)
     if all(isinstance(f, cf.Future) for f in futures):
         return cf.as_completed(futures)
@@ -192,6 +211,11 @@ def no_client_lookup() -> Iterator[None]:
     A process that never imported distributed has no client, so the answer is the same.
     Only ``dask.distributed`` is held back, only for the block (a result's writing), and
     not at all once distributed is imported.
+
+    Yields
+    ------
+    None
+        Control, with the import refused.
     """
     if "distributed" in sys.modules or "dask.distributed" in sys.modules:
         yield

@@ -61,5 +61,11 @@ class QuickExit(WorkerPlugin):
 
 def quick_exit(client: Client) -> None:
     """Register :class:`QuickExit` on the workers of ``client``'s cluster, present and
-    future."""
+    future.
+
+    Parameters
+    ----------
+    client : Client
+        A client of the cluster.
+    """
     client.register_plugin(QuickExit())

@@ -43,7 +43,13 @@ def _subclass_names(cls: type) -> set[str]:
 
 
 class InputErrorFilter(logging.Filter):
-    """Drops the worker's records of input errors, and of tasks cancelled as it closes."""
+    """Drops the worker's records of input errors, and of tasks cancelled as it closes.
+
+    Parameters
+    ----------
+    name : str, optional
+        As :class:`logging.Filter`'s.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.msg if isinstance(record.msg, str) else ""
@@ -78,5 +84,11 @@ class QuietInputErrors(WorkerPlugin):
 
 def quiet_input_errors(client: Client) -> None:
     """Register :class:`QuietInputErrors` on the workers of ``client``'s cluster, present and
-    future."""
+    future.
+
+    Parameters
+    ----------
+    client : Client
+        A client of the cluster.
+    """
     client.register_plugin(QuietInputErrors())
