@@ -27,7 +27,19 @@ STORAGE_KINDS: dict[str, tuple[bool, bool]] = {
 
 @dataclass(frozen=True)
 class Storage:
-    """Where the bytes come from: ``rate`` bytes/s in all (shared) or per node."""
+    """Where the bytes come from: ``rate`` bytes/s in all (shared) or per node.
+
+    Attributes
+    ----------
+    kind : str
+        ``fsx``, ``s3``, ``local``, ``cache``, ...
+    rate : float
+        Bytes/s.
+    shared : bool
+        Whether ``rate`` is shared by all nodes (else per node).
+    over_network : bool
+        Whether the bytes cross the network.
+    """
 
     kind: str
     rate: float
@@ -44,6 +56,24 @@ def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storag
 
     ``measured`` holds the rates ``calibrate`` found (bytes/s by kind); a rate given in the
     text wins.
+
+    Parameters
+    ----------
+    text : str
+        ``KIND`` or ``KIND:RATE``.
+    measured : dict[str, float], optional
+        Rates by kind that ``calibrate`` measured.
+
+    Returns
+    -------
+    Storage
+        The storage.
+
+    Raises
+    ------
+    InputError
+        If ``text`` is empty, of an unknown kind, has a bad rate, or has no rate when
+        none was measured.
     """
     if not isinstance(text, str) or not text.strip():
         raise InputError(
@@ -83,6 +113,18 @@ def fused_read_tasks(size: int, chunk: int) -> int:
     reads are fused with an area mean: the spans
     :func:`pangeo_hpc.recipes.fusion.task_spans` makes of them (config
     ``data.fused-task-mb`` and ``data.fused-tasks``, read now), 0 for no bytes.
+
+    Parameters
+    ----------
+    size : int
+        Uncompressed bytes.
+    chunk : int
+        Bytes per chunk.
+
+    Returns
+    -------
+    int
+        Read tasks.
 
     Examples
     --------
