@@ -55,7 +55,18 @@ _PLACEHOLDER = "r360x180"
 
 
 def is_multi(doc: Any) -> bool:
-    """Whether a recipe's YAML mapping is over several datasets (has ``datasets:``)."""
+    """Whether a recipe's YAML mapping is over several datasets (has ``datasets:``).
+
+    Parameters
+    ----------
+    doc : Any
+        A recipe's YAML document.
+
+    Returns
+    -------
+    bool
+        Whether it has ``datasets:``.
+    """
     return isinstance(doc, dict) and "datasets" in doc
 
 
@@ -132,6 +143,18 @@ def load_multi(name_or_path: str | Path) -> MultiRecipe:
 
 def from_multi_dict(doc: Any, path: Path | None = None) -> MultiRecipe:
     """A :class:`MultiRecipe` from the mapping of a YAML file, every part checked.
+
+    Parameters
+    ----------
+    doc : Any
+        The YAML document.
+    path : Path, optional
+        The file it came from (its folder and name for messages).
+
+    Returns
+    -------
+    MultiRecipe
+        The recipe.
 
     Raises
     ------
@@ -282,7 +305,25 @@ def _combine_options(step: Step) -> dict[str, Any]:
 
 
 def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
-    """Call a combine step on ``ds`` (one variable per dataset); messages name the step."""
+    """Call a combine step on ``ds`` (one variable per dataset); messages name the step.
+
+    Parameters
+    ----------
+    step : Step
+        A combine step.
+    ds : xr.Dataset
+        One variable per dataset, aligned.
+
+    Returns
+    -------
+    xr.Dataset
+        The combined result.
+
+    Raises
+    ------
+    InputError
+        If the step refuses the data or its options (the message names the step).
+    """
     try:
         return _combine_function(step)(ds, **_combine_options(step))
     except InputError as exc:
@@ -292,14 +333,38 @@ def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
 
 def join_of(step: Step) -> str:
     """How a combine step's datasets align in time: ``outer`` for an ensemble over the
-    full period, else ``inner`` (the overlapping period)."""
+    full period, else ``inner`` (the overlapping period).
+
+    Parameters
+    ----------
+    step : Step
+        A combine step.
+
+    Returns
+    -------
+    str
+        ``"outer"`` or ``"inner"``.
+    """
     full = step.name == "ensemble" and _combine_options(step).get("span") == "full"
     return "outer" if full else "inner"
 
 
 def reference_of(step: Step, multi: MultiRecipe) -> str:
     """The dataset whose units, grid and time labels the others take for ``step``: its
-    ``reference``, else the first dataset."""
+    ``reference``, else the first dataset.
+
+    Parameters
+    ----------
+    step : Step
+        A combine step.
+    multi : MultiRecipe
+        The recipe.
+
+    Returns
+    -------
+    str
+        The dataset's name.
+    """
     return str(_combine_options(step).get("reference") or next(iter(multi.datasets)))
 
 

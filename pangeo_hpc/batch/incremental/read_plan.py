@@ -166,7 +166,19 @@ def plan_reads(
 @dataclass
 class Report:
     """What a run read and reused (its :class:`ReadPlan`, as it turned out), for
-    ``summary.json``."""
+    ``summary.json``.
+
+    Attributes
+    ----------
+    plan : ReadPlan
+        What was planned, as it turned out.
+    bytes_read : int, optional
+        Bytes the workers read.
+    states_saved : int, optional
+        States put in the cache.
+    caching : str, optional
+        Why caching stopped during the run, or ``None``.
+    """
 
     plan: ReadPlan
     bytes_read: int = 0
@@ -241,7 +253,20 @@ def _files(n: int) -> str:
 
 def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:
     """Each worker's :func:`~pangeo_hpc.io.reader.bytes_read`; with ``before``: the bytes
-    read since then, summed over the workers (a worker new since then from zero)."""
+    read since then, summed over the workers (a worker new since then from zero).
+
+    Parameters
+    ----------
+    client : Any
+        A client of the workers.
+    before : dict[str, int], optional
+        An earlier answer of this function, or ``None``.
+
+    Returns
+    -------
+    dict or int
+        Bytes read by worker address; with ``before``, the bytes since then in all.
+    """
     now = client.run(bytes_read)
     if before is None:
         return now

@@ -45,7 +45,24 @@ def rollup_pieces(cache: StateCache, prepared: Prepared, c: str, report: bool = 
     """The pieces of this run the roll-up of chain ``c`` holds (its list of pieces read
     alone): none if it holds a piece this run has not (a file changed, the period starts
     later), or finished groups a piece outside it adds to. ``report``: a roll-up that
-    cannot be read is reported and removed (:meth:`StateCache.get`)."""
+    cannot be read is reported and removed (:meth:`StateCache.get`).
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    report : bool, optional
+        Report and remove a roll-up that cannot be read.
+
+    Returns
+    -------
+    set[int]
+        The pieces.
+    """
     key = _rollup_key(prepared, c)
     held = cache.peek(key, _PIECES)
     if held is None:
@@ -72,7 +89,24 @@ def _piece_groups(plan: ResultPlan, pieces: Any) -> set[int]:
 
 def load_rollup(cache: StateCache, prepared: Prepared, c: str, covered: set[int]) -> State | None:
     """The roll-up of chain ``c`` if it still holds just the pieces ``covered`` (another run
-    may have replaced it since, or it may be damaged: then none)."""
+    may have replaced it since, or it may be damaged: then none).
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    covered : set[int]
+        The pieces it should hold (:func:`rollup_pieces`).
+
+    Returns
+    -------
+    State or None
+        The roll-up, or ``None``.
+    """
     if not covered:
         return None
     got = cache.get(_rollup_key(prepared, c))
@@ -97,6 +131,20 @@ def _covered(prepared: Prepared, c: str, held: np.ndarray) -> set[int] | None:
 def save_rollup(
     cache: StateCache, prepared: Prepared, c: str, merged: State, meta: dict[str, Any]
 ) -> None:
-    """Replace the roll-up of chain ``c`` with ``merged``, of every piece of this run."""
+    """Replace the roll-up of chain ``c`` with ``merged``, of every piece of this run.
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    merged : State
+        The state of every piece merged.
+    meta : dict[str, Any]
+        What ``cache list`` shows of it.
+    """
     keys = np.array([prepared.keys[c, i] for i in range(len(prepared.pieces))], dtype="<U64")
     cache.put(_rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)

@@ -81,7 +81,18 @@ class Split:
 
 
 def split(steps: Sequence[Step]) -> Split | str:
-    """Cut ``steps`` at their first reduction, or say (one sentence) why they cannot be."""
+    """Cut ``steps`` at their first reduction, or say (one sentence) why they cannot be.
+
+    Parameters
+    ----------
+    steps : Sequence[Step]
+        A result's whole chain.
+
+    Returns
+    -------
+    Split or str
+        The cut, or the reason.
+    """
     for i, step in enumerate(steps):
         fn = step.function()
         how = None if step.is_user else getattr(fn, traits.REDUCTION, None)
