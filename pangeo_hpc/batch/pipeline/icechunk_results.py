@@ -53,6 +53,27 @@ def write_icechunk(
     with ``summary`` as the commit's metadata; ``summary`` gains ``outputs`` (the
     repository, branch and snapshot) and its write and total times.
 
+    Parameters
+    ----------
+    written : xr.Dataset
+        The results.
+    summary : dict[str, Any]
+        The run's ``summary.json``, completed here.
+    spec : Recipe
+        The recipe.
+    period : tuple[str, str] or list[str]
+        The first and last month read.
+    root : object
+        The data read (an input: the repository may not be inside it).
+    out : Path or str
+        The repository (a folder or ``s3://`` prefix).
+    t0 : float
+        When the write started (``time.perf_counter``).
+    started : float or None
+        When the run started (``time.perf_counter``), or ``None``: ``t0``.
+    s3 : Any, optional
+        Endpoint and credentials of an ``s3://`` repository.
+
     Returns
     -------
     Committed

@@ -68,6 +68,18 @@ def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]
     [west, east, step]}`` (:func:`~pangeo_hpc.recipes.regrid`'s form), from its cell edges
     (its bounds, else halfway between centres).
 
+    Parameters
+    ----------
+    ds : xr.Dataset or xr.DataArray
+        Data on a regular latitude-longitude grid.
+    name : str
+        The dataset's name, for messages.
+
+    Returns
+    -------
+    dict[str, list[float]]
+        The box.
+
     Raises
     ------
     InputError
@@ -100,7 +112,28 @@ def dataset_recipes(
 ) -> dict[str, Recipe]:
     """Each dataset's one-dataset recipe (named ``RECIPE.DATASET``), ``grid: $NAME`` made
     the grid of ``NAME`` as opened (:func:`grid_box`; ``s3``, ``index``: how to reach an
-    ``s3://`` dataset): what a run computes and a plan predicts, dataset by dataset."""
+    ``s3://`` dataset): what a run computes and a plan predicts, dataset by dataset.
+
+    Parameters
+    ----------
+    spec : MultiRecipe
+        The recipe over several datasets.
+    root : str or Path
+        The data root of datasets without ``files:`` or ``store:``.
+    start : str, optional
+        First month (``YYYY-MM``), or ``None``: each dataset's.
+    end : str, optional
+        Last month, or ``None``.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` datasets.
+    index : str, optional
+        A reference index of ``s3://`` NetCDF files, or ``None``.
+
+    Returns
+    -------
+    dict[str, Recipe]
+        ``RECIPE.DATASET`` -> its recipe.
+    """
     grids = {}
     for name in spec.grid_owners():
         one = spec.recipe_for(name, data=str(root))
@@ -147,6 +180,18 @@ def combine_results(spec: MultiRecipe, values: Mapping[str, xr.Dataset]) -> xr.D
     Each result of the recipe (``results:``; else the one result) is combined on its own;
     a variable keeps the combine step's name for it (``model``) when it is the only one
     of that name, else takes the result's name and then the step's (``model_rmse``).
+
+    Parameters
+    ----------
+    spec : MultiRecipe
+        The recipe over several datasets.
+    values : Mapping[str, xr.Dataset]
+        Dataset name -> its results.
+
+    Returns
+    -------
+    xr.Dataset
+        The combined results.
     """
     names = list(values)
     parts = {n: _per_result(values[n]) for n in names}

@@ -26,7 +26,13 @@ RECIPE = "(regrid weights)"
 
 
 class CachedWeights:
-    """A :class:`~pangeo_hpc.recipes.regrid.WeightsStore` in a state cache's folder."""
+    """A :class:`~pangeo_hpc.recipes.regrid.WeightsStore` in a state cache's folder.
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache whose folder holds the weights.
+    """
 
     __slots__ = ("cache",)
 

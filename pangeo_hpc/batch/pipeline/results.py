@@ -78,7 +78,25 @@ class RunResult:
 
 
 def check_format(fmt: str | None, spec: Recipe) -> str:
-    """``fmt``, or the recipe's format; one of :data:`FORMATS`."""
+    """``fmt``, or the recipe's format; one of :data:`FORMATS`.
+
+    Parameters
+    ----------
+    fmt : str or None
+        The format asked for, or ``None``.
+    spec : Recipe
+        The recipe (its ``output.format:``).
+
+    Returns
+    -------
+    str
+        The format.
+
+    Raises
+    ------
+    InputError
+        If the format is not one of :data:`FORMATS`.
+    """
     fmt = fmt or spec.format
     if fmt not in FORMATS:
         raise InputError(f"format {fmt!r} must be netcdf, zarr or icechunk")
@@ -100,7 +118,32 @@ def result_folder(
     checked by :func:`~pangeo_hpc.write.s3_guard.check_prefix` (``s3``: its endpoint and
     credentials) and returned as its URL. With ``fmt="icechunk"`` the folder or prefix is
     the repository: new, empty or one of ours
-    (:func:`~pangeo_hpc.write.icechunk_out.check_repository`)."""
+    (:func:`~pangeo_hpc.write.icechunk_out.check_repository`).
+
+    Parameters
+    ----------
+    out : str or Path or None
+        The output folder or ``s3://`` prefix, or ``None``.
+    spec : Recipe
+        The recipe.
+    root : str or Path
+        The data read (the output may not be inside it, nor hold it).
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` output.
+    fmt : str, optional
+        ``netcdf``, ``zarr`` or ``icechunk``.
+
+    Returns
+    -------
+    Path or str
+        The folder, or the URL.
+
+    Raises
+    ------
+    InputError
+        If the output is the data or inside it, an existing folder this package did not
+        write, not UTF-8, or not writable.
+    """
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
     s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
@@ -164,7 +207,20 @@ def throughput(reads: Mapping[str, Any] | None, seconds: float) -> float | None:
     """MB per second of the bytes the run read (``reads["bytes_read"]``: as stored, counted
     by the reader), over the computation's ``seconds``; ``None`` when nothing was read (every
     state from the cache) or the reads were not counted. Files whose states came from the
-    cache are not in it: they were not read."""
+    cache are not in it: they were not read.
+
+    Parameters
+    ----------
+    reads : Mapping[str, Any] or None
+        The ``reads`` of ``summary.json``, or ``None``.
+    seconds : float
+        The computation's seconds.
+
+    Returns
+    -------
+    float or None
+        MB/s, or ``None``.
+    """
     read = 0 if reads is None else reads.get("bytes_read", 0)
     return round(read / 1e6 / max(seconds, 1e-9), 1) if read else None
 
@@ -176,6 +232,16 @@ def _size(nbytes: int) -> str:
 def reads_line(summary: Mapping[str, Any]) -> str:
     """One line of what a run read, from its ``summary.json``: the files read, cached and
     not needed, the bytes read (as stored, :func:`throughput`) and the time.
+
+    Parameters
+    ----------
+    summary : Mapping[str, Any]
+        A run's ``summary.json``.
+
+    Returns
+    -------
+    str
+        The line.
 
     Examples
     --------
@@ -376,7 +442,18 @@ def write_outputs(
 
 def warmup_summary(report: Any) -> dict[str, Any] | None:
     """A warm-up's report (:class:`~pangeo_hpc.storage.warmup.WarmupReport`) as
-    ``summary.json`` gives it; ``None`` without one."""
+    ``summary.json`` gives it; ``None`` without one.
+
+    Parameters
+    ----------
+    report : Any
+        A warm-up's report, or ``None``.
+
+    Returns
+    -------
+    dict or None
+        Its figures, or ``None``.
+    """
     if report is None:
         return None
     return {

@@ -104,13 +104,37 @@ class Inputs:
 
 def data_root(data: str | Path | None = None, profile: str | None = None) -> str | Path:
     """The data a run reads: ``data``, else the site profile's ``data_root``, else config
-    ``pangeo-hpc.data.root``."""
+    ``pangeo-hpc.data.root``.
+
+    Parameters
+    ----------
+    data : str or Path, optional
+        The data given, or ``None``.
+    profile : str, optional
+        A site profile's name, or ``None``.
+
+    Returns
+    -------
+    str or Path
+        A folder or URL.
+    """
     site = profiles.resolve(profile) if profile and profile != "auto" else {}
     return data or site.get("data_root") or config.get("data.root")
 
 
 def check_warmup(root: str | Path) -> None:
-    """Refuse a warm-up of ``root`` where there is nothing to warm (S3 is read directly)."""
+    """Refuse a warm-up of ``root`` where there is nothing to warm (S3 is read directly).
+
+    Parameters
+    ----------
+    root : str or Path
+        The data root.
+
+    Raises
+    ------
+    InputError
+        If ``root`` is an ``s3://`` URL.
+    """
     if is_s3(str(root)):
         raise InputError(
             f"warm_inputs=True reads files of a lazily loaded file system; {root!r} is read "
@@ -191,7 +215,31 @@ def open_dataset(
     client: Any = None,
 ) -> xr.Dataset:
     """The recipe's dataset, lazy: its ``files:`` glob, its ``store:``, else the era5-pds
-    tree (or store) ``root``."""
+    tree (or store) ``root``.
+
+    Parameters
+    ----------
+    spec : Recipe
+        The recipe.
+    root : str or Path
+        The data root (for a recipe without ``files:`` or ``store:``).
+    start : str, optional
+        First month (``YYYY-MM``), or ``None``: the recipe's.
+    end : str, optional
+        Last month, or ``None``: the recipe's.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` data.
+    index : str, optional
+        A reference index of ``s3://`` NetCDF files, or ``None``.
+    client : Any, optional
+        With ``index="build"``, the client whose workers build the missing indexes
+        (:func:`~pangeo_hpc.io.era5.open_era5`).
+
+    Returns
+    -------
+    xr.Dataset
+        The dataset.
+    """
     names = list(spec.variables)
     period = (start or spec.start, end or spec.end)
     if spec.files is not None:
@@ -305,7 +353,24 @@ def compute(
 def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
     """The cache a run uses: ``cache`` itself, none for ``False``, else config's (none when
     ``pangeo-hpc.cache.enabled`` is false). Its folder is checked now: one another user can
-    write to is refused (InputError), before any cluster starts."""
+    write to is refused (InputError), before any cluster starts.
+
+    Parameters
+    ----------
+    cache : StateCache or bool, optional
+        A cache, ``True`` or ``None`` (config's), or ``False`` (none).
+
+    Returns
+    -------
+    StateCache or None
+        The cache, or ``None``.
+
+    Raises
+    ------
+    InputError
+        If the cache's folder is another user's, or holds what this package did not
+        write.
+    """
     if isinstance(cache, StateCache):
         return cache
     if cache is False or (cache is None and not config.get("cache.enabled")):
