@@ -59,12 +59,34 @@ TEXT_WIDTH = 90
 
 
 def long_name(da: xr.DataArray) -> str:
-    """The variable's ``long_name``, else its name."""
+    """The variable's ``long_name``, else its name.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+
+    Returns
+    -------
+    str
+        The name.
+    """
     return str(da.attrs.get("long_name") or da.name or "result")
 
 
 def units(da: xr.DataArray) -> str:
-    """The variable's ``units`` as written in the file."""
+    """The variable's ``units`` as written in the file.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+
+    Returns
+    -------
+    str
+        The units, ``""`` without any.
+    """
     return str(da.attrs.get("units", "") or "").strip()
 
 
@@ -74,14 +96,38 @@ def _unit_label(da: xr.DataArray) -> str:
 
 
 def is_difference(da: xr.DataArray) -> bool:
-    """An anomaly, a trend, a bias or a change, by its name, long name or units."""
+    """An anomaly, a trend, a bias or a change, by its name, long name or units.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+
+    Returns
+    -------
+    bool
+        Whether it is a difference (drawn on a scale centred on zero).
+    """
     text = " ".join(str(s) for s in (da.name, da.attrs.get("long_name"), da.attrs.get("units")))
     return bool(_DIFFERENCE.search(text) or _RATE.search(units(da)))
 
 
 def colours(da: xr.DataArray, values: np.ndarray) -> dict:
     """``cmap``, ``vmin`` and ``vmax`` from the :data:`ROBUST` percentiles of ``values``
-    (viridis; a difference: RdBu_r centred on zero), and ``extend`` for the colour bar."""
+    (viridis; a difference: RdBu_r centred on zero), and ``extend`` for the colour bar.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+    values : np.ndarray
+        Its values as drawn.
+
+    Returns
+    -------
+    dict
+        Keyword arguments of ``pcolormesh`` and the colour bar.
+    """
     cmap, lo, hi, extend = colour_scale(da, values)
     bad: Colormap = colormaps[cmap].with_extremes(bad=MISSING)
     return {"cmap": bad, "vmin": lo, "vmax": hi, "extend": extend}
@@ -89,7 +135,20 @@ def colours(da: xr.DataArray, values: np.ndarray) -> dict:
 
 def colour_scale(da: xr.DataArray, values: np.ndarray) -> tuple[str, float, float, str]:
     """The colour map's name, the limits and the colour bar's ``extend`` of :func:`colours`:
-    the same scale in the figures, ``report.html`` and :func:`pangeo_hpc.lab.explore.explore`."""
+    the same scale in the figures, ``report.html`` and :func:`pangeo_hpc.lab.explore.explore`.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+    values : np.ndarray
+        Its values as drawn.
+
+    Returns
+    -------
+    (str, float, float, str)
+        ``cmap``, ``vmin``, ``vmax`` and ``extend``.
+    """
     finite = values[np.isfinite(values)]
     lo, hi = np.percentile(finite, ROBUST) if finite.size else (0.0, 1.0)
     lo, hi = float(lo), float(hi)
@@ -299,7 +358,18 @@ def _draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
 
 
 def columns(n: int) -> int:
-    """Columns of small multiples: 2x2 for four seasons, 4x3 for twelve months."""
+    """Columns of small multiples: 2x2 for four seasons, 4x3 for twelve months.
+
+    Parameters
+    ----------
+    n : int
+        The number of panels.
+
+    Returns
+    -------
+    int
+        The columns.
+    """
     return {1: 1, 2: 2, 3: 3, 4: 2}.get(n, 3 if n <= 9 else 4)
 
 
@@ -339,6 +409,17 @@ def _draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
 
 
 def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
+    """Draw the panel of a result whose every value is missing: its title and a line saying so.
+
+    Parameters
+    ----------
+    sub : FigureBase
+        The subfigure to draw in.
+    shape : Shape
+        The result variable and its kind.
+    heading : str
+        The panel's title.
+    """
     _text(sub, heading, "not plotted: every value is missing (NaN)")
 
 

@@ -46,6 +46,11 @@ def preload() -> threading.Thread:
     For a run that draws its figure after seconds of reading and computing, mostly
     outside the GIL: the imports then take no time of the run's own. Drawing waits for
     the thread first (:func:`_preloaded`).
+
+    Returns
+    -------
+    threading.Thread
+        The thread.
     """
     global _preloading
     thread = threading.Thread(target=_import_drawing, name="pangeo-hpc-preload", daemon=True)
@@ -229,6 +234,16 @@ def draw_result(
 def plot_format(fmt: str | None) -> str:
     """``fmt`` checked against :data:`FORMATS` (default ``png``).
 
+    Parameters
+    ----------
+    fmt : str or None
+        The format asked for, or ``None``.
+
+    Returns
+    -------
+    str
+        The format.
+
     Raises
     ------
     InputError
@@ -250,7 +265,19 @@ def plot_result(result: xr.Dataset, path: Path, title: str, *, view: MapView | N
     :data:`FORMATS`), marked as this package's in its metadata
     (:func:`pangeo_hpc.write.marks.figure_metadata`), with the caption (each panel's
     long description) in it as well; maps in the projection of ``view`` (default config
-    ``pangeo-hpc.plot.projection``)."""
+    ``pangeo-hpc.plot.projection``).
+
+    Parameters
+    ----------
+    result : xr.Dataset
+        The results.
+    path : Path
+        The figure's file.
+    title : str
+        The figure's title.
+    view : MapView, optional
+        The maps' projection and extent, or ``None``.
+    """
     _preloaded()
     fmt = plot_format(Path(path).suffix[1:] or "png")
     fig = draw_result(result, title, view=view)

@@ -46,12 +46,36 @@ LOCK_SUFFIX = ".pangeo-hpc-lock"
 
 def temporary_name(target: Path, what: str) -> Path:
     """A new hidden name beside ``target`` for a folder being written (``what="tmp"``) or
-    being replaced (``"old"``), carrying this host, this process and a random part."""
+    being replaced (``"old"``), carrying this host, this process and a random part.
+
+    Parameters
+    ----------
+    target : Path
+        The folder written.
+    what : str
+        ``"tmp"`` or ``"old"``.
+
+    Returns
+    -------
+    Path
+        The name (nothing is created).
+    """
     return target.with_name(f".{target.name}.{what}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def lock_name(target: Path) -> Path:
-    """The lock file of writers of ``target`` (:func:`pangeo_hpc.write.swap.target_lock`)."""
+    """The lock file of writers of ``target`` (:func:`pangeo_hpc.write.swap.target_lock`).
+
+    Parameters
+    ----------
+    target : Path
+        The folder written.
+
+    Returns
+    -------
+    Path
+        The lock file's path.
+    """
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 
 

@@ -229,7 +229,13 @@ def map_view(block: Any, where: str = "plot") -> MapView | None:
 
 
 def default_view() -> MapView:
-    """The view of a recipe without ``plot:``: config ``pangeo-hpc.plot.projection``."""
+    """The view of a recipe without ``plot:``: config ``pangeo-hpc.plot.projection``.
+
+    Returns
+    -------
+    MapView
+        The view.
+    """
     return map_view({"projection": config.get("plot.projection")}, "config pangeo-hpc.plot") or (
         MapView()
     )

@@ -69,6 +69,22 @@ def seal(
     """``head``, the hex ``digest`` (:data:`DIGESTS`) of ``payload``, ``sep`` and
     ``payload``, as one byte string.
 
+    Parameters
+    ----------
+    payload : bytes or memoryview
+        The bytes to seal.
+    head : bytes
+        A fixed head naming the kind of entry.
+    sep : bytes, optional
+        The separator after the digest.
+    digest : str, optional
+        A name of :data:`DIGESTS`.
+
+    Returns
+    -------
+    bytes
+        The sealed bytes.
+
     Examples
     --------
     >>> blob = seal(b"abc", b"kind sha256 ")
@@ -84,7 +100,24 @@ def seal_head(
     payload: bytes | memoryview, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256"
 ) -> bytes:
     """What :func:`seal` puts before ``payload``: a writer writes it, then ``payload``
-    (no copy of a large payload)."""
+    (no copy of a large payload).
+
+    Parameters
+    ----------
+    payload : bytes or memoryview
+        The bytes to seal.
+    head : bytes
+        A fixed head naming the kind of entry.
+    sep : bytes, optional
+        The separator after the digest.
+    digest : str, optional
+        A name of :data:`DIGESTS`.
+
+    Returns
+    -------
+    bytes
+        The head, digest and separator.
+    """
     return b"".join((head, DIGESTS[digest][0](payload).encode(), sep))
 
 
@@ -105,6 +138,22 @@ def payload_offset(
 ) -> int:
     """Where the payload of ``data`` starts, its seal checked as :func:`_unseal` does,
     without copying the payload (a roll-up of 20 years of 0.25-degree maps is 1 GB).
+
+    Parameters
+    ----------
+    data : bytes or bytearray
+        Sealed bytes.
+    head : bytes
+        The head expected.
+    sep : bytes, optional
+        The separator expected.
+    digest : str, optional
+        The digest's name.
+
+    Returns
+    -------
+    int
+        The offset.
 
     Raises
     ------
@@ -134,6 +183,16 @@ def payload_offset(
 def seal_json(doc: dict[str, Any]) -> bytes:
     """``doc`` as compact JSON whose first member is the SHA-256 of the rest.
 
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        A JSON object.
+
+    Returns
+    -------
+    bytes
+        The sealed bytes.
+
     Examples
     --------
     >>> blob = seal_json({"format": "x", "n": 1})
@@ -150,6 +209,16 @@ def seal_json(doc: dict[str, Any]) -> bytes:
 
 def unseal_json(data: bytes) -> dict[str, Any]:
     """The object sealed by :func:`seal_json`, checked before it is parsed.
+
+    Parameters
+    ----------
+    data : bytes
+        Bytes of :func:`seal_json`.
+
+    Returns
+    -------
+    dict[str, Any]
+        The object.
 
     Raises
     ------
@@ -168,7 +237,18 @@ def unseal_json(data: bytes) -> dict[str, Any]:
 
 def sealed_json(data: bytes) -> bool:
     """Whether ``data`` begins as :func:`seal_json` writes, but for at most one damaged
-    byte: an entry of ours, maybe damaged, which its writer may replace."""
+    byte: an entry of ours, maybe damaged, which its writer may replace.
+
+    Parameters
+    ----------
+    data : bytes
+        Bytes.
+
+    Returns
+    -------
+    bool
+        Whether they look like :func:`seal_json`'s.
+    """
     head = data[: len(JSON_HEAD)]
     if len(head) != len(JSON_HEAD):
         return False
