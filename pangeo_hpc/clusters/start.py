@@ -203,6 +203,14 @@ def get_cluster(
         A ``distributed.LocalCluster``, a dask-jobqueue cluster (``SLURMCluster``,
         ``PBSCluster``, ``SGECluster``) or a dask-gateway cluster; with ``preview=True``
         what would be asked for, nothing started.
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> from pangeo_hpc import get_cluster
+    >>> client = Client(get_cluster("local", workers=2))  # doctest: +SKIP
+    >>> cluster = get_cluster("slurm", profile="my-site")  # doctest: +SKIP
+    >>> cluster.scale(jobs=4)  # doctest: +SKIP
     """
     chosen, opts = resolve_kind(kind, profile, overrides)
     if chosen == "local":
@@ -400,6 +408,12 @@ def start_cluster(
     -------
     tuple
         ``(cluster, client)``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc import start_cluster
+    >>> cluster, client = start_cluster("slurm", profile="my-site", jobs=2)  # doctest: +SKIP
+    >>> client.close(); cluster.close()  # doctest: +SKIP
     """
     if adapt is not None and not (1 <= adapt[0] <= adapt[1]):
         raise InputError(
@@ -483,6 +497,13 @@ def running_cluster(
     ------
     tuple
         ``(cluster, client)``, closed when the block ends.
+
+    Examples
+    --------
+    >>> from pangeo_hpc import running_cluster
+    >>> with running_cluster("local", workers=2) as (cluster, client):  # doctest: +SKIP
+    ...     print(client.submit(sum, [1, 2]).result())
+    3
     """
     cluster, client = start_cluster(
         kind,

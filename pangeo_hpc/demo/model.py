@@ -108,6 +108,12 @@ def write_model(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
     -------
     list of Path
         The files' paths.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.model import write_model
+    >>> paths = write_model("data/era5-demo", DemoSpec(resolution=2.0))  # doctest: +SKIP
     """
     import netCDF4
 

@@ -33,6 +33,12 @@ def variables() -> dict[str, str]:
     -------
     dict of str to str
         Each variable's era5-pds name and its units.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import variables
+    >>> variables()["sea_surface_temperature"]
+    'K'
     """
     return dict(VARIABLES)
 
@@ -101,6 +107,13 @@ class DemoSpec:
         2 m temperature warming over land and over the ocean, K per decade.
     variables : str or tuple of str, optional
         The variables to write, as above.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> spec = DemoSpec(resolution=2.0, start="2000-01", end="2000-12")
+    >>> spec.resolution, spec.seed is None  # the seed comes from config at generation
+    (2.0, True)
     """
 
     resolution: float | None = None

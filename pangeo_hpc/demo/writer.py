@@ -199,6 +199,13 @@ def is_demo_file(path: Path) -> bool:
     -------
     bool
         True for a file of the demo generator.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.demo import is_demo_file
+    >>> is_demo_file(Path("no-such-file.nc"))
+    False
     """
     return has_history(path, DEMO_HISTORY)
 

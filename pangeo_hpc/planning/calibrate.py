@@ -309,6 +309,11 @@ def calibrate(
     -----
     What is measured and found is logged at INFO by the logger ``pangeo_hpc.planning.calibrate``
     (the command line prints it); in a notebook, ``logging.basicConfig(level="INFO")`` shows it.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibrate import calibrate
+    >>> cal = calibrate("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
     """
     from pangeo_hpc.clusters.start import kind_of, running_cluster, site_name
     from pangeo_hpc.s3.options import is_s3

@@ -400,6 +400,12 @@ def load_calibration(path: str | Path | None = None, s3: S3Options | None = None
     -------
     Calibration
         The figures per recipe, of the scheduler and of the storage paths.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibrate import load_calibration
+    >>> "era5-sst-mean" in load_calibration().recipes  # shipped figures until calibrate ran
+    True
     """
     shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
     p = calibration_path(path)

@@ -85,6 +85,14 @@ class Plan:
         Where each input came from (the calibration file, the profile, an option).
     reads : Reads or None
         The recipe's files and what of them is cached, for a plan from its data.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.plan import plan
+    >>> p = plan(  # doctest: +SKIP
+    ...     "era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s"
+    ... )
+    >>> p.table()  # doctest: +SKIP
     """
 
     recipe: str
@@ -257,6 +265,14 @@ def plan(
     InputError
         An unknown profile or recipe, a size, rate, price or node count that cannot be read;
         neither ``size`` nor ``data``, or both.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.plan import plan
+    >>> p = plan(  # doctest: +SKIP
+    ...     "era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s"
+    ... )
+    >>> print(p.text())  # doctest: +SKIP
     """
     if size is None and data is None:
         raise InputError(

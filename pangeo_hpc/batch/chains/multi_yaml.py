@@ -136,6 +136,13 @@ def load_multi(name_or_path: str | Path) -> MultiRecipe:
     -------
     MultiRecipe
         Its datasets, the steps run on each and the ``combine:`` steps.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> multi = load_multi("model-vs-era5-t2m")  # a shipped recipe, or a YAML file's path
+    >>> sorted(multi.datasets)
+    ['era5', 'model']
     """
     path = find(name_or_path)
     return from_multi_dict(read_yaml(path), path)

@@ -116,6 +116,12 @@ def available() -> dict[str, Path]:
     dict of str to Path
         Each recipe's name (its file's stem) and its YAML file, from the folders of
         config ``pangeo-hpc.recipes.path``, then the shipped recipes.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import available
+    >>> available()["era5-sst-mean"].name
+    'era5-sst-mean.yaml'
     """
     found: dict[str, Path] = {}
     for folder in search_path():

@@ -101,6 +101,12 @@ class StateCache:
     InputError
         If the folder exists and is not owned by this user, may be written by its group or
         others, or holds files that pangeo-hpc did not write (nothing is changed).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache
+    >>> cache = StateCache("~/.cache/pangeo-hpc/states", max_bytes=10 * 2**30)  # doctest: +SKIP
+    >>> [entry.key for entry in cache.entries()]  # doctest: +SKIP
     """
 
     __slots__ = ("_claimed", "_total", "disabled", "folder", "max_bytes")

@@ -284,6 +284,11 @@ def run_multi(
     ------
     InputError
         For every refusal of the module's description, before anything is computed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi, run_multi
+    >>> run = run_multi(load_multi("model-vs-era5-t2m"), data="data/era5-demo")  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     root = data_root(data, profile)

@@ -168,6 +168,13 @@ def check(prov: Mapping[str, Any]) -> dict[str, Any]:
     dict
         ``files`` (how many the record lists), ``changed`` and ``missing`` (their paths),
         ``s3_not_checked`` (a count) and ``code_same`` (bool).
+
+    Examples
+    --------
+    >>> import json
+    >>> from pangeo_hpc.batch.pipeline.provenance import check
+    >>> summary = json.load(open("results/sst/summary.json"))  # doctest: +SKIP
+    >>> check(summary["provenance"])  # doctest: +SKIP
     """
     from pangeo_hpc.io.fingerprint import stamp
 

@@ -63,6 +63,14 @@ class RunResult:
     files : str
         Where the run's files are: ``out``, or ``s3://bucket/prefix/RUN`` for an S3
         prefix; empty for a local folder (see :meth:`file`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import run_recipe
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> spec = load("era5-sst-mean")
+    >>> run = run_recipe(spec, data="data/era5-demo", out="results/sst")  # doctest: +SKIP
+    >>> run.out, run.summary["timings_s"]  # doctest: +SKIP
     """
 
     out: Output
@@ -372,6 +380,12 @@ def write_outputs(
     -------
     RunResult
         The folder, the summary as written and the result (with its attributes).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs, write_outputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> run = write_outputs(inputs, compute(inputs, client), out="results/sst")  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     spec, root, result = inputs.spec, inputs.root, computed.result

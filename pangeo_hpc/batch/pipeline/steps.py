@@ -61,6 +61,12 @@ class Inputs:
         How ``s3://`` data were reached (their ETags identify them in the cache).
     memo : dict
         The steps built so far on ``dataset`` (:func:`pangeo_hpc.batch.chains.chain.run_steps`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> inputs.lazy  # the chain's result, nothing computed yet  # doctest: +SKIP
     """
 
     spec: Recipe
@@ -183,6 +189,13 @@ def open_inputs(
     Returns
     -------
     Inputs
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> inputs = open_inputs(  # doctest: +SKIP
+    ...     "era5-sst-mean", data="data/era5-demo", start="2008-01"
+    ... )
     """
     t0 = time.perf_counter()
     if isinstance(spec, str):
@@ -271,6 +284,13 @@ class Computed:
     reads : Report, optional
         Whether the run was incremental (else why not), the files whose states were reused
         and those read, the bytes read (counted on the workers).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> computed = compute(inputs, client)  # doctest: +SKIP
+    >>> computed.result, computed.seconds  # doctest: +SKIP
     """
 
     result: xr.Dataset
@@ -318,6 +338,12 @@ def compute(
     -------
     Computed
         With ``reads``: incremental or not (and why), files reused and read, bytes read.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> computed = compute(inputs, client)  # doctest: +SKIP
     """
     if warm_inputs:
         check_warmup(inputs.root)
