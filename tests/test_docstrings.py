@@ -29,7 +29,7 @@ from numpydoc.docscrape import NumpyDocString
 from numpydoc.validate import validate
 
 from tests.support.paths import ROOT
-from tests.support.public_names import public_names, public_object
+from tests.support.public_names import public_methods, public_names, public_object
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from public_api import objects
@@ -89,6 +89,8 @@ def test_docstring(name):
 
 #: folders of pangeo_hpc/ whose every public module-level name is validated
 FOLDERS = ["batch", "cli", "clusters", "demo", "planning", "write"]
+#: folders of pangeo_hpc/ whose public classes' public methods are validated as well
+METHOD_FOLDERS = ["batch", "cli", "clusters", "demo", "planning", "write"]
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -100,10 +102,20 @@ def test_every_public_name_of_a_folder_is_documented(folder):
     assert bad == {}, f"{len(bad)} of {len(names)} public names of {folder}/: fix their docstrings"
 
 
+@pytest.mark.parametrize("folder", METHOD_FOLDERS)
+def test_every_public_method_of_a_folder_is_documented(folder):
+    names = public_methods(folder)
+    assert names, f"pangeo_hpc/{folder}/ has no public method"
+    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: found for name, found in bad.items() if found}
+    assert bad == {}, f"{len(bad)} of {len(names)} public methods of {folder}/: fix them"
+
+
 def test_a_folder_walk_finds_an_undocumented_parameter(tmp_path, monkeypatch):
     """The folder walk is not vacuous: in a probe package, the public function whose second
-    parameter is missing from its docstring is found and fails PR01 naming it; the private
-    one without any docstring is not walked."""
+    parameter is missing from its docstring is found and fails PR01 naming it, and so does
+    a public class's method; the private function without any docstring and the property
+    are not walked."""
     folder = tmp_path / "docprobe_pkg" / "sub"
     folder.mkdir(parents=True)
     (folder.parent / "__init__.py").write_text("")
@@ -114,14 +126,26 @@ def test_a_folder_walk_finds_an_undocumented_parameter(tmp_path, monkeypatch):
         '    Returns\n    -------\n    int\n        The sum.\n    """\n'
         "    return x + y\n\n\n"
         "def _private(z):\n"
-        "    return z\n"
+        "    return z\n\n\n"
+        "class Box:\n"
+        '    """A box."""\n\n'
+        "    def put(self, item):\n"
+        '        """Put ``item`` in."""\n\n'
+        "    @property\n"
+        "    def size(self):\n"
+        "        return 0\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         names = public_names("sub", package="docprobe_pkg", root=tmp_path)
-        assert names == ["docprobe_pkg.sub.mod.forgot"]
-        found = problems(public_object(names[0]))
+        assert names == ["docprobe_pkg.sub.mod.Box", "docprobe_pkg.sub.mod.forgot"]
+        assert problems(public_object(names[0])) == []
+        found = problems(public_object(names[1]))
         assert [p[:4] for p in found] == ["PR01"] and "'y'" in found[0], found
+        methods = public_methods("sub", package="docprobe_pkg", root=tmp_path)
+        assert methods == ["docprobe_pkg.sub.mod.Box.put"]
+        found = problems(public_object(methods[0]))
+        assert [p[:4] for p in found] == ["PR01"] and "'item'" in found[0], found
     finally:
         for name in [m for m in sys.modules if m.startswith("docprobe_pkg")]:
             del sys.modules[name]

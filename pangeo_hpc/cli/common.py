@@ -173,6 +173,19 @@ exit_on_error : optional
     """
 
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Raise the usage error ``message`` as an :class:`~pangeo_hpc.errors.InputError`
+        naming ``--help``.
+
+        Parameters
+        ----------
+        message : str
+            argparse's message.
+
+        Raises
+        ------
+        InputError
+            Always.
+        """
         raise InputError(f"{message} (see `{self.prog} --help`)")
 
 

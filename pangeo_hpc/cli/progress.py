@@ -59,7 +59,17 @@ class ProgressLine:
         return time.perf_counter() - self.t0
 
     def update(self, text: str, fraction: float | None = None, *, last: bool = False) -> None:
-        """Show ``text``, ``fraction`` of the way (None: no total), or as the ``last`` line."""
+        """Show ``text``, ``fraction`` of the way (None: no total), or as the ``last`` line.
+
+        Parameters
+        ----------
+        text : str
+            The line.
+        fraction : float, optional
+            How far (0 to 1), or ``None``.
+        last : bool, optional
+            The final line (always shown).
+        """
         now = time.perf_counter()
         if self.tty:
             if last or now - self._drawn >= REDRAW:
@@ -78,7 +88,13 @@ class ProgressLine:
             self._drawn = now
 
     def end(self, *, clear: bool = False) -> None:
-        """End a redrawn line: keep it (a newline), or ``clear`` it for what follows."""
+        """End a redrawn line: keep it (a newline), or ``clear`` it for what follows.
+
+        Parameters
+        ----------
+        clear : bool, optional
+            Clear the line instead of keeping it.
+        """
         if self._open:
             self._write("\r\033[K" if clear else "\n")
             self._open = False

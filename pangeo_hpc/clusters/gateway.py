@@ -70,11 +70,23 @@ class GatewaySpec:
     environment_option: str | None = "environment"
 
     def secrets(self) -> list[str]:
-        """The values never to show (credentials from the environment)."""
+        """The values never to show (credentials from the environment).
+
+        Returns
+        -------
+        list[str]
+            The values.
+        """
         return [v for k, v in self.environment.items() if k in SECRET_VARS and v]
 
     def shown(self) -> dict[str, Any]:
-        """The options as they may be printed: credentials as ``***``."""
+        """The options as they may be printed: credentials as ``***``.
+
+        Returns
+        -------
+        dict[str, Any]
+            The options.
+        """
         env = {k: "***" if k in SECRET_VARS else v for k, v in self.environment.items()}
         out = dict(self.options)
         if self.environment_option is not None:
@@ -85,7 +97,18 @@ class GatewaySpec:
         return f"GatewaySpec({self.shown()!r})"
 
     def hide(self, text: str) -> str:
-        """``text`` with every credential replaced by ``***``."""
+        """``text`` with every credential replaced by ``***``.
+
+        Parameters
+        ----------
+        text : str
+            Any text (a message).
+
+        Returns
+        -------
+        str
+            The text.
+        """
         for secret in self.secrets():
             text = text.replace(secret, "***")
         return text

@@ -40,12 +40,28 @@ class QuickExit(WorkerPlugin):
         self.closed = False
 
     def setup(self, worker: Any) -> None:
+        """Register the quick exit at the worker process's exit (not in the client's own
+        process).
+
+        Parameters
+        ----------
+        worker : Any
+            The worker (passed by distributed).
+        """
         if multiprocessing.parent_process() is None:
             return  # the client's own process: its exit is the caller's
         self.closed = False
         atexit.register(self._exit)
 
     def teardown(self, worker: Any) -> None:
+        """Note that the worker closed: the quick exit may then skip the interpreter's
+        teardown.
+
+        Parameters
+        ----------
+        worker : Any
+            The worker (passed by distributed).
+        """
         self.closed = True
 
     def _exit(self) -> None:

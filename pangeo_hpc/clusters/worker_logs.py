@@ -52,6 +52,19 @@ class InputErrorFilter(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is kept: not a task's failure with an input error, nor a task
+        cancelled as the worker closes.
+
+        Parameters
+        ----------
+        record : logging.LogRecord
+            A worker's log record.
+
+        Returns
+        -------
+        bool
+            ``False`` to drop it.
+        """
         msg = record.msg if isinstance(record.msg, str) else ""
         if msg.startswith("Compute Failed") and isinstance(record.args, tuple):
             texts = [a for a in record.args if isinstance(a, str)]
@@ -74,10 +87,24 @@ class QuietInputErrors(WorkerPlugin):
         self._filter = InputErrorFilter()
 
     def setup(self, worker: Any) -> None:
+        """Add the filter to the worker's loggers.
+
+        Parameters
+        ----------
+        worker : Any
+            The worker (passed by distributed).
+        """
         for name in LOGGERS:
             logging.getLogger(name).addFilter(self._filter)
 
     def teardown(self, worker: Any) -> None:
+        """Take the filter off the worker's loggers.
+
+        Parameters
+        ----------
+        worker : Any
+            The worker (passed by distributed).
+        """
         for name in LOGGERS:
             logging.getLogger(name).removeFilter(self._filter)
 

@@ -131,7 +131,13 @@ class DemoSpec:
     variables: str | tuple[str, ...] | None = None
 
     def resolved(self) -> DemoSpec:
-        """Fill unset fields from config and check every value (a resolved spec is kept)."""
+        """Fill unset fields from config and check every value (a resolved spec is kept).
+
+        Returns
+        -------
+        DemoSpec
+            A spec with every field set.
+        """
         values = {k: config.get(f"demo.{k.replace('_', '-')}", v) for k, v in asdict(self).items()}
         values["start"], values["end"] = str(values["start"]), str(values["end"])
         values["hdf5_chunks"] = tuple(int(c) for c in values["hdf5_chunks"])
@@ -141,7 +147,13 @@ class DemoSpec:
         return spec
 
     def settings(self) -> dict[str, Any]:
-        """The settings a tree records in its manifest (JSON types)."""
+        """The settings a tree records in its manifest (JSON types).
+
+        Returns
+        -------
+        dict[str, Any]
+            Setting -> value.
+        """
         out = {k: v for k, v in asdict(self).items() if k not in NOT_SETTINGS}
         out["hdf5_chunks"] = list(out["hdf5_chunks"])
         return out

@@ -154,18 +154,47 @@ class Fields:
         that are not NaN in a whole year of the SST (the seasonal term peaks at +-1, and
         at the demo resolutions no ocean cell comes within 0.002 K of freezing there, so
         daily samples find it). The rest is land and year-round sea ice.
+
+        Returns
+        -------
+        np.ndarray
+            Boolean, ``(lat, lon)``.
         """
         return ~self.land & (self.base + np.abs(self.seasonal) >= FREEZING)
 
     def times(self, month: Month) -> np.ndarray:
-        """Hours since 1900-01-01 of every time step of ``month``."""
+        """Hours since 1900-01-01 of every time step of ``month``.
+
+        Parameters
+        ----------
+        month : Month
+            The year and month.
+
+        Returns
+        -------
+        np.ndarray
+            The hours.
+        """
         start = np.datetime64(str(month), "h")
         stop = np.datetime64(str(month.next()), "h")
         step = np.timedelta64(1 if self.spec.frequency == "hourly" else 24, "h")
         return np.arange(start, stop, step)
 
     def sst(self, times: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
-        """SST (K, float32) at ``times`` (datetime64[h]); ``rng=None`` gives it noise-free."""
+        """SST (K, float32) at ``times`` (datetime64[h]); ``rng=None`` gives it noise-free.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         seas, trend, enso = time_factors(times, self.spec)
         clean = self.base + seas[:, None, None] * self.seasonal
         ice = clean < FREEZING

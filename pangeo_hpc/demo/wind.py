@@ -58,12 +58,36 @@ class WindFields:
         self.theta0 = band - toward_equator + 0 * lo
 
     def speed(self, times: np.ndarray) -> np.ndarray:
-        """The wind speed (m s-1, float64) at ``times`` (datetime64[h])."""
+        """The wind speed (m s-1, float64) at ``times`` (datetime64[h]).
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         seas, _, _ = time_factors(times, self.spec)
         return self.s0 + seas[:, None, None] * self.s1
 
     def direction(self, times: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
-        """``theta`` (radians from east) at ``times``; ``rng=None`` gives it noise-free."""
+        """``theta`` (radians from east) at ``times``; ``rng=None`` gives it noise-free.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         phase = ((times - EPOCH).astype("f8") / 24.0) / DAYS_PER_YEAR
         swing = 0.5 * np.sin(2 * np.pi * phase[:, None, None] + np.deg2rad(self.lon)[None, None])
         theta = self.theta0 + swing
@@ -74,7 +98,22 @@ class WindFields:
     def component(
         self, variable: str, times: np.ndarray, rng: np.random.Generator | None
     ) -> np.ndarray:
-        """``u`` (:data:`U10`) or ``v`` (:data:`V10`) in m s-1, float32, at ``times``."""
+        """``u`` (:data:`U10`) or ``v`` (:data:`V10`) in m s-1, float32, at ``times``.
+
+        Parameters
+        ----------
+        variable : str
+            :data:`U10` or :data:`V10`.
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         turn = np.cos if variable == U10 else np.sin
         assert variable in (U10, V10), variable
         return (self.speed(times) * turn(self.direction(times, rng))).astype("f4")

@@ -105,7 +105,13 @@ class JobStarts:
     created: str = ""
 
     def ranges(self) -> tuple[tuple[float, float], tuple[float, float]]:
-        """``((queue low, high), (arrival low, high))`` in seconds."""
+        """``((queue low, high), (arrival low, high))`` in seconds.
+
+        Returns
+        -------
+        ((float, float), (float, float))
+            The ranges.
+        """
         return (min(self.queue), max(self.queue)), (min(self.arrival), max(self.arrival))
 
 
@@ -149,7 +155,24 @@ class Calibration:
     starts: dict[str, JobStarts] = field(default_factory=dict)
 
     def recipe(self, name: str) -> RecipeFit:
-        """The fit of recipe ``name``, or an error telling how to measure it."""
+        """The fit of recipe ``name``, or an error telling how to measure it.
+
+        Parameters
+        ----------
+        name : str
+            A recipe's name.
+
+        Returns
+        -------
+        RecipeFit
+            The fit.
+
+        Raises
+        ------
+        InputError
+            If the recipe was never measured (the message gives the ``calibrate``
+            call).
+        """
         if name not in self.recipes:
             call = f"calibrate({name!r})"
             raise InputError(
@@ -160,18 +183,38 @@ class Calibration:
         return self.recipes[name]
 
     def describe(self) -> str:
-        """Where the figures come from, in one line."""
+        """Where the figures come from, in one line.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         return f"{self.source}, measured on {self.host} ({self.cores} cores) {self.created[:10]}"
 
     def to_json(self) -> dict[str, Any]:
-        """The file's content."""
+        """The file's content.
+
+        Returns
+        -------
+        dict[str, Any]
+            The document.
+        """
         doc = asdict(self)
         doc.pop("source")
         return {"version": VERSION, **doc}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], source: str) -> Calibration:
-        """Read the file's content (or config ``plan.fallback``)."""
+        """Read the file's content (or config ``plan.fallback``).
+
+        Parameters
+        ----------
+        doc : Mapping[str, Any]
+            The document.
+        source : str
+            Where it came from (for :meth:`describe`).
+        """
         try:
             recipes = {k: RecipeFit(**v) for k, v in (doc.get("recipes") or {}).items()}
             starts = {k: JobStarts(**v) for k, v in (doc.get("starts") or {}).items()}

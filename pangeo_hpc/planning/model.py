@@ -47,7 +47,13 @@ class Storage:
     over_network: bool
 
     def describe(self) -> str:
-        """E.g. ``fsx 2,880 MB/s shared``."""
+        """E.g. ``fsx 2,880 MB/s shared``.
+
+        Returns
+        -------
+        str
+            The description.
+        """
         return f"{self.kind} {self.rate / 1e6:,.0f} MB/s {'shared' if self.shared else 'per node'}"
 
 
@@ -265,6 +271,16 @@ class Model:
         queue and their workers' arrival before it (:attr:`queue`, :attr:`arrival`).
         Billed per node: arrival + run + ``startup``; with more than one node, the high
         end also bills the queue's spread (the first job started waits for the last).
+
+        Parameters
+        ----------
+        nodes : int
+            Nodes.
+
+        Returns
+        -------
+        dict[str, Any]
+            The row.
         """
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
@@ -277,7 +293,24 @@ class Model:
         after one start of their jobs are billed: the wall times, the jobs' start, the
         node-hours and the cost, each with its low and high end (the keys of a row of
         :meth:`predict` beyond the run's own). Several runs on one cluster (a recipe over
-        several datasets) are billed once with their summed wall times."""
+        several datasets) are billed once with their summed wall times.
+
+        Parameters
+        ----------
+        nodes : int
+            Nodes.
+        wall : float
+            Seconds of computing (median).
+        low : float
+            Its low end.
+        high : float
+            Its high end.
+
+        Returns
+        -------
+        dict[str, Any]
+            The row's billing keys.
+        """
         (q_lo, q_hi), (a_lo, a_hi) = self.queue, self.arrival
         wait = q_hi - q_lo if nodes > 1 else 0.0
         row: dict[str, Any] = {

@@ -70,11 +70,28 @@ class MultiPlan:
         return self.first.model
 
     def best(self, within: float = 0.1) -> dict[str, Any]:
-        """The fewest nodes whose summed wall time is within ``within`` of the fastest."""
+        """The fewest nodes whose summed wall time is within ``within`` of the fastest.
+
+        Parameters
+        ----------
+        within : float, optional
+            Fraction above the fastest accepted.
+
+        Returns
+        -------
+        dict[str, Any]
+            The summed row.
+        """
         return dict(fewest_nodes(self.rows, within))
 
     def to_json(self) -> dict[str, Any]:
-        """The plan as JSON: the recipe, each dataset's plan and the summed rows."""
+        """The plan as JSON: the recipe, each dataset's plan and the summed rows.
+
+        Returns
+        -------
+        dict[str, Any]
+            The document.
+        """
         return {
             "recipe": self.recipe,
             "datasets": {n: p.to_json() for n, p in self.parts.items()},
@@ -82,7 +99,13 @@ class MultiPlan:
         }
 
     def text(self) -> str:
-        """Each dataset's reads and figures in a line or two, then the summed table."""
+        """Each dataset's reads and figures in a line or two, then the summed table.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         size = sum(p.model.size for p in self.parts.values())
         stored = sum(p.model.size / p.model.ratio for p in self.parts.values())
         names = ", ".join(self.parts)
@@ -115,7 +138,18 @@ class MultiPlan:
         return "\n".join([*lines, *rows_text(m, self.rows, counted if files else None)])
 
     def plot(self, ax: Axes | None = None) -> Axes:
-        """As :meth:`pangeo_hpc.planning.plan.Plan.plot`, of the summed rows."""
+        """As :meth:`pangeo_hpc.planning.plan.Plan.plot`, of the summed rows.
+
+        Parameters
+        ----------
+        ax : Axes, optional
+            The axes to draw on; ``None``: a new pyplot figure.
+
+        Returns
+        -------
+        Axes
+            The axes.
+        """
         summed = Plan(self.recipe, self.first.model, self.rows, dict(self.first.sources))
         ax = summed.plot(ax)
         size = sum(p.model.size for p in self.parts.values())

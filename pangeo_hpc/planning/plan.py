@@ -102,14 +102,26 @@ class Plan:
     reads: Reads | None = None
 
     def table(self) -> pd.DataFrame:
-        """The rows as a DataFrame indexed by nodes."""
+        """The rows as a DataFrame indexed by nodes.
+
+        Returns
+        -------
+        pd.DataFrame
+            The table.
+        """
         import pandas as pd
 
         return pd.DataFrame(self.rows).set_index("nodes")
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the recipe, the model's inputs, what it reads and the rows
-        (each with its low and high ends: ``wall_low_s``, ``cost_high`` ...)."""
+        (each with its low and high ends: ``wall_low_s``, ``cost_high`` ...).
+
+        Returns
+        -------
+        dict[str, Any]
+            The document.
+        """
         m = asdict(self.model)
         m["storage"] = self.model.storage.describe()
         return {
@@ -121,16 +133,44 @@ class Plan:
         }
 
     def best(self, within: float = 0.1) -> dict[str, Any]:
-        """The fewest nodes whose wall time is within ``within`` of the fastest."""
+        """The fewest nodes whose wall time is within ``within`` of the fastest.
+
+        Parameters
+        ----------
+        within : float, optional
+            Fraction above the fastest accepted.
+
+        Returns
+        -------
+        dict[str, Any]
+            The row.
+        """
         return dict(fewest_nodes(self.rows, within))
 
     def text(self) -> str:
-        """The plan as a table a terminal shows, with its inputs and a recommendation."""
+        """The plan as a table a terminal shows, with its inputs and a recommendation.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         return plan_text(self.recipe, self.model, self.rows, self.sources, self.reads)
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """Wall time (log) and cost per node count, bottlenecks marked, on ``ax`` (for a file:
-        ``Figure().add_subplot()``, no pyplot); default a new pyplot figure, as a notebook shows."""
+        ``Figure().add_subplot()``, no pyplot); default a new pyplot figure, as a notebook shows.
+
+        Parameters
+        ----------
+        ax : Axes, optional
+            The axes to draw on; ``None``: a new pyplot figure.
+
+        Returns
+        -------
+        Axes
+            The axes.
+        """
         if ax is None:
             import matplotlib.pyplot as plt
 

@@ -101,7 +101,13 @@ class Comparison:
         return worst(self.paired_errors)
 
     def row(self) -> dict[str, object]:
-        """What the results file keeps: the pairs first, the medians as context."""
+        """What the results file keeps: the pairs first, the medians as context.
+
+        Returns
+        -------
+        dict[str, object]
+            The row.
+        """
         median_p, median_m = statistics.median(self.predicted), statistics.median(self.measured)
         return {
             "setup": self.setup,

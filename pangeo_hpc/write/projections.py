@@ -126,7 +126,18 @@ class MapView:
 
     def crs(self, east: bool = False) -> Any:
         """The :mod:`cartopy.crs` projection; ``east``: the data lie across the date line
-        (centred on 180 unless ``central_longitude`` says otherwise)."""
+        (centred on 180 unless ``central_longitude`` says otherwise).
+
+        Parameters
+        ----------
+        east : bool, optional
+            The data lie across the date line.
+
+        Returns
+        -------
+        cartopy.crs.Projection
+            The projection.
+        """
         require("plot", f"a map in the {self.projection} projection")
         import cartopy.crs as ccrs
 

@@ -125,7 +125,22 @@ class S3Target:
 
     @classmethod
     def of(cls, url: str, s3: S3Options | None = None, *, flag: str = "out") -> S3Target:
-        """The target of ``url``; a URL without a prefix (a whole bucket) is refused."""
+        """The target of ``url``; a URL without a prefix (a whole bucket) is refused.
+
+        Parameters
+        ----------
+        url : str
+            ``s3://bucket/prefix``.
+        s3 : S3Options, optional
+            Endpoint and credentials; ``None``: :meth:`S3Options.resolve`.
+        flag : str, optional
+            How messages name the output.
+
+        Raises
+        ------
+        InputError
+            If ``url`` names a whole bucket (no prefix).
+        """
         bucket, prefix = split_url(url)
         if not prefix:
             raise InputError(
@@ -136,11 +151,33 @@ class S3Target:
         return cls(f"s3://{bucket}/{prefix}", bucket, prefix, s3 or S3Options.resolve())
 
     def key(self, *parts: str) -> str:
-        """The object key of ``parts`` under the prefix."""
+        """The object key of ``parts`` under the prefix.
+
+        Parameters
+        ----------
+        *parts : str
+            Path parts below the prefix.
+
+        Returns
+        -------
+        str
+            The key.
+        """
         return "/".join((self.prefix, *parts))
 
     def url_of(self, *parts: str) -> str:
-        """The ``s3://`` URL of ``parts`` under the prefix."""
+        """The ``s3://`` URL of ``parts`` under the prefix.
+
+        Parameters
+        ----------
+        *parts : str
+            Path parts below the prefix.
+
+        Returns
+        -------
+        str
+            The URL.
+        """
         return f"s3://{self.bucket}/{self.key(*parts)}"
 
     @property

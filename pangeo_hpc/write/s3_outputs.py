@@ -369,7 +369,18 @@ class Run:
         return self.target.url_of(str(self.manifest["run"]))
 
     def url_of(self, name: str) -> str:
-        """The URL of the run's file (or folder) ``name``."""
+        """The URL of the run's file (or folder) ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A file's or folder's name in the run.
+
+        Returns
+        -------
+        str
+            The URL.
+        """
         return f"{self.url}/{name}"
 
 

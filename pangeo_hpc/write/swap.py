@@ -159,6 +159,9 @@ class HeldSignals:
         return self
 
     def hold(self) -> None:
+        """Start holding the signals: each caught one is kept until the block ends (in the
+        main thread only: elsewhere signals cannot be handled, and nothing is held).
+        """
         if threading.current_thread() is not threading.main_thread():
             return
         for s in self.signums:

@@ -56,6 +56,14 @@ class ConvertReport:
     seconds: float
 
     def summary(self) -> str:
+        """One line for the log: the time steps, the store, the bytes before and after
+        compression, the time and the rate.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         ratio = self.bytes_uncompressed / max(self.bytes_written, 1)
         return (
             f"convert: {self.time_steps} time steps of {self.variable} -> {self.store} "

@@ -64,7 +64,13 @@ class Step:
         return ":" in self.name
 
     def function(self) -> Callable[..., Any]:
-        """The function the step calls."""
+        """The function the step calls.
+
+        Returns
+        -------
+        Callable[..., Any]
+            The recipe function, or the user function (imported).
+        """
         return user_function(self) if self.is_user else step_functions()[self.name]
 
 

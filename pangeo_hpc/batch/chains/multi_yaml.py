@@ -96,7 +96,13 @@ class MultiRecipe:
     _doc: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def grid_owners(self) -> list[str]:
-        """The datasets whose grids a ``regrid`` step names (``grid: $NAME``)."""
+        """The datasets whose grids a ``regrid`` step names (``grid: $NAME``).
+
+        Returns
+        -------
+        list[str]
+            Their names.
+        """
         return sorted({name for _, name in _grid_references(self._doc)})
 
     def recipe_for(
@@ -106,7 +112,22 @@ class MultiRecipe:
         results, ``grid: $X`` replaced by ``grids[X]`` (a grid spec of
         :func:`~pangeo_hpc.recipes.regrid`; default a stand-in, for checking) and the
         ``regrid`` to its own grid left out. ``{data}`` in a ``files:`` glob is the data
-        root ``data`` (the shipped recipes' model files live in the demo tree)."""
+        root ``data`` (the shipped recipes' model files live in the demo tree).
+
+        Parameters
+        ----------
+        name : str
+            A dataset of ``datasets:``.
+        grids : Mapping[str, Any], optional
+            Grid specs by dataset name, for ``grid: $NAME``; ``None``: stand-ins.
+        data : str, optional
+            The data root, for ``{data}`` in a ``files:`` glob.
+
+        Returns
+        -------
+        Recipe
+            The recipe.
+        """
         shared = ("description", "steps", "results", "plot")
         doc = {k: v for k, v in self._doc.items() if k in shared}
         doc = copy.deepcopy(doc)

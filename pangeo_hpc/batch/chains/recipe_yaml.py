@@ -91,7 +91,13 @@ class Recipe:
         return self.variables[0]
 
     def all_steps(self) -> list[Step]:
-        """Every step, shared ones first, in the order they are written."""
+        """Every step, shared ones first, in the order they are written.
+
+        Returns
+        -------
+        list[Step]
+            The steps.
+        """
         return [*self.steps, *(s for chain in self.results.values() for s in chain)]
 
 

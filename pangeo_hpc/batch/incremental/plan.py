@@ -69,7 +69,18 @@ class ResultPlan:
 
     def uses(self, piece: int) -> bool:
         """Whether the chain uses a time step of ``piece`` (not: another season, a month
-        the steps select away)."""
+        the steps select away).
+
+        Parameters
+        ----------
+        piece : int
+            A piece's index.
+
+        Returns
+        -------
+        bool
+            Whether it is used.
+        """
         a, b = self.rows[piece]
         return a != b
 
@@ -109,12 +120,29 @@ class Prepared:
         return out
 
     def files(self, pieces: Any) -> int:
-        """The input files of ``pieces`` (one per variable each)."""
+        """The input files of ``pieces`` (one per variable each).
+
+        Parameters
+        ----------
+        pieces : Any
+            Indices of pieces.
+
+        Returns
+        -------
+        int
+            The count.
+        """
         return sum(len(self.pieces[i][2]) for i in pieces)
 
     def unused(self) -> set[int]:
         """The pieces no result uses a step of (another season, a month the steps select
-        away): a run neither reads them nor needs their states."""
+        away): a run neither reads them nor needs their states.
+
+        Returns
+        -------
+        set[int]
+            Their indices.
+        """
         plans = self.chains.values()
         return {i for i in range(len(self.pieces)) if not any(p.uses(i) for p in plans)}
 

@@ -57,7 +57,17 @@ class ReadPlan:
 
     @classmethod
     def whole(cls, data: xr.Dataset, why: str, cache: str | None = None) -> ReadPlan:
-        """A run that reads every file of ``data`` (not incremental, for ``why``)."""
+        """A run that reads every file of ``data`` (not incremental, for ``why``).
+
+        Parameters
+        ----------
+        data : xr.Dataset
+            The dataset read.
+        why : str
+            Why the run is not incremental.
+        cache : str, optional
+            The cache's folder, or ``None``.
+        """
         files = list(data.encoding.get("source_files") or [])
         stamps = data.encoding.get("source_stamps") or {}
         sizes = {f: int(stamps[f].size) for f in files if f in stamps}
@@ -103,7 +113,18 @@ class ReadPlan:
         """This plan as a run carried it out, having read the pieces ``read``: more than
         planned where a cached state turned out unreadable (a miss: its files are read) or
         a roll-up was replaced since the plan was made, fewer where another run saved
-        states in between."""
+        states in between.
+
+        Parameters
+        ----------
+        read : Any
+            The pieces read.
+
+        Returns
+        -------
+        ReadPlan
+            The plan as carried out.
+        """
         read = frozenset(read)
         if read == self.to_read:
             return self
@@ -216,7 +237,13 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """``summary.json``'s ``reads``: the files reused, read and not needed, the stored
         bytes of the files read (``bytes_to_read``, from their stamps) and the bytes the
-        reader counted (``bytes_read``)."""
+        reader counted (``bytes_read``).
+
+        Returns
+        -------
+        dict[str, Any]
+            The record.
+        """
         out = {
             "incremental": self.incremental,
             "why": self.why,
@@ -233,7 +260,13 @@ class Report:
         return {k: v for k, v in out.items() if v is not None}
 
     def line(self) -> str:
-        """One line for the log: what was reused and read."""
+        """One line for the log: what was reused and read.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         mb = self.bytes_read / 1e6
         if not self.incremental:
             return f"not incremental ({self.why}): read {_files(self.files)}, {mb:.1f} MB"

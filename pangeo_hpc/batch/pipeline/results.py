@@ -79,7 +79,18 @@ class RunResult:
     files: str = ""
 
     def file(self, name: str) -> str:
-        """Where the output's file ``name`` is (``summary.json`` of an S3 prefix: its own)."""
+        """Where the output's file ``name`` is (``summary.json`` of an S3 prefix: its own).
+
+        Parameters
+        ----------
+        name : str
+            A file's name (``result.nc``, ``summary.json``).
+
+        Returns
+        -------
+        str
+            Its path or URL.
+        """
         if name == "summary.json" or not self.files:
             return str(Path(self.out) / name) if not is_s3(self.out) else f"{self.out}/{name}"
         return f"{self.files}/{name}"

@@ -84,7 +84,18 @@ class Inputs:
         """The incremental plan of these inputs (or why they run whole) and what a run
         with the state cache ``store`` (``None``: caching off) reads of them
         (:func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads`): made once per cache folder and
-        kept, so that deciding where to run and running use the same plan."""
+        kept, so that deciding where to run and running use the same plan.
+
+        Parameters
+        ----------
+        store : StateCache or None
+            The state cache, or ``None``.
+
+        Returns
+        -------
+        (Prepared or str, ReadPlan)
+            The plan (or the reason) and the reads.
+        """
         key = None if store is None else str(store.folder)
         if key not in self._reads:
             self._reads[key] = plan_reads(
