@@ -112,7 +112,7 @@ def show_progress(future: Any) -> None:
 
     Parameters
     ----------
-    future : Any
+    future : distributed.Future
         A Dask future of the client in use.
     """
     done = threading.Event()

@@ -88,7 +88,7 @@ def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
 
     Parameters
     ----------
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         The cluster whose workers did not come.
     kind : str
         Its kind (``slurm``, ``pbs``, ``sge``, ``gateway``, ``local``).
@@ -176,7 +176,7 @@ def preflight(cluster: Any, kind: str) -> None:
 
     Parameters
     ----------
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         A dask-jobqueue cluster with no jobs yet.
     kind : str
         Its kind; kinds other than ``slurm`` are not checked.
@@ -201,9 +201,9 @@ def wait_for_workers(client: Any, cluster: Any, kind: str, n: int, timeout: floa
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         The cluster's client.
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         The cluster whose jobs were submitted.
     kind : str
         Its kind (``slurm``, ``gateway``, ...).

@@ -324,7 +324,7 @@ def check_versions(client: Any) -> None:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client of the gateway cluster, with one worker at least.
 
     Raises
@@ -360,7 +360,7 @@ def start_gateway(
 
     Parameters
     ----------
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         A gateway cluster (:func:`new_gateway_cluster`).
     workers : int, optional
         Workers to scale to; default 1.

@@ -181,7 +181,7 @@ def close_when_idle(dask_scheduler: Any, seconds: float) -> None:
 
     Parameters
     ----------
-    dask_scheduler : Any
+    dask_scheduler : distributed.Scheduler
         The scheduler (passed by ``run_on_scheduler``).
     seconds : float
         Idle seconds before it closes.

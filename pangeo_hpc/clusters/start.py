@@ -335,7 +335,7 @@ def worker_count(cluster: Any, jobs: int) -> int:
 
     Parameters
     ----------
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         A cluster made by :func:`get_cluster`.
     jobs : int
         Batch jobs (ignored for a local cluster).
@@ -353,7 +353,7 @@ def kind_of(cluster: Any) -> str:
 
     Parameters
     ----------
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         A cluster, or ``None``.
 
     Returns

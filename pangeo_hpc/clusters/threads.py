@@ -166,7 +166,7 @@ class ThreadClient:
 
         Parameters
         ----------
-        collections : Any
+        collections : dask collection or list
             A dask collection or a list of them.
 
         Returns

@@ -45,7 +45,7 @@ class QuickExit(WorkerPlugin):
 
         Parameters
         ----------
-        worker : Any
+        worker : distributed.Worker
             The worker (passed by distributed).
         """
         if multiprocessing.parent_process() is None:
@@ -59,7 +59,7 @@ class QuickExit(WorkerPlugin):
 
         Parameters
         ----------
-        worker : Any
+        worker : distributed.Worker
             The worker (passed by distributed).
         """
         self.closed = True

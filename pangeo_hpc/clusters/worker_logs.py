@@ -91,7 +91,7 @@ class QuietInputErrors(WorkerPlugin):
 
         Parameters
         ----------
-        worker : Any
+        worker : distributed.Worker
             The worker (passed by distributed).
         """
         for name in LOGGERS:
@@ -102,7 +102,7 @@ class QuietInputErrors(WorkerPlugin):
 
         Parameters
         ----------
-        worker : Any
+        worker : distributed.Worker
             The worker (passed by distributed).
         """
         for name in LOGGERS:

@@ -72,9 +72,9 @@ def timed_run(client: Any, lazy: Any, run: Run) -> Run:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client of fresh workers.
-    lazy : Any
+    lazy : dask collection
         A dask collection.
     run : Run
         Its size (chunks, bytes, tasks); the times are filled in.
@@ -173,9 +173,9 @@ def job_starts(
 
     Parameters
     ----------
-    cluster : Any
+    cluster : distributed.deploy.Cluster
         A batch cluster (dask-jobqueue).
-    client : Any
+    client : distributed.Client
         Its client.
     jobs : int, optional
         Jobs submitted at once in each round.
@@ -261,9 +261,9 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         The cluster's client.
-    lazy : Any
+    lazy : dask collection
         A dask collection to compute.
     cores : int
         Busy worker processes of the loaded runs.
@@ -390,7 +390,7 @@ def noop_cpu(client: Any, tasks: int = 2000) -> float:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client of the cluster measured.
     tasks : int, optional
         No-op tasks to run.
@@ -445,7 +445,7 @@ def worker_count(client: Any) -> int:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client.
 
     Returns
@@ -461,7 +461,7 @@ def worker_cpu(client: Any) -> float:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client of the workers.
 
     Returns
@@ -477,7 +477,7 @@ def on_this_host(client: Any) -> bool:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client of the workers.
 
     Returns

@@ -67,7 +67,7 @@ def tip(repo: Any) -> Any:
 
     Parameters
     ----------
-    repo : Any
+    repo : icechunk.Repository
         An open ``icechunk.Repository``.
 
     Returns
@@ -83,7 +83,7 @@ def tip_is_ours(repo: Any) -> bool:
 
     Parameters
     ----------
-    repo : Any
+    repo : icechunk.Repository
         An open ``icechunk.Repository``.
 
     Returns
@@ -100,7 +100,7 @@ def open_repository(storage: Any) -> Any | None:
 
     Parameters
     ----------
-    storage : Any
+    storage : icechunk.Storage
         An ``icechunk.Storage``.
 
     Returns

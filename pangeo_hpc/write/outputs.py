@@ -322,7 +322,7 @@ def save_figure(fig: Any, path: str | Path, *, flag: str = "path", dpi: int = 12
 
     Parameters
     ----------
-    fig : Any
+    fig : matplotlib.figure.Figure
         A matplotlib figure.
     path : str or Path
         The file (``.png``, ``.svg``, ``.pdf``).

@@ -528,7 +528,7 @@ def build(recipe: Any, data: xr.Dataset, memo: Memo | None = None) -> xr.Dataset
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     data : xr.Dataset
         Its dataset (:func:`~pangeo_hpc.batch.pipeline.steps.open_dataset`).
@@ -582,7 +582,7 @@ def result_chains(recipe: Any) -> dict[str, list[Step]]:
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
 
     Returns

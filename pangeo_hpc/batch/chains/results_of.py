@@ -20,7 +20,7 @@ def finish(recipe: Any, values: dict[str, Any]) -> xr.Dataset:
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     values : dict[str, Any]
         Result name -> its value.

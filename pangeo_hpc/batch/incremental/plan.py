@@ -154,7 +154,7 @@ def check(recipe: Any, data: xr.Dataset, memo: chain.Memo) -> bool:
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     data : xr.Dataset
         Its dataset.
@@ -195,11 +195,11 @@ def prepare(
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     data : xr.Dataset
         Its dataset.
-    s3 : Any, optional
+    s3 : S3Options, optional
         Endpoint and credentials of ``s3://`` files (their stamps).
     stamps : bool, optional
         Stamp the files (``False``: a plan without cache keys).

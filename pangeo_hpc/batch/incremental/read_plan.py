@@ -290,7 +290,7 @@ def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:
 
     Parameters
     ----------
-    client : Any
+    client : distributed.Client
         A client of the workers.
     before : dict[str, int], optional
         An earlier answer of this function, or ``None``.

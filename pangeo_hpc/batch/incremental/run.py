@@ -73,19 +73,19 @@ def run(
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     data : xr.Dataset
         Its dataset.
     prepared : Prepared
         The plan of :func:`prepare`.
-    client : Any
+    client : distributed.Client
         A client of the cluster.
     cache : StateCache
         The state cache.
     reads : ReadPlan
         The read plan.
-    here : Any, optional
+    here : ThreadClient, optional
         A thread client of this process, or ``None``.
 
     Returns

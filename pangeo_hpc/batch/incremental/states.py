@@ -148,11 +148,11 @@ def compute_states(
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     prepared : Prepared
         The run's plan.
-    client : Any
+    client : distributed.Client
         A client of the cluster.
     cache : StateCache
         The state cache.
@@ -208,7 +208,7 @@ def entry_meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[s
 
     Parameters
     ----------
-    recipe : Any
+    recipe : Recipe
         The recipe.
     prepared : Prepared
         The run's plan.

@@ -71,7 +71,7 @@ def write_icechunk(
         When the write started (``time.perf_counter``).
     started : float or None
         When the run started (``time.perf_counter``), or ``None``: ``t0``.
-    s3 : Any, optional
+    s3 : S3Options, optional
         Endpoint and credentials of an ``s3://`` repository.
 
     Returns

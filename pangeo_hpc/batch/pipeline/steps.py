@@ -255,7 +255,7 @@ def open_dataset(
         Endpoint and credentials of ``s3://`` data.
     index : str, optional
         A reference index of ``s3://`` NetCDF files, or ``None``.
-    client : Any, optional
+    client : distributed.Client, optional
         With ``index="build"``, the client whose workers build the missing indexes
         (:func:`~pangeo_hpc.io.era5.open_era5`).
 
