@@ -12,6 +12,10 @@ must pass these checks of :func:`numpydoc.validate.validate`:
 A class whose parameters are its fields (a dataclass, a NamedTuple) may list them under
 ``Attributes`` instead of ``Parameters``; parameters whose names start with ``_`` are
 internal (``Inputs._lazy``) and need no entry.
+
+Beyond the reference, every public module-level function and class of the folders in
+:data:`FOLDERS` (``tests/support/public_names.py`` finds them) passes the same checks: a
+name used only inside its own module is made private instead.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from numpydoc.docscrape import NumpyDocString
 from numpydoc.validate import validate
 
 from tests.support.paths import ROOT
+from tests.support.public_names import public_methods, public_names, public_object
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from public_api import objects
@@ -80,6 +85,70 @@ def test_the_public_api_is_what_the_reference_lists():
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_docstring(name):
     assert problems(PUBLIC[name]) == [], f"{name}: fix its docstring"
+
+
+#: folders of pangeo_hpc/ whose every public module-level name is validated
+FOLDERS = ["batch", "cli", "clusters", "demo", "planning", "write"]
+#: folders of pangeo_hpc/ whose public classes' public methods are validated as well
+METHOD_FOLDERS = ["batch", "cli", "clusters", "demo", "planning", "write"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_public_name_of_a_folder_is_documented(folder):
+    names = public_names(folder)
+    assert names, f"pangeo_hpc/{folder}/ has no public name"
+    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: found for name, found in bad.items() if found}
+    assert bad == {}, f"{len(bad)} of {len(names)} public names of {folder}/: fix their docstrings"
+
+
+@pytest.mark.parametrize("folder", METHOD_FOLDERS)
+def test_every_public_method_of_a_folder_is_documented(folder):
+    names = public_methods(folder)
+    assert names, f"pangeo_hpc/{folder}/ has no public method"
+    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: found for name, found in bad.items() if found}
+    assert bad == {}, f"{len(bad)} of {len(names)} public methods of {folder}/: fix them"
+
+
+def test_a_folder_walk_finds_an_undocumented_parameter(tmp_path, monkeypatch):
+    """The folder walk is not vacuous: in a probe package, the public function whose second
+    parameter is missing from its docstring is found and fails PR01 naming it, and so does
+    a public class's method; the private function without any docstring and the property
+    are not walked."""
+    folder = tmp_path / "docprobe_pkg" / "sub"
+    folder.mkdir(parents=True)
+    (folder.parent / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "mod.py").write_text(
+        "def forgot(x, y):\n"
+        '    """Add.\n\n    Parameters\n    ----------\n    x : int\n        One.\n\n'
+        '    Returns\n    -------\n    int\n        The sum.\n    """\n'
+        "    return x + y\n\n\n"
+        "def _private(z):\n"
+        "    return z\n\n\n"
+        "class Box:\n"
+        '    """A box."""\n\n'
+        "    def put(self, item):\n"
+        '        """Put ``item`` in."""\n\n'
+        "    @property\n"
+        "    def size(self):\n"
+        "        return 0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        names = public_names("sub", package="docprobe_pkg", root=tmp_path)
+        assert names == ["docprobe_pkg.sub.mod.Box", "docprobe_pkg.sub.mod.forgot"]
+        assert problems(public_object(names[0])) == []
+        found = problems(public_object(names[1]))
+        assert [p[:4] for p in found] == ["PR01"] and "'y'" in found[0], found
+        methods = public_methods("sub", package="docprobe_pkg", root=tmp_path)
+        assert methods == ["docprobe_pkg.sub.mod.Box.put"]
+        found = problems(public_object(methods[0]))
+        assert [p[:4] for p in found] == ["PR01"] and "'item'" in found[0], found
+    finally:
+        for name in [m for m in sys.modules if m.startswith("docprobe_pkg")]:
+            del sys.modules[name]
 
 
 def test_a_parameter_left_out_of_a_docstring_is_found(monkeypatch):

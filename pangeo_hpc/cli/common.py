@@ -137,7 +137,21 @@ def for_cli(exc: BaseException, prog: str, verb: str | None = None) -> str:
 
 class Verb(NamedTuple):
     """A verb of the command line: its name, one line for the list of verbs, the text of
-    its ``--help``, a function that adds its arguments and one that runs it."""
+    its ``--help``, a function that adds its arguments and one that runs it.
+
+    Parameters
+    ----------
+    name : str
+        The verb as typed after ``python -m pangeo_hpc.run``.
+    help : str
+        One line for the list of verbs.
+    description : str
+        The text of the verb's ``--help``.
+    args : Callable[[argparse.ArgumentParser], None]
+        Adds the verb's arguments to its parser.
+    run : Callable[[argparse.Namespace], int]
+        Runs the verb on the parsed arguments and returns the exit code.
+    """
 
     name: str
     help: str
@@ -147,11 +161,52 @@ class Verb(NamedTuple):
 
 
 class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are :class:`~pangeo_hpc.errors.InputError` naming
+    ``--help`` (exit 2 through ``main``), instead of argparse's own exit.
+
+    Parameters
+    ----------
+    prog, usage, description, epilog, parents, formatter_class, prefix_chars, \
+fromfile_prefix_chars, argument_default, conflict_handler, add_help, allow_abbrev, \
+exit_on_error : optional
+        As :class:`argparse.ArgumentParser`'s.
+    """
+
     def error(self, message: str) -> None:  # type: ignore[override]
+        """Raise the usage error ``message`` as an :class:`~pangeo_hpc.errors.InputError`
+        naming ``--help``.
+
+        Parameters
+        ----------
+        message : str
+            argparse's message.
+
+        Raises
+        ------
+        InputError
+            Always.
+        """
         raise InputError(f"{message} (see `{self.prog} --help`)")
 
 
 def positive_int(text: str) -> int:
+    """The ``type=`` of options that take a count of 1 or more (``--workers``, ``--jobs``).
+
+    Parameters
+    ----------
+    text : str
+        The option's value as typed.
+
+    Returns
+    -------
+    int
+        The count.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        If ``text`` is not a whole number of at least 1 (argparse names the option).
+    """
     try:
         value = int(text)
     except ValueError:
@@ -169,6 +224,15 @@ def _job_range(text: str) -> tuple[int, int]:
 
 
 def add_cluster_args(p: argparse.ArgumentParser) -> None:
+    """Add the cluster options every verb that computes shares (``--cluster``, ``--profile``,
+    ``--workers``, ``--jobs``, ``--adapt`` and the batch jobs' ``--queue``, ``--account``,
+    ...).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The verb's parser; the options go in its group ``cluster``.
+    """
     g = p.add_argument_group("cluster")
     g.add_argument(
         "--cluster",
@@ -193,6 +257,21 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
 
 
 def batch_options_from(a: argparse.Namespace) -> dict:
+    """The batch-job options given on the command line (``--queue``, ``--account``,
+    ``--walltime``, ``--memory``, ``--interface``, ``--cores``, ``--processes``), those left
+    out omitted.
+
+    Parameters
+    ----------
+    a : argparse.Namespace
+        The parsed arguments of a verb with :func:`add_cluster_args`.
+
+    Returns
+    -------
+    dict
+        Option name -> value, for the cluster's keyword arguments (they override the
+        profile).
+    """
     keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
     return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
 
@@ -200,7 +279,16 @@ def batch_options_from(a: argparse.Namespace) -> dict:
 def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
     """``--endpoint-url``, ``--anon`` (as the AWS CLI spells them), ``--index``: the S3
     options of every verb that reads or writes ``s3://`` (one definition; the verb turns
-    them into :class:`~pangeo_hpc.s3.options.S3Options` with :func:`s3_options_from`)."""
+    them into :class:`~pangeo_hpc.s3.options.S3Options` with :func:`s3_options_from`).
+
+    Parameters
+    ----------
+    p : argparse.ArgumentParser
+        The verb's parser; the options go in a group of their own.
+    index : bool, optional
+        Whether to add ``--index`` too (the verbs that read NetCDF from ``s3://``
+        through a reference index).
+    """
     g = p.add_argument_group(
         "S3 (for s3:// sources and outputs; credentials from the usual AWS chain)"
     )
@@ -232,6 +320,29 @@ def s3_options_from(
     (``--index`` needs an ``s3://`` source), or ``always`` (a verb of S3 alone, such as
     ``inventory``: its URL is checked where it is read). Outputs take
     :meth:`~pangeo_hpc.s3.options.S3Options.for_writing` of the result (never anonymous).
+
+    Parameters
+    ----------
+    a : argparse.Namespace
+        The parsed arguments of a verb with :func:`add_s3_args`.
+    source : object, optional
+        What the verb reads: a path or URL, a list of them, or ``None``.
+    out : object, optional
+        What the verb writes: a path or URL, a list of them, or ``None``.
+    always : bool, optional
+        Accept the flags without an ``s3://`` source or output (a verb of S3 alone).
+
+    Returns
+    -------
+    S3Options
+        The options to read with (:meth:`~pangeo_hpc.s3.options.S3Options.resolve` of
+        the flags).
+
+    Raises
+    ------
+    InputError
+        If an S3 flag is given and neither ``source`` nor ``out`` is ``s3://`` (nor
+        ``always``), or ``--index`` without an ``s3://`` source.
     """
     from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -248,7 +359,19 @@ def s3_options_from(
 
 
 def running_cluster_from(a: argparse.Namespace):
-    """The cluster of the parsed ``add_cluster_args`` flags (``running_cluster``'s context)."""
+    """The cluster of the parsed ``add_cluster_args`` flags (``running_cluster``'s context).
+
+    Parameters
+    ----------
+    a : argparse.Namespace
+        The parsed arguments of a verb with :func:`add_cluster_args`.
+
+    Returns
+    -------
+    contextmanager
+        The context of :func:`~pangeo_hpc.clusters.start.running_cluster` for those
+        flags: entered, it yields the Dask client.
+    """
     from pangeo_hpc.clusters.start import running_cluster
 
     return running_cluster(

@@ -46,6 +46,18 @@ def library_lines(name: str = "pangeo_hpc", level: int = logging.INFO) -> Iterat
     from Python leaves the caller's logging as it was. A level the user set lower (e.g.
     ``DEBUG``) is kept. Warnings of the package's own categories are printed as one line,
     ``warning: MESSAGE`` on the current ``sys.stderr``; others as Python prints them.
+
+    Parameters
+    ----------
+    name : str, optional
+        The logger whose records are printed.
+    level : int, optional
+        The least level printed, unless the user set the logger lower.
+
+    Yields
+    ------
+    None
+        Control, while the records are printed.
     """
     logger = logging.getLogger(name)
     handler = _PlainLines(level)

@@ -104,6 +104,9 @@ def build_parser(
     prog : str, optional
         How the user called it (usage lines and hints); default from ``sys.argv[0]``
         (:func:`pangeo_hpc.cli.common.program_name`).
+    only : str, optional
+        Build that verb's parser alone (the others are left out, so the command starts
+        faster); ``None`` builds all.
 
     Returns
     -------
@@ -149,7 +152,19 @@ def _parse(args: list[str], prog: str) -> argparse.Namespace | int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point; returns the exit code."""
+    """Entry point; returns the exit code.
+
+    Parameters
+    ----------
+    argv : Sequence[str], optional
+        The arguments after the program's name; ``None`` takes ``sys.argv[1:]``.
+
+    Returns
+    -------
+    int
+        The exit code: 0 done, 2 bad input (one line on stderr), others as the verb
+        says.
+    """
     _interruptible()
     args = list(sys.argv[1:] if argv is None else argv)
     prog = program_name()
@@ -222,6 +237,11 @@ def exit_now(code: int) -> None:
     are closed and renamed into place, logging is flushed and temporary folders are removed
     by their ``atexit`` handlers, which run here first. A non-daemon thread still running
     (a notebook's, never the command line's) is waited for as a normal exit would.
+
+    Parameters
+    ----------
+    code : int
+        The process's exit code.
     """
     if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)

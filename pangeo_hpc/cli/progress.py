@@ -59,7 +59,17 @@ class ProgressLine:
         return time.perf_counter() - self.t0
 
     def update(self, text: str, fraction: float | None = None, *, last: bool = False) -> None:
-        """Show ``text``, ``fraction`` of the way (None: no total), or as the ``last`` line."""
+        """Show ``text``, ``fraction`` of the way (None: no total), or as the ``last`` line.
+
+        Parameters
+        ----------
+        text : str
+            The line.
+        fraction : float, optional
+            How far (0 to 1), or ``None``.
+        last : bool, optional
+            The final line (always shown).
+        """
         now = time.perf_counter()
         if self.tty:
             if last or now - self._drawn >= REDRAW:
@@ -78,7 +88,13 @@ class ProgressLine:
             self._drawn = now
 
     def end(self, *, clear: bool = False) -> None:
-        """End a redrawn line: keep it (a newline), or ``clear`` it for what follows."""
+        """End a redrawn line: keep it (a newline), or ``clear`` it for what follows.
+
+        Parameters
+        ----------
+        clear : bool, optional
+            Clear the line instead of keeping it.
+        """
         if self._open:
             self._write("\r\033[K" if clear else "\n")
             self._open = False
@@ -92,7 +108,13 @@ def show_progress(future: Any) -> None:
     """Block until ``future`` is done (finished, failed or cancelled), showing on stdout how
     many of its tasks are done: ``progress:  40% of 1234 tasks, 12.3s``. A cancelled
     future (e.g. "lost dependencies") ends the wait; ``future.result()`` tells the caller
-    why."""
+    why.
+
+    Parameters
+    ----------
+    future : distributed.Future
+        A Dask future of the client in use.
+    """
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
     count = _task_counter()  # one function, so that it is sent to the scheduler once
@@ -163,6 +185,16 @@ def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
 
     For :func:`pangeo_hpc.storage.warmup.warmup` and ``stage``; the last line is the one
     with every file done.
+
+    Parameters
+    ----------
+    what : str
+        The label in front of each line.
+
+    Returns
+    -------
+    Callable[[int, int, int, int], None]
+        The callback.
     """
     line = ProgressLine()
 
@@ -178,7 +210,20 @@ def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
 
 
 def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
-    """A ``progress(done, total)`` callback that prints ``what: done/total unit``."""
+    """A ``progress(done, total)`` callback that prints ``what: done/total unit``.
+
+    Parameters
+    ----------
+    what : str
+        The label in front of each line.
+    unit : str
+        What is counted, after the numbers (``files``, ``steps``).
+
+    Returns
+    -------
+    Callable[[int, int], None]
+        The callback.
+    """
     line = ProgressLine()
 
     def show(done: int, total: int) -> None:
@@ -191,7 +236,18 @@ def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
 def count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None]]:
     """A ``progress(objects_so_far)`` callback that prints ``what: 1,234 objects, 567/s`` on
     stderr (redrawn ten times a second on a terminal, else a line every ten seconds), and
-    a function that clears a redrawn line for what follows."""
+    a function that clears a redrawn line for what follows.
+
+    Parameters
+    ----------
+    what : str
+        The label in front of each line.
+
+    Returns
+    -------
+    (callable, callable)
+        The callback, and the function that clears its line.
+    """
     line = ProgressLine(sys.stderr)
 
     def show(objects: int) -> None:

@@ -41,7 +41,7 @@ from typing import Any
 from pangeo_hpc.errors import BudgetSpent
 from pangeo_hpc.inputs.budget import Budget
 
-__all__ = ["INTERVAL", "BudgetWatcher", "Guard", "Spending", "job_started", "within_budget"]
+__all__ = ["INTERVAL", "Guard", "job_started", "within_budget"]
 
 #: seconds between two looks at what the cluster spent
 INTERVAL = 1.0
@@ -74,7 +74,13 @@ class Guard:
 def job_started() -> tuple[str, float]:
     """Run on a worker: its batch job's id and when the job started (seconds since the
     epoch), from the oldest ancestor process running the same Python (the nanny that the
-    job script started). Without a batch job id, the host and that ancestor's pid."""
+    job script started). Without a batch job id, the host and that ancestor's pid.
+
+    Returns
+    -------
+    (str, float)
+        The job's id (or ``host:pid``) and its start (seconds since the epoch).
+    """
     import psutil
 
     me = psutil.Process()
@@ -91,7 +97,7 @@ def job_started() -> tuple[str, float]:
     return job or f"{socket.gethostname()}:{top.pid}", top.create_time()
 
 
-class Spending:
+class _Spending:
     """The node-hours a cluster has spent so far (see the module's docstring)."""
 
     def __init__(self, client: Any, *, local: bool, since: float | None = None) -> None:
@@ -119,7 +125,7 @@ class Spending:
         return sum(last - start for start, last in self.jobs.values()) / 3600
 
 
-class BudgetWatcher:
+class _BudgetWatcher:
     """A thread that stops the run in the main thread once ``guard`` is spent."""
 
     def __init__(
@@ -130,7 +136,7 @@ class BudgetWatcher:
         self.cluster = cluster
         self.guard = guard
         self.interval = INTERVAL if interval is None else interval
-        self.spending = Spending(client, local=kind_of(cluster) == "local")
+        self.spending = _Spending(client, local=kind_of(cluster) == "local")
         self.spent: float | None = None  # node-hours when it fired
         self._main = threading.current_thread() is threading.main_thread()
         self._lock = threading.Lock()
@@ -142,7 +148,7 @@ class BudgetWatcher:
         """Whether the budget was spent and the run told to stop."""
         return self.spent is not None
 
-    def start(self) -> BudgetWatcher:
+    def start(self) -> _BudgetWatcher:
         self._thread.start()
         return self
 
@@ -198,6 +204,21 @@ def within_budget(
 
     Yields ``(cluster, client)`` as ``started`` does. Without a guard, ``started`` alone.
 
+    Parameters
+    ----------
+    started : AbstractContextManager[tuple[Any, Any]]
+        The context of a starting cluster
+        (:func:`~pangeo_hpc.clusters.start.running_cluster`).
+    guard : Guard or None
+        The budget to watch; ``None`` watches nothing.
+    interval : float, optional
+        Seconds between two looks at the spending; default :data:`INTERVAL`.
+
+    Yields
+    ------
+    (cluster, client)
+        As ``started`` yields them.
+
     Raises
     ------
     BudgetSpent
@@ -208,10 +229,10 @@ def within_budget(
         with started as pair:
             yield pair
         return
-    watcher: BudgetWatcher | None = None
+    watcher: _BudgetWatcher | None = None
     try:
         with started as (cluster, client):
-            watcher = BudgetWatcher(cluster, client, guard, interval=interval).start()
+            watcher = _BudgetWatcher(cluster, client, guard, interval=interval).start()
             try:
                 yield cluster, client
             finally:

@@ -35,7 +35,7 @@ CAUSES = {
 }
 
 
-def job_ids(cluster: Any) -> list[str]:
+def _job_ids(cluster: Any) -> list[str]:
     """Scheduler job ids of a dask-jobqueue cluster's jobs."""
     ids = []
     for job in list(getattr(cluster, "workers", {}).values()):
@@ -45,7 +45,7 @@ def job_ids(cluster: Any) -> list[str]:
     return ids
 
 
-def job_states(kind: str, ids: list[str]) -> dict[str, str]:
+def _job_states(kind: str, ids: list[str]) -> dict[str, str]:
     """Job id -> "STATE (reason)" as the batch scheduler reports it now."""
     if not ids:
         return {}
@@ -71,7 +71,7 @@ def job_states(kind: str, ids: list[str]) -> dict[str, str]:
     return states
 
 
-def log_tails(log_directory: str | None, ids: list[str], lines: int = 15) -> dict[str, str]:
+def _log_tails(log_directory: str | None, ids: list[str], lines: int = 15) -> dict[str, str]:
     """The last lines of each job's output files in ``log_directory``."""
     out: dict[str, str] = {}
     if not log_directory:
@@ -84,15 +84,32 @@ def log_tails(log_directory: str | None, ids: list[str], lines: int = 15) -> dic
 
 
 def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
-    """The message of a worker timeout: jobs, states, log tails and usual causes."""
-    ids = job_ids(cluster)
+    """The message of a worker timeout: jobs, states, log tails and usual causes.
+
+    Parameters
+    ----------
+    cluster : distributed.deploy.Cluster
+        The cluster whose workers did not come.
+    kind : str
+        Its kind (``slurm``, ``pbs``, ``sge``, ``gateway``, ``local``).
+    expected : int
+        The workers waited for.
+    timeout : float
+        The seconds waited.
+
+    Returns
+    -------
+    str
+        The message, several lines.
+    """
+    ids = _job_ids(cluster)
     n = len(cluster.scheduler_info.get("workers", {}))
     lines = [f"{n} of {expected} Dask workers connected within {timeout:g} s"]
-    states = job_states(kind, ids)
+    states = _job_states(kind, ids)
     lines += [f"  job {jid}: {state}" for jid, state in states.items()] or [
         "  no job in the queue: submission failed"
     ]
-    for name, tail in log_tails(log_directory(cluster), ids).items():
+    for name, tail in _log_tails(log_directory(cluster), ids).items():
         lines.append(f"  --- tail of {name} ---")
         lines += ["    " + t for t in tail.splitlines()]
     lines.append("usual causes:")
@@ -137,7 +154,7 @@ def lost_task(exc: Any) -> ClusterError:
     )
 
 
-def submit_check(cluster: Any, kind: str) -> str | None:
+def _submit_check(cluster: Any, kind: str) -> str | None:
     """Why the scheduler would refuse the job script, or None (Slurm: ``sbatch --test-only``)."""
     if kind != "slurm":
         return None
@@ -155,8 +172,22 @@ def submit_check(cluster: Any, kind: str) -> str | None:
 
 
 def preflight(cluster: Any, kind: str) -> None:
-    """Refuse at once a job the batch scheduler would never run (no job is submitted)."""
-    refusal = submit_check(cluster, kind)
+    """Refuse at once a job the batch scheduler would never run (no job is submitted).
+
+    Parameters
+    ----------
+    cluster : distributed.deploy.Cluster
+        A dask-jobqueue cluster with no jobs yet.
+    kind : str
+        Its kind; kinds other than ``slurm`` are not checked.
+
+    Raises
+    ------
+    ClusterError
+        If Slurm's test submission (``sbatch --test-only``) refuses the job script, with
+        its reason.
+    """
+    refusal = _submit_check(cluster, kind)
     if refusal:
         raise ClusterError(
             f"{kind} refuses the worker job ({refusal}): lower memory=, cores= or walltime= "
@@ -166,7 +197,27 @@ def preflight(cluster: Any, kind: str) -> None:
 
 
 def wait_for_workers(client: Any, cluster: Any, kind: str, n: int, timeout: float) -> None:
-    """Block until ``n`` workers are connected; otherwise cancel the jobs and explain."""
+    """Block until ``n`` workers are connected; otherwise cancel the jobs and explain.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster's client.
+    cluster : distributed.deploy.Cluster
+        The cluster whose jobs were submitted.
+    kind : str
+        Its kind (``slurm``, ``gateway``, ...).
+    n : int
+        The workers to wait for.
+    timeout : float
+        Seconds to wait.
+
+    Raises
+    ------
+    ClusterError
+        If fewer than ``n`` workers came within ``timeout``: the message of
+        :func:`explain`.
+    """
     try:
         client.wait_for_workers(n, timeout=timeout)
     except TimeoutError as exc:

@@ -53,6 +53,16 @@ class GatewaySpec:
     """What a gateway cluster is asked for: its cluster options and the workers' variables.
 
     ``repr`` and :meth:`shown` hide the credentials; only :meth:`options_for` hands them on.
+
+    Parameters
+    ----------
+    options : dict[str, Any], optional
+        The cluster options the gateway offers (``worker_cores``, ``image``, ...).
+    environment : dict[str, str], optional
+        Variables set on the workers (credentials among them).
+    environment_option : str, optional
+        The cluster option that carries ``environment``; ``None`` when the gateway has
+        none.
     """
 
     options: dict[str, Any] = field(default_factory=dict)
@@ -60,11 +70,23 @@ class GatewaySpec:
     environment_option: str | None = "environment"
 
     def secrets(self) -> list[str]:
-        """The values never to show (credentials from the environment)."""
+        """The values never to show (credentials from the environment).
+
+        Returns
+        -------
+        list[str]
+            The values.
+        """
         return [v for k, v in self.environment.items() if k in SECRET_VARS and v]
 
     def shown(self) -> dict[str, Any]:
-        """The options as they may be printed: credentials as ``***``."""
+        """The options as they may be printed: credentials as ``***``.
+
+        Returns
+        -------
+        dict[str, Any]
+            The options.
+        """
         env = {k: "***" if k in SECRET_VARS else v for k, v in self.environment.items()}
         out = dict(self.options)
         if self.environment_option is not None:
@@ -75,7 +97,18 @@ class GatewaySpec:
         return f"GatewaySpec({self.shown()!r})"
 
     def hide(self, text: str) -> str:
-        """``text`` with every credential replaced by ``***``."""
+        """``text`` with every credential replaced by ``***``.
+
+        Parameters
+        ----------
+        text : str
+            Any text (a message).
+
+        Returns
+        -------
+        str
+            The text.
+        """
         for secret in self.secrets():
             text = text.replace(secret, "***")
         return text
@@ -144,6 +177,22 @@ def new_gateway_cluster(spec: GatewaySpec) -> Any:
     Ctrl-C and SIGTERM are held while the cluster is created, so that it is either not
     made or returned to a caller that shuts it down; any error message has the credentials
     hidden and no traceback chained (a server's message may repeat option values).
+
+    Parameters
+    ----------
+    spec : GatewaySpec
+        The cluster's options and workers' variables.
+
+    Returns
+    -------
+    dask_gateway.GatewayCluster
+        The new cluster, without workers.
+
+    Raises
+    ------
+    ClusterError
+        If the gateway cannot be reached or refuses the options (credentials hidden in
+        the message).
     """
     gateway = _gateway()
     address = gateway.address
@@ -181,6 +230,11 @@ def close_gateway(obj: Any) -> None:
     2026.8 that second close reads the stopped event loop and raises: "Exception ignored
     in Gateway.__del__" with a traceback on stderr at exit. The closed client's loop
     runner is dropped so that ``__del__`` has nothing left to do.
+
+    Parameters
+    ----------
+    obj : Any
+        A ``Gateway`` or a ``GatewayCluster`` (closed ones are left alone).
     """
     try:
         obj.close()
@@ -223,7 +277,13 @@ def _set_options(options: Any, spec: GatewaySpec, address: str) -> None:
 
 def versions() -> dict[str, str]:
     """The versions that client and workers must share (run on a worker by
-    :func:`check_versions`)."""
+    :func:`check_versions`).
+
+    Returns
+    -------
+    dict[str, str]
+        Package name -> version (Python's among them).
+    """
     out = {"python": platform.python_version()}
     for name in VERSIONED[1:]:
         out[name] = str(importlib.import_module(name).__version__)
@@ -231,7 +291,20 @@ def versions() -> dict[str, str]:
 
 
 def version_mismatch(here: Mapping[str, str], there: Mapping[str, str]) -> str | None:
-    """One line naming what differs between this process (``here``) and a worker, or None."""
+    """One line naming what differs between this process (``here``) and a worker, or None.
+
+    Parameters
+    ----------
+    here : Mapping[str, str]
+        This process's :func:`versions`.
+    there : Mapping[str, str]
+        A worker's :func:`versions`.
+
+    Returns
+    -------
+    str or None
+        The line, or ``None`` when they agree.
+    """
     diff = [k for k in VERSIONED if here.get(k) != there.get(k)]
     if not diff:
         return None
@@ -247,7 +320,18 @@ def version_mismatch(here: Mapping[str, str], there: Mapping[str, str]) -> str |
 
 def check_versions(client: Any) -> None:
     """Compare this process's :func:`versions` with one worker's; raise
-    :class:`~pangeo_hpc.errors.InputError` naming any mismatch."""
+    :class:`~pangeo_hpc.errors.InputError` naming any mismatch.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the gateway cluster, with one worker at least.
+
+    Raises
+    ------
+    InputError
+        If a package's version differs between this process and the worker.
+    """
     workers = list(client.scheduler_info(n_workers=-1)["workers"])
     if not workers:
         return
@@ -272,7 +356,30 @@ def start_gateway(
 ) -> Any:
     """Scale ``cluster`` to ``workers`` (default 1) or adapt it between ``adapt``'s bounds,
     wait for the first workers and check their versions; return the client (the caller
-    closes both on error)."""
+    closes both on error).
+
+    Parameters
+    ----------
+    cluster : distributed.deploy.Cluster
+        A gateway cluster (:func:`new_gateway_cluster`).
+    workers : int, optional
+        Workers to scale to; default 1.
+    adapt : tuple[int, int], optional
+        ``(min, max)`` workers to adapt between, instead of ``workers``.
+    timeout : float, optional
+        Seconds to wait for the first workers; default config
+        ``pangeo-hpc.cluster.wait-timeout``.
+
+    Returns
+    -------
+    distributed.Client
+        The cluster's client.
+
+    Raises
+    ------
+    ClusterError
+        If the workers do not come within ``timeout``.
+    """
     if adapt is not None:
         cluster.adapt(minimum=adapt[0], maximum=adapt[1])
         first = adapt[0]

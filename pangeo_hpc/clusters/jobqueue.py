@@ -47,6 +47,17 @@ def worker_env(*, hdf5_file_locking: bool | None = None) -> dict[str, str]:
 
     One BLAS/OpenMP thread per process (Dask provides the parallelism), and HDF5 file
     locking off unless asked for: the locks fail or serialise on Lustre, NFS and FUSE.
+
+    Parameters
+    ----------
+    hdf5_file_locking : bool, optional
+        Keep HDF5's file locking on; default config
+        ``pangeo-hpc.cluster.hdf5-file-locking``.
+
+    Returns
+    -------
+    dict[str, str]
+        Variable -> value.
     """
     locking = config.get("cluster.hdf5-file-locking", hdf5_file_locking)
     return {
@@ -58,7 +69,27 @@ def worker_env(*, hdf5_file_locking: bool | None = None) -> dict[str, str]:
 
 
 def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-worker") -> dict:
-    """Keyword arguments of the dask-jobqueue cluster for ``kind`` from ``profile``."""
+    """Keyword arguments of the dask-jobqueue cluster for ``kind`` from ``profile``.
+
+    Parameters
+    ----------
+    kind : str
+        ``slurm``, ``pbs`` or ``sge``.
+    profile : dict[str, Any]
+        The profile's options (:func:`~pangeo_hpc.clusters.profiles.resolve`).
+    name : str, optional
+        The jobs' name.
+
+    Returns
+    -------
+    dict
+        The keyword arguments (``cores``, ``memory``, ``job_extra_directives``, ...).
+
+    Raises
+    ------
+    InputError
+        If the profile lacks ``cores`` or ``memory``, or has more processes than cores.
+    """
     missing = [k for k in ("cores", "memory") if profile.get(k) in (None, "")]
     if missing:
         raise InputError(
@@ -119,6 +150,16 @@ def adaptive_release(idle_timeout: float | None) -> dict[str, Any]:
     seconds: distributed's :class:`~distributed.deploy.Adaptive` retires a worker once it
     has been recommended for retirement ``wait_count`` times in a row, every ``interval``.
 
+    Parameters
+    ----------
+    idle_timeout : float or None
+        Seconds a worker may stay idle; ``None`` leaves distributed's defaults.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``interval`` and ``wait_count``, or nothing.
+
     Examples
     --------
     >>> adaptive_release(60)
@@ -136,7 +177,15 @@ def adaptive_release(idle_timeout: float | None) -> dict[str, Any]:
 def close_when_idle(dask_scheduler: Any, seconds: float) -> None:
     """Run on a scheduler (``client.run_on_scheduler``): close it once no task has run for
     ``seconds``, counted from now (``distributed.scheduler.idle-timeout``). Set once the
-    workers are there: a scheduler given it at its start closes while its jobs queue."""
+    workers are there: a scheduler given it at its start closes while its jobs queue.
+
+    Parameters
+    ----------
+    dask_scheduler : distributed.Scheduler
+        The scheduler (passed by ``run_on_scheduler``).
+    seconds : float
+        Idle seconds before it closes.
+    """
     dask_scheduler.idle_timeout = _seconds(seconds, "idle_timeout")
     dask_scheduler.idle_since = None
 
@@ -207,6 +256,26 @@ def make_cluster(kind: str, profile: dict[str, Any], *, preview: bool = False) -
 
     With ``preview`` the scheduler listens on 127.0.0.1 whatever the profile's interface,
     so that a site's job script can be printed on any machine.
+
+    Parameters
+    ----------
+    kind : str
+        ``slurm``, ``pbs`` or ``sge``.
+    profile : dict[str, Any]
+        The profile's options.
+    preview : bool, optional
+        Listen on 127.0.0.1 (to print the job script).
+
+    Returns
+    -------
+    dask_jobqueue.JobQueueCluster
+        The cluster, without jobs.
+
+    Raises
+    ------
+    InputError
+        If the profile's options are not valid (:func:`cluster_kwargs`) or its network
+        interface does not exist on this host.
     """
     import psutil
 

@@ -12,7 +12,13 @@ KINDS = ("local", "slurm", "pbs", "sge", "gateway")
 
 
 def names() -> list[str]:
-    """The profiles defined in config (shipped ones and the user's)."""
+    """The profiles defined in config (shipped ones and the user's).
+
+    Returns
+    -------
+    list[str]
+        The names, sorted.
+    """
     return sorted(dask.config.get("pangeo-hpc.profiles", {}) or {})
 
 
@@ -20,6 +26,24 @@ def resolve(name: str, **overrides: Any) -> dict[str, Any]:
     """The options of profile ``name`` with ``overrides`` on top, keys as Python names.
 
     ``None`` overrides are ignored, so callers can pass their optional arguments through.
+
+    Parameters
+    ----------
+    name : str
+        A profile of :func:`names`.
+    **overrides : Any
+        Options that replace the profile's (``cores=8``).
+
+    Returns
+    -------
+    dict[str, Any]
+        The options.
+
+    Raises
+    ------
+    InputError
+        If there is no profile ``name`` (the message lists the known ones), or its kind
+        is unknown.
     """
     profiles = dask.config.get("pangeo-hpc.profiles", {}) or {}
     if name not in profiles:
@@ -36,7 +60,18 @@ def resolve(name: str, **overrides: Any) -> dict[str, Any]:
 
 
 def describe(name: str) -> str:
-    """One line: kind, and cores/processes/memory/walltime (a gateway's options) where set."""
+    """One line: kind, and cores/processes/memory/walltime (a gateway's options) where set.
+
+    Parameters
+    ----------
+    name : str
+        A profile of :func:`names`.
+
+    Returns
+    -------
+    str
+        The line.
+    """
     p = resolve(name)
     parts = [p.get("kind", "local")]
     for key in ("queue", "cores", "processes", "memory", "walltime", "interface"):

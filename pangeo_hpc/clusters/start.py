@@ -42,7 +42,18 @@ KINDS = ("auto", "local", "slurm", "pbs", "sge", "gateway")
 
 
 def slurm_available(timeout: float = 10) -> bool:
-    """True inside a Slurm allocation or when a Slurm controller answers ``scontrol ping``."""
+    """True inside a Slurm allocation or when a Slurm controller answers ``scontrol ping``.
+
+    Parameters
+    ----------
+    timeout : float, optional
+        Seconds to wait for ``scontrol ping``.
+
+    Returns
+    -------
+    bool
+        Whether Slurm can take jobs from here.
+    """
     if os.environ.get("SLURM_JOB_ID"):
         return True
     if shutil.which("scontrol") is None:
@@ -55,7 +66,18 @@ def slurm_available(timeout: float = 10) -> bool:
 
 
 def slurm_node_profile() -> dict[str, Any]:
-    """Cores and memory of the default partition's nodes, for Slurm without a site profile."""
+    """Cores and memory of the default partition's nodes, for Slurm without a site profile.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``cores`` and ``memory`` of a node.
+
+    Raises
+    ------
+    ClusterError
+        If ``sinfo`` fails or gives no node.
+    """
     command = ["sinfo", "-h", "-o", "%c %m %P"]
     try:
         r = subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
@@ -79,7 +101,30 @@ def resolve_kind(
 ) -> tuple[str, dict[str, Any]]:
     """The cluster kind to start and the profile options, with "auto" decided. A Slurm
     cluster without a profile asks ``sinfo`` for the nodes' cores and memory unless the
-    options ``given`` hold both (their values are checked later, without Slurm)."""
+    options ``given`` hold both (their values are checked later, without Slurm).
+
+    Parameters
+    ----------
+    kind : str
+        ``auto``, ``local``, ``slurm``, ``pbs``, ``sge`` or ``gateway``.
+    profile : str or None
+        A site profile's name, or ``None``.
+    given : Mapping[str, Any], optional
+        Options given by the caller (``cores``, ``memory``, ...).
+
+    Returns
+    -------
+    (str, dict)
+        The kind, and the profile's options.
+
+    Raises
+    ------
+    InputError
+        If ``kind`` is unknown, or a PBS or SGE cluster has no profile with cores and
+        memory.
+    ClusterError
+        If Slurm without a profile cannot tell its nodes' cores and memory.
+    """
     if kind not in KINDS:
         raise InputError(f"cluster kind {kind!r} is unknown: use one of {', '.join(KINDS)}")
     name = profile or config.get("cluster.profile")
@@ -104,7 +149,20 @@ def resolve_kind(
 
 def site_name(kind: str, profile: str | None) -> str:
     """The name a site's measurements are kept under: the profile, or for a cluster
-    started without one (or with ``auto``) its kind (``slurm``, ``local``)."""
+    started without one (or with ``auto``) its kind (``slurm``, ``local``).
+
+    Parameters
+    ----------
+    kind : str
+        The cluster kind asked for.
+    profile : str or None
+        The profile's name, or ``None``.
+
+    Returns
+    -------
+    str
+        The site's name.
+    """
     return profile if profile and profile != "auto" else kind
 
 
@@ -145,6 +203,14 @@ def get_cluster(
         A ``distributed.LocalCluster``, a dask-jobqueue cluster (``SLURMCluster``,
         ``PBSCluster``, ``SGECluster``) or a dask-gateway cluster; with ``preview=True``
         what would be asked for, nothing started.
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> from pangeo_hpc import get_cluster
+    >>> client = Client(get_cluster("local", workers=2))  # doctest: +SKIP
+    >>> cluster = get_cluster("slurm", profile="my-site")  # doctest: +SKIP
+    >>> cluster.scale(jobs=4)  # doctest: +SKIP
     """
     chosen, opts = resolve_kind(kind, profile, overrides)
     if chosen == "local":
@@ -177,7 +243,25 @@ def prepare_local(
 ) -> tuple[int, int]:
     """Local worker processes (config ``pangeo-hpc.cluster.workers``, default the CPUs this
     process may use) and threads each (``pangeo-hpc.cluster.threads-per-worker``); sets
-    HDF5 file locking for this process as for a worker's (unless set already)."""
+    HDF5 file locking for this process as for a worker's (unless set already).
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes; default from config.
+    threads_per_worker : int, optional
+        Threads per worker; default from config.
+
+    Returns
+    -------
+    (int, int)
+        The workers and threads per worker.
+
+    Raises
+    ------
+    InputError
+        If ``workers`` is not a whole number of at least 1.
+    """
     # the CPUs this process may use (cgroup quota and affinity), not the host's: in a
     # container or a binder pod os.cpu_count() is the whole node's
     n = config.get("cluster.workers", workers) or CPU_COUNT
@@ -201,6 +285,22 @@ def local_cluster(
     (bokeh, and jupyter-server-proxy for the scheduler's proxy route) took 1.2 s of its
     start. Its HTTP server keeps the health and info routes. (A recipe run that reads
     little uses no cluster at all: :mod:`pangeo_hpc.clusters.threads`.)
+
+    Parameters
+    ----------
+    workers : int, optional
+        Worker processes; default config ``pangeo-hpc.cluster.workers``.
+    threads_per_worker : int, optional
+        Threads per worker; default config ``pangeo-hpc.cluster.threads-per-worker``.
+    memory_limit : str, optional
+        Each worker's memory limit (``"4GB"``); default distributed's.
+    processes : bool, optional
+        Worker processes (``True``) or one worker in this process (``False``).
+
+    Returns
+    -------
+    LocalCluster
+        The running cluster.
     """
     from distributed import LocalCluster
 
@@ -231,12 +331,36 @@ def local_cluster(
 
 
 def worker_count(cluster: Any, jobs: int) -> int:
-    """Dask workers that ``jobs`` batch jobs of ``cluster`` start."""
+    """Dask workers that ``jobs`` batch jobs of ``cluster`` start.
+
+    Parameters
+    ----------
+    cluster : distributed.deploy.Cluster
+        A cluster made by :func:`get_cluster`.
+    jobs : int
+        Batch jobs (ignored for a local cluster).
+
+    Returns
+    -------
+    int
+        The workers.
+    """
     return jobs * processes_per_job(cluster)
 
 
 def kind_of(cluster: Any) -> str:
-    """ "local", "slurm", "pbs", "sge" or "gateway" for a cluster made by :func:`get_cluster`."""
+    """ "local", "slurm", "pbs", "sge" or "gateway" for a cluster made by :func:`get_cluster`.
+
+    Parameters
+    ----------
+    cluster : distributed.deploy.Cluster
+        A cluster, or ``None``.
+
+    Returns
+    -------
+    str
+        The kind.
+    """
     name = type(cluster).__name__.lower()
     return next((k for k in ("slurm", "pbs", "sge", "gateway") if name.startswith(k)), "local")
 
@@ -284,6 +408,12 @@ def start_cluster(
     -------
     tuple
         ``(cluster, client)``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc import start_cluster
+    >>> cluster, client = start_cluster("slurm", profile="my-site", jobs=2)  # doctest: +SKIP
+    >>> client.close(); cluster.close()  # doctest: +SKIP
     """
     if adapt is not None and not (1 <= adapt[0] <= adapt[1]):
         raise InputError(
@@ -367,6 +497,13 @@ def running_cluster(
     ------
     tuple
         ``(cluster, client)``, closed when the block ends.
+
+    Examples
+    --------
+    >>> from pangeo_hpc import running_cluster
+    >>> with running_cluster("local", workers=2) as (cluster, client):  # doctest: +SKIP
+    ...     print(client.submit(sum, [1, 2]).result())
+    3
     """
     cluster, client = start_cluster(
         kind,
@@ -386,7 +523,7 @@ def running_cluster(
             except KeyboardInterrupt:
                 if kind_of(cluster) == "local":
                     levels = _hush()  # the scheduler and nannies live in this process
-                    hush_teardown(client)
+                    _hush_teardown(client)
                 raise
     finally:
         try:
@@ -410,7 +547,7 @@ def _hush() -> dict[str, int]:
     return before
 
 
-def hush_teardown(client: Client, timeout: float = 5.0) -> None:
+def _hush_teardown(client: Client, timeout: float = 5.0) -> None:
     """Quiet the workers of a local cluster that is being closed after Ctrl-C.
 
     Their processes share this terminal: closing them with tasks in flight makes each log

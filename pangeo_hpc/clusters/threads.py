@@ -42,7 +42,15 @@ WORKER = "threads"
 
 class ThreadFuture(cf.Future):
     """A :class:`concurrent.futures.Future` with what :func:`pangeo_hpc.cli.progress.show_progress`
-    asks of a distributed future: ``key``, ``client`` and ``status``."""
+    asks of a distributed future: ``key``, ``client`` and ``status``.
+
+    Parameters
+    ----------
+    key : str
+        The task's key.
+    client : ThreadClient
+        The client that runs it.
+    """
 
     def __init__(self, key: str, client: ThreadClient) -> None:
         super().__init__()
@@ -105,17 +113,47 @@ class ThreadClient:
         self._lock = threading.Lock()
 
     def scheduler_info(self) -> dict[str, Any]:
-        """One worker, with this client's threads (as an in-process cluster listed)."""
+        """One worker, with this client's threads (as an in-process cluster listed).
+
+        Returns
+        -------
+        dict[str, Any]
+            As :meth:`distributed.Client.scheduler_info`'s.
+        """
         return {"workers": {WORKER: {"nthreads": self.threads}}}
 
     def run(self, function: Callable[[], Any]) -> dict[str, Any]:
-        """``function()`` here, keyed as the one worker's answer."""
+        """``function()`` here, keyed as the one worker's answer.
+
+        Parameters
+        ----------
+        function : Callable[[], Any]
+            A function of no arguments.
+
+        Returns
+        -------
+        dict[str, Any]
+            Its result under this client's one worker address.
+        """
         return {WORKER: function()}
 
     def run_on_scheduler(self, function: Any, key: str) -> tuple[int, int] | None:
         """Tasks of the computation ``key`` not done yet, and in all (``function``, the
         scheduler-side counter of :mod:`pangeo_hpc.cli.progress`, is not needed here);
-        None before its graph has started."""
+        None before its graph has started.
+
+        Parameters
+        ----------
+        function : Any
+            Ignored.
+        key : str
+            The computation's key.
+
+        Returns
+        -------
+        (int, int) or None
+            Tasks left and in all, or ``None``.
+        """
         with self._lock:
             count = self._counts.get(key)
         if count is None or not count.total:
@@ -124,7 +162,18 @@ class ThreadClient:
 
     def compute(self, collections: Any) -> Any:
         """Start computing ``collections`` (one, or a list) in a background thread; return
-        a :class:`ThreadFuture` for each (a list for a list)."""
+        a :class:`ThreadFuture` for each (a list for a list).
+
+        Parameters
+        ----------
+        collections : dask collection or list
+            A dask collection or a list of them.
+
+        Returns
+        -------
+        ThreadFuture or list of ThreadFuture
+            The futures.
+        """
         many = isinstance(collections, list | tuple)
         items = list(collections) if many else [collections]
         keys = [f"threads-{id(self):x}-{id(x):x}-{n}" for n, x in enumerate(items)]
@@ -171,7 +220,18 @@ class ThreadClient:
 
 def as_completed(futures: Iterable[Any]) -> Iterator[Any]:
     """``futures`` as they finish: :class:`ThreadFuture` through
-    :func:`concurrent.futures.as_completed`, distributed's through its own."""
+    :func:`concurrent.futures.as_completed`, distributed's through its own.
+
+    Parameters
+    ----------
+    futures : Iterable[Any]
+        Futures of one client (all thread futures or all distributed ones).
+
+    Returns
+    -------
+    iterator
+        The futures, each once done.
+    """
     futures = list(futures)
     if all(isinstance(f, cf.Future) for f in futures):
         return cf.as_completed(futures)
@@ -192,6 +252,11 @@ def no_client_lookup() -> Iterator[None]:
     A process that never imported distributed has no client, so the answer is the same.
     Only ``dask.distributed`` is held back, only for the block (a result's writing), and
     not at all once distributed is imported.
+
+    Yields
+    ------
+    None
+        Control, with the import refused.
     """
     if "distributed" in sys.modules or "dask.distributed" in sys.modules:
         yield

@@ -40,12 +40,28 @@ class QuickExit(WorkerPlugin):
         self.closed = False
 
     def setup(self, worker: Any) -> None:
+        """Register the quick exit at the worker process's exit (not in the client's own
+        process).
+
+        Parameters
+        ----------
+        worker : distributed.Worker
+            The worker (passed by distributed).
+        """
         if multiprocessing.parent_process() is None:
             return  # the client's own process: its exit is the caller's
         self.closed = False
         atexit.register(self._exit)
 
     def teardown(self, worker: Any) -> None:
+        """Note that the worker closed: the quick exit may then skip the interpreter's
+        teardown.
+
+        Parameters
+        ----------
+        worker : distributed.Worker
+            The worker (passed by distributed).
+        """
         self.closed = True
 
     def _exit(self) -> None:
@@ -61,5 +77,11 @@ class QuickExit(WorkerPlugin):
 
 def quick_exit(client: Client) -> None:
     """Register :class:`QuickExit` on the workers of ``client``'s cluster, present and
-    future."""
+    future.
+
+    Parameters
+    ----------
+    client : Client
+        A client of the cluster.
+    """
     client.register_plugin(QuickExit())

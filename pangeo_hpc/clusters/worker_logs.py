@@ -43,9 +43,28 @@ def _subclass_names(cls: type) -> set[str]:
 
 
 class InputErrorFilter(logging.Filter):
-    """Drops the worker's records of input errors, and of tasks cancelled as it closes."""
+    """Drops the worker's records of input errors, and of tasks cancelled as it closes.
+
+    Parameters
+    ----------
+    name : str, optional
+        As :class:`logging.Filter`'s.
+    """
 
     def filter(self, record: logging.LogRecord) -> bool:
+        """Whether ``record`` is kept: not a task's failure with an input error, nor a task
+        cancelled as the worker closes.
+
+        Parameters
+        ----------
+        record : logging.LogRecord
+            A worker's log record.
+
+        Returns
+        -------
+        bool
+            ``False`` to drop it.
+        """
         msg = record.msg if isinstance(record.msg, str) else ""
         if msg.startswith("Compute Failed") and isinstance(record.args, tuple):
             texts = [a for a in record.args if isinstance(a, str)]
@@ -68,15 +87,35 @@ class QuietInputErrors(WorkerPlugin):
         self._filter = InputErrorFilter()
 
     def setup(self, worker: Any) -> None:
+        """Add the filter to the worker's loggers.
+
+        Parameters
+        ----------
+        worker : distributed.Worker
+            The worker (passed by distributed).
+        """
         for name in LOGGERS:
             logging.getLogger(name).addFilter(self._filter)
 
     def teardown(self, worker: Any) -> None:
+        """Take the filter off the worker's loggers.
+
+        Parameters
+        ----------
+        worker : distributed.Worker
+            The worker (passed by distributed).
+        """
         for name in LOGGERS:
             logging.getLogger(name).removeFilter(self._filter)
 
 
 def quiet_input_errors(client: Client) -> None:
     """Register :class:`QuietInputErrors` on the workers of ``client``'s cluster, present and
-    future."""
+    future.
+
+    Parameters
+    ----------
+    client : Client
+        A client of the cluster.
+    """
     client.register_plugin(QuietInputErrors())

@@ -65,6 +65,13 @@ def expected(
         ``trend_K_per_decade``; with ``box``, also ``box_signal_K``: the ocean-area mean
         (cos-latitude weights) over the box of the ENSO-like mode and the warming at
         ``times``, without noise and seasonal cycle.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo import DemoSpec, expected
+    >>> times = np.arange("2000-01", "2002-01", dtype="datetime64[M]").astype("datetime64[ns]")
+    >>> answer = expected(DemoSpec(resolution=2.0), times)  # doctest: +SKIP
     """
     spec = _resolved(spec)
     out: dict[str, Any] = {"trend_K_per_decade": float(spec.trend)}  # type: ignore[arg-type]
@@ -97,6 +104,13 @@ def ocean_mask(spec: DemoSpec | None = None) -> np.ndarray:
     -------
     numpy.ndarray
         Booleans, (lat, lon).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec, ocean_mask
+    >>> mask = ocean_mask(DemoSpec(resolution=2.0))
+    >>> mask.shape, mask.dtype.name, bool(mask.any() and not mask.all())
+    ((91, 180), 'bool', True)
     """
     return Fields(_resolved(spec)).ocean()
 
@@ -116,6 +130,14 @@ def expected_t2m(spec: DemoSpec | None, times: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
         The temperature, (time, lat, lon), float32 K.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo import DemoSpec, expected_t2m
+    >>> times = np.array(["2000-01-01T00", "2000-07-01T00"], dtype="datetime64[ns]")
+    >>> expected_t2m(DemoSpec(resolution=2.0), times).shape
+    (2, 91, 180)
     """
     spec = _resolved(spec)
     return T2mFields(spec).t2m(np.asarray(times, dtype="datetime64[h]"), None)
@@ -136,6 +158,13 @@ def expected_t2m_trends(spec: DemoSpec | None = None) -> dict[str, Any]:
         land and over the ocean of :func:`ocean_mask`, exactly the spec's
         ``t2m_trend_land`` and ``t2m_trend_ocean``; ``map``: the warming of each cell
         (lat, lon).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec, expected_t2m_trends
+    >>> trends = expected_t2m_trends(DemoSpec(t2m_trend_land=0.35, t2m_trend_ocean=0.15))
+    >>> trends["land"], trends["ocean"]
+    (0.35, 0.15)
     """
     spec = _resolved(spec)
     f = T2mFields(spec)
@@ -163,6 +192,15 @@ def expected_t2m_area_means(spec: DemoSpec | None, times: np.ndarray) -> dict[st
     -------
     dict of str to numpy.ndarray
         ``land`` and ``ocean``: one mean per time, in K.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo import DemoSpec, expected_t2m_area_means
+    >>> times = np.array(["2000-01-01T00", "2000-07-01T00"], dtype="datetime64[ns]")
+    >>> means = expected_t2m_area_means(DemoSpec(resolution=2.0), times)
+    >>> sorted(means), means["land"].shape
+    (['land', 'ocean'], (2,))
     """
     spec = _resolved(spec)
     return T2mFields(spec).area_means(np.asarray(times, dtype="datetime64[h]"))
@@ -181,6 +219,13 @@ def days_between(start: Any, end: Any) -> np.ndarray:
     -------
     numpy.ndarray
         The days, datetime64[D].
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import days_between
+    >>> days = days_between("2019-12-30", "2020-01")
+    >>> str(days[0]), str(days[-1]), len(days)
+    ('2019-12-30', '2020-01-31', 33)
     """
     s, e = np.datetime64(start), np.datetime64(end)
     if np.datetime_data(e.dtype)[0] in ("Y", "M"):
@@ -209,6 +254,14 @@ def expected_daily_precip(spec: DemoSpec | None, days: np.ndarray) -> np.ndarray
     -------
     numpy.ndarray
         The totals, (day, lat, lon), in m.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec, days_between, expected_daily_precip
+    >>> days = days_between("2000-01-01", "2000-01-10")
+    >>> totals = expected_daily_precip(DemoSpec(resolution=2.0), days)
+    >>> totals.shape
+    (10, 91, 180)
     """
     spec = _resolved(spec)
     f = Fields(spec)
@@ -248,6 +301,12 @@ def expected_precip_percentile(
     -------
     numpy.ndarray
         The percentile, (lat, lon), in m.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec, expected_precip_percentile
+    >>> expected_precip_percentile(DemoSpec(resolution=2.0), "2000-01-01", "2000-03-31").shape
+    (91, 180)
     """
     if method not in PERCENTILE_METHODS:
         raise InputError(
@@ -277,6 +336,15 @@ def expected_wind_speed(spec: DemoSpec | None, times: np.ndarray) -> np.ndarray:
     -------
     numpy.ndarray
         The speed, (time, lat, lon), in m s-1.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo import DemoSpec, expected_wind_speed
+    >>> times = np.array(["2000-01-01T00", "2000-01-01T06"], dtype="datetime64[ns]")
+    >>> speed = expected_wind_speed(DemoSpec(resolution=2.0), times)
+    >>> speed.shape, bool((speed >= 0).all())
+    ((2, 91, 180), True)
     """
     spec = _resolved(spec)
     return WindFields(spec).speed(np.asarray(times, dtype="datetime64[h]"))
@@ -297,6 +365,12 @@ def expected_mean_wind_speed(spec: DemoSpec | None, start: str, end: str) -> np.
     -------
     numpy.ndarray
         The mean speed, (lat, lon), in m s-1.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec, expected_mean_wind_speed
+    >>> expected_mean_wind_speed(DemoSpec(resolution=2.0), "2000-01", "2000-02").shape
+    (91, 180)
     """
     spec = _resolved(spec)
     f = Fields(spec)

@@ -28,7 +28,7 @@ from pangeo_hpc.inputs.periods import months
 from pangeo_hpc.recipes.regrid import regrid
 from pangeo_hpc.write.outputs import atomic_file
 
-__all__ = ["FOLDER", "LAT", "LON", "model_files", "model_t2m", "planted_bias", "write_model"]
+__all__ = ["FOLDER", "LAT", "LON", "planted_bias", "write_model"]
 
 #: the model's folder under the demo tree
 FOLDER = "cmip"
@@ -43,12 +43,25 @@ _DAYS = np.array([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31])
 
 def planted_bias(lat: np.ndarray = LAT, lon: np.ndarray = LON) -> np.ndarray:
     """The model's bias against the demo t2m (K, ``(lat, lon)``): too warm in the
-    tropics' east, too cold towards the poles, +0.5 K overall offset."""
+    tropics' east, too cold towards the poles, +0.5 K overall offset.
+
+    Parameters
+    ----------
+    lat : np.ndarray, optional
+        Latitudes (degrees north).
+    lon : np.ndarray, optional
+        Longitudes (degrees east).
+
+    Returns
+    -------
+    np.ndarray
+        The bias (K), shape ``(lat, lon)``.
+    """
     la, lo = np.meshgrid(np.deg2rad(lat), np.deg2rad(lon), indexing="ij")
     return 0.5 + 1.5 * np.cos(la) ** 2 * np.sin(lo) - 2.0 * np.sin(la) ** 4
 
 
-def model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
+def _model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
     """The model's field (K, ``(lat, lon)`` on :data:`LAT`, :data:`LON`): see the module."""
     spec = (spec or DemoSpec()).resolved()
     f = Fields(spec)
@@ -67,7 +80,7 @@ def model_t2m(spec: DemoSpec | None = None) -> np.ndarray:
     return on_model + planted_bias()
 
 
-def model_files(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
+def _model_files(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
     """The model's yearly files under ``root`` for the spec's years."""
     spec = (spec or DemoSpec()).resolved()
     years = sorted({m.year for m in months(spec.start, spec.end)})
@@ -95,12 +108,18 @@ def write_model(root: str | Path, spec: DemoSpec | None = None) -> list[Path]:
     -------
     list of Path
         The files' paths.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.model import write_model
+    >>> paths = write_model("data/era5-demo", DemoSpec(resolution=2.0))  # doctest: +SKIP
     """
     import netCDF4
 
     spec = (spec or DemoSpec()).resolved()
-    field = model_t2m(spec).astype("f4")
-    paths = model_files(root, spec)
+    field = _model_t2m(spec).astype("f4")
+    paths = _model_files(root, spec)
     base = int(paths[0].name.split("_")[-1][:4]) if paths else 0
     for path in paths:
         year = int(path.name.split("_")[-1][:4])

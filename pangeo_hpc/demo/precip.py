@@ -15,7 +15,7 @@ precipitation. Its daily total in every cell is ``A(lat, lon) * q(D)``:
   alone: 0 on dry days (:data:`DRY_FRACTION` of them), else a Gamma variate of mean 1;
 
 split over the day's 24 hours with weights that sum to 1 and peak at 16:00 local solar time
-(:func:`hourly_weights`), so a reader that gives the value at 00:00 to the day it is
+(:func:`_hourly_weights`), so a reader that gives the value at 00:00 to the day it is
 stamped with (instead of the day before) gets other totals. A day is complete only across
 two files: its first six hours are in the previous month's file.
 
@@ -44,19 +44,43 @@ _STREAM = 1004
 
 
 def times(month: Month) -> np.ndarray:
-    """``time1`` (datetime64[h]) of the file of ``month``: 07:00 on the 1st to 06:00 next month."""
+    """``time1`` (datetime64[h]) of the file of ``month``: 07:00 on the 1st to 06:00 next month.
+
+    Parameters
+    ----------
+    month : Month
+        The file's year and month.
+
+    Returns
+    -------
+    np.ndarray
+        The hours of the file.
+    """
     start = np.datetime64(str(month), "h") + FIRST_HOUR
     stop = np.datetime64(str(month.next()), "h") + FIRST_HOUR
     return np.arange(start, stop, np.timedelta64(1, "h"))
 
 
-def day_of(time1: np.ndarray) -> np.ndarray:
+def _day_of(time1: np.ndarray) -> np.ndarray:
     """The day (datetime64[D]) whose precipitation the hour ending at ``time1`` is."""
     return (time1 - np.timedelta64(1, "h")).astype("datetime64[D]")
 
 
 def daily_factors(spec: DemoSpec, days: np.ndarray) -> np.ndarray:
-    """``q`` of each of ``days`` (datetime64[D]): 0 on dry days, else Gamma with mean 1."""
+    """``q`` of each of ``days`` (datetime64[D]): 0 on dry days, else Gamma with mean 1.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (its seed).
+    days : np.ndarray
+        The days (datetime64[D]).
+
+    Returns
+    -------
+    np.ndarray
+        One factor per day.
+    """
     base = np.datetime64("1900-01-01", "D")
     out = np.empty(len(days))
     for i, day in enumerate(np.asarray(days, dtype="datetime64[D]")):
@@ -67,7 +91,20 @@ def daily_factors(spec: DemoSpec, days: np.ndarray) -> np.ndarray:
 
 
 def amplitude(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    """``A(lat, lon)``: the daily total (m) of a day with ``q = 1``."""
+    """``A(lat, lon)``: the daily total (m) of a day with ``q = 1``.
+
+    Parameters
+    ----------
+    lat : np.ndarray
+        Latitudes (degrees north).
+    lon : np.ndarray
+        Longitudes (degrees east).
+
+    Returns
+    -------
+    np.ndarray
+        The amplitude (m), shape ``(lat, lon)``.
+    """
     la = lat.astype("f8")[:, None]
     lo = np.deg2rad(lon.astype("f8"))[None, :]
     itcz = 0.012 * np.exp(-(((la - 6.0) / 8.0) ** 2)) * (1.0 + 0.3 * np.cos(lo - np.pi))
@@ -75,7 +112,7 @@ def amplitude(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     return 0.0004 + itcz + storms
 
 
-def hourly_weights(lon: np.ndarray) -> np.ndarray:
+def _hourly_weights(lon: np.ndarray) -> np.ndarray:
     """Share of a day's total in each hour (24, lon): hour k is the one from k:00 to k+1:00.
 
     ``(1 + 0.8 cos(2 pi (local - 16) / 24)) / 24`` at the hour's middle in local solar
@@ -86,15 +123,43 @@ def hourly_weights(lon: np.ndarray) -> np.ndarray:
 
 
 def hourly(spec: DemoSpec, amp: np.ndarray, lon: np.ndarray, time1: np.ndarray) -> np.ndarray:
-    """The accumulations (m, float32) of the hours ending at ``time1`` (datetime64[h])."""
-    days = day_of(time1)
+    """The accumulations (m, float32) of the hours ending at ``time1`` (datetime64[h]).
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (its seed).
+    amp : np.ndarray
+        The daily amplitude of :func:`amplitude`.
+    lon : np.ndarray
+        Longitudes (degrees east): the hour of the daily peak follows local solar time.
+    time1 : np.ndarray
+        The ends of the hours.
+
+    Returns
+    -------
+    np.ndarray
+        The accumulations, shape ``(time1, lat, lon)``.
+    """
+    days = _day_of(time1)
     q = daily_factors(spec, days)
     hour = (time1 - np.timedelta64(1, "h") - days.astype("datetime64[h]")).astype("i8")
-    w = hourly_weights(lon)[hour]  # (time, lon)
+    w = _hourly_weights(lon)[hour]  # (time, lon)
     return (amp[None] * (q[:, None] * w)[:, None, :]).astype("f4")
 
 
 def bounds(time1: np.ndarray) -> np.ndarray:
-    """``time1_bounds`` (hours since 1900-01-01, int32): the hour ending at each time."""
+    """``time1_bounds`` (hours since 1900-01-01, int32): the hour ending at each time.
+
+    Parameters
+    ----------
+    time1 : np.ndarray
+        The ends of the hours (datetime64[h]).
+
+    Returns
+    -------
+    np.ndarray
+        Shape ``(time1, 2)``: each hour's start and end.
+    """
     end = (time1 - EPOCH).astype("i4")
     return np.stack([end - 1, end], axis=1).astype("i4")

@@ -33,6 +33,12 @@ def variables() -> dict[str, str]:
     -------
     dict of str to str
         Each variable's era5-pds name and its units.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import variables
+    >>> variables()["sea_surface_temperature"]
+    'K'
     """
     return dict(VARIABLES)
 
@@ -41,6 +47,21 @@ def variable_names(value: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     """``value`` as a tuple of demo variables: ``"all"``, one name, a comma list or a sequence.
 
     Unknown names are an :class:`InputError` listing the known ones.
+
+    Parameters
+    ----------
+    value : str or tuple[str, ...] or list[str]
+        ``"all"``, a name, ``"t2m,sst"`` or a sequence of names.
+
+    Returns
+    -------
+    tuple[str, ...]
+        The names, in the order given.
+
+    Raises
+    ------
+    InputError
+        If a name is not a demo variable (the message lists the known ones).
     """
     items = value.split(",") if isinstance(value, str) else list(value)
     names = [str(n).strip() for n in items if str(n).strip()]
@@ -86,6 +107,13 @@ class DemoSpec:
         2 m temperature warming over land and over the ocean, K per decade.
     variables : str or tuple of str, optional
         The variables to write, as above.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> spec = DemoSpec(resolution=2.0, start="2000-01", end="2000-12")
+    >>> spec.resolution, spec.seed is None  # the seed comes from config at generation
+    (2.0, True)
     """
 
     resolution: float | None = None
@@ -103,7 +131,13 @@ class DemoSpec:
     variables: str | tuple[str, ...] | None = None
 
     def resolved(self) -> DemoSpec:
-        """Fill unset fields from config and check every value (a resolved spec is kept)."""
+        """Fill unset fields from config and check every value (a resolved spec is kept).
+
+        Returns
+        -------
+        DemoSpec
+            A spec with every field set.
+        """
         values = {k: config.get(f"demo.{k.replace('_', '-')}", v) for k, v in asdict(self).items()}
         values["start"], values["end"] = str(values["start"]), str(values["end"])
         values["hdf5_chunks"] = tuple(int(c) for c in values["hdf5_chunks"])
@@ -113,7 +147,13 @@ class DemoSpec:
         return spec
 
     def settings(self) -> dict[str, Any]:
-        """The settings a tree records in its manifest (JSON types)."""
+        """The settings a tree records in its manifest (JSON types).
+
+        Returns
+        -------
+        dict[str, Any]
+            Setting -> value.
+        """
         out = {k: v for k, v in asdict(self).items() if k not in NOT_SETTINGS}
         out["hdf5_chunks"] = list(out["hdf5_chunks"])
         return out

@@ -47,7 +47,18 @@ ENSO_BANDS = (
 
 
 def grid(resolution: float) -> tuple[np.ndarray, np.ndarray]:
-    """ERA5's grid at ``resolution``: latitude descending and including the poles."""
+    """ERA5's grid at ``resolution``: latitude descending and including the poles.
+
+    Parameters
+    ----------
+    resolution : float
+        Grid spacing (degrees).
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        Latitudes (descending, from 90) and longitudes (from 0).
+    """
     n = round(180 / resolution)
     lat = np.linspace(90.0, -90.0, n + 1)
     lon = np.arange(round(360 / resolution)) * resolution
@@ -62,7 +73,20 @@ _LAND_MASKS: dict[tuple[bytes, bytes], np.ndarray] = {}
 
 
 def land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
-    """True over land, from the GLOBE 1 km mask sampled at the cell centres."""
+    """True over land, from the GLOBE 1 km mask sampled at the cell centres.
+
+    Parameters
+    ----------
+    lat : np.ndarray
+        Latitudes of the cell centres (degrees north).
+    lon : np.ndarray
+        Longitudes of the cell centres (degrees east).
+
+    Returns
+    -------
+    np.ndarray
+        Boolean, shape ``(lat, lon)``.
+    """
     key = (np.asarray(lat).tobytes(), np.asarray(lon).tobytes())
     if key not in _LAND_MASKS:
         require("demo", "the demo data's land mask")
@@ -75,17 +99,36 @@ def land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
 
 
 def known_land_masks() -> dict[tuple[bytes, bytes], np.ndarray]:
-    """The land masks this process has made (see :func:`remember_land_masks`)."""
+    """The land masks this process has made (see :func:`remember_land_masks`).
+
+    Returns
+    -------
+    dict[tuple[bytes, bytes], np.ndarray]
+        The masks by the bytes of their latitudes and longitudes.
+    """
     return dict(_LAND_MASKS)
 
 
 def remember_land_masks(masks: dict[tuple[bytes, bytes], np.ndarray]) -> None:
-    """Take another process's land masks (:func:`known_land_masks`) as this one's."""
+    """Take another process's land masks (:func:`known_land_masks`) as this one's.
+
+    Parameters
+    ----------
+    masks : dict[tuple[bytes, bytes], np.ndarray]
+        Masks by the bytes of their latitudes and longitudes, from
+        :func:`known_land_masks`.
+    """
     _LAND_MASKS.update(masks)
 
 
 class Fields:
-    """The time-independent maps of the synthetic SST on one grid."""
+    """The time-independent maps of the synthetic SST on one grid.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (grid, seed).
+    """
 
     def __init__(self, spec: DemoSpec) -> None:
         self.spec = spec
@@ -111,18 +154,47 @@ class Fields:
         that are not NaN in a whole year of the SST (the seasonal term peaks at +-1, and
         at the demo resolutions no ocean cell comes within 0.002 K of freezing there, so
         daily samples find it). The rest is land and year-round sea ice.
+
+        Returns
+        -------
+        np.ndarray
+            Boolean, ``(lat, lon)``.
         """
         return ~self.land & (self.base + np.abs(self.seasonal) >= FREEZING)
 
     def times(self, month: Month) -> np.ndarray:
-        """Hours since 1900-01-01 of every time step of ``month``."""
+        """Hours since 1900-01-01 of every time step of ``month``.
+
+        Parameters
+        ----------
+        month : Month
+            The year and month.
+
+        Returns
+        -------
+        np.ndarray
+            The hours.
+        """
         start = np.datetime64(str(month), "h")
         stop = np.datetime64(str(month.next()), "h")
         step = np.timedelta64(1 if self.spec.frequency == "hourly" else 24, "h")
         return np.arange(start, stop, step)
 
     def sst(self, times: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
-        """SST (K, float32) at ``times`` (datetime64[h]); ``rng=None`` gives it noise-free."""
+        """SST (K, float32) at ``times`` (datetime64[h]); ``rng=None`` gives it noise-free.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         seas, trend, enso = time_factors(times, self.spec)
         clean = self.base + seas[:, None, None] * self.seasonal
         ice = clean < FREEZING
@@ -147,6 +219,18 @@ def time_factors(times: np.ndarray, spec: DemoSpec) -> tuple[np.ndarray, np.ndar
     """Seasonal phase, years of warming (in decades) and ENSO amplitude at each time.
 
     The ENSO amplitude has one column per band of :data:`ENSO_BANDS` (shape ``(time, 3)``).
+
+    Parameters
+    ----------
+    times : np.ndarray
+        The times (datetime64).
+    spec : DemoSpec
+        The demo's settings (its seed and years).
+
+    Returns
+    -------
+    (ndarray, ndarray, ndarray)
+        The seasonal phase (radians), the decades since the start, the ENSO amplitudes.
     """
     doy = ((times - EPOCH).astype("f8") / 24.0) % DAYS_PER_YEAR
     seas = np.cos(2 * np.pi * (doy - 228.0) / DAYS_PER_YEAR)
@@ -159,6 +243,19 @@ def time_factors(times: np.ndarray, spec: DemoSpec) -> tuple[np.ndarray, np.ndar
 
 
 def zero_mean(pattern: np.ndarray, weights: np.ndarray) -> np.ndarray:
-    """``pattern`` scaled to peak 1 minus its weighted mean, so its ocean-area mean is 0."""
+    """``pattern`` scaled to peak 1 minus its weighted mean, so its ocean-area mean is 0.
+
+    Parameters
+    ----------
+    pattern : np.ndarray
+        A map.
+    weights : np.ndarray
+        Area weights, 0 over land.
+
+    Returns
+    -------
+    np.ndarray
+        The rescaled map.
+    """
     p = pattern / np.abs(pattern).max()
     return p - (p * weights).sum() / weights.sum()

@@ -82,6 +82,13 @@ def read_manifest(path: Path) -> dict[str, Any] | None:
     -------
     dict or None
         The manifest, or None when ``path`` holds none.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.demo import read_manifest
+    >>> read_manifest(Path("no-such-folder/manifest.json")) is None
+    True
     """
     try:
         doc = json.loads(Path(path).read_text())
@@ -140,6 +147,12 @@ def generate(
     -------
     list of Path
         The files of every month of the spec, variable after variable.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo import DemoSpec, generate
+    >>> spec = DemoSpec(resolution=2.0, start="2000-01", end="2000-12")
+    >>> paths = generate("data/era5-demo", spec)  # doctest: +SKIP
     """
     require("demo", "demo-data")  # before anything is written
     spec = (spec or DemoSpec()).resolved()

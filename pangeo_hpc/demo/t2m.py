@@ -35,7 +35,15 @@ DIURNAL_PEAK = 15.0
 
 
 class T2mFields:
-    """The time-independent maps of the synthetic 2 m temperature on one grid."""
+    """The time-independent maps of the synthetic 2 m temperature on one grid.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (grid, seed).
+    sst : Fields, optional
+        The SST's maps on the same grid, if already made (they are made otherwise).
+    """
 
     def __init__(self, spec: DemoSpec, sst: Fields | None = None) -> None:
         sst = sst or Fields(spec)
@@ -64,6 +72,18 @@ class T2mFields:
 
         The mean is taken off in proportion to ``profile`` (lat, lon; default uniform), so
         that a cell where ``profile`` is 0 keeps its value.
+
+        Parameters
+        ----------
+        x : np.ndarray
+            Fields, ``(time, lat, lon)``.
+        profile : np.ndarray, optional
+            Weights of the removal, ``(lat, lon)``; ``None``: uniform.
+
+        Returns
+        -------
+        np.ndarray
+            The fields less their means.
         """
         x = np.array(x, dtype="f8")
         shape = np.ones(x.shape[1:]) if profile is None else profile
@@ -74,14 +94,38 @@ class T2mFields:
 
     def diurnal(self, times: np.ndarray) -> np.ndarray:
         """The diurnal term (K) at ``times`` (datetime64[h]): zero area mean over land and
-        over ocean at every time, zero mean over the 24 hours of a day in every cell."""
+        over ocean at every time, zero mean over the 24 hours of a day in every cell.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         hours, which = np.unique((times - EPOCH).astype("i8") % 24, return_inverse=True)
         local = hours.astype("f8")[:, None, None] + self.lon.astype("f8")[None, None, :] / 15.0
         cycle = self.diurnal_amplitude * np.cos(2 * np.pi * (local - DIURNAL_PEAK) / 24.0)
         return self.remove_domain_means(cycle, self.diurnal_amplitude)[which.ravel()]
 
     def t2m(self, times: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
-        """2 m temperature (K, float32) at ``times``; ``rng=None`` gives it noise-free."""
+        """2 m temperature (K, float32) at ``times``; ``rng=None`` gives it noise-free.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         seas, decades, _ = time_factors(times, self.spec)
         out = self.base + decades[:, None, None] * self.trend_map
         out = out + seas[:, None, None] * self.seasonal + self.diurnal(times)
@@ -91,7 +135,18 @@ class T2mFields:
         return out.astype("f4")
 
     def area_means(self, times: np.ndarray) -> dict[str, np.ndarray]:
-        """The exact land- and ocean-area means (K) of :meth:`t2m` at ``times``."""
+        """The exact land- and ocean-area means (K) of :meth:`t2m` at ``times``.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+
+        Returns
+        -------
+        dict[str, np.ndarray]
+            ``land`` and ``ocean``: one value per time.
+        """
         _, decades, _ = time_factors(times, self.spec)
         out = {}
         for name, (_, w) in zip(("land", "ocean"), self.domains, strict=True):

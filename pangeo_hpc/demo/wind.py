@@ -30,7 +30,15 @@ _STREAM = 1010
 
 
 class WindFields:
-    """The time-independent maps of the synthetic 10 m wind on one grid."""
+    """The time-independent maps of the synthetic 10 m wind on one grid.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (grid, seed).
+    sst : Fields, optional
+        The SST's maps on the same grid, if already made (they are made otherwise).
+    """
 
     def __init__(self, spec: DemoSpec, sst: Fields | None = None) -> None:
         sst = sst or Fields(spec)
@@ -50,12 +58,36 @@ class WindFields:
         self.theta0 = band - toward_equator + 0 * lo
 
     def speed(self, times: np.ndarray) -> np.ndarray:
-        """The wind speed (m s-1, float64) at ``times`` (datetime64[h])."""
+        """The wind speed (m s-1, float64) at ``times`` (datetime64[h]).
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         seas, _, _ = time_factors(times, self.spec)
         return self.s0 + seas[:, None, None] * self.s1
 
     def direction(self, times: np.ndarray, rng: np.random.Generator | None) -> np.ndarray:
-        """``theta`` (radians from east) at ``times``; ``rng=None`` gives it noise-free."""
+        """``theta`` (radians from east) at ``times``; ``rng=None`` gives it noise-free.
+
+        Parameters
+        ----------
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         phase = ((times - EPOCH).astype("f8") / 24.0) / DAYS_PER_YEAR
         swing = 0.5 * np.sin(2 * np.pi * phase[:, None, None] + np.deg2rad(self.lon)[None, None])
         theta = self.theta0 + swing
@@ -66,12 +98,44 @@ class WindFields:
     def component(
         self, variable: str, times: np.ndarray, rng: np.random.Generator | None
     ) -> np.ndarray:
-        """``u`` (:data:`U10`) or ``v`` (:data:`V10`) in m s-1, float32, at ``times``."""
+        """``u`` (:data:`U10`) or ``v`` (:data:`V10`) in m s-1, float32, at ``times``.
+
+        Parameters
+        ----------
+        variable : str
+            :data:`U10` or :data:`V10`.
+        times : np.ndarray
+            Times (datetime64[h]).
+        rng : np.random.Generator or None
+            The random numbers of the noise; ``None``: noise-free.
+
+        Returns
+        -------
+        np.ndarray
+            Shape ``(time, lat, lon)``.
+        """
         turn = np.cos if variable == U10 else np.sin
         assert variable in (U10, V10), variable
         return (self.speed(times) * turn(self.direction(times, rng))).astype("f4")
 
 
 def rng_for(spec: DemoSpec, year: int, month: int, step: int) -> np.random.Generator:
-    """The random numbers of the direction's noise, the same for ``u`` and ``v``."""
+    """The random numbers of the direction's noise, the same for ``u`` and ``v``.
+
+    Parameters
+    ----------
+    spec : DemoSpec
+        The demo's settings (its seed).
+    year : int
+        The time step's year.
+    month : int
+        The time step's month.
+    step : int
+        The time step within the month.
+
+    Returns
+    -------
+    np.random.Generator
+        A generator seeded from those.
+    """
     return np.random.default_rng([int(spec.seed), year, month, step, _STREAM])  # type: ignore[arg-type]

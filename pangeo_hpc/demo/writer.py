@@ -112,7 +112,24 @@ def _values(
 
 
 def write_month(root: str, spec: DemoSpec, variable: str, month: Month) -> str:
-    """Write one month of ``variable`` atomically (temporary name, then rename); return its path."""
+    """Write one month of ``variable`` atomically (temporary name, then rename); return its path.
+
+    Parameters
+    ----------
+    root : str
+        The demo's folder.
+    spec : DemoSpec
+        The demo's settings.
+    variable : str
+        A demo variable (``t2m``, ``sst``, ...).
+    month : Month
+        The year and month.
+
+    Returns
+    -------
+    str
+        The path written.
+    """
     import netCDF4
 
     f = Fields(spec)
@@ -182,13 +199,34 @@ def is_demo_file(path: Path) -> bool:
     -------
     bool
         True for a file of the demo generator.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.demo import is_demo_file
+    >>> is_demo_file(Path("no-such-file.nc"))
+    False
     """
     return has_history(path, DEMO_HISTORY)
 
 
 def has_history(path: Path, history: str) -> bool:
     """Whether the NetCDF file ``path`` has exactly this global ``history`` (how the demo's
-    writers know their own files, to rewrite only those)."""
+    writers know their own files, to rewrite only those).
+
+    Parameters
+    ----------
+    path : Path
+        A NetCDF file.
+    history : str
+        The global attribute ``history`` expected.
+
+    Returns
+    -------
+    bool
+        ``True`` if the file's ``history`` is exactly ``history`` (``False`` if it
+        cannot be read).
+    """
     import h5py
 
     try:

@@ -97,6 +97,13 @@ def check_budget(
     InputError
         A budget that cannot be read; no calibration to check it against (``calibrate
         first``); a predicted high end above it; a dollar budget on nodes without a price.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.budget import check_budget
+    >>> guard = check_budget(  # doctest: +SKIP
+    ...     "era5-sst-mean", "5USD", profile="aws-c5n.18xlarge", data="data/era5-demo"
+    ... )
     """
     given = None if budget is None else parse_budget(budget)
     spec = load(spec) if isinstance(spec, str) else spec
@@ -215,6 +222,13 @@ def run_within_budget(
     BudgetSpent
         The cluster spent the budget: the run was stopped, its states are saved and the
         same call again resumes from them.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.planning.budget import run_within_budget
+    >>> spec = load("era5-sst-mean")
+    >>> run = run_within_budget(spec, budget="2h", data="data/era5-demo")  # doctest: +SKIP
     """
     where = {k: kwargs.get(k) for k in ("data", "start", "end", "workers", "jobs", "adapt")}
     guard = check_budget(

@@ -73,7 +73,6 @@ __all__ = [
     "calibrate",
     "calibration_path",
     "calibration_target",
-    "fit_recipe",
     "load_calibration",
     "load_slowdown",
     "noop_cpu",
@@ -116,7 +115,7 @@ def _read_tasks_of(lazy: Any, da: Any) -> tuple[int, bool]:
     return (len(da.chunks[0]) if da.chunks else 1), False
 
 
-def fit_recipe(
+def _fit_recipe(
     client: Any,
     recipe: str | Recipe,
     *,
@@ -310,6 +309,11 @@ def calibrate(
     -----
     What is measured and found is logged at INFO by the logger ``pangeo_hpc.planning.calibrate``
     (the command line prints it); in a notebook, ``logging.basicConfig(level="INFO")`` shows it.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibrate import calibrate
+    >>> cal = calibrate("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
     """
     from pangeo_hpc.clusters.start import kind_of, running_cluster, site_name
     from pangeo_hpc.s3.options import is_s3
@@ -331,7 +335,7 @@ def calibrate(
                 storage=storage, path=path, save=save, profile=profile, s3=s3,
             )  # fmt: skip
     measured = {
-        key: fit_recipe(
+        key: _fit_recipe(
             client, one, data=data, start=start, end=end, amount=amount, repeat=repeat, s3=s3
         )
         for key, one in fits.items()

@@ -105,13 +105,44 @@ class JobStarts:
     created: str = ""
 
     def ranges(self) -> tuple[tuple[float, float], tuple[float, float]]:
-        """``((queue low, high), (arrival low, high))`` in seconds."""
+        """``((queue low, high), (arrival low, high))`` in seconds.
+
+        Returns
+        -------
+        ((float, float), (float, float))
+            The ranges.
+        """
         return (min(self.queue), max(self.queue)), (min(self.arrival), max(self.arrival))
 
 
 @dataclass(frozen=True)
 class Calibration:
-    """Measured inputs of the plan: per recipe, the scheduler, the storage paths."""
+    """Measured inputs of the plan: per recipe, the scheduler, the storage paths.
+
+    Attributes
+    ----------
+    host : str
+        The host ``calibrate`` ran on.
+    cores : int
+        Its cores.
+    created : str
+        When (ISO 8601).
+    task_overhead : float
+        Seconds of wall time per no-op task
+        (:func:`pangeo_hpc.planning.overhead.task_overhead`).
+    overhead_per_worker : float, optional
+        Scheduler seconds per task added by each worker
+        (:func:`pangeo_hpc.planning.measure.simulated_growth`).
+    storage : dict[str, float], optional
+        Read rates (bytes/s) by storage kind (``fsx``, ``s3``, ``local``, ``cache``).
+    recipes : dict[str, RecipeFit], optional
+        The fit of each recipe measured, by name.
+    source : str, optional
+        Where the figures came from (a file, or the shipped figures), for the plan's
+        text.
+    starts : dict[str, JobStarts], optional
+        The batch jobs' start times of each site measured, by site.
+    """
 
     host: str
     cores: int
@@ -124,7 +155,24 @@ class Calibration:
     starts: dict[str, JobStarts] = field(default_factory=dict)
 
     def recipe(self, name: str) -> RecipeFit:
-        """The fit of recipe ``name``, or an error telling how to measure it."""
+        """The fit of recipe ``name``, or an error telling how to measure it.
+
+        Parameters
+        ----------
+        name : str
+            A recipe's name.
+
+        Returns
+        -------
+        RecipeFit
+            The fit.
+
+        Raises
+        ------
+        InputError
+            If the recipe was never measured (the message gives the ``calibrate``
+            call).
+        """
         if name not in self.recipes:
             call = f"calibrate({name!r})"
             raise InputError(
@@ -135,18 +183,38 @@ class Calibration:
         return self.recipes[name]
 
     def describe(self) -> str:
-        """Where the figures come from, in one line."""
+        """Where the figures come from, in one line.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         return f"{self.source}, measured on {self.host} ({self.cores} cores) {self.created[:10]}"
 
     def to_json(self) -> dict[str, Any]:
-        """The file's content."""
+        """The file's content.
+
+        Returns
+        -------
+        dict[str, Any]
+            The document.
+        """
         doc = asdict(self)
         doc.pop("source")
         return {"version": VERSION, **doc}
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], source: str) -> Calibration:
-        """Read the file's content (or config ``plan.fallback``)."""
+        """Read the file's content (or config ``plan.fallback``).
+
+        Parameters
+        ----------
+        doc : Mapping[str, Any]
+            The document.
+        source : str
+            Where it came from (for :meth:`describe`).
+        """
         try:
             recipes = {k: RecipeFit(**v) for k, v in (doc.get("recipes") or {}).items()}
             starts = {k: JobStarts(**v) for k, v in (doc.get("starts") or {}).items()}
@@ -174,7 +242,22 @@ class Calibration:
 
 def calibrate_call(recipe: str, site: str, kind: str) -> tuple[str, list[str]]:
     """The call that measures ``recipe`` on ``site`` (a profile, or a kind such as
-    ``slurm``) and the command line's words for it, for messages (``commands``)."""
+    ``slurm``) and the command line's words for it, for messages (``commands``).
+
+    Parameters
+    ----------
+    recipe : str
+        The recipe's name.
+    site : str
+        A profile, or a cluster kind.
+    kind : str
+        The cluster's kind.
+
+    Returns
+    -------
+    (str, list of str)
+        The Python call, and the words of ``python -m pangeo_hpc.run calibrate ...``.
+    """
     if kind == "local":
         return f"calibrate({recipe!r})", ["calibrate", recipe]
     words = ["calibrate", recipe, "--cluster", kind]
@@ -185,7 +268,18 @@ def calibrate_call(recipe: str, site: str, kind: str) -> tuple[str, list[str]]:
 
 def calibration_path(path: str | Path | None = None) -> Path | str:
     """The calibration file: ``path``, else config ``plan.calibration``; an ``s3://`` URL
-    as it is."""
+    as it is.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The file or ``s3://`` URL given, or ``None``.
+
+    Returns
+    -------
+    Path or str
+        A local path (``~`` expanded), or the URL.
+    """
     from pangeo_hpc.s3.options import is_s3
 
     given = str(config.get("plan.calibration", path))
@@ -214,7 +308,18 @@ def _calibration_text(p: Path | str, s3: S3Options | None = None) -> str | None:
 
 def is_calibration_file(p: Path) -> bool:
     """Whether ``p`` is a calibration file this package wrote (marked, or of an earlier
-    version: its keys)."""
+    version: its keys).
+
+    Parameters
+    ----------
+    p : Path
+        An existing file.
+
+    Returns
+    -------
+    bool
+        ``True`` for a calibration file of this package.
+    """
     from pangeo_hpc.write.marks import file_is_ours
 
     if file_is_ours(p):
@@ -238,7 +343,31 @@ def calibration_target(
     not inside the ``data`` it measures. ``flag`` names ``path`` in messages (a parameter,
     or the CLI's flag). An ``s3://bucket/key`` is checked as an object
     (:func:`pangeo_hpc.write.targets.check_output_file`, ``s3``: its endpoint and
-    credentials) and returned as its URL."""
+    credentials) and returned as its URL.
+
+    Parameters
+    ----------
+    path : str or Path, optional
+        The file or ``s3://`` URL; default config ``plan.calibration``.
+    data : object, optional
+        The data the calibration measures (the file may not be inside it); default
+        config ``data.root``.
+    flag : str, optional
+        How messages name ``path``.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
+
+    Returns
+    -------
+    Path or str
+        The local path or the URL.
+
+    Raises
+    ------
+    InputError
+        If the target is a folder, a file this package did not write, or inside
+        ``data``.
+    """
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.write.guard import check_inputs, local_path
     from pangeo_hpc.write.targets import check_output_file
@@ -259,11 +388,29 @@ def calibration_target(
 
 def read_calibration(p: Path | str, s3: S3Options | None = None) -> Calibration | None:
     """The figures of the calibration file (or object) ``p`` alone, ``None`` if there is
-    none."""
-    return None if _calibration_text(p, s3) is None else read_calibration_file(p, s3)
+    none.
+
+    Parameters
+    ----------
+    p : Path or str
+        The file, or an ``s3://`` object.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` object.
+
+    Returns
+    -------
+    Calibration or None
+        Its figures, or ``None`` when there is no such file.
+
+    Raises
+    ------
+    InputError
+        If the file is not readable JSON.
+    """
+    return None if _calibration_text(p, s3) is None else _read_calibration_file(p, s3)
 
 
-def read_calibration_file(p: Path | str, s3: S3Options | None = None) -> Calibration:
+def _read_calibration_file(p: Path | str, s3: S3Options | None = None) -> Calibration:
     """The figures of the calibration file (or ``s3://`` object, reached with ``s3``)
     ``p`` alone (no shipped ones)."""
     try:
@@ -296,6 +443,12 @@ def load_calibration(path: str | Path | None = None, s3: S3Options | None = None
     -------
     Calibration
         The figures per recipe, of the scheduler and of the storage paths.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibrate import load_calibration
+    >>> "era5-sst-mean" in load_calibration().recipes  # shipped figures until calibrate ran
+    True
     """
     shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
     p = calibration_path(path)

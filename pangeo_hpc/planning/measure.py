@@ -38,7 +38,25 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Run:
-    """One run on freshly started workers."""
+    """One run on freshly started workers.
+
+    Attributes
+    ----------
+    chunks : int
+        Chunks read.
+    bytes : int
+        Bytes read.
+    tasks : int
+        Tasks of the graph.
+    wall : float, optional
+        Seconds from submission to result.
+    computing : float, optional
+        Seconds of task computing (the task stream), all workers together.
+    worker_cpu : float, optional
+        CPU seconds of the worker processes.
+    scheduler_cpu : float, optional
+        CPU seconds of this process (scheduler and client).
+    """
 
     chunks: int
     bytes: int
@@ -50,7 +68,22 @@ class Run:
 
 
 def timed_run(client: Any, lazy: Any, run: Run) -> Run:
-    """Compute ``lazy`` on ``client``: wall time, task computing, worker and scheduler CPU."""
+    """Compute ``lazy`` on ``client``: wall time, task computing, worker and scheduler CPU.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of fresh workers.
+    lazy : dask collection
+        A dask collection.
+    run : Run
+        Its size (chunks, bytes, tasks); the times are filled in.
+
+    Returns
+    -------
+    Run
+        ``run`` with its times.
+    """
     from distributed import get_task_stream
 
     w0, s0 = worker_cpu(client), time.process_time()
@@ -73,13 +106,31 @@ def timed_run(client: Any, lazy: Any, run: Run) -> Run:
 
 
 def read_local(files: list[str]) -> None:
-    """Read local ``files`` once, so that the runs find them in the page cache."""
+    """Read local ``files`` once, so that the runs find them in the page cache.
+
+    Parameters
+    ----------
+    files : list[str]
+        Paths and URLs (URLs are left out).
+    """
     for f in files:
         if "://" not in str(f):
             read_through(f)
 
 
 def median_run(runs: list[Run]) -> Run:
+    """The run with the median of each time of ``runs`` (of one size).
+
+    Parameters
+    ----------
+    runs : list[Run]
+        Runs of the same size.
+
+    Returns
+    -------
+    Run
+        The first run's size with the median times.
+    """
     med = {
         k: statistics.median(getattr(r, k) for r in runs)
         for k in ("wall", "computing", "worker_cpu", "scheduler_cpu")
@@ -89,7 +140,18 @@ def median_run(runs: list[Run]) -> Run:
 
 def run_spread(runs: list[tuple[Run, ...]]) -> tuple[float, float]:
     """The fastest and the slowest run over the median of its size, all sizes together:
-    ``runs`` holds one tuple of runs (one per size) per repetition."""
+    ``runs`` holds one tuple of runs (one per size) per repetition.
+
+    Parameters
+    ----------
+    runs : list[tuple[Run, ...]]
+        One tuple of runs per repetition, one run per size in each.
+
+    Returns
+    -------
+    (float, float)
+        Lowest and highest wall time over its size's median.
+    """
     ratios = []
     for size in zip(*runs, strict=True):
         mid = statistics.median(r.wall for r in size)
@@ -108,6 +170,31 @@ def job_starts(
     node); its queue runs from the submission to that start, its arrival from that start
     to its last worker connected (polled every 20 ms here). The cluster has ``jobs`` jobs
     again afterwards. Clocks of the nodes and of this host are assumed in step (NTP).
+
+    Parameters
+    ----------
+    cluster : distributed.deploy.Cluster
+        A batch cluster (dask-jobqueue).
+    client : distributed.Client
+        Its client.
+    jobs : int, optional
+        Jobs submitted at once in each round.
+    repeat : int, optional
+        Rounds.
+    timeout : float, optional
+        Seconds to wait for the workers of a round; default config
+        ``pangeo-hpc.cluster.wait-timeout``.
+
+    Returns
+    -------
+    (list of float, list of float)
+        Each job's queue and arrival seconds.
+
+    Raises
+    ------
+    ClusterError
+        If the workers do not leave after ``scale(0)``, or the jobs do not start, within
+        the time allowed.
     """
     from pangeo_hpc import config
     from pangeo_hpc.clusters.budget import job_started
@@ -171,6 +258,22 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
 
     CPU time, not the tasks' wall time: time slices lost to the scheduler's process on the
     same cores are the model's "host CPU" limit already.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        The cluster's client.
+    lazy : dask collection
+        A dask collection to compute.
+    cores : int
+        Busy worker processes of the loaded runs.
+    repeat : int, optional
+        Runs of each.
+
+    Returns
+    -------
+    float
+        The slowdown (1 or more).
     """
     from pangeo_hpc.clusters.start import kind_of, running_cluster
 
@@ -247,7 +350,23 @@ def storage_rates(
     s3: S3Options | None = None,
 ) -> dict[str, float]:
     """Cold read bytes/s of each ``{kind: path}``; ``cache``: warm, of the first local one
-    (``s3``: how to reach ``s3://`` paths)."""
+    (``s3``: how to reach ``s3://`` paths).
+
+    Parameters
+    ----------
+    paths : Mapping[str, str or Path]
+        A file or folder per storage kind (``{"fsx": "/fsx/era5"}``).
+    max_bytes : int or str, optional
+        Bytes read of each at most (``"2GB"``, or bytes); default config
+        ``pangeo-hpc.storage.survey-bytes`` (:func:`pangeo_hpc.storage.survey.read_speed`).
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` paths.
+
+    Returns
+    -------
+    dict[str, float]
+        Bytes/s by kind, and ``cache``.
+    """
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.storage.survey import read_speed
 
@@ -268,6 +387,18 @@ def noop_cpu(client: Any, tasks: int = 2000) -> float:
 
     The wall time per task (:func:`pangeo_hpc.planning.overhead.task_overhead`) is measured along;
     this process's CPU time is what a scheduler on its own core spends per task.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the cluster measured.
+    tasks : int, optional
+        No-op tasks to run.
+
+    Returns
+    -------
+    float
+        CPU seconds per task.
     """
     from pangeo_hpc.planning.overhead import task_overhead
 
@@ -282,6 +413,20 @@ def simulated_growth(workers: int, tasks: int, base: float) -> float:
 
     ``base`` is the figure with one worker (:func:`noop_cpu`). The workers are idle but for
     the no-op tasks; they share this host's cores with the scheduler.
+
+    Parameters
+    ----------
+    workers : int
+        Local workers to start.
+    tasks : int
+        No-op tasks to run.
+    base : float
+        CPU seconds per task with one worker.
+
+    Returns
+    -------
+    float
+        Seconds per task per added worker (0 or more).
     """
     from pangeo_hpc.clusters.start import running_cluster
 
@@ -296,16 +441,50 @@ def simulated_growth(workers: int, tasks: int, base: float) -> float:
 
 
 def worker_count(client: Any) -> int:
+    """The workers connected to ``client``'s scheduler now.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client.
+
+    Returns
+    -------
+    int
+        The count.
+    """
     return len(client.scheduler_info()["workers"])
 
 
 def worker_cpu(client: Any) -> float:
-    """CPU seconds the worker processes have used so far, all together."""
+    """CPU seconds the worker processes have used so far, all together.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the workers.
+
+    Returns
+    -------
+    float
+        CPU seconds.
+    """
     return float(sum(client.run(time.process_time).values()))
 
 
 def on_this_host(client: Any) -> bool:
-    """True when every worker runs where the scheduler (this process) runs."""
+    """True when every worker runs where the scheduler (this process) runs.
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the workers.
+
+    Returns
+    -------
+    bool
+        Whether they all run on this host.
+    """
     from distributed.utils import get_ip
 
     here = {"127.0.0.1", "localhost", get_ip()}
@@ -314,6 +493,14 @@ def on_this_host(client: Any) -> bool:
 
 
 def host_cores() -> int:
+    """The cores this process may use (``dask.system.CPU_COUNT``: affinity and cgroup limits
+    counted).
+
+    Returns
+    -------
+    int
+        The count.
+    """
     from dask.system import CPU_COUNT
 
     return int(CPU_COUNT)

@@ -29,7 +29,26 @@ def open_measured(
 ) -> Any:
     """The recipe's data from ``start`` to ``end``: its ``files:`` or ``store:`` (``end``
     ``None``: the recipe's), else the era5-pds tree ``data`` (``None``: to the last month
-    there is); ``s3``: how to reach ``s3://`` data."""
+    there is); ``s3``: how to reach ``s3://`` data.
+
+    Parameters
+    ----------
+    spec : Recipe
+        The recipe.
+    data : str or Path or None
+        The era5-pds tree, for a recipe without ``files:`` or ``store:``.
+    start : str or None
+        First month (``YYYY-MM``); ``None``: the recipe's.
+    end : str or None
+        Last month; ``None``: the recipe's, or the last there is.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` data.
+
+    Returns
+    -------
+    xarray.Dataset
+        The data, lazily.
+    """
     from pangeo_hpc.batch.pipeline.steps import data_root, open_dataset
     from pangeo_hpc.io.era5 import open_era5
 
@@ -49,7 +68,26 @@ def recipes_to_measure(
     """The recipe ``recipe`` names, under that name (as a plan of ``recipe`` looks it
     up); or, for one over several datasets, each dataset's one-dataset recipe under its
     name ``RECIPE.DATASET``, as its runs and plans name them (one cluster runs them one
-    after the other, so only the first meets fresh workers)."""
+    after the other, so only the first meets fresh workers).
+
+    Parameters
+    ----------
+    recipe : str
+        A recipe's name or YAML file.
+    data : str or Path or None
+        The era5-pds tree, for recipes without ``files:`` or ``store:``.
+    start : str or None
+        First month, or ``None``.
+    end : str or None
+        Last month, or ``None``.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` data.
+
+    Returns
+    -------
+    dict[str, Recipe]
+        Name -> one-dataset recipe.
+    """
     from pangeo_hpc.batch.chains import recipe_yaml
     from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict, is_multi
     from pangeo_hpc.batch.pipeline.multi_run import dataset_recipes
@@ -66,7 +104,20 @@ def recipes_to_measure(
 
 def measured_root(recipes: Iterable[Recipe], root: str) -> str:
     """Where the storage's read rate is measured for ``recipes``: the data root ``root``,
-    or, when every one reads ``files:``, the folder all their files share."""
+    or, when every one reads ``files:``, the folder all their files share.
+
+    Parameters
+    ----------
+    recipes : Iterable[Recipe]
+        The recipes measured.
+    root : str
+        The data root.
+
+    Returns
+    -------
+    str
+        A folder or URL.
+    """
     import os
 
     from pangeo_hpc.io.globbing import expand

@@ -27,7 +27,19 @@ STORAGE_KINDS: dict[str, tuple[bool, bool]] = {
 
 @dataclass(frozen=True)
 class Storage:
-    """Where the bytes come from: ``rate`` bytes/s in all (shared) or per node."""
+    """Where the bytes come from: ``rate`` bytes/s in all (shared) or per node.
+
+    Attributes
+    ----------
+    kind : str
+        ``fsx``, ``s3``, ``local``, ``cache``, ...
+    rate : float
+        Bytes/s.
+    shared : bool
+        Whether ``rate`` is shared by all nodes (else per node).
+    over_network : bool
+        Whether the bytes cross the network.
+    """
 
     kind: str
     rate: float
@@ -35,7 +47,13 @@ class Storage:
     over_network: bool
 
     def describe(self) -> str:
-        """E.g. ``fsx 2,880 MB/s shared``."""
+        """E.g. ``fsx 2,880 MB/s shared``.
+
+        Returns
+        -------
+        str
+            The description.
+        """
         return f"{self.kind} {self.rate / 1e6:,.0f} MB/s {'shared' if self.shared else 'per node'}"
 
 
@@ -44,6 +62,24 @@ def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storag
 
     ``measured`` holds the rates ``calibrate`` found (bytes/s by kind); a rate given in the
     text wins.
+
+    Parameters
+    ----------
+    text : str
+        ``KIND`` or ``KIND:RATE``.
+    measured : dict[str, float], optional
+        Rates by kind that ``calibrate`` measured.
+
+    Returns
+    -------
+    Storage
+        The storage.
+
+    Raises
+    ------
+    InputError
+        If ``text`` is empty, of an unknown kind, has a bad rate, or has no rate when
+        none was measured.
     """
     if not isinstance(text, str) or not text.strip():
         raise InputError(
@@ -83,6 +119,18 @@ def fused_read_tasks(size: int, chunk: int) -> int:
     reads are fused with an area mean: the spans
     :func:`pangeo_hpc.recipes.fusion.task_spans` makes of them (config
     ``data.fused-task-mb`` and ``data.fused-tasks``, read now), 0 for no bytes.
+
+    Parameters
+    ----------
+    size : int
+        Uncompressed bytes.
+    chunk : int
+        Bytes per chunk.
+
+    Returns
+    -------
+    int
+        Read tasks.
 
     Examples
     --------
@@ -223,6 +271,16 @@ class Model:
         queue and their workers' arrival before it (:attr:`queue`, :attr:`arrival`).
         Billed per node: arrival + run + ``startup``; with more than one node, the high
         end also bills the queue's spread (the first job started waits for the last).
+
+        Parameters
+        ----------
+        nodes : int
+            Nodes.
+
+        Returns
+        -------
+        dict[str, Any]
+            The row.
         """
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
@@ -235,7 +293,24 @@ class Model:
         after one start of their jobs are billed: the wall times, the jobs' start, the
         node-hours and the cost, each with its low and high end (the keys of a row of
         :meth:`predict` beyond the run's own). Several runs on one cluster (a recipe over
-        several datasets) are billed once with their summed wall times."""
+        several datasets) are billed once with their summed wall times.
+
+        Parameters
+        ----------
+        nodes : int
+            Nodes.
+        wall : float
+            Seconds of computing (median).
+        low : float
+            Its low end.
+        high : float
+            Its high end.
+
+        Returns
+        -------
+        dict[str, Any]
+            The row's billing keys.
+        """
         (q_lo, q_hi), (a_lo, a_hi) = self.queue, self.arrival
         wait = q_hi - q_lo if nodes > 1 else 0.0
         row: dict[str, Any] = {

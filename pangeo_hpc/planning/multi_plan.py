@@ -35,7 +35,7 @@ from pangeo_hpc.planning.plan_text import fewest_nodes, rows_text
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
-__all__ = ["MultiPlan", "plan_multi", "summed_row"]
+__all__ = ["MultiPlan", "plan_multi"]
 
 
 @dataclass
@@ -49,7 +49,7 @@ class MultiPlan:
     parts : dict of str to Plan
         Each dataset's plan (its ``reads``: its files and what of them is cached).
     rows : list of dict
-        One row per node count, the datasets summed (:func:`summed_row`), with the keys
+        One row per node count, the datasets summed (:func:`_summed_row`), with the keys
         of a :class:`~pangeo_hpc.planning.plan.Plan`'s rows.
     """
 
@@ -70,11 +70,28 @@ class MultiPlan:
         return self.first.model
 
     def best(self, within: float = 0.1) -> dict[str, Any]:
-        """The fewest nodes whose summed wall time is within ``within`` of the fastest."""
+        """The fewest nodes whose summed wall time is within ``within`` of the fastest.
+
+        Parameters
+        ----------
+        within : float, optional
+            Fraction above the fastest accepted.
+
+        Returns
+        -------
+        dict[str, Any]
+            The summed row.
+        """
         return dict(fewest_nodes(self.rows, within))
 
     def to_json(self) -> dict[str, Any]:
-        """The plan as JSON: the recipe, each dataset's plan and the summed rows."""
+        """The plan as JSON: the recipe, each dataset's plan and the summed rows.
+
+        Returns
+        -------
+        dict[str, Any]
+            The document.
+        """
         return {
             "recipe": self.recipe,
             "datasets": {n: p.to_json() for n, p in self.parts.items()},
@@ -82,7 +99,13 @@ class MultiPlan:
         }
 
     def text(self) -> str:
-        """Each dataset's reads and figures in a line or two, then the summed table."""
+        """Each dataset's reads and figures in a line or two, then the summed table.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         size = sum(p.model.size for p in self.parts.values())
         stored = sum(p.model.size / p.model.ratio for p in self.parts.values())
         names = ", ".join(self.parts)
@@ -115,7 +138,18 @@ class MultiPlan:
         return "\n".join([*lines, *rows_text(m, self.rows, counted if files else None)])
 
     def plot(self, ax: Axes | None = None) -> Axes:
-        """As :meth:`pangeo_hpc.planning.plan.Plan.plot`, of the summed rows."""
+        """As :meth:`pangeo_hpc.planning.plan.Plan.plot`, of the summed rows.
+
+        Parameters
+        ----------
+        ax : Axes, optional
+            The axes to draw on; ``None``: a new pyplot figure.
+
+        Returns
+        -------
+        Axes
+            The axes.
+        """
         summed = Plan(self.recipe, self.first.model, self.rows, dict(self.first.sources))
         ax = summed.plot(ax)
         size = sum(p.model.size for p in self.parts.values())
@@ -123,7 +157,7 @@ class MultiPlan:
         return ax
 
 
-def summed_row(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, Any]:
+def _summed_row(rows: Sequence[dict[str, Any]], model: Any) -> dict[str, Any]:
     """Rows of one node count, one per dataset (:meth:`Model.predict`), as one run on one
     cluster: wall times and tasks added, the jobs' start and the startup billed once by
     ``model`` (:meth:`~pangeo_hpc.planning.model.Model.billed`), the longest dataset's
@@ -215,6 +249,7 @@ def plan_multi(
     }
     first = next(iter(parts.values()))
     rows = [
-        summed_row([p.rows[i] for p in parts.values()], first.model) for i in range(len(first.rows))
+        _summed_row([p.rows[i] for p in parts.values()], first.model)
+        for i in range(len(first.rows))
     ]
     return MultiPlan(spec.name, parts, rows)

@@ -57,7 +57,6 @@ __all__ = [
     "parse_storage",
     "plan",
     "reads",
-    "with_model",
 ]
 
 if TYPE_CHECKING:
@@ -86,6 +85,14 @@ class Plan:
         Where each input came from (the calibration file, the profile, an option).
     reads : Reads or None
         The recipe's files and what of them is cached, for a plan from its data.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.plan import plan
+    >>> p = plan(  # doctest: +SKIP
+    ...     "era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s"
+    ... )
+    >>> p.table()  # doctest: +SKIP
     """
 
     recipe: str
@@ -95,14 +102,26 @@ class Plan:
     reads: Reads | None = None
 
     def table(self) -> pd.DataFrame:
-        """The rows as a DataFrame indexed by nodes."""
+        """The rows as a DataFrame indexed by nodes.
+
+        Returns
+        -------
+        pd.DataFrame
+            The table.
+        """
         import pandas as pd
 
         return pd.DataFrame(self.rows).set_index("nodes")
 
     def to_json(self) -> dict[str, Any]:
         """The plan as JSON: the recipe, the model's inputs, what it reads and the rows
-        (each with its low and high ends: ``wall_low_s``, ``cost_high`` ...)."""
+        (each with its low and high ends: ``wall_low_s``, ``cost_high`` ...).
+
+        Returns
+        -------
+        dict[str, Any]
+            The document.
+        """
         m = asdict(self.model)
         m["storage"] = self.model.storage.describe()
         return {
@@ -114,16 +133,44 @@ class Plan:
         }
 
     def best(self, within: float = 0.1) -> dict[str, Any]:
-        """The fewest nodes whose wall time is within ``within`` of the fastest."""
+        """The fewest nodes whose wall time is within ``within`` of the fastest.
+
+        Parameters
+        ----------
+        within : float, optional
+            Fraction above the fastest accepted.
+
+        Returns
+        -------
+        dict[str, Any]
+            The row.
+        """
         return dict(fewest_nodes(self.rows, within))
 
     def text(self) -> str:
-        """The plan as a table a terminal shows, with its inputs and a recommendation."""
+        """The plan as a table a terminal shows, with its inputs and a recommendation.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         return plan_text(self.recipe, self.model, self.rows, self.sources, self.reads)
 
     def plot(self, ax: Axes | None = None) -> Axes:
         """Wall time (log) and cost per node count, bottlenecks marked, on ``ax`` (for a file:
-        ``Figure().add_subplot()``, no pyplot); default a new pyplot figure, as a notebook shows."""
+        ``Figure().add_subplot()``, no pyplot); default a new pyplot figure, as a notebook shows.
+
+        Parameters
+        ----------
+        ax : Axes, optional
+            The axes to draw on; ``None``: a new pyplot figure.
+
+        Returns
+        -------
+        Axes
+            The axes.
+        """
         if ax is None:
             import matplotlib.pyplot as plt
 
@@ -258,6 +305,14 @@ def plan(
     InputError
         An unknown profile or recipe, a size, rate, price or node count that cannot be read;
         neither ``size`` nor ``data``, or both.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.plan import plan
+    >>> p = plan(  # doctest: +SKIP
+    ...     "era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s"
+    ... )
+    >>> print(p.text())  # doctest: +SKIP
     """
     if size is None and data is None:
         raise InputError(
@@ -337,7 +392,7 @@ def plan(
     return Plan(recipe=recipe, model=model, rows=rows, sources=sources, reads=inputs)
 
 
-def with_model(p: Plan, **changes: Any) -> Plan:
+def _with_model(p: Plan, **changes: Any) -> Plan:
     """The same plan with some model inputs changed (``storage=...``, ``ratio=...``)."""
     model = replace(p.model, **changes)
     rows = [model.predict(r["nodes"]) for r in p.rows]

@@ -19,7 +19,20 @@ __all__ = ["fewest_nodes", "plan_text", "rows_text"]
 
 
 def fewest_nodes(rows: Sequence[Mapping[str, Any]], within: float = 0.1) -> Mapping[str, Any]:
-    """The row of the fewest nodes whose wall time is within ``within`` of the fastest."""
+    """The row of the fewest nodes whose wall time is within ``within`` of the fastest.
+
+    Parameters
+    ----------
+    rows : Sequence[Mapping[str, Any]]
+        The plan's rows (``nodes``, ``wall`` ...).
+    within : float, optional
+        Fraction above the fastest wall time still accepted.
+
+    Returns
+    -------
+    Mapping[str, Any]
+        The row.
+    """
     fastest = min(r["wall_s"] for r in rows)
     return min((r for r in rows if r["wall_s"] <= fastest * (1 + within)), key=lambda r: r["nodes"])
 
@@ -32,7 +45,26 @@ def plan_text(
     r: Reads | None,
 ) -> str:
     """A plan of ``recipe`` (its model ``m``, ``rows`` per node count, where its figures came
-    from and what it reads) as a table a terminal shows, with a recommendation."""
+    from and what it reads) as a table a terminal shows, with a recommendation.
+
+    Parameters
+    ----------
+    recipe : str
+        The recipe's name.
+    m : Model
+        The model the rows come from.
+    rows : Sequence[Mapping[str, Any]]
+        One row per node count.
+    sources : Mapping[str, str]
+        What each figure came from (calibration, shipped, given).
+    r : Reads or None
+        What the recipe reads (files, bytes), or ``None``.
+
+    Returns
+    -------
+    str
+        The text, several lines.
+    """
     lines = [
         f"plan for {recipe}"
         + (f" on {r.period[0]}..{r.period[1]}" if r else "")
@@ -61,7 +93,22 @@ def rows_text(
     m: Model, rows: Sequence[Mapping[str, Any]], files: tuple[int, int] | None = None
 ) -> list[str]:
     """The table of ``rows`` (one per node count; ``m`` tells whether the jobs' start and
-    a price are known) and the recommendation, as lines; ``files``: (to read, in all)."""
+    a price are known) and the recommendation, as lines; ``files``: (to read, in all).
+
+    Parameters
+    ----------
+    m : Model
+        The model the rows come from.
+    rows : Sequence[Mapping[str, Any]]
+        One row per node count.
+    files : tuple[int, int], optional
+        Files to read and files in all, or ``None``.
+
+    Returns
+    -------
+    list[str]
+        The lines.
+    """
     lines: list[str] = []
     starts = m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0)
     head = ["nodes", "workers", "tasks", "chunks/proc", "chunk s"]

@@ -77,6 +77,11 @@ class Reads:
     def line(self) -> str:
         """One line: what is cached and what is left to read.
 
+        Returns
+        -------
+        str
+            The line.
+
         Examples
         --------
         >>> r = Reads("r", ("2000-01-01", "2019-12-31"), True, 240, 239, 0, 1, 0, 0,

@@ -56,7 +56,18 @@ def paired_errors(predicted: Sequence[float], measured: Sequence[float]) -> list
 
 
 def worst(errors: Sequence[float]) -> float:
-    """The error of largest magnitude, with its sign (``-0.23`` over ``+0.10``)."""
+    """The error of largest magnitude, with its sign (``-0.23`` over ``+0.10``).
+
+    Parameters
+    ----------
+    errors : Sequence[float]
+        Relative errors.
+
+    Returns
+    -------
+    float
+        The worst.
+    """
     return max(errors, key=abs)
 
 
@@ -90,7 +101,13 @@ class Comparison:
         return worst(self.paired_errors)
 
     def row(self) -> dict[str, object]:
-        """What the results file keeps: the pairs first, the medians as context."""
+        """What the results file keeps: the pairs first, the medians as context.
+
+        Returns
+        -------
+        dict[str, object]
+            The row.
+        """
         median_p, median_m = statistics.median(self.predicted), statistics.median(self.measured)
         return {
             "setup": self.setup,
@@ -107,6 +124,23 @@ class Comparison:
 
 def verdict(comparisons: Sequence[Comparison], goal: float = 0.25) -> tuple[float, bool]:
     """The largest paired error of all setups (signed), and whether it is within ``goal``.
+
+    Parameters
+    ----------
+    comparisons : Sequence[Comparison]
+        Predicted and measured times of each setup.
+    goal : float, optional
+        The largest error accepted (0.25: 25 %).
+
+    Returns
+    -------
+    (float, bool)
+        The worst error, and whether it is within ``goal``.
+
+    Raises
+    ------
+    InputError
+        If ``comparisons`` is empty.
 
     Examples
     --------

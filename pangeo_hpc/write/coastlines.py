@@ -77,7 +77,13 @@ def coastlines() -> tuple[np.ndarray, ...]:
 def joined_coastlines(east: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """All lines in one pair of arrays (longitude, latitude), lines apart by NaN (one
     ``plot`` call draws them); in 0..360 for ``east``, broken where a line crosses the
-    0/360 seam. For the figures, :func:`pangeo_hpc.lab.explore.explore` and ``report.html``."""
+    0/360 seam. For the figures, :func:`pangeo_hpc.lab.explore.explore` and ``report.html``.
+
+    Parameters
+    ----------
+    east : bool, optional
+        Longitudes in 0..360 (else -180..180).
+    """
     parts = []
     for line in coastlines():
         x = line[:, 0] % 360 if east else line[:, 0]

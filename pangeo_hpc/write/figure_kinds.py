@@ -59,29 +59,75 @@ TEXT_WIDTH = 90
 
 
 def long_name(da: xr.DataArray) -> str:
-    """The variable's ``long_name``, else its name."""
+    """The variable's ``long_name``, else its name.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+
+    Returns
+    -------
+    str
+        The name.
+    """
     return str(da.attrs.get("long_name") or da.name or "result")
 
 
 def units(da: xr.DataArray) -> str:
-    """The variable's ``units`` as written in the file."""
+    """The variable's ``units`` as written in the file.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+
+    Returns
+    -------
+    str
+        The units, ``""`` without any.
+    """
     return str(da.attrs.get("units", "") or "").strip()
 
 
-def unit_label(da: xr.DataArray) -> str:
+def _unit_label(da: xr.DataArray) -> str:
     """The units for an axis or a colour bar, once and unwrapped (``value`` without)."""
     return nice_units(units(da)) or "value"
 
 
 def is_difference(da: xr.DataArray) -> bool:
-    """An anomaly, a trend, a bias or a change, by its name, long name or units."""
+    """An anomaly, a trend, a bias or a change, by its name, long name or units.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+
+    Returns
+    -------
+    bool
+        Whether it is a difference (drawn on a scale centred on zero).
+    """
     text = " ".join(str(s) for s in (da.name, da.attrs.get("long_name"), da.attrs.get("units")))
     return bool(_DIFFERENCE.search(text) or _RATE.search(units(da)))
 
 
 def colours(da: xr.DataArray, values: np.ndarray) -> dict:
     """``cmap``, ``vmin`` and ``vmax`` from the :data:`ROBUST` percentiles of ``values``
-    (viridis; a difference: RdBu_r centred on zero), and ``extend`` for the colour bar."""
+    (viridis; a difference: RdBu_r centred on zero), and ``extend`` for the colour bar.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+    values : np.ndarray
+        Its values as drawn.
+
+    Returns
+    -------
+    dict
+        Keyword arguments of ``pcolormesh`` and the colour bar.
+    """
     cmap, lo, hi, extend = colour_scale(da, values)
     bad: Colormap = colormaps[cmap].with_extremes(bad=MISSING)
     return {"cmap": bad, "vmin": lo, "vmax": hi, "extend": extend}
@@ -89,7 +135,20 @@ def colours(da: xr.DataArray, values: np.ndarray) -> dict:
 
 def colour_scale(da: xr.DataArray, values: np.ndarray) -> tuple[str, float, float, str]:
     """The colour map's name, the limits and the colour bar's ``extend`` of :func:`colours`:
-    the same scale in the figures, ``report.html`` and :func:`pangeo_hpc.lab.explore.explore`."""
+    the same scale in the figures, ``report.html`` and :func:`pangeo_hpc.lab.explore.explore`.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The result variable.
+    values : np.ndarray
+        Its values as drawn.
+
+    Returns
+    -------
+    (str, float, float, str)
+        ``cmap``, ``vmin``, ``vmax`` and ``extend``.
+    """
     finite = values[np.isfinite(values)]
     lo, hi = np.percentile(finite, ROBUST) if finite.size else (0.0, 1.0)
     lo, hi = float(lo), float(hi)
@@ -114,7 +173,7 @@ def _colour_bar(
     else:
         aspect = 20  # matplotlib's own
     bar = sub.colorbar(
-        mesh, ax=ax, label=unit_label(da), shrink=shrink, aspect=aspect, extend=style["extend"],
+        mesh, ax=ax, label=_unit_label(da), shrink=shrink, aspect=aspect, extend=style["extend"],
         location=where,
     )  # fmt: skip
     bar.formatter.set_useOffset(False)
@@ -180,7 +239,7 @@ def _map_kw(shape: Shape, view: MapView | None) -> dict:
     return {"projection": view.crs(east=bool(np.nanmax(x) > 180))}
 
 
-def draw_scalar(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_scalar(sub: FigureBase, shape: Shape, heading: str) -> None:
     value = float(shape.data.values)
     body = f"{value:.6g} {nice_units(units(shape.data))}".strip()
     ax = _text(sub, heading, body, size=18)
@@ -221,7 +280,7 @@ def _ticks(ax: Axes, x: np.ndarray, ticks: list[str], axis: str = "x") -> None:
     (ax.set_xticks if axis == "x" else ax.set_yticks)(x[::step], ticks[::step])
 
 
-def draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
     da, t = shape.data, shape.time
     assert t is not None
     ax = sub.subplots()
@@ -242,12 +301,12 @@ def draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
         _ticks(ax, x, ticks)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_xlabel(_time_label(da, t, ticks if t not in CYCLIC else None))
-    ax.set_ylabel(unit_label(da))
+    ax.set_ylabel(_unit_label(da))
     ax.set_title(heading)
     ax.grid(alpha=0.3)
 
 
-def draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
+def _draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
     """A longitude-latitude map, in the projection of ``view`` (default: plain)."""
     values = np.asarray(shape.data.values, dtype="f8")
     ax = sub.subplots(subplot_kw=_map_kw(shape, view))
@@ -257,7 +316,7 @@ def draw_map(sub: FigureBase, shape: Shape, heading: str, view: MapView | None =
     _colour_bar(sub, mesh, ax, shape.data, style, 0.85, _bar_side(view))
 
 
-def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     """Time (or month, season) along x, latitude along y."""
     da, t, lat = shape.data, shape.time, shape.lat
     assert t is not None and lat is not None
@@ -280,7 +339,7 @@ def draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     _colour_bar(sub, mesh, ax, da, style, 0.9)
 
 
-def draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
     """Latitude along x, the value along y."""
     da, lat = shape.data, shape.lat
     assert lat is not None
@@ -293,17 +352,28 @@ def draw_zonal(sub: FigureBase, shape: Shape, heading: str) -> None:
         ax.axhline(0, color="0.4", lw=0.8)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_xlabel(LAT_LABEL)
-    ax.set_ylabel(unit_label(da))
+    ax.set_ylabel(_unit_label(da))
     ax.set_title(heading)
     ax.grid(alpha=0.3)
 
 
 def columns(n: int) -> int:
-    """Columns of small multiples: 2x2 for four seasons, 4x3 for twelve months."""
+    """Columns of small multiples: 2x2 for four seasons, 4x3 for twelve months.
+
+    Parameters
+    ----------
+    n : int
+        The number of panels.
+
+    Returns
+    -------
+    int
+        The columns.
+    """
     return {1: 1, 2: 2, 3: 3, 4: 2}.get(n, 3 if n <= 9 else 4)
 
 
-def draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
+def _draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None = None) -> None:
     """One map per value of the leading dimension, one colour bar for all, in the
     projection of ``view`` (default: plain)."""
     da, lead = shape.data, shape.lead
@@ -324,7 +394,7 @@ def draw_maps(sub: FigureBase, shape: Shape, heading: str, view: MapView | None 
     _colour_bar(sub, mesh, list(axes[:n]), da, style, 0.85, _bar_side(view))
 
 
-def draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
+def _draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
     da = shape.data
     if not np.issubdtype(da.dtype, np.number):
         why = f"its values are {da.dtype} data, not numbers"
@@ -339,6 +409,17 @@ def draw_other(sub: FigureBase, shape: Shape, heading: str) -> None:
 
 
 def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
+    """Draw the panel of a result whose every value is missing: its title and a line saying so.
+
+    Parameters
+    ----------
+    sub : FigureBase
+        The subfigure to draw in.
+    shape : Shape
+        The result variable and its kind.
+    heading : str
+        The panel's title.
+    """
     _text(sub, heading, "not plotted: every value is missing (NaN)")
 
 
@@ -346,11 +427,11 @@ def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
 MAPS = ("map", "maps")
 #: each kind's drawing: ``(subfigure, shape, the panel's title)``
 DRAW: dict[str, Callable[[FigureBase, Shape, str], None]] = {
-    "scalar": draw_scalar,
-    "series": draw_series,
-    "map": draw_map,
-    "hovmoeller": draw_hovmoeller,
-    "zonal": draw_zonal,
-    "maps": draw_maps,
-    "other": draw_other,
+    "scalar": _draw_scalar,
+    "series": _draw_series,
+    "map": _draw_map,
+    "hovmoeller": _draw_hovmoeller,
+    "zonal": _draw_zonal,
+    "maps": _draw_maps,
+    "other": _draw_other,
 }

@@ -46,6 +46,11 @@ def preload() -> threading.Thread:
     For a run that draws its figure after seconds of reading and computing, mostly
     outside the GIL: the imports then take no time of the run's own. Drawing waits for
     the thread first (:func:`_preloaded`).
+
+    Returns
+    -------
+    threading.Thread
+        The thread.
     """
     global _preloading
     thread = threading.Thread(target=_import_drawing, name="pangeo-hpc-preload", daemon=True)
@@ -138,7 +143,7 @@ def _period(result: xr.Dataset, shape: Shape) -> str | None:
     return None
 
 
-def panel_texts(result: xr.Dataset | xr.DataArray) -> list[tuple[str, str, str]]:
+def _panel_texts(result: xr.Dataset | xr.DataArray) -> list[tuple[str, str, str]]:
     """``(letter, short title, long description)`` of each variable's panel, in the order of
     ``result.data_vars``: what :func:`draw_result` writes on the panels and in the caption."""
     _preloaded()
@@ -156,9 +161,9 @@ def panel_texts(result: xr.Dataset | xr.DataArray) -> list[tuple[str, str, str]]
     return out
 
 
-def figure_caption(result: xr.Dataset | xr.DataArray) -> str:
+def _figure_caption(result: xr.Dataset | xr.DataArray) -> str:
     """The caption of :func:`draw_result` in one line: each panel's long description."""
-    texts = panel_texts(result)
+    texts = _panel_texts(result)
     if len(texts) == 1:
         return texts[0][2]
     return "; ".join(f"({a}) {words}" for a, _, words in texts)
@@ -191,7 +196,7 @@ def draw_result(
     -------
     Figure
         With one subfigure per variable, in the order of ``result.data_vars``, each
-        titled ``(a) short title`` (:func:`panel_texts`), and a last one holding the
+        titled ``(a) short title`` (:func:`_panel_texts`), and a last one holding the
         caption: each variable's ``long_name`` and units.
     """
     _preloaded()
@@ -203,7 +208,7 @@ def draw_result(
         result = result.to_dataset(name=result.name or "result")
     view = view or default_view()
     shapes = [result_shape(result[name]) for name in result.data_vars]
-    texts = panel_texts(result)
+    texts = _panel_texts(result)
     words = caption([(a, w) for a, _, w in texts], CAPTION_WIDTH) if texts else ""
     if len(texts) == 1:  # one panel: no letter
         words = textwrap.fill(texts[0][2], CAPTION_WIDTH)
@@ -229,6 +234,16 @@ def draw_result(
 def plot_format(fmt: str | None) -> str:
     """``fmt`` checked against :data:`FORMATS` (default ``png``).
 
+    Parameters
+    ----------
+    fmt : str or None
+        The format asked for, or ``None``.
+
+    Returns
+    -------
+    str
+        The format.
+
     Raises
     ------
     InputError
@@ -250,12 +265,24 @@ def plot_result(result: xr.Dataset, path: Path, title: str, *, view: MapView | N
     :data:`FORMATS`), marked as this package's in its metadata
     (:func:`pangeo_hpc.write.marks.figure_metadata`), with the caption (each panel's
     long description) in it as well; maps in the projection of ``view`` (default config
-    ``pangeo-hpc.plot.projection``)."""
+    ``pangeo-hpc.plot.projection``).
+
+    Parameters
+    ----------
+    result : xr.Dataset
+        The results.
+    path : Path
+        The figure's file.
+    title : str
+        The figure's title.
+    view : MapView, optional
+        The maps' projection and extent, or ``None``.
+    """
     _preloaded()
     fmt = plot_format(Path(path).suffix[1:] or "png")
     fig = draw_result(result, title, view=view)
     meta = figure_metadata(fmt)
-    words = figure_caption(result)
+    words = _figure_caption(result)
     key = {"png": "Description", "svg": "Title", "pdf": "Subject"}[fmt]
     meta[key] = f"{meta[key]}; {words}" if key in meta else words
     fig.savefig(path, format=fmt, dpi=110, metadata=meta)

@@ -53,7 +53,18 @@ _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 
 
 def is_url(target: object) -> bool:
-    """Whether ``target`` is a URL (``s3://...``) rather than a path."""
+    """Whether ``target`` is a URL (``s3://...``, any ``scheme://``) rather than a path.
+
+    Parameters
+    ----------
+    target : object
+        A path, a string or anything else (not a URL).
+
+    Returns
+    -------
+    bool
+        True for a string that starts with ``scheme://``.
+    """
     return isinstance(target, str) and _URL.match(target) is not None
 
 
@@ -65,7 +76,25 @@ def _refused(flag: str, message: str, *more: str) -> InputError:
 
 def local_path(target: str | os.PathLike[str], flag: str) -> Path:
     """``target`` as a local path; a URL is refused (exit 2) instead of becoming a folder
-    named ``s3:``. ``flag`` names it in messages: a parameter (``out``) or a flag."""
+    named ``s3:``. ``flag`` names it in messages: a parameter (``out``) or a flag.
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        The output given.
+    flag : str
+        How messages name the output: a parameter (``out``) or a command-line flag.
+
+    Returns
+    -------
+    Path
+        The path, ``~`` expanded.
+
+    Raises
+    ------
+    InputError
+        If ``target`` is a URL.
+    """
     if is_url(target):
         raise _refused(
             flag,
@@ -86,7 +115,26 @@ LABEL = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,99}")
 
 def check_label(value: str, what: str) -> str:
     """``value`` if it is a label (:data:`LABEL`); else :class:`InputError` naming it as
-    ``what`` (``"recipe 'x.yaml': name"``)."""
+    ``what`` (``"recipe 'x.yaml': name"``).
+
+    Parameters
+    ----------
+    value : str
+        The name given.
+    what : str
+        What it is, for the message.
+
+    Returns
+    -------
+    str
+        ``value``.
+
+    Raises
+    ------
+    InputError
+        If ``value`` is not a label: letters, digits, ``-``, ``_`` and ``.``, not ``.``
+        first, at most 100 characters.
+    """
     if not LABEL.fullmatch(value):
         raise InputError(
             f"{what} {shown(value)} is not a label: use letters, digits, '-', '_' and '.' "
@@ -98,6 +146,22 @@ def check_label(value: str, what: str) -> str:
 def folder_in(root: str | os.PathLike[str], name: str, *, what: str, flag: str = "out") -> Path:
     """The folder ``root/name`` for the label ``name`` (:func:`check_label`), which must
     lie directly inside ``root`` once links are resolved (``root`` itself may be a link).
+
+    Parameters
+    ----------
+    root : str or os.PathLike[str]
+        The folder that holds the outputs.
+    name : str
+        The label.
+    what : str
+        What ``name`` is, for messages.
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+
+    Returns
+    -------
+    Path
+        The folder.
 
     Raises
     ------
@@ -123,7 +187,23 @@ def _real(path: Path) -> Path:
 
 def check_inputs(target: Path, inputs: Iterable[object], flag: str) -> None:
     """Refuse an output that is, contains or lies inside one of ``inputs`` (paths; URLs
-    and ``None`` are skipped)."""
+    and ``None`` are skipped).
+
+    Parameters
+    ----------
+    target : Path
+        The output.
+    inputs : Iterable[object]
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str
+        How messages name the output: a parameter (``out``) or a command-line flag.
+
+    Raises
+    ------
+    InputError
+        If the output is, contains or lies inside an input.
+    """
     out = _real(target)
     for given in inputs:
         if given is None or is_url(given):
@@ -153,6 +233,16 @@ def folder_kind(folder: Path) -> str | None:
     ``summary.json`` (which lists the outputs beside it with their sizes and hashes); a Zarr
     store by its attributes
     (:func:`~pangeo_hpc.write.marks.is_our_store`).
+
+    Parameters
+    ----------
+    folder : Path
+        An existing folder.
+
+    Returns
+    -------
+    str or None
+        The kind, or ``None``.
     """
     return _examine(folder)[0]
 
@@ -305,6 +395,20 @@ def check_tree(
     ``stage``, a cache): new, empty, carrying the marker of this ``kind``, or (``ours``) a
     tree of an earlier version. Never replaced whole, so it may also hold a user's files.
 
+    Parameters
+    ----------
+    root : str or os.PathLike[str]
+        The folder.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    ours : Callable[[Path], bool], optional
+        A test that recognises a tree of an earlier version as this package's.
+
     Returns
     -------
     (pathlib.Path, bool)
@@ -358,6 +462,24 @@ def check_file(
     """Check that the file ``target`` may be written: new, or one this package wrote
     (:func:`~pangeo_hpc.write.marks.file_is_ours`, or the test ``ours`` of a writer that
     knows its files better).
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        The file.
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    ours : Callable[[Path], bool], optional
+        A test that recognises a file of an earlier version as this package's, besides
+        the marker.
+
+    Returns
+    -------
+    Path
+        ``target`` as a path.
 
     Raises
     ------

@@ -106,6 +106,18 @@ def check_repository(
 ) -> Path | str:
     """Check that ``target`` may receive a commit (the module's rules; nothing is written).
 
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        The repository: a folder or an ``s3://`` prefix.
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
+
     Returns
     -------
     pathlib.Path or str

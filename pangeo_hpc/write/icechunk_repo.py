@@ -34,30 +34,80 @@ ENTRIES = frozenset(
 
 
 def commit_mark() -> dict[str, str]:
-    """The metadata that marks a commit as this package's."""
+    """The metadata that marks a commit as this package's.
+
+    Returns
+    -------
+    dict[str, str]
+        Key -> value.
+    """
     return {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", "kind": KIND}
 
 
 def only_entries(names: Iterable[str]) -> bool:
     """Whether ``names`` (the top-level names of a folder or prefix) are an Icechunk
-    repository's and nothing else."""
+    repository's and nothing else.
+
+    Parameters
+    ----------
+    names : Iterable[str]
+        Top-level names.
+
+    Returns
+    -------
+    bool
+        Whether they are a repository's alone.
+    """
     names = set(names)
     return {"refs", "snapshots"} <= names and names <= ENTRIES
 
 
 def tip(repo: Any) -> Any:
-    """The ``SnapshotInfo`` at the tip of :data:`BRANCH`."""
+    """The ``SnapshotInfo`` at the tip of :data:`BRANCH`.
+
+    Parameters
+    ----------
+    repo : icechunk.Repository
+        An open ``icechunk.Repository``.
+
+    Returns
+    -------
+    icechunk.SnapshotInfo
+        The snapshot.
+    """
     return next(iter(repo.ancestry(branch=BRANCH)))
 
 
 def tip_is_ours(repo: Any) -> bool:
-    """Whether the tip of ``repo``'s :data:`BRANCH` is a commit of this package."""
+    """Whether the tip of ``repo``'s :data:`BRANCH` is a commit of this package.
+
+    Parameters
+    ----------
+    repo : icechunk.Repository
+        An open ``icechunk.Repository``.
+
+    Returns
+    -------
+    bool
+        Whether the tip carries :func:`commit_mark`.
+    """
     meta = tip(repo).metadata or {}
     return str(meta.get("written_by", "")).startswith(WRITTEN_BY) and meta.get("kind") == KIND
 
 
 def open_repository(storage: Any) -> Any | None:
-    """The repository in ``storage``, or ``None`` if there is none it can open."""
+    """The repository in ``storage``, or ``None`` if there is none it can open.
+
+    Parameters
+    ----------
+    storage : icechunk.Storage
+        An ``icechunk.Storage``.
+
+    Returns
+    -------
+    icechunk.Repository or None
+        The repository, or ``None``.
+    """
     import icechunk
 
     try:
@@ -68,7 +118,20 @@ def open_repository(storage: Any) -> Any | None:
 
 def is_our_repository(folder: Path, names: set[str] | None = None) -> bool:
     """Whether the local ``folder`` is an Icechunk repository this package wrote and
-    holds nothing else (the module's rules). Without icechunk installed, none is."""
+    holds nothing else (the module's rules). Without icechunk installed, none is.
+
+    Parameters
+    ----------
+    folder : Path
+        A local folder.
+    names : set[str], optional
+        Its top-level names, if already listed.
+
+    Returns
+    -------
+    bool
+        Whether it is ours.
+    """
     names = {p.name for p in folder.iterdir()} if names is None else names
     if not only_entries(names) or missing("stores"):
         return False

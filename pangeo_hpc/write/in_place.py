@@ -59,6 +59,16 @@ def is_mount_point(path: str | os.PathLike[str]) -> bool:
     mount of a folder of the same file system (which ``os.path.ismount`` misses: the device
     is the parent's), read from ``/proc/self/mountinfo`` where there is one.
 
+    Parameters
+    ----------
+    path : str or os.PathLike[str]
+        A path.
+
+    Returns
+    -------
+    bool
+        Whether something is mounted on it.
+
     Examples
     --------
     >>> is_mount_point("/"), is_mount_point("/proc/self")
@@ -102,6 +112,11 @@ def fill_in_place(
     ----------
     target, kind, inputs, flag, overwrite
         As for :func:`pangeo_hpc.write.outputs.atomic_dir`; ``target`` must exist.
+
+    Yields
+    ------
+    Path
+        The temporary folder to write the files in.
 
     Raises
     ------

@@ -46,16 +46,40 @@ LOCK_SUFFIX = ".pangeo-hpc-lock"
 
 def temporary_name(target: Path, what: str) -> Path:
     """A new hidden name beside ``target`` for a folder being written (``what="tmp"``) or
-    being replaced (``"old"``), carrying this host, this process and a random part."""
+    being replaced (``"old"``), carrying this host, this process and a random part.
+
+    Parameters
+    ----------
+    target : Path
+        The folder written.
+    what : str
+        ``"tmp"`` or ``"old"``.
+
+    Returns
+    -------
+    Path
+        The name (nothing is created).
+    """
     return target.with_name(f".{target.name}.{what}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}")
 
 
 def lock_name(target: Path) -> Path:
-    """The lock file of writers of ``target`` (:func:`pangeo_hpc.write.swap.target_lock`)."""
+    """The lock file of writers of ``target`` (:func:`pangeo_hpc.write.swap.target_lock`).
+
+    Parameters
+    ----------
+    target : Path
+        The folder written.
+
+    Returns
+    -------
+    Path
+        The lock file's path.
+    """
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 
 
-def pid_alive(pid: int) -> bool:
+def _pid_alive(pid: int) -> bool:
     """Whether a process ``pid`` runs on this host (one of another user counts)."""
     if pid <= 0:
         return True  # not a process id: never judged dead
@@ -68,7 +92,7 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def is_stale(entry: os.DirEntry[str] | Path) -> bool:
+def _is_stale(entry: os.DirEntry[str] | Path) -> bool:
     """Whether ``entry`` is a temporary folder of a writer on this host that no longer
     runs, owned by this user (see the module's docstring)."""
     m = _TEMPORARY.fullmatch(entry.name)
@@ -80,7 +104,7 @@ def is_stale(entry: os.DirEntry[str] | Path) -> bool:
         return False
     if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid():
         return False
-    return not pid_alive(int(m["pid"]))
+    return not _pid_alive(int(m["pid"]))
 
 
 def _remove_lock(path: Path) -> bool:
@@ -133,7 +157,7 @@ def remove_stale(parent: Path) -> list[Path]:
         if entry.name.endswith(LOCK_SUFFIX) and len(entry.name) > len(LOCK_SUFFIX) + 1:
             if _remove_lock(path):
                 removed.append(path)
-        elif is_stale(entry):
+        elif _is_stale(entry):
             shutil.rmtree(path, ignore_errors=True)
             if not os.path.lexists(path):
                 removed.append(path)

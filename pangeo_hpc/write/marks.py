@@ -32,7 +32,18 @@ _FIGURES = {".png", ".svg", ".pdf"}
 
 
 def read_marker(folder: Path) -> dict[str, Any] | None:
-    """The marker of a folder this package wrote, or ``None``."""
+    """The marker of a folder this package wrote, or ``None``.
+
+    Parameters
+    ----------
+    folder : Path
+        A folder.
+
+    Returns
+    -------
+    dict or None
+        The marker's document, or ``None``.
+    """
     try:
         doc = json.loads((folder / MARKER).read_text())
     except (OSError, ValueError):
@@ -44,7 +55,18 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
 
 def marker_doc(kind: str) -> dict[str, Any]:
     """The marker of a tree of ``kind`` that a verb fills file by file (it may hold a
-    user's files too, so it is never replaced whole)."""
+    user's files too, so it is never replaced whole).
+
+    Parameters
+    ----------
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+
+    Returns
+    -------
+    dict[str, Any]
+        The marker's document.
+    """
     from datetime import UTC, datetime
     from importlib.metadata import version
 
@@ -62,7 +84,20 @@ _ZARR_FILES = {"zarr.json", ".zgroup", ".zattrs", ".zmetadata"}
 def is_our_store(folder: Path, names: set[str] | None = None) -> bool:
     """Whether ``folder`` is a Zarr store written by ``convert`` and holds nothing else:
     its group attributes carry :data:`STORE_ATTR` (a Zarr store's marker lives in its
-    metadata, since zarr-python warns about any file it does not know)."""
+    metadata, since zarr-python warns about any file it does not know).
+
+    Parameters
+    ----------
+    folder : Path
+        A folder.
+    names : set[str], optional
+        Its top-level names, if already listed.
+
+    Returns
+    -------
+    bool
+        Whether it is ours.
+    """
     names = {p.name for p in folder.iterdir()} if names is None else names
     attrs: Any = {}
     for meta, key in (("zarr.json", "attributes"), (".zattrs", None)):
@@ -87,6 +122,16 @@ def file_is_ours(path: Path) -> bool:
     ``# written by ... pangeo``; figures (PNG, SVG, PDF): the marker text of
     :func:`figure_metadata` in the file; a page (``report.html``): that text in its
     first 2 KB (its ``generator``). Other files are never ours.
+
+    Parameters
+    ----------
+    path : Path
+        An existing file.
+
+    Returns
+    -------
+    bool
+        Whether it carries the marker.
     """
     suffix = path.suffix.lower()
     try:
@@ -110,12 +155,29 @@ def file_is_ours(path: Path) -> bool:
 
 
 def figure_mark() -> str:
-    """The text a figure written by this package carries in its metadata."""
+    """The text a figure written by this package carries in its metadata.
+
+    Returns
+    -------
+    str
+        The text.
+    """
     return f"written by {WRITTEN_BY}"
 
 
 def figure_metadata(fmt: str) -> dict[str, str]:
-    """Matplotlib ``savefig(metadata=...)`` that marks a figure of format ``fmt``."""
+    """Matplotlib ``savefig(metadata=...)`` that marks a figure of format ``fmt``.
+
+    Parameters
+    ----------
+    fmt : str
+        ``png``, ``svg`` or ``pdf``.
+
+    Returns
+    -------
+    dict[str, str]
+        The metadata.
+    """
     from importlib.metadata import version
 
     text = f"{figure_mark()} {version('pangeo-hpc')}"

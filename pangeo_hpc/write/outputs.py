@@ -147,7 +147,15 @@ def atomic_dir(
 def mark_folder(folder: Path, kind: str) -> None:
     """Mark ``folder`` (being written inside :func:`atomic_dir`) as an output of ``kind``
     with the marker file :data:`~pangeo_hpc.write.marks.MARKER`: for folders whose
-    format has no place of its own for a marker (an Icechunk repository)."""
+    format has no place of its own for a marker (an Icechunk repository).
+
+    Parameters
+    ----------
+    folder : Path
+        The temporary folder.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    """
     _write_marker(Path(folder), marker_doc(kind))
 
 
@@ -212,6 +220,34 @@ def atomic_file(
     named ``.NAME{part}`` and not created, for writers that create it themselves (Lustre's
     ``lfs setstripe`` makes a new file with its layout). On an exception the temporary file
     is removed and ``target`` stays as it was.
+
+    Parameters
+    ----------
+    target : str or Path
+        The file.
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    mode : int, optional
+        The temporary file's permissions, or ``None``: the umask's.
+    ours : Callable[[Path], bool], optional
+        A test that recognises a file of an earlier version as this package's, besides
+        the marker.
+    part : str, optional
+        A suffix of the temporary name, which is then not created; ``None``: a new
+        temporary file.
+
+    Yields
+    ------
+    Path
+        The temporary file to write.
+
+    Raises
+    ------
+    InputError
+        If ``target`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
     """
     inputs = list(inputs)
     target = check_file(target, inputs=inputs, flag=flag, ours=ours)
@@ -246,7 +282,32 @@ def write_json(
 ) -> Path:
     """Write ``doc`` as indented JSON to ``path``, marked as this package's
     (``"written_by": "pangeo-hpc X.Y"`` first), whole or not at all; ``mode`` and ``ours``
-    as for :func:`atomic_file`."""
+    as for :func:`atomic_file`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The file.
+    doc : dict[str, Any]
+        The document.
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    mode : int, optional
+        The file's permissions, or ``None``: the umask's.
+    ours : Callable[[Path], bool], optional
+        A test that recognises a file of an earlier version as this package's, besides
+        the marker.
+
+    Returns
+    -------
+    Path
+        The path written.
+
+    Raises
+    ------
+    InputError
+        If ``path`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+    """
     from importlib.metadata import version
 
     marked = {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", **doc}
@@ -257,7 +318,29 @@ def write_json(
 
 def save_figure(fig: Any, path: str | Path, *, flag: str = "path", dpi: int = 120) -> Path:
     """Save a matplotlib figure to ``path`` (format from its suffix), marked as this
-    package's in the file's metadata, whole or not at all."""
+    package's in the file's metadata, whole or not at all.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        A matplotlib figure.
+    path : str or Path
+        The file (``.png``, ``.svg``, ``.pdf``).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    dpi : int, optional
+        Dots per inch.
+
+    Returns
+    -------
+    Path
+        The path written.
+
+    Raises
+    ------
+    InputError
+        If ``path`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+    """
     fmt = Path(path).suffix[1:].lower() or "png"
     with atomic_file(path, flag=flag) as tmp:
         fig.savefig(tmp, format=fmt, dpi=dpi, metadata=figure_metadata(fmt))
@@ -280,6 +363,32 @@ def claim_tree(
     (:class:`InputError`, nothing changed). A new or empty folder gets the marker, so that
     a later run recognises it; a new one is made with ``mode`` (less the umask; ``0o700``
     for private caches).
+
+    Parameters
+    ----------
+    root : str or Path
+        The folder.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    ours : Callable[[Path], bool], optional
+        A test that recognises a tree of an earlier version as this package's.
+    mode : int, optional
+        A new folder's permissions, less the umask.
+
+    Returns
+    -------
+    Path
+        The folder.
+
+    Raises
+    ------
+    InputError
+        If the folder may not be claimed (:func:`pangeo_hpc.write.guard.check_tree`).
     """
     path, marked = check_tree(root, kind=kind, inputs=inputs, flag=flag, ours=ours)
     if marked:
@@ -291,7 +400,15 @@ def claim_tree(
 
 def append_line(path: Path, doc: dict[str, Any]) -> None:
     """Append ``doc`` as one JSON line to ``path`` (a tree's log of what it wrote); one
-    ``write`` of a short line with ``O_APPEND`` is not interleaved with other writers."""
+    ``write`` of a short line with ``O_APPEND`` is not interleaved with other writers.
+
+    Parameters
+    ----------
+    path : Path
+        The log file.
+    doc : dict[str, Any]
+        The record.
+    """
     line = (json.dumps(doc, separators=(",", ":")) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

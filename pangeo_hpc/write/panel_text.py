@@ -44,6 +44,16 @@ def nice_units(units: str) -> str:
 
     >>> nice_units("m s-1"), nice_units("K/(10 year)"), nice_units("mm day-1"), nice_units("1")
     ('m s⁻¹', 'K per decade', 'mm day⁻¹', '')
+
+    Parameters
+    ----------
+    units : str
+        CF units.
+
+    Returns
+    -------
+    str
+        The label's units.
     """
     u = units.strip()
     if u == "1":
@@ -60,6 +70,18 @@ def period_text(start: str, end: str) -> str:
 
     >>> period_text("2000-01-01", "2019-12-31"), period_text("2002-01-01", "2002-07-01")
     ('2000-2019', '2002-01 to 2002-06')
+
+    Parameters
+    ----------
+    start : str
+        First date (ISO).
+    end : str
+        Last date (ISO).
+
+    Returns
+    -------
+    str
+        The period's words.
     """
     s, e = pd.Timestamp(start), pd.Timestamp(end)
     if e.day == 1 and e > s:  # an end as the first day after the data
@@ -71,7 +93,18 @@ def period_text(start: str, end: str) -> str:
 
 def winters(values: np.ndarray) -> list[str] | None:
     """``2000/01`` for each date if every date is a December first of a season (a DJF
-    mean, as ``resample(freq="QS-DEC")`` labels it); else ``None``."""
+    mean, as ``resample(freq="QS-DEC")`` labels it); else ``None``.
+
+    Parameters
+    ----------
+    values : np.ndarray
+        Dates (datetime64).
+
+    Returns
+    -------
+    list of str or None
+        The labels, or ``None``.
+    """
     if not np.issubdtype(np.asarray(values).dtype, np.datetime64) or not len(values):
         return None
     times = pd.DatetimeIndex(values)
@@ -106,6 +139,11 @@ def short_title(da: xr.DataArray, period: str | None, *, single: bool = False) -
         The period's words (:func:`period_text`, or ``"winters 2000/01-2018/19"``).
     single : bool
         The figure's only result (then a variable name is the input's, not the author's).
+
+    Returns
+    -------
+    str
+        The title.
     """
     long_name = str(da.attrs.get("long_name") or "")
     methods = str(da.attrs.get("cell_methods") or "")
@@ -134,13 +172,37 @@ def short_title(da: xr.DataArray, period: str | None, *, single: bool = False) -
 
 
 def caption(entries: list[tuple[str, str]], width: int) -> str:
-    """``(a) long name (units); (b) ...`` wrapped to ``width`` characters a line."""
+    """``(a) long name (units); (b) ...`` wrapped to ``width`` characters a line.
+
+    Parameters
+    ----------
+    entries : list[tuple[str, str]]
+        ``(letter, text)`` of each panel.
+    width : int
+        Characters per line.
+
+    Returns
+    -------
+    str
+        The caption.
+    """
     text = "; ".join(f"({letter}) {words}" for letter, words in entries)
     return textwrap.fill(text, width)
 
 
 def letters(n: int) -> list[str]:
-    """``a``, ``b``, ... for ``n`` panels (``aa`` after ``z``)."""
+    """``a``, ``b``, ... for ``n`` panels (``aa`` after ``z``).
+
+    Parameters
+    ----------
+    n : int
+        The number of panels.
+
+    Returns
+    -------
+    list[str]
+        The letters.
+    """
     abc = "abcdefghijklmnopqrstuvwxyz"
     return [abc[i] if i < 26 else abc[i // 26 - 1] + abc[i % 26] for i in range(n)]
 

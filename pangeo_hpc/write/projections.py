@@ -126,7 +126,18 @@ class MapView:
 
     def crs(self, east: bool = False) -> Any:
         """The :mod:`cartopy.crs` projection; ``east``: the data lie across the date line
-        (centred on 180 unless ``central_longitude`` says otherwise)."""
+        (centred on 180 unless ``central_longitude`` says otherwise).
+
+        Parameters
+        ----------
+        east : bool, optional
+            The data lie across the date line.
+
+        Returns
+        -------
+        cartopy.crs.Projection
+            The projection.
+        """
         require("plot", f"a map in the {self.projection} projection")
         import cartopy.crs as ccrs
 
@@ -229,7 +240,13 @@ def map_view(block: Any, where: str = "plot") -> MapView | None:
 
 
 def default_view() -> MapView:
-    """The view of a recipe without ``plot:``: config ``pangeo-hpc.plot.projection``."""
+    """The view of a recipe without ``plot:``: config ``pangeo-hpc.plot.projection``.
+
+    Returns
+    -------
+    MapView
+        The view.
+    """
     return map_view({"projection": config.get("plot.projection")}, "config pangeo-hpc.plot") or (
         MapView()
     )

@@ -43,7 +43,18 @@ def _sha256(path: Path, st: os.stat_result) -> str:
 def file_record(path: Path) -> dict[str, Any]:
     """Size and SHA-256 of a file as :func:`file_records` writes them; of a folder (a
     ``result.zarr``), its bytes, its files and one SHA-256 of every file's relative path,
-    size and SHA-256. A link, or a folder holding one, has no record (``{}``)."""
+    size and SHA-256. A link, or a folder holding one, has no record (``{}``).
+
+    Parameters
+    ----------
+    path : Path
+        A file or folder.
+
+    Returns
+    -------
+    dict[str, Any]
+        ``bytes`` and ``sha256`` (and ``files`` for a folder), or ``{}``.
+    """
     st = path.lstat()
     if stat.S_ISREG(st.st_mode):
         return {"bytes": st.st_size, "sha256": _sha256(path, st)}
@@ -65,13 +76,39 @@ def file_record(path: Path) -> dict[str, Any]:
 def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:
     """What a result's ``summary.json`` records of the files ``names`` in ``folder``
     (under :data:`FILES_KEY`), so that a later run replaces them only while every one is
-    as written: ``{"result.nc": {"bytes": ..., "sha256": ...}, ...}`` (:func:`file_record`)."""
+    as written: ``{"result.nc": {"bytes": ..., "sha256": ...}, ...}`` (:func:`file_record`).
+
+    Parameters
+    ----------
+    folder : Path
+        The result folder.
+    names : Iterable[str]
+        The files' names in it.
+
+    Returns
+    -------
+    dict[str, dict[str, Any]]
+        Name -> record.
+    """
     return {name: file_record(folder / name) for name in names}
 
 
 def result_changes(folder: Path, names: set[str]) -> str | None:
     """``""`` if ``folder`` is a result of this package as written; else why not, for a
-    message (a changed file, no record of the files), or ``None`` if it is not one."""
+    message (a changed file, no record of the files), or ``None`` if it is not one.
+
+    Parameters
+    ----------
+    folder : Path
+        A folder.
+    names : set[str]
+        Its top-level names.
+
+    Returns
+    -------
+    str or None
+        ``""``, the reason, or ``None``.
+    """
     try:
         doc = json.loads((folder / "summary.json").read_text())
     except (OSError, ValueError):

@@ -60,6 +60,29 @@ class MapLayer:
     ``panels`` holds ``(label, values)``: one for a map, one per value of its other
     dimension for small multiples (``maps``). ``step`` is the stride the field was thinned
     by (1: every cell).
+
+    Attributes
+    ----------
+    name : str
+        The variable's name.
+    long_name : str
+        Its long name.
+    units : str
+        Its units.
+    lat : np.ndarray
+        Latitudes, north first.
+    lon : np.ndarray
+        Longitudes, increasing.
+    panels : tuple[tuple[str, np.ndarray], ...]
+        ``(label, values)`` of each panel.
+    cmap : str
+        The colour map's name.
+    vmin : float
+        The colour scale's lower limit.
+    vmax : float
+        Its upper limit.
+    step : int, optional
+        The stride the field was thinned by.
     """
 
     name: str
@@ -298,7 +321,33 @@ def write_report(
 ) -> Path:
     """Write :func:`report_html` for ``result`` to ``path``, whole or not at all
     (:func:`pangeo_hpc.write.outputs.atomic_file`: a new file, or a page this package
-    wrote, marked by its ``generator``)."""
+    wrote, marked by its ``generator``).
+
+    Parameters
+    ----------
+    path : str or Path
+        The page's file.
+    result : xr.Dataset
+        The results.
+    title : str
+        The page's title.
+    lines : Sequence[str]
+        The run's summary lines.
+    figure : Path or None
+        The figure written beside it, or ``None``.
+    provenance : Any
+        The run's provenance record.
+
+    Returns
+    -------
+    Path
+        The path written.
+
+    Raises
+    ------
+    InputError
+        If ``path`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+    """
     page = report_html(
         title=title,
         lines=lines,

@@ -51,6 +51,22 @@ class Shape:
 
     ``lat`` and ``lon`` are coordinate names (their dimensions may be named otherwise);
     ``time`` and ``lead`` are dimension names.
+
+    Attributes
+    ----------
+    kind : str
+        ``scalar``, ``series``, ``map``, ``hovmoeller``, ``zonal``, ``maps`` or
+        ``other``.
+    data : xr.DataArray
+        The variable, squeezed.
+    time : str, optional
+        The time dimension, or ``None``.
+    lat : str, optional
+        The latitude coordinate, or ``None``.
+    lon : str, optional
+        The longitude coordinate, or ``None``.
+    lead : str, optional
+        The other dimension of small multiples, or ``None``.
     """
 
     kind: str
@@ -140,7 +156,20 @@ def result_shape(da: xr.DataArray) -> Shape:
 
 def years_along(da: xr.DataArray, dim: str) -> np.ndarray | None:
     """Decimal years of the coordinate ``dim`` (dates, or integer years), for a trend; ``None``
-    for a position in the year (month, season) or a dimension without such a coordinate."""
+    for a position in the year (month, season) or a dimension without such a coordinate.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        A variable.
+    dim : str
+        Its dimension.
+
+    Returns
+    -------
+    ndarray or None
+        The years, or ``None``.
+    """
     if dim in CYCLIC or dim not in da.coords:
         return None
     values = da[dim]
@@ -157,7 +186,20 @@ def years_along(da: xr.DataArray, dim: str) -> np.ndarray | None:
 def trend_per_decade(da: xr.DataArray, dim: str) -> float | None:
     """Least-squares slope of the 1-D ``da`` along ``dim``, per decade (years of
     :data:`~pangeo_hpc.recipes.years.DAYS_PER_YEAR` days), over its finite values; ``None``
-    without a time axis or with fewer than three finite values."""
+    without a time axis or with fewer than three finite values.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        A 1-D variable.
+    dim : str
+        Its dimension.
+
+    Returns
+    -------
+    float or None
+        The slope per decade, or ``None``.
+    """
     years = years_along(da, dim)
     if years is None:
         return None
@@ -170,14 +212,38 @@ def trend_per_decade(da: xr.DataArray, dim: str) -> float | None:
 
 def per_decade(units: str | None) -> str:
     """How a trend of data in ``units`` is written for people: ``"mm/day per decade"``
-    (``"per decade"`` for data without units)."""
+    (``"per decade"`` for data without units).
+
+    Parameters
+    ----------
+    units : str or None
+        The data's units, or ``None``.
+
+    Returns
+    -------
+    str
+        The trend's units.
+    """
     u = (units or "").strip()
     return f"{u} per decade" if u else "per decade"
 
 
 def labels(da: xr.DataArray, dim: str) -> list[str]:
     """One short label per value of ``dim``: month names for months 1-12, dates as
-    ``YYYY-MM-DD``, else the values as text (positions when there is no coordinate)."""
+    ``YYYY-MM-DD``, else the values as text (positions when there is no coordinate).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        A variable.
+    dim : str
+        Its dimension.
+
+    Returns
+    -------
+    list[str]
+        The labels.
+    """
     if dim not in da.coords:
         return [str(i) for i in range(da.sizes[dim])]
     values = np.asarray(da[dim].values)

@@ -61,13 +61,24 @@ FILE_KIND = "file"
 
 
 def mark_value(kind: str) -> str:
-    """The value of :data:`MARK` on an object of an output of ``kind``."""
+    """The value of :data:`MARK` on an object of an output of ``kind``.
+
+    Parameters
+    ----------
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+
+    Returns
+    -------
+    str
+        The value.
+    """
     from importlib.metadata import version
 
     return f"written-by {WRITTEN_BY} {version('pangeo-hpc')} kind {kind}"
 
 
-def marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
+def _marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
     """The kind in an object's mark (:func:`mark_value`), ``None`` if it carries none."""
     if not is_marked(attributes):
         return None
@@ -75,14 +86,37 @@ def marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
 
 
 def is_marked(attributes: Mapping[str, Any] | None) -> bool:
-    """Whether an object's attributes (obstore's ``GetResult.attributes``) carry the mark."""
+    """Whether an object's attributes (obstore's ``GetResult.attributes``) carry the mark.
+
+    Parameters
+    ----------
+    attributes : Mapping[str, Any] or None
+        An object's attributes, or ``None``.
+
+    Returns
+    -------
+    bool
+        Whether it carries the mark.
+    """
     value = str((attributes or {}).get(MARK, ""))
     return value.startswith(f"written-by {WRITTEN_BY}")
 
 
 @dataclass(frozen=True)
 class S3Target:
-    """An output prefix ``s3://bucket/prefix`` and the options to reach it."""
+    """An output prefix ``s3://bucket/prefix`` and the options to reach it.
+
+    Attributes
+    ----------
+    url : str
+        ``s3://bucket/prefix``, normalised.
+    bucket : str
+        The bucket.
+    prefix : str
+        The prefix (no trailing ``/``).
+    s3 : S3Options
+        The endpoint and credentials.
+    """
 
     url: str
     bucket: str
@@ -91,7 +125,22 @@ class S3Target:
 
     @classmethod
     def of(cls, url: str, s3: S3Options | None = None, *, flag: str = "out") -> S3Target:
-        """The target of ``url``; a URL without a prefix (a whole bucket) is refused."""
+        """The target of ``url``; a URL without a prefix (a whole bucket) is refused.
+
+        Parameters
+        ----------
+        url : str
+            ``s3://bucket/prefix``.
+        s3 : S3Options, optional
+            Endpoint and credentials; ``None``: :meth:`S3Options.resolve`.
+        flag : str, optional
+            How messages name the output.
+
+        Raises
+        ------
+        InputError
+            If ``url`` names a whole bucket (no prefix).
+        """
         bucket, prefix = split_url(url)
         if not prefix:
             raise InputError(
@@ -102,11 +151,33 @@ class S3Target:
         return cls(f"s3://{bucket}/{prefix}", bucket, prefix, s3 or S3Options.resolve())
 
     def key(self, *parts: str) -> str:
-        """The object key of ``parts`` under the prefix."""
+        """The object key of ``parts`` under the prefix.
+
+        Parameters
+        ----------
+        *parts : str
+            Path parts below the prefix.
+
+        Returns
+        -------
+        str
+            The key.
+        """
         return "/".join((self.prefix, *parts))
 
     def url_of(self, *parts: str) -> str:
-        """The ``s3://`` URL of ``parts`` under the prefix."""
+        """The ``s3://`` URL of ``parts`` under the prefix.
+
+        Parameters
+        ----------
+        *parts : str
+            Path parts below the prefix.
+
+        Returns
+        -------
+        str
+            The URL.
+        """
         return f"s3://{self.bucket}/{self.key(*parts)}"
 
     @property
@@ -118,7 +189,17 @@ class S3Target:
 @dataclass(frozen=True)
 class Listed:
     """What is under a prefix: every object's size and ETag by key, and the manifest read
-    (``None`` if absent)."""
+    (``None`` if absent).
+
+    Attributes
+    ----------
+    objects : dict[str, tuple[int, str]]
+        Key -> (size, ETag) of every object under the prefix.
+    manifest : dict[str, Any] or None
+        The manifest read, or ``None``.
+    manifest_etag : str or None
+        The manifest's ETag, or ``None``.
+    """
 
     objects: dict[str, tuple[int, str]]
     manifest: dict[str, Any] | None
@@ -126,7 +207,18 @@ class Listed:
 
 
 def list_objects(target: S3Target) -> dict[str, tuple[int, str]]:
-    """Every object under ``target``'s prefix (``PREFIX/...``): ``{key: (size, etag)}``."""
+    """Every object under ``target``'s prefix (``PREFIX/...``): ``{key: (size, etag)}``.
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+
+    Returns
+    -------
+    dict[str, tuple[int, str]]
+        Key -> (size, ETag).
+    """
     import obstore
 
     found: dict[str, tuple[int, str]] = {}
@@ -137,7 +229,20 @@ def list_objects(target: S3Target) -> dict[str, tuple[int, str]]:
 
 
 def head(target: S3Target, key: str) -> dict[str, Any] | None:
-    """The attributes (metadata) of the object ``key``, or ``None`` if there is none."""
+    """The attributes (metadata) of the object ``key``, or ``None`` if there is none.
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    key : str
+        The object's full key.
+
+    Returns
+    -------
+    dict or None
+        The attributes, or ``None``.
+    """
     import obstore
     from obstore.exceptions import NotFoundError
 
@@ -148,7 +253,20 @@ def head(target: S3Target, key: str) -> dict[str, Any] | None:
 
 
 def stat(target: S3Target, key: str) -> tuple[dict[str, Any], str] | None:
-    """The attributes (metadata) and ETag of the object ``key``, ``None`` if there is none."""
+    """The attributes (metadata) and ETag of the object ``key``, ``None`` if there is none.
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    key : str
+        The object's full key.
+
+    Returns
+    -------
+    (dict, str) or None
+        The attributes and ETag, or ``None``.
+    """
     import obstore
     from obstore.exceptions import NotFoundError
 
@@ -161,7 +279,20 @@ def stat(target: S3Target, key: str) -> tuple[dict[str, Any], str] | None:
 
 def marked(target: S3Target, keys: Iterable[str]) -> Iterator[tuple[str, bool]]:
     """``(key, carries the mark)`` of each of ``keys`` (a HEAD each, concurrently); a key
-    gone meanwhile counts as marked (nothing of a user's is there)."""
+    gone meanwhile counts as marked (nothing of a user's is there).
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    keys : Iterable[str]
+        Full keys.
+
+    Returns
+    -------
+    iterator of (str, bool)
+        Each key and whether it carries the mark.
+    """
     keys = list(keys)
     if not keys:
         return iter(())
@@ -178,7 +309,18 @@ def marked(target: S3Target, keys: Iterable[str]) -> Iterator[tuple[str, bool]]:
 def read_manifest(target: S3Target) -> tuple[dict[str, Any], str] | None:
     """The manifest of ``target`` and its ETag, if there is one that this package wrote;
     ``None`` if there is none. A manifest without the mark, or not a JSON object of ours,
-    is ``({}, etag)``: present, but foreign."""
+    is ``({}, etag)``: present, but foreign.
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+
+    Returns
+    -------
+    (dict, str) or None
+        The manifest and its ETag, or ``None``.
+    """
     import json
 
     import obstore
@@ -201,7 +343,18 @@ def read_manifest(target: S3Target) -> tuple[dict[str, Any], str] | None:
 
 
 def runs_named(doc: Mapping[str, Any]) -> dict[str, tuple[int, str]]:
-    """The objects a manifest lists (its run's, by full key, with size and ETag)."""
+    """The objects a manifest lists (its run's, by full key, with size and ETag).
+
+    Parameters
+    ----------
+    doc : Mapping[str, Any]
+        A manifest.
+
+    Returns
+    -------
+    dict[str, tuple[int, str]]
+        Key -> (size, ETag).
+    """
     objects = doc.get("objects")
     if not isinstance(objects, dict):
         return {}
@@ -216,7 +369,7 @@ def _refused(flag: str, message: str, *more: str) -> InputError:
     return InputError(message, param=(*([flag] if flag.isidentifier() else []), *more))
 
 
-def check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> None:
+def _check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> None:
     """Refuse an output prefix that is, contains or lies inside an ``s3://`` input."""
     out = f"{target.bucket}/{target.prefix}/"
     for given in inputs:
@@ -239,8 +392,24 @@ def check_s3_inputs(target: S3Target, inputs: Iterable[object], flag: str) -> No
 
 def check_place(target: S3Target, inputs: Iterable[object], flag: str) -> None:
     """The first checks of every S3 output (a run prefix, an Icechunk repository): not an
-    ``s3://`` input (:func:`check_s3_inputs`), not the key of an object (a "file")."""
-    check_s3_inputs(target, inputs, flag)
+    ``s3://`` input (:func:`_check_s3_inputs`), not the key of an object (a "file").
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    inputs : Iterable[object]
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str
+        How messages name the output: a parameter (``out``) or a command-line flag.
+
+    Raises
+    ------
+    InputError
+        If the target is an input, or the key of an object.
+    """
+    _check_s3_inputs(target, inputs, flag)
     if head(target, target.prefix) is not None:
         raise _refused(
             flag,
@@ -258,6 +427,20 @@ def check_prefix(
     overwrite: bool = True,
 ) -> Listed:
     """Check that ``target`` may receive a run of ``kind`` (the module's rules).
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    overwrite : bool, optional
+        Whether an earlier output of the same kind may be replaced.
 
     Returns
     -------
@@ -312,6 +495,16 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
     """Check that the single file ``target`` (its prefix is the object's key) may be
     written: no object there, or one this package wrote as a single file.
 
+    Parameters
+    ----------
+    target : S3Target
+        The S3 file (its prefix is the key).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+
     Returns
     -------
     str or None
@@ -327,7 +520,7 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
     """
     import obstore
 
-    check_s3_inputs(target, inputs, flag)
+    _check_s3_inputs(target, inputs, flag)
     for batch in obstore.list(target.store, target.prefix + "/", chunk_size=1):
         if batch:
             raise _refused(
@@ -339,7 +532,7 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
     if found is None:
         return None
     attrs, etag = found
-    kind = marked_kind(attrs)
+    kind = _marked_kind(attrs)
     if kind is None:
         raise _refused(
             flag,

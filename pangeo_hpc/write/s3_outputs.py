@@ -134,7 +134,28 @@ def put_marked(
     """PUT ``data`` (a file or bytes) at ``key``, marked as this package's output of ``kind``
     (:data:`~pangeo_hpc.write.s3_guard.MARK`): the one place objects are written. ``mode``:
     obstore's ``"create"`` (``If-None-Match: *``) or ``{"e_tag": ...}`` (``If-Match``);
-    ``attrs``: more attributes (``Content-Type``). Returns obstore's answer (its ``e_tag``)."""
+    ``attrs``: more attributes (``Content-Type``). Returns obstore's answer (its ``e_tag``).
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    key : str
+        The object's full key.
+    data : Path or bytes
+        A file, or bytes.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    mode : Any, optional
+        obstore's put mode: ``"create"``, ``{"e_tag": ...}``, or ``None`` (overwrite).
+    **attrs : str
+        More attributes of the object.
+
+    Returns
+    -------
+    dict[str, Any]
+        obstore's answer.
+    """
     import obstore
 
     attributes = {MARK: mark_value(kind), **attrs}
@@ -142,7 +163,13 @@ def put_marked(
 
 
 def new_run_id() -> str:
-    """A new run's id: ``run-<UTC time>-<8 hex digits>``."""
+    """A new run's id: ``run-<UTC time>-<8 hex digits>``.
+
+    Returns
+    -------
+    str
+        The id.
+    """
     return f"{RUN_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
 
 
@@ -157,7 +184,39 @@ def publish(
     run: str | None = None,
 ) -> dict[str, Any]:
     """Upload the files of ``folder`` as a new run of ``target`` and write its manifest
-    (the module's steps 2-4); returns the manifest."""
+    (the module's steps 2-4); returns the manifest.
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output.
+    folder : Path
+        The local folder of the run's files.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    overwrite : bool, optional
+        Whether an earlier output of the same kind may be replaced.
+    run : str, optional
+        The run's id; ``None``: a new one.
+
+    Returns
+    -------
+    dict[str, Any]
+        The manifest.
+
+    Raises
+    ------
+    InputError
+        If the target may not receive the run
+        (:func:`~pangeo_hpc.write.s3_guard.check_prefix`).
+    StorageError
+        If an upload fails, or another writer changed the manifest meanwhile.
+    """
 
     summary: dict[str, Any] = {}
     if (folder / MANIFEST).is_file():
@@ -310,13 +369,38 @@ class Run:
         return self.target.url_of(str(self.manifest["run"]))
 
     def url_of(self, name: str) -> str:
-        """The URL of the run's file (or folder) ``name``."""
+        """The URL of the run's file (or folder) ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A file's or folder's name in the run.
+
+        Returns
+        -------
+        str
+            The URL.
+        """
         return f"{self.url}/{name}"
 
 
 def current_run(url: str, s3: S3Options | None = None, *, flag: str = "result") -> Run:
     """The run visible at ``url``: its manifest, after checking that every object it lists
     is there with the size and ETag recorded.
+
+    Parameters
+    ----------
+    url : str
+        The output's ``s3://`` URL.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+
+    Returns
+    -------
+    Run
+        The run.
 
     Raises
     ------
@@ -355,6 +439,16 @@ def cleanup(
     manifest does not name are removed, and only those older than ``min_age`` seconds
     (default config ``pangeo-hpc.s3.cleanup-min-age``), so that a run uploading now keeps
     its objects. Objects a user put there are listed, never touched.
+
+    Parameters
+    ----------
+    url : str
+        The output's ``s3://`` URL.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
+    min_age : float, optional
+        Seconds an object must be old to be removed; default config
+        ``pangeo-hpc.s3.cleanup-min-age``.
 
     Returns
     -------

@@ -6,7 +6,7 @@ without complaint (a flipped bit of a ``.npy`` header's length gave a map of gar
 exit 0; issue 28), and a zip member's CRC is not checked when a loader stops early. So
 each entry is written as one byte string: a fixed head naming its kind, the hex SHA-256
 of the payload, a separator, the payload. A reader checks the head and the digest of
-every byte that follows before anything parses them (:func:`unseal`); a mismatch, a
+every byte that follows before anything parses them (:func:`_unseal`); a mismatch, a
 truncation or an entry of an earlier format without a seal is :class:`Damaged`.
 
 JSON entries (the scan cache, byte-range indexes) stay JSON that other tools read
@@ -33,7 +33,7 @@ from typing import Any
 
 __all__ = [
     "DIGESTS", "JSON_HEAD", "Damaged", "payload_offset", "seal", "seal_head", "seal_json",
-    "sealed_json", "unseal", "unseal_json",
+    "sealed_json", "unseal_json",
 ]  # fmt: skip
 
 
@@ -69,12 +69,28 @@ def seal(
     """``head``, the hex ``digest`` (:data:`DIGESTS`) of ``payload``, ``sep`` and
     ``payload``, as one byte string.
 
+    Parameters
+    ----------
+    payload : bytes or memoryview
+        The bytes to seal.
+    head : bytes
+        A fixed head naming the kind of entry.
+    sep : bytes, optional
+        The separator after the digest.
+    digest : str, optional
+        A name of :data:`DIGESTS`.
+
+    Returns
+    -------
+    bytes
+        The sealed bytes.
+
     Examples
     --------
     >>> blob = seal(b"abc", b"kind sha256 ")
     >>> blob[:20], len(blob)
     (b'kind sha256 ba7816bf', 80)
-    >>> unseal(blob, b"kind sha256 ")
+    >>> _unseal(blob, b"kind sha256 ")
     b'abc'
     """
     return seal_head(payload, head, sep, digest=digest) + payload
@@ -84,11 +100,28 @@ def seal_head(
     payload: bytes | memoryview, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256"
 ) -> bytes:
     """What :func:`seal` puts before ``payload``: a writer writes it, then ``payload``
-    (no copy of a large payload)."""
+    (no copy of a large payload).
+
+    Parameters
+    ----------
+    payload : bytes or memoryview
+        The bytes to seal.
+    head : bytes
+        A fixed head naming the kind of entry.
+    sep : bytes, optional
+        The separator after the digest.
+    digest : str, optional
+        A name of :data:`DIGESTS`.
+
+    Returns
+    -------
+    bytes
+        The head, digest and separator.
+    """
     return b"".join((head, DIGESTS[digest][0](payload).encode(), sep))
 
 
-def unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256") -> bytes:
+def _unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256") -> bytes:
     """The payload of ``data`` sealed by :func:`seal` with ``head``, ``sep`` and ``digest``.
 
     Raises
@@ -103,13 +136,29 @@ def unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha25
 def payload_offset(
     data: bytes | bytearray, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256"
 ) -> int:
-    """Where the payload of ``data`` starts, its seal checked as :func:`unseal` does,
+    """Where the payload of ``data`` starts, its seal checked as :func:`_unseal` does,
     without copying the payload (a roll-up of 20 years of 0.25-degree maps is 1 GB).
+
+    Parameters
+    ----------
+    data : bytes or bytearray
+        Sealed bytes.
+    head : bytes
+        The head expected.
+    sep : bytes, optional
+        The separator expected.
+    digest : str, optional
+        The digest's name.
+
+    Returns
+    -------
+    int
+        The offset.
 
     Raises
     ------
     Damaged
-        As :func:`unseal`.
+        As :func:`_unseal`.
 
     Examples
     --------
@@ -134,6 +183,16 @@ def payload_offset(
 def seal_json(doc: dict[str, Any]) -> bytes:
     """``doc`` as compact JSON whose first member is the SHA-256 of the rest.
 
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        A JSON object.
+
+    Returns
+    -------
+    bytes
+        The sealed bytes.
+
     Examples
     --------
     >>> blob = seal_json({"format": "x", "n": 1})
@@ -151,12 +210,22 @@ def seal_json(doc: dict[str, Any]) -> bytes:
 def unseal_json(data: bytes) -> dict[str, Any]:
     """The object sealed by :func:`seal_json`, checked before it is parsed.
 
+    Parameters
+    ----------
+    data : bytes
+        Bytes of :func:`seal_json`.
+
+    Returns
+    -------
+    dict[str, Any]
+        The object.
+
     Raises
     ------
     Damaged
-        As :func:`unseal`, or if the checked bytes are not a JSON object.
+        As :func:`_unseal`, or if the checked bytes are not a JSON object.
     """
-    body = unseal(data, JSON_HEAD, _JSON_SEP)
+    body = _unseal(data, JSON_HEAD, _JSON_SEP)
     try:
         doc = json.loads(b"{" + body)
     except ValueError as exc:  # RecursionError, UnicodeDecodeError: not from sealed bytes
@@ -168,7 +237,18 @@ def unseal_json(data: bytes) -> dict[str, Any]:
 
 def sealed_json(data: bytes) -> bool:
     """Whether ``data`` begins as :func:`seal_json` writes, but for at most one damaged
-    byte: an entry of ours, maybe damaged, which its writer may replace."""
+    byte: an entry of ours, maybe damaged, which its writer may replace.
+
+    Parameters
+    ----------
+    data : bytes
+        Bytes.
+
+    Returns
+    -------
+    bool
+        Whether they look like :func:`seal_json`'s.
+    """
     head = data[: len(JSON_HEAD)]
     if len(head) != len(JSON_HEAD):
         return False

@@ -78,7 +78,20 @@ _warned: list[str] = []
 
 def exchange(a: Path, b: Path) -> bool:
     """Exchange the names of the existing ``a`` and ``b`` in one step; ``False`` (nothing
-    done) where the kernel, C library or file system cannot."""
+    done) where the kernel, C library or file system cannot.
+
+    Parameters
+    ----------
+    a : Path
+        An existing path.
+    b : Path
+        Another on the same file system.
+
+    Returns
+    -------
+    bool
+        Whether they were exchanged.
+    """
     if _renameat2 is None:
         return False
     rc = _renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
@@ -93,6 +106,13 @@ def exchange(a: Path, b: Path) -> bool:
 def swap_in(new: Path, target: Path) -> Path | None:
     """Put the folder ``new`` at ``target``, replacing what is there (call it under
     :func:`target_lock`, with signals held: :class:`HeldSignals`).
+
+    Parameters
+    ----------
+    new : Path
+        The finished folder.
+    target : Path
+        Where it goes.
 
     Returns
     -------
@@ -121,6 +141,11 @@ class HeldSignals:
     Outside the main thread it does nothing: Python runs handlers in the main thread only
     (see the module's docstring). A signal whose handler was not installed from Python is
     not held.
+
+    Parameters
+    ----------
+    signums : tuple[int, ...], optional
+        The signals held.
     """
 
     __slots__ = ("before", "caught", "signums")
@@ -134,6 +159,9 @@ class HeldSignals:
         return self
 
     def hold(self) -> None:
+        """Start holding the signals: each caught one is kept until the block ends (in the
+        main thread only: elsewhere signals cannot be handled, and nothing is held).
+        """
         if threading.current_thread() is not threading.main_thread():
             return
         for s in self.signums:
@@ -154,7 +182,18 @@ class HeldSignals:
 @contextmanager
 def deferred_signals(signums: tuple[int, ...] = HELD) -> Iterator[None]:
     """Hold ``signums`` inside the block and deliver them as soon as it ends
-    (:class:`HeldSignals` from the start of the block)."""
+    (:class:`HeldSignals` from the start of the block).
+
+    Parameters
+    ----------
+    signums : tuple[int, ...], optional
+        The signals held.
+
+    Yields
+    ------
+    None
+        Control, with the signals held.
+    """
     with HeldSignals(signums) as held:
         held.hold()
         yield
@@ -171,7 +210,18 @@ def _deliver(signum: int, handler: Any) -> None:
 @contextmanager
 def target_lock(target: Path) -> Iterator[bool]:
     """Hold the lock of writers of ``target`` (see the module's docstring); yields whether
-    it is locked (``False`` on a file system without ``flock``, after one warning)."""
+    it is locked (``False`` on a file system without ``flock``, after one warning).
+
+    Parameters
+    ----------
+    target : Path
+        The output written.
+
+    Yields
+    ------
+    bool
+        Whether the lock is held.
+    """
     path = lock_name(target)
     while True:
         try:

@@ -62,6 +62,22 @@ def check_output(
 ) -> Output:
     """Check that ``target`` may receive an output of ``kind`` (nothing is written).
 
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        A folder or ``s3://`` prefix.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    overwrite : bool, optional
+        Whether an earlier output of the same kind may be replaced.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
+
     Returns
     -------
     pathlib.Path or str
@@ -94,7 +110,36 @@ def output_folder(
     """Yield a temporary local folder whose files become ``target`` as a whole on success:
     :func:`~pangeo_hpc.write.outputs.atomic_dir` for a path,
     :func:`~pangeo_hpc.write.s3_outputs.s3_folder` for an ``s3://`` URL (``s3``: its
-    endpoint and credentials; ``run``: the run's id, :func:`where_in`)."""
+    endpoint and credentials; ``run``: the run's id, :func:`where_in`).
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        A folder or ``s3://`` prefix.
+    kind : str
+        The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    overwrite : bool, optional
+        Whether an earlier output of the same kind may be replaced.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
+    run : str, optional
+        The run's id for an ``s3://`` target; ``None``: a new one.
+
+    Yields
+    ------
+    Path
+        The temporary local folder to write the files in.
+
+    Raises
+    ------
+    InputError
+        If ``target`` may not receive the output (:func:`check_output`).
+    """
     if is_s3(target):
         with s3_folder(
             str(target), kind=kind, inputs=inputs, flag=flag, overwrite=overwrite, s3=s3, run=run
@@ -108,7 +153,18 @@ def output_folder(
 def where_in(target: str | os.PathLike[str]) -> tuple[str | None, str]:
     """The run id an output to ``target`` will have (``None`` for a folder), and where its
     files will be: the folder itself, or ``s3://bucket/prefix/RUN`` (a run's objects sit
-    under a prefix of their own, :mod:`pangeo_hpc.write.s3_outputs`)."""
+    under a prefix of their own, :mod:`pangeo_hpc.write.s3_outputs`).
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        A folder or ``s3://`` prefix.
+
+    Returns
+    -------
+    (str or None, str)
+        The run id and the place.
+    """
     if is_s3(target):
         run = new_run_id()
         bucket, prefix = split_url(str(target))
@@ -117,7 +173,18 @@ def where_in(target: str | os.PathLike[str]) -> tuple[str | None, str]:
 
 
 def suffix_of(target: str | os.PathLike[str]) -> str:
-    """The suffix of a file output, path or ``s3://`` URL (``".png"``), in lower case."""
+    """The suffix of a file output, path or ``s3://`` URL (``".png"``), in lower case.
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        A path or URL.
+
+    Returns
+    -------
+    str
+        The suffix, ``""`` without one.
+    """
     return PurePosixPath(str(target)).suffix.lower()
 
 
@@ -180,6 +247,21 @@ def output_file(
     For ``s3://bucket/key``, a new name in a local staging folder; once the block is done
     the key is checked again and the file PUT there in one conditional request, marked
     (the module's rules). Parameters as for :func:`check_output_file`.
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        A file path or ``s3://bucket/key``.
+    inputs : Iterable[object], optional
+        The data read: the output may not be, contain or lie inside one (paths; URLs and
+        ``None`` are skipped).
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
+    ours : Callable[[Path], bool], optional
+        A test that recognises a file of an earlier version as this package's, besides
+        the marker.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` target.
 
     Yields
     ------

@@ -21,14 +21,36 @@ __all__ = ["check_utf8", "check_writable", "nearest_existing", "read_only"]
 
 
 def nearest_existing(path: Path) -> Path:
-    """``path``, or the nearest folder above it that exists."""
+    """``path``, or the nearest folder above it that exists.
+
+    Parameters
+    ----------
+    path : Path
+        A path.
+
+    Returns
+    -------
+    Path
+        The path or folder.
+    """
     while not os.path.lexists(path) and path.parent != path:
         path = path.parent
     return path
 
 
 def read_only(path: Path) -> bool:
-    """Whether ``path`` lies on a file system mounted read-only."""
+    """Whether ``path`` lies on a file system mounted read-only.
+
+    Parameters
+    ----------
+    path : Path
+        An existing path.
+
+    Returns
+    -------
+    bool
+        Whether its file system is read-only.
+    """
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
     except OSError:
@@ -38,6 +60,13 @@ def read_only(path: Path) -> bool:
 def check_utf8(target: str | os.PathLike[str], flag: str = "out") -> None:
     """Refuse a path holding bytes that are not UTF-8 (Python keeps them as surrogates):
     netCDF-C, ``summary.json`` and the lines printed need UTF-8 names.
+
+    Parameters
+    ----------
+    target : str or os.PathLike[str]
+        The output's path.
+    flag : str, optional
+        How messages name the output: a parameter (``out``) or a command-line flag.
 
     Raises
     ------

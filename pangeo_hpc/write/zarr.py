@@ -27,7 +27,25 @@ from pangeo_hpc.write.targets import check_output, output_folder, where_in
 
 @dataclass
 class ConvertReport:
-    """What :func:`write_store` wrote."""
+    """What :func:`write_store` wrote.
+
+    Attributes
+    ----------
+    store : str
+        The store written.
+    variable : str
+        The variable converted.
+    time_steps : int
+        Its time steps.
+    chunks : tuple[int, ...]
+        The chunk shape.
+    bytes_uncompressed : int
+        Bytes of the data.
+    bytes_written : int
+        Bytes of the store's files.
+    seconds : float
+        Seconds taken.
+    """
 
     store: str
     variable: str
@@ -38,6 +56,14 @@ class ConvertReport:
     seconds: float
 
     def summary(self) -> str:
+        """One line for the log: the time steps, the store, the bytes before and after
+        compression, the time and the rate.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         ratio = self.bytes_uncompressed / max(self.bytes_written, 1)
         return (
             f"convert: {self.time_steps} time steps of {self.variable} -> {self.store} "
@@ -148,6 +174,15 @@ def write_zarr(ds: Any, store: str | Path, **kwargs: Any) -> None:
     them ignore them) and warns, at writing only, that they are not in the v3 spec yet;
     that one warning is silenced here, where we chose them. Reading warns nothing
     (tests/recipes/test_cf_outputs.py opens the stores under ``warnings.simplefilter("error")``).
+
+    Parameters
+    ----------
+    ds : Any
+        The Dataset.
+    store : str or Path
+        The store's folder.
+    **kwargs : Any
+        More arguments of :meth:`xarray.Dataset.to_zarr`.
     """
     with warnings.catch_warnings():
         warnings.filterwarnings(

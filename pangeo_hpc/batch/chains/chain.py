@@ -64,17 +64,50 @@ class Step:
         return ":" in self.name
 
     def function(self) -> Callable[..., Any]:
-        """The function the step calls."""
+        """The function the step calls.
+
+        Returns
+        -------
+        Callable[..., Any]
+            The recipe function, or the user function (imported).
+        """
         return user_function(self) if self.is_user else step_functions()[self.name]
 
 
 def step_functions() -> dict[str, Callable[..., Any]]:
-    """The recipe functions a step can name: :data:`pangeo_hpc.recipes.__all__`."""
+    """The recipe functions a step can name: :data:`pangeo_hpc.recipes.__all__`.
+
+    Returns
+    -------
+    dict[str, Callable[..., Any]]
+        Name -> function.
+    """
     return {n: getattr(recipes, n) for n in recipes.__all__ if callable(getattr(recipes, n))}
 
 
 def parse_steps(items: Any, where: str, folder: Path | None = None) -> list[Step]:
-    """The steps of a YAML list (``steps:`` or one of ``results:``), their shape checked."""
+    """The steps of a YAML list (``steps:`` or one of ``results:``), their shape checked.
+
+    Parameters
+    ----------
+    items : Any
+        The YAML value: a list of one-key mappings (``- area_mean: {}``).
+    where : str
+        Where the list is in the recipe (``steps``, ``results.bias``), for messages.
+    folder : Path, optional
+        The recipe's folder, where user functions' modules are looked for first.
+
+    Returns
+    -------
+    list[Step]
+        The steps.
+
+    Raises
+    ------
+    InputError
+        If ``items`` is not a list, an item is not a mapping of one function, or a user
+        function is not written ``module:function``.
+    """
     if not isinstance(items, list):
         raise InputError(f"{where} must be a list of steps such as '- area_mean: {{}}'")
     return [_parse_one(item, f"{where}[{i}]", folder) for i, item in enumerate(items)]
@@ -110,7 +143,21 @@ FIRST = "\x00first"
 def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
     """Every step names a known function and gives it options it takes, each a value of
     the kind the function's annotation names (recipe functions; user functions check their
-    own); ``$name`` options name a variable of the dataset."""
+    own); ``$name`` options name a variable of the dataset.
+
+    Parameters
+    ----------
+    steps : Iterable[Step]
+        The steps of a recipe.
+    variables : Sequence[str]
+        The variables of the dataset (``$name`` options must name one).
+
+    Raises
+    ------
+    InputError
+        For the first step that names an unknown function, gives options the function
+        does not take or values it cannot take, or a ``$name`` that names no variable.
+    """
     known = step_functions()
     for step in steps:
         if not step.is_user and step.name not in known:
@@ -157,7 +204,18 @@ def _options(fn: Callable[..., Any], step: Step) -> dict[str, Any]:
 
 def options_of(step: Step) -> dict[str, Any]:
     """The keyword arguments ``step`` passes (a list or scalar under its function's first
-    option's name; ``$name`` not yet replaced)."""
+    option's name; ``$name`` not yet replaced).
+
+    Parameters
+    ----------
+    step : Step
+        A step.
+
+    Returns
+    -------
+    dict[str, Any]
+        Option name -> value.
+    """
     return _options(step.function(), step)
 
 
@@ -169,7 +227,22 @@ def _bind(fn: Callable[..., Any], step: Step) -> None:
 def check_signature(fn: Callable[..., Any], options: dict[str, Any], step: Step) -> None:
     """``fn(data, **options)`` can be called (a recipe step's or a combine step's), else an
     :class:`~pangeo_hpc.errors.InputError` of one line naming the options and what ``fn``
-    takes."""
+    takes.
+
+    Parameters
+    ----------
+    fn : Callable[..., Any]
+        The step's function.
+    options : dict[str, Any]
+        The options the step passes.
+    step : Step
+        The step, for messages.
+
+    Raises
+    ------
+    InputError
+        If ``fn`` cannot be called with those options (the message says what it takes).
+    """
     try:
         inspect.signature(fn).bind(None, **options)
     except TypeError as exc:
@@ -185,6 +258,21 @@ def user_function(step: Step) -> Callable[..., Any]:
 
     A module found in the recipe's folder is pickled by value (cloudpickle), so that the
     workers of a cluster need not find it on their own path.
+
+    Parameters
+    ----------
+    step : Step
+        A step ``- function: module:name``.
+
+    Returns
+    -------
+    Callable[..., Any]
+        The function.
+
+    Raises
+    ------
+    InputError
+        If the module cannot be imported or has no such function.
     """
     module_name, attr = step.name.split(":")
     module = None
@@ -247,6 +335,28 @@ def apply(step: Step, value: Any, data: xr.Dataset, *, guarded: bool = True) -> 
     caller that runs steps in several threads at once turns it off, and only for the
     package's own recipe functions on data in memory (:func:`in_memory`), which have
     nothing to compute.
+
+    Parameters
+    ----------
+    step : Step
+        The step.
+    value : Any
+        A DataArray or Dataset: the previous step's result.
+    data : xr.Dataset
+        The recipe's dataset (for ``$name`` options).
+    guarded : bool, optional
+        Refuse a step that computes Dask data while it runs.
+
+    Returns
+    -------
+    DataArray or Dataset
+        The step's result, lazy for lazy input.
+
+    Raises
+    ------
+    InputError
+        If a ``$name`` is not in ``data``, or the step computed, returned something
+        other than xarray data, or refused its input (the message names the step).
     """
     fn = step.function()
     options = {k: _resolve(step, k, v, data) for k, v in _options(fn, step).items()}
@@ -329,7 +439,18 @@ def _takes_dataset(fn: Callable[..., Any]) -> bool:
 
 
 def in_memory(value: Any) -> bool:
-    """Whether ``value`` (a DataArray or Dataset) holds no Dask data."""
+    """Whether ``value`` (a DataArray or Dataset) holds no Dask data.
+
+    Parameters
+    ----------
+    value : Any
+        A DataArray or Dataset.
+
+    Returns
+    -------
+    bool
+        Whether none of its variables is a Dask array.
+    """
     return not _is_lazy(value)
 
 
@@ -340,7 +461,18 @@ def _is_lazy(value: Any) -> bool:
 
 
 def step_key(step: Step) -> tuple[str, str]:
-    """What identifies a step's work: its function and options."""
+    """What identifies a step's work: its function and options.
+
+    Parameters
+    ----------
+    step : Step
+        A step.
+
+    Returns
+    -------
+    (str, str)
+        The function's name and the ``repr`` of its sorted options.
+    """
     return (step.name, repr(sorted(options_of(step).items())))
 
 
@@ -357,7 +489,26 @@ def run_steps(
 ) -> Any:
     """Apply ``steps`` one after the other. With ``memo``: each value after a step is kept
     under ``key`` (the steps that gave ``value``) and that step's key, and taken from there
-    when the same steps ran before."""
+    when the same steps ran before.
+
+    Parameters
+    ----------
+    steps : Sequence[Step]
+        The steps.
+    value : Any
+        The input of the first.
+    data : xr.Dataset
+        The recipe's dataset (for ``$name`` options).
+    memo : Memo, optional
+        Values of steps already built on ``data``, added to.
+    key : tuple[tuple[str, str], ...], optional
+        The keys of the steps that gave ``value``.
+
+    Returns
+    -------
+    DataArray or Dataset
+        The last step's result.
+    """
     for step in steps:
         if memo is None:
             value = apply(step, value, data)
@@ -373,7 +524,22 @@ def build(recipe: Any, data: xr.Dataset, memo: Memo | None = None) -> xr.Dataset
     """The results of ``recipe`` (a :class:`~pangeo_hpc.batch.chains.recipe_yaml.Recipe`, which
     imports this module) on ``data``, lazy: a Dataset of the named results, or of the one
     result (under its own name, else the input variable's). Steps in ``memo`` (from the
-    same ``data``) are not built again."""
+    same ``data``) are not built again.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    data : xr.Dataset
+        Its dataset (:func:`~pangeo_hpc.batch.pipeline.steps.open_dataset`).
+    memo : Memo, optional
+        Values of steps already built on ``data``, added to.
+
+    Returns
+    -------
+    xr.Dataset
+        The results, lazy.
+    """
     memo = {} if memo is None else memo
     first = data[recipe.variable]
     chains = result_chains(recipe)
@@ -388,7 +554,20 @@ def read_once(make: Callable[[], dict[str, Any]], memo: Memo) -> dict[str, Any]:
     ``pangeo-hpc.data.fuse-reads`` off if computing them together would read some data
     twice (:func:`~pangeo_hpc.recipes.fusion.reads_twice`: an area mean summed as it reads,
     beside a result that reads the blocks, a time mean): one read of the data for all, as
-    a recipe says, in a whole run and in an incremental one alike."""
+    a recipe says, in a whole run and in an incremental one alike.
+
+    Parameters
+    ----------
+    make : Callable[[], dict[str, Any]]
+        Builds the values (into ``memo``).
+    memo : Memo
+        The memo ``make`` builds into.
+
+    Returns
+    -------
+    dict[str, Any]
+        What ``make()`` returns.
+    """
     values = make()
     if reads_twice([v.data for v in values.values() if isinstance(v, xr.DataArray)]):
         memo.clear()
@@ -399,7 +578,18 @@ def read_once(make: Callable[[], dict[str, Any]], memo: Memo) -> dict[str, Any]:
 
 def result_chains(recipe: Any) -> dict[str, list[Step]]:
     """Each result's whole chain: the shared steps, then its own (``""``: the one result
-    of a recipe without ``results:``)."""
+    of a recipe without ``results:``).
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+
+    Returns
+    -------
+    dict[str, list[Step]]
+        Result name -> its steps.
+    """
     if not recipe.results:
         return {"": list(recipe.steps)}
     return {name: [*recipe.steps, *steps] for name, steps in recipe.results.items()}

@@ -122,6 +122,16 @@ def function_code(fn: Callable[..., Any]) -> str:
     name and nested function), its defaults, and its module's file as loaded (a module
     beside a recipe) or as it is now (a module on the Python path).
 
+    Parameters
+    ----------
+    fn : Callable[..., Any]
+        A user function of a recipe.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+
     Examples
     --------
     >>> def f(x):

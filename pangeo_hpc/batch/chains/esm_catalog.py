@@ -84,6 +84,20 @@ def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> d
     """The datasets (name -> ``{variable, files, start, end}``) a catalog entry of
     ``datasets:`` makes (see the module's description).
 
+    Parameters
+    ----------
+    spec : dict[str, Any]
+        The catalog entry (``catalog:``, ``query:``, ...).
+    folder : Path or None
+        The recipe's folder (a relative catalog path is taken from there).
+    where : str
+        Where the entry is in the recipe, for messages.
+
+    Returns
+    -------
+    dict[str, dict]
+        Name -> dataset.
+
     Raises
     ------
     InputError

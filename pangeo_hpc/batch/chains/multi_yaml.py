@@ -55,7 +55,18 @@ _PLACEHOLDER = "r360x180"
 
 
 def is_multi(doc: Any) -> bool:
-    """Whether a recipe's YAML mapping is over several datasets (has ``datasets:``)."""
+    """Whether a recipe's YAML mapping is over several datasets (has ``datasets:``).
+
+    Parameters
+    ----------
+    doc : Any
+        A recipe's YAML document.
+
+    Returns
+    -------
+    bool
+        Whether it has ``datasets:``.
+    """
     return isinstance(doc, dict) and "datasets" in doc
 
 
@@ -85,7 +96,13 @@ class MultiRecipe:
     _doc: dict[str, Any] = field(default_factory=dict, repr=False)
 
     def grid_owners(self) -> list[str]:
-        """The datasets whose grids a ``regrid`` step names (``grid: $NAME``)."""
+        """The datasets whose grids a ``regrid`` step names (``grid: $NAME``).
+
+        Returns
+        -------
+        list[str]
+            Their names.
+        """
         return sorted({name for _, name in _grid_references(self._doc)})
 
     def recipe_for(
@@ -95,7 +112,22 @@ class MultiRecipe:
         results, ``grid: $X`` replaced by ``grids[X]`` (a grid spec of
         :func:`~pangeo_hpc.recipes.regrid`; default a stand-in, for checking) and the
         ``regrid`` to its own grid left out. ``{data}`` in a ``files:`` glob is the data
-        root ``data`` (the shipped recipes' model files live in the demo tree)."""
+        root ``data`` (the shipped recipes' model files live in the demo tree).
+
+        Parameters
+        ----------
+        name : str
+            A dataset of ``datasets:``.
+        grids : Mapping[str, Any], optional
+            Grid specs by dataset name, for ``grid: $NAME``; ``None``: stand-ins.
+        data : str, optional
+            The data root, for ``{data}`` in a ``files:`` glob.
+
+        Returns
+        -------
+        Recipe
+            The recipe.
+        """
         shared = ("description", "steps", "results", "plot")
         doc = {k: v for k, v in self._doc.items() if k in shared}
         doc = copy.deepcopy(doc)
@@ -125,6 +157,13 @@ def load_multi(name_or_path: str | Path) -> MultiRecipe:
     -------
     MultiRecipe
         Its datasets, the steps run on each and the ``combine:`` steps.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> multi = load_multi("model-vs-era5-t2m")  # a shipped recipe, or a YAML file's path
+    >>> sorted(multi.datasets)
+    ['era5', 'model']
     """
     path = find(name_or_path)
     return from_multi_dict(read_yaml(path), path)
@@ -132,6 +171,18 @@ def load_multi(name_or_path: str | Path) -> MultiRecipe:
 
 def from_multi_dict(doc: Any, path: Path | None = None) -> MultiRecipe:
     """A :class:`MultiRecipe` from the mapping of a YAML file, every part checked.
+
+    Parameters
+    ----------
+    doc : Any
+        The YAML document.
+    path : Path, optional
+        The file it came from (its folder and name for messages).
+
+    Returns
+    -------
+    MultiRecipe
+        The recipe.
 
     Raises
     ------
@@ -254,8 +305,8 @@ def _combine_steps(items: Any, names: list[str], path: Path | None) -> list[Step
                 f"{step.where}: unknown combine step {step.name!r}: use one of "
                 f"{list(recipes.COMBINE)}"
             )
-        fn = combine_function(step)
-        options = combine_options(step)
+        fn = _combine_function(step)
+        options = _combine_options(step)
         check_signature(fn, options, step)
         check_values(fn, options, step.where, names)
         ref = options.get("reference")
@@ -267,24 +318,42 @@ def _combine_steps(items: Any, names: list[str], path: Path | None) -> list[Step
     return steps
 
 
-def combine_function(step: Step) -> Callable[..., xr.Dataset]:
+def _combine_function(step: Step) -> Callable[..., xr.Dataset]:
     """The recipe function of a combine step."""
     return getattr(recipes, step.name)  # type: ignore[no-any-return]
 
 
-def combine_options(step: Step) -> dict[str, Any]:
+def _combine_options(step: Step) -> dict[str, Any]:
     """A combine step's keyword arguments (a single value: its first option)."""
     if FIRST in step.options:
-        fn = combine_function(step)
+        fn = _combine_function(step)
         first = list(inspect.signature(fn).parameters)[1]
         return {first: step.options[FIRST]}
     return dict(step.options)
 
 
 def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
-    """Call a combine step on ``ds`` (one variable per dataset); messages name the step."""
+    """Call a combine step on ``ds`` (one variable per dataset); messages name the step.
+
+    Parameters
+    ----------
+    step : Step
+        A combine step.
+    ds : xr.Dataset
+        One variable per dataset, aligned.
+
+    Returns
+    -------
+    xr.Dataset
+        The combined result.
+
+    Raises
+    ------
+    InputError
+        If the step refuses the data or its options (the message names the step).
+    """
     try:
-        return combine_function(step)(ds, **combine_options(step))
+        return _combine_function(step)(ds, **_combine_options(step))
     except InputError as exc:
         message = str(exc).removeprefix(f"{step.name}: ")
         raise InputError(f"{step.where}: {message}", param=exc.param) from None
@@ -292,15 +361,39 @@ def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
 
 def join_of(step: Step) -> str:
     """How a combine step's datasets align in time: ``outer`` for an ensemble over the
-    full period, else ``inner`` (the overlapping period)."""
-    full = step.name == "ensemble" and combine_options(step).get("span") == "full"
+    full period, else ``inner`` (the overlapping period).
+
+    Parameters
+    ----------
+    step : Step
+        A combine step.
+
+    Returns
+    -------
+    str
+        ``"outer"`` or ``"inner"``.
+    """
+    full = step.name == "ensemble" and _combine_options(step).get("span") == "full"
     return "outer" if full else "inner"
 
 
 def reference_of(step: Step, multi: MultiRecipe) -> str:
     """The dataset whose units, grid and time labels the others take for ``step``: its
-    ``reference``, else the first dataset."""
-    return str(combine_options(step).get("reference") or next(iter(multi.datasets)))
+    ``reference``, else the first dataset.
+
+    Parameters
+    ----------
+    step : Step
+        A combine step.
+    multi : MultiRecipe
+        The recipe.
+
+    Returns
+    -------
+    str
+        The dataset's name.
+    """
+    return str(_combine_options(step).get("reference") or next(iter(multi.datasets)))
 
 
 def _check_periods(multi: MultiRecipe, where: str) -> None:

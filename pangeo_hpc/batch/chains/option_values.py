@@ -48,7 +48,24 @@ def check_values(
     fn: Callable[..., Any], options: dict[str, Any], where: str, variables: Sequence[str]
 ) -> None:
     """Raise :class:`InputError` for the first option of ``options`` that ``fn``'s
-    annotation says it cannot take; ``where`` names the step, ``variables`` the dataset's."""
+    annotation says it cannot take; ``where`` names the step, ``variables`` the dataset's.
+
+    Parameters
+    ----------
+    fn : Callable[..., Any]
+        A recipe function.
+    options : dict[str, Any]
+        The options a step gives it.
+    where : str
+        The step, for messages.
+    variables : Sequence[str]
+        The dataset's variables (``$name`` options name one).
+
+    Raises
+    ------
+    InputError
+        For the first option whose value does not fit the annotation.
+    """
     hints = _hints(fn)
     params = inspect.signature(fn).parameters
     for key, value in options.items():

@@ -91,12 +91,24 @@ class Recipe:
         return self.variables[0]
 
     def all_steps(self) -> list[Step]:
-        """Every step, shared ones first, in the order they are written."""
+        """Every step, shared ones first, in the order they are written.
+
+        Returns
+        -------
+        list[Step]
+            The steps.
+        """
         return [*self.steps, *(s for chain in self.results.values() for s in chain)]
 
 
 def search_path() -> list[Path]:
-    """Folders searched for recipes: config ``pangeo-hpc.recipes.path``, then the shipped ones."""
+    """Folders searched for recipes: config ``pangeo-hpc.recipes.path``, then the shipped ones.
+
+    Returns
+    -------
+    list[Path]
+        The folders, in the order searched.
+    """
     extra = [Path(p).expanduser() for p in config.get("recipes.path") or []]
     here = Path(__file__).resolve().parents[2]  # the package: pangeo_hpc/_specs in a wheel
     return [*extra, here / "_specs", here.parent / "recipes"]
@@ -110,6 +122,12 @@ def available() -> dict[str, Path]:
     dict of str to Path
         Each recipe's name (its file's stem) and its YAML file, from the folders of
         config ``pangeo-hpc.recipes.path``, then the shipped recipes.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import available
+    >>> available()["era5-sst-mean"].name
+    'era5-sst-mean.yaml'
     """
     found: dict[str, Path] = {}
     for folder in search_path():
@@ -119,7 +137,24 @@ def available() -> dict[str, Path]:
 
 
 def find(name_or_path: str | Path) -> Path:
-    """The YAML file of a recipe named (``era5-sst-mean``) or given by its path."""
+    """The YAML file of a recipe named (``era5-sst-mean``) or given by its path.
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A recipe's name, or a YAML file's path.
+
+    Returns
+    -------
+    Path
+        The file.
+
+    Raises
+    ------
+    InputError
+        If no recipe has that name and no such file exists (the message lists the known
+        names).
+    """
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") and p.is_file():
         path = p
@@ -137,7 +172,24 @@ def find(name_or_path: str | Path) -> Path:
 
 def load(name_or_path: str | Path) -> Recipe:
     """Load a recipe by name (``era5-sst-mean``) or by path to a YAML file, every step
-    checked (:func:`from_dict`)."""
+    checked (:func:`from_dict`).
+
+    Parameters
+    ----------
+    name_or_path : str or Path
+        A recipe's name, or a YAML file's path.
+
+    Returns
+    -------
+    Recipe
+        The recipe.
+
+    Raises
+    ------
+    InputError
+        If the recipe cannot be found, read or checked (:func:`find`, :func:`read_yaml`,
+        :func:`from_dict`).
+    """
     path = find(name_or_path)
     return from_dict(read_yaml(path), path)
 
@@ -146,6 +198,18 @@ def title_of(description: str) -> str:
     """A recipe's title: the first sentence of its description, whatever its line breaks
     (a YAML block wraps a long one: its first line alone stopped mid-sentence).
 
+    Parameters
+    ----------
+    description : str
+        A recipe's ``description:``.
+
+    Returns
+    -------
+    str
+        The title.
+
+    Examples
+    --------
     >>> title_of("Bias and RMSE of a model's air\\n  temperature. On its own grid.")
     "Bias and RMSE of a model's air temperature."
     """
@@ -157,7 +221,18 @@ def title_of(description: str) -> str:
 def summary_line(path: Path) -> tuple[str, str]:
     """The period (``2000-01..2019-12``, or ``all files``) and the title
     (:func:`title_of`) of the recipe in ``path``, read without checking its steps (``list``:
-    no recipe function, xarray or dask imported)."""
+    no recipe function, xarray or dask imported).
+
+    Parameters
+    ----------
+    path : Path
+        A recipe's YAML file.
+
+    Returns
+    -------
+    (str, str)
+        The period and the title.
+    """
     doc = read_yaml(path)
     doc = doc if isinstance(doc, dict) else {}
     dataset = doc.get("dataset") if isinstance(doc.get("dataset"), dict) else {}
@@ -223,6 +298,16 @@ def read_yaml(path: Path) -> Any:
     """The YAML document of a recipe file, read within :data:`MAX_BYTES` and
     :data:`MAX_VALUES`.
 
+    Parameters
+    ----------
+    path : Path
+        The file.
+
+    Returns
+    -------
+    Any
+        The document.
+
     Raises
     ------
     InputError
@@ -256,7 +341,27 @@ def read_yaml(path: Path) -> Any:
 
 
 def from_dict(doc: Any, path: Path | None = None) -> Recipe:
-    """A :class:`Recipe` from the mapping of a YAML file, every step checked."""
+    """A :class:`Recipe` from the mapping of a YAML file, every step checked.
+
+    Parameters
+    ----------
+    doc : Any
+        The YAML document.
+    path : Path, optional
+        The file it came from (its folder and name for messages).
+
+    Returns
+    -------
+    Recipe
+        The recipe.
+
+    Raises
+    ------
+    InputError
+        One line naming the value and the fix: not a mapping, a recipe over several
+        datasets, an unknown key, a bad ``dataset:`` or a step that does not check
+        (:func:`~pangeo_hpc.batch.chains.chain.check_steps`).
+    """
     from pangeo_hpc.batch.chains.chain import check_steps, parse_steps
 
     named = doc.get("name", "?") if isinstance(doc, dict) else "?"

@@ -16,7 +16,20 @@ __all__ = ["finish"]
 
 
 def finish(recipe: Any, values: dict[str, Any]) -> xr.Dataset:
-    """The Dataset of results from each result's value (keys as :func:`result_chains`)."""
+    """The Dataset of results from each result's value (keys as :func:`result_chains`).
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    values : dict[str, Any]
+        Result name -> its value.
+
+    Returns
+    -------
+    xr.Dataset
+        The results.
+    """
     if not recipe.results:
         return _as_dataset(values[""], recipe.variable)
     out: dict[str, xr.DataArray] = {}

@@ -50,7 +50,6 @@ __all__ = [
     "default_max_bytes",
     "file_size",
     "is_entry",
-    "is_part",
     "only_ours",
     "remove_stale_parts",
     "scan",
@@ -72,7 +71,23 @@ UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One cached state, as ``cache list`` shows it."""
+    """One cached state, as ``cache list`` shows it.
+
+    Attributes
+    ----------
+    key : str
+        The entry's key (64 hex digits).
+    path : Path
+        Its file.
+    size : int
+        Its bytes.
+    last_used : float
+        When it was last read or written (mtime, seconds since the epoch).
+    meta : dict[str, Any], optional
+        What the writer recorded (recipe, chain, piece).
+    damaged : str, optional
+        Why it cannot be read, or ``None``.
+    """
 
     key: str
     path: Path
@@ -84,12 +99,24 @@ class Entry:
 
 
 def default_folder() -> Path:
-    """The folder of config ``pangeo-hpc.cache.folder``, ``~`` and ``$VARS`` expanded."""
+    """The folder of config ``pangeo-hpc.cache.folder``, ``~`` and ``$VARS`` expanded.
+
+    Returns
+    -------
+    Path
+        The folder.
+    """
     return Path(os.path.expandvars(str(config.get("cache.folder")))).expanduser()
 
 
 def default_max_bytes() -> int:
-    """Config ``pangeo-hpc.cache.max-size`` in bytes."""
+    """Config ``pangeo-hpc.cache.max-size`` in bytes.
+
+    Returns
+    -------
+    int
+        The bytes.
+    """
     from pangeo_hpc.inputs.sizes import parse_size
 
     return parse_size(config.get("cache.max-size"), name="pangeo-hpc.cache.max-size")
@@ -103,24 +130,59 @@ def _marked(folder: Path) -> bool:
 
 
 def is_entry(path: Path) -> bool:
-    """An entry of a state cache: its name, inside a folder marked ``state-cache``."""
+    """An entry of a state cache: its name, inside a folder marked ``state-cache``.
+
+    Parameters
+    ----------
+    path : Path
+        A file.
+
+    Returns
+    -------
+    bool
+        Whether it is an entry.
+    """
     return ENTRY.fullmatch(path.name) is not None and _marked(path.parent)
 
 
-def is_part(path: Path) -> bool:
+def _is_part(path: Path) -> bool:
     """A temporary file of a writer, inside a folder marked ``state-cache``."""
     return PART.fullmatch(path.name) is not None and _marked(path.parent)
 
 
 def only_ours(folder: Path) -> bool:
     """An unmarked folder that holds only entries and temporary files (another process is
-    claiming it right now, or its marker was lost): ours to mark."""
+    claiming it right now, or its marker was lost): ours to mark.
+
+    Parameters
+    ----------
+    folder : Path
+        An unmarked folder.
+
+    Returns
+    -------
+    bool
+        Whether it holds nothing else.
+    """
     return all(ENTRY.fullmatch(p.name) or PART.fullmatch(p.name) for p in folder.iterdir())
 
 
 def why_unwritable(exc: BaseException, folder: Path) -> str | None:
     """Why a put failed, if the folder cannot take entries (a full disk, a read-only file
-    system, no permission): then caching stops for the run; ``None`` for other errors."""
+    system, no permission): then caching stops for the run; ``None`` for other errors.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The error of the put.
+    folder : Path
+        The cache's folder.
+
+    Returns
+    -------
+    str or None
+        The reason, or ``None``.
+    """
     link: BaseException | None = exc
     seen: list[BaseException] = []
     while link is not None and link not in seen:
@@ -136,6 +198,19 @@ def why_unwritable(exc: BaseException, folder: Path) -> str | None:
 
 
 def file_size(path: Path) -> int:
+    """The bytes of ``path``, 0 if it is gone (another process may remove an entry at any
+    time).
+
+    Parameters
+    ----------
+    path : Path
+        A file.
+
+    Returns
+    -------
+    int
+        The bytes.
+    """
     try:
         return path.stat().st_size
     except FileNotFoundError:  # evicted by another process already
@@ -160,7 +235,23 @@ def _user(uid: int) -> str:
 
 def check_owner(where: Path) -> bool:
     """Refuse a folder that is not this user's own or holds what we did not write;
-    ``False`` if it does not exist."""
+    ``False`` if it does not exist.
+
+    Parameters
+    ----------
+    where : Path
+        The cache's folder.
+
+    Returns
+    -------
+    bool
+        Whether the folder exists.
+
+    Raises
+    ------
+    InputError
+        If the folder belongs to another user, or holds what this package did not write.
+    """
     from pangeo_hpc.write.guard import check_tree
 
     try:
@@ -187,7 +278,18 @@ def check_owner(where: Path) -> bool:
 
 
 def scan(where: Path) -> list[tuple[Path, int, float]]:
-    """Each entry's path, size and last use (mtime); a missing folder has none."""
+    """Each entry's path, size and last use (mtime); a missing folder has none.
+
+    Parameters
+    ----------
+    where : Path
+        The cache's folder.
+
+    Returns
+    -------
+    list of (Path, int, float)
+        The entries.
+    """
     found = []
     try:
         with os.scandir(where) as it:
@@ -206,7 +308,13 @@ def scan(where: Path) -> list[tuple[Path, int, float]]:
 
 def remove_stale_parts(where: Path) -> None:
     """Remove the temporary files that killed writers left in ``where`` (older than
-    :data:`STALE_PART_S`)."""
+    :data:`STALE_PART_S`).
+
+    Parameters
+    ----------
+    where : Path
+        The cache's folder.
+    """
     from pangeo_hpc.write.outputs import remove_file
 
     now = time.time()
@@ -220,4 +328,4 @@ def remove_stale_parts(where: Path) -> None:
     except FileNotFoundError:
         return
     for path in stale:
-        remove_file(path, ours=is_part, flag=FLAG)
+        remove_file(path, ours=_is_part, flag=FLAG)

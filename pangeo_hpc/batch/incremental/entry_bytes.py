@@ -58,6 +58,20 @@ class _Reader:
 def read_entry(path: Path, head: bytes, digest: str) -> dict[str, np.ndarray]:
     """The arrays of the sealed npz at ``path`` (by member name, ``.npy`` dropped).
 
+    Parameters
+    ----------
+    path : Path
+        The entry's file.
+    head : bytes
+        The fixed head that names the entry's kind (:func:`pangeo_hpc.write.sealed.seal`).
+    digest : str
+        The name of the seal's digest (:data:`pangeo_hpc.write.sealed.DIGESTS`).
+
+    Returns
+    -------
+    dict[str, np.ndarray]
+        The arrays.
+
     Raises
     ------
     FileNotFoundError

@@ -73,6 +73,18 @@ def entry_key(stamps: Sequence[Stamp], chain: str) -> str:
     same key); ``chain`` is the hash of the steps up to the reduction, as the caller
     computes it.
 
+    Parameters
+    ----------
+    stamps : Sequence[Stamp]
+        The stamps of a piece's files.
+    chain : str
+        The hash of the steps up to the reduction.
+
+    Returns
+    -------
+    str
+        The key.
+
     Examples
     --------
     >>> a = Stamp("/d/2000-01.nc", 10, mtime_ns=1)

@@ -69,7 +69,18 @@ class ResultPlan:
 
     def uses(self, piece: int) -> bool:
         """Whether the chain uses a time step of ``piece`` (not: another season, a month
-        the steps select away)."""
+        the steps select away).
+
+        Parameters
+        ----------
+        piece : int
+            A piece's index.
+
+        Returns
+        -------
+        bool
+            Whether it is used.
+        """
         a, b = self.rows[piece]
         return a != b
 
@@ -78,7 +89,21 @@ class ResultPlan:
 class Prepared:
     """What an incremental run will do: its pieces, each result's plan, the cache keys (per
     chain and piece: results whose chains agree up to the reduction share their states),
-    and the tree the files are of (``source_root``: names the roll-ups)."""
+    and the tree the files are of (``source_root``: names the roll-ups).
+
+    Attributes
+    ----------
+    pieces : list[Piece]
+        The pieces the data is cut into (one file, or one period, each).
+    results : list[ResultPlan]
+        Each result's plan.
+    stamps : list[list[Stamp]]
+        The stamps of each piece's files.
+    keys : dict[tuple[str, int], str], optional
+        The cache key of each ``(chain, piece)``.
+    root : str, optional
+        The tree the files are of, or ``None``.
+    """
 
     pieces: list[Piece]
     results: list[ResultPlan]
@@ -95,12 +120,29 @@ class Prepared:
         return out
 
     def files(self, pieces: Any) -> int:
-        """The input files of ``pieces`` (one per variable each)."""
+        """The input files of ``pieces`` (one per variable each).
+
+        Parameters
+        ----------
+        pieces : Any
+            Indices of pieces.
+
+        Returns
+        -------
+        int
+            The count.
+        """
         return sum(len(self.pieces[i][2]) for i in pieces)
 
     def unused(self) -> set[int]:
         """The pieces no result uses a step of (another season, a month the steps select
-        away): a run neither reads them nor needs their states."""
+        away): a run neither reads them nor needs their states.
+
+        Returns
+        -------
+        set[int]
+            Their indices.
+        """
         plans = self.chains.values()
         return {i for i in range(len(self.pieces)) if not any(p.uses(i) for p in plans)}
 
@@ -108,7 +150,22 @@ class Prepared:
 def check(recipe: Any, data: xr.Dataset, memo: chain.Memo) -> bool:
     """Whether every result of ``recipe`` splits at a reduction; if so, each one's steps up
     to its reduction are built on ``data`` (checked, kept in ``memo``). Nothing is built
-    for a recipe that will run whole."""
+    for a recipe that will run whole.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    data : xr.Dataset
+        Its dataset.
+    memo : chain.Memo
+        Steps already built on ``data``, added to.
+
+    Returns
+    -------
+    bool
+        Whether it can run incrementally.
+    """
     cuts = [split(steps) for steps in chain.result_chains(recipe).values()]
     if any(isinstance(cut, str) for cut in cuts):
         return False
@@ -134,7 +191,26 @@ def prepare(
 ) -> Prepared | str:
     """Plan an incremental run of ``recipe`` on ``data`` (from
     :func:`~pangeo_hpc.batch.pipeline.steps.open_dataset`; ``memo``: the steps already built on
-    it), or say why it must run whole."""
+    it), or say why it must run whole.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    data : xr.Dataset
+        Its dataset.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` files (their stamps).
+    stamps : bool, optional
+        Stamp the files (``False``: a plan without cache keys).
+    memo : chain.Memo, optional
+        Steps already built on ``data``.
+
+    Returns
+    -------
+    Prepared or str
+        The plan, or why the recipe runs whole.
+    """
     pieces = data.encoding.get("source_pieces")
     if not pieces:
         return "the data are not read file by file (a Zarr store): no per-file states"

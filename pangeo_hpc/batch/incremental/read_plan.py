@@ -57,7 +57,17 @@ class ReadPlan:
 
     @classmethod
     def whole(cls, data: xr.Dataset, why: str, cache: str | None = None) -> ReadPlan:
-        """A run that reads every file of ``data`` (not incremental, for ``why``)."""
+        """A run that reads every file of ``data`` (not incremental, for ``why``).
+
+        Parameters
+        ----------
+        data : xr.Dataset
+            The dataset read.
+        why : str
+            Why the run is not incremental.
+        cache : str, optional
+            The cache's folder, or ``None``.
+        """
         files = list(data.encoding.get("source_files") or [])
         stamps = data.encoding.get("source_stamps") or {}
         sizes = {f: int(stamps[f].size) for f in files if f in stamps}
@@ -103,7 +113,18 @@ class ReadPlan:
         """This plan as a run carried it out, having read the pieces ``read``: more than
         planned where a cached state turned out unreadable (a miss: its files are read) or
         a roll-up was replaced since the plan was made, fewer where another run saved
-        states in between."""
+        states in between.
+
+        Parameters
+        ----------
+        read : Any
+            The pieces read.
+
+        Returns
+        -------
+        ReadPlan
+            The plan as carried out.
+        """
         read = frozenset(read)
         if read == self.to_read:
             return self
@@ -166,7 +187,19 @@ def plan_reads(
 @dataclass
 class Report:
     """What a run read and reused (its :class:`ReadPlan`, as it turned out), for
-    ``summary.json``."""
+    ``summary.json``.
+
+    Attributes
+    ----------
+    plan : ReadPlan
+        What was planned, as it turned out.
+    bytes_read : int, optional
+        Bytes the workers read.
+    states_saved : int, optional
+        States put in the cache.
+    caching : str, optional
+        Why caching stopped during the run, or ``None``.
+    """
 
     plan: ReadPlan
     bytes_read: int = 0
@@ -204,7 +237,13 @@ class Report:
     def as_dict(self) -> dict[str, Any]:
         """``summary.json``'s ``reads``: the files reused, read and not needed, the stored
         bytes of the files read (``bytes_to_read``, from their stamps) and the bytes the
-        reader counted (``bytes_read``)."""
+        reader counted (``bytes_read``).
+
+        Returns
+        -------
+        dict[str, Any]
+            The record.
+        """
         out = {
             "incremental": self.incremental,
             "why": self.why,
@@ -221,7 +260,13 @@ class Report:
         return {k: v for k, v in out.items() if v is not None}
 
     def line(self) -> str:
-        """One line for the log: what was reused and read."""
+        """One line for the log: what was reused and read.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         mb = self.bytes_read / 1e6
         if not self.incremental:
             return f"not incremental ({self.why}): read {_files(self.files)}, {mb:.1f} MB"
@@ -241,7 +286,20 @@ def _files(n: int) -> str:
 
 def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:
     """Each worker's :func:`~pangeo_hpc.io.reader.bytes_read`; with ``before``: the bytes
-    read since then, summed over the workers (a worker new since then from zero)."""
+    read since then, summed over the workers (a worker new since then from zero).
+
+    Parameters
+    ----------
+    client : distributed.Client
+        A client of the workers.
+    before : dict[str, int], optional
+        An earlier answer of this function, or ``None``.
+
+    Returns
+    -------
+    dict or int
+        Bytes read by worker address; with ``before``, the bytes since then in all.
+    """
     now = client.run(bytes_read)
     if before is None:
         return now

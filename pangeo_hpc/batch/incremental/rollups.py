@@ -27,7 +27,7 @@ ROLLUP_SHARE = 0.05
 _PIECES = "merged_pieces"
 
 
-def rollup_key(prepared: Prepared, c: str) -> str:
+def _rollup_key(prepared: Prepared, c: str) -> str:
     """The roll-up of chain ``c`` over this tree (``source_root``, else the folder its
     files share): one entry, replaced as runs go on."""
     if prepared.root:
@@ -45,8 +45,25 @@ def rollup_pieces(cache: StateCache, prepared: Prepared, c: str, report: bool = 
     """The pieces of this run the roll-up of chain ``c`` holds (its list of pieces read
     alone): none if it holds a piece this run has not (a file changed, the period starts
     later), or finished groups a piece outside it adds to. ``report``: a roll-up that
-    cannot be read is reported and removed (:meth:`StateCache.get`)."""
-    key = rollup_key(prepared, c)
+    cannot be read is reported and removed (:meth:`StateCache.get`).
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    report : bool, optional
+        Report and remove a roll-up that cannot be read.
+
+    Returns
+    -------
+    set[int]
+        The pieces.
+    """
+    key = _rollup_key(prepared, c)
     held = cache.peek(key, _PIECES)
     if held is None:
         if report and cache.has(key):
@@ -72,10 +89,27 @@ def _piece_groups(plan: ResultPlan, pieces: Any) -> set[int]:
 
 def load_rollup(cache: StateCache, prepared: Prepared, c: str, covered: set[int]) -> State | None:
     """The roll-up of chain ``c`` if it still holds just the pieces ``covered`` (another run
-    may have replaced it since, or it may be damaged: then none)."""
+    may have replaced it since, or it may be damaged: then none).
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    covered : set[int]
+        The pieces it should hold (:func:`rollup_pieces`).
+
+    Returns
+    -------
+    State or None
+        The roll-up, or ``None``.
+    """
     if not covered:
         return None
-    got = cache.get(rollup_key(prepared, c))
+    got = cache.get(_rollup_key(prepared, c))
     if got is None:
         return None
     arrays, _ = got
@@ -97,6 +131,20 @@ def _covered(prepared: Prepared, c: str, held: np.ndarray) -> set[int] | None:
 def save_rollup(
     cache: StateCache, prepared: Prepared, c: str, merged: State, meta: dict[str, Any]
 ) -> None:
-    """Replace the roll-up of chain ``c`` with ``merged``, of every piece of this run."""
+    """Replace the roll-up of chain ``c`` with ``merged``, of every piece of this run.
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    merged : State
+        The state of every piece merged.
+    meta : dict[str, Any]
+        What ``cache list`` shows of it.
+    """
     keys = np.array([prepared.keys[c, i] for i in range(len(prepared.pieces))], dtype="<U64")
-    cache.put(rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)
+    cache.put(_rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)

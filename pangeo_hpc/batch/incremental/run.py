@@ -69,7 +69,30 @@ def run(
     (:class:`~pangeo_hpc.clusters.threads.ThreadClient`) that computes the new files' states
     instead of ``client``'s workers (a few small files: the round trip to a worker would
     take longer; the caller decides); ``client`` still computes what a damaged roll-up
-    leaves to read again."""
+    leaves to read again.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    data : xr.Dataset
+        Its dataset.
+    prepared : Prepared
+        The plan of :func:`prepare`.
+    client : distributed.Client
+        A client of the cluster.
+    cache : StateCache
+        The state cache.
+    reads : ReadPlan
+        The read plan.
+    here : ThreadClient, optional
+        A thread client of this process, or ``None``.
+
+    Returns
+    -------
+    (Dataset, Report)
+        The results in memory, and what was read and reused.
+    """
     n_pieces = len(prepared.pieces)
     chains = prepared.chains
     covered = {c: rollup_pieces(cache, prepared, c) for c in chains}

@@ -67,7 +67,18 @@ class Split:
         """What a file's state depends on besides the file: the variables, the prefix, the
         reduction and its options, and the code of all of them (hex): pangeo-hpc's and its
         libraries' (:func:`~pangeo_hpc.batch.chains.code_identity.package_code`), and each user
-        function's (:func:`~pangeo_hpc.batch.chains.code_identity.function_code`)."""
+        function's (:func:`~pangeo_hpc.batch.chains.code_identity.function_code`).
+
+        Parameters
+        ----------
+        variables : Sequence[str]
+            The variables the chain starts from.
+
+        Returns
+        -------
+        str
+            The hash.
+        """
         steps = [*self.prefix, self.reduction]
         doc = {
             "code": package_code(),
@@ -81,7 +92,18 @@ class Split:
 
 
 def split(steps: Sequence[Step]) -> Split | str:
-    """Cut ``steps`` at their first reduction, or say (one sentence) why they cannot be."""
+    """Cut ``steps`` at their first reduction, or say (one sentence) why they cannot be.
+
+    Parameters
+    ----------
+    steps : Sequence[Step]
+        A result's whole chain.
+
+    Returns
+    -------
+    Split or str
+        The cut, or the reason.
+    """
     for i, step in enumerate(steps):
         fn = step.function()
         how = None if step.is_user else getattr(fn, traits.REDUCTION, None)

@@ -101,6 +101,12 @@ class StateCache:
     InputError
         If the folder exists and is not owned by this user, may be written by its group or
         others, or holds files that pangeo-hpc did not write (nothing is changed).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache
+    >>> cache = StateCache("~/.cache/pangeo-hpc/states", max_bytes=10 * 2**30)  # doctest: +SKIP
+    >>> [entry.key for entry in cache.entries()]  # doctest: +SKIP
     """
 
     __slots__ = ("_claimed", "_total", "disabled", "folder", "max_bytes")
@@ -155,6 +161,16 @@ class StateCache:
         while reading it, is a :class:`CacheWarning`, the entry removed, and a miss; an
         entry that another process evicts meanwhile is a miss. A hit becomes the most
         recently used.
+
+        Parameters
+        ----------
+        key : str
+            The entry's key.
+
+        Returns
+        -------
+        (dict, dict) or None
+            The arrays by name and the meta, or ``None``.
         """
         path = self._path(key)
         try:
@@ -172,7 +188,18 @@ class StateCache:
 
     def has(self, key: str) -> bool:
         """Whether an entry is stored under ``key``: its file exists. Nothing is read and
-        nothing is marked used (a damaged entry is found out by :meth:`get`)."""
+        nothing is marked used (a damaged entry is found out by :meth:`get`).
+
+        Parameters
+        ----------
+        key : str
+            The entry's key.
+
+        Returns
+        -------
+        bool
+            Whether its file exists.
+        """
         return self._path(key).is_file()
 
     def peek(self, key: str, name: str) -> np.ndarray | None:
@@ -186,6 +213,18 @@ class StateCache:
         it spares). Whoever acts on it checks it again on the sealed entry
         (:func:`~pangeo_hpc.batch.incremental.rollups.load_rollup` compares the list of
         the roll-up it loads with the one peeked at, and falls back to each file's state).
+
+        Parameters
+        ----------
+        key : str
+            The entry's key.
+        name : str
+            The array's name.
+
+        Returns
+        -------
+        ndarray or None
+            The array, or ``None``.
         """
         try:
             with self._path(key).open("rb") as f, zipfile.ZipFile(f) as npz:
@@ -219,6 +258,11 @@ class StateCache:
         caching is turned off for this instance (:attr:`disabled`, one
         :class:`CacheWarning`) and the run goes on; entries there are still read. Called
         before a run's cluster starts, so that the warning comes first.
+
+        Returns
+        -------
+        bool
+            Whether entries can be written.
         """
         if self.disabled is not None:
             return False
@@ -296,7 +340,13 @@ class StateCache:
     def entries(self) -> list[Entry]:
         """Every entry, most recently used first; one that cannot be read (damaged, of an
         earlier format) has empty ``meta`` and ``damaged`` saying why. Nothing is removed
-        here (``cache list`` only looks)."""
+        here (``cache list`` only looks).
+
+        Returns
+        -------
+        list[Entry]
+            The entries.
+        """
         out = []
         for path, size, used in sorted(scan(self.folder), key=lambda t: t[2], reverse=True):
             meta, why = self._read_meta(path)
@@ -304,11 +354,22 @@ class StateCache:
         return out
 
     def size(self) -> int:
-        """Bytes of all entries."""
+        """Bytes of all entries.
+
+        Returns
+        -------
+        int
+            The bytes.
+        """
         return sum(size for _, size, _ in scan(self.folder))
 
     def clear(self, *, recipe: str | None = None) -> int:
         """Remove every entry, or those of ``recipe`` (their ``meta["recipe"]``).
+
+        Parameters
+        ----------
+        recipe : str, optional
+            A recipe's name; ``None``: every entry.
 
         Returns
         -------

@@ -29,7 +29,7 @@ from pangeo_hpc.recipes.aggregations import Aggregation, State
 log = logging.getLogger("pangeo_hpc.batch.incremental.run")
 
 
-def piece_state(plan: ResultPlan, piece: int) -> Any:
+def _piece_state(plan: ResultPlan, piece: int) -> Any:
     """The state of one piece as a Dask Delayed: a task per block, merged along time, laid
     side by side over the cells."""
     a, b = plan.rows[piece]
@@ -49,7 +49,7 @@ def piece_state(plan: ResultPlan, piece: int) -> Any:
             along.append(chunk(blocks[(i, *idx)], labels[lo:hi], part))
         cells[idx] = along[0] if len(along) == 1 else combine(along)
     grid = _nest(cells, blocks.shape[1:])
-    return dask.delayed(side_by_side, pure=True)(grid, plan.agg)
+    return dask.delayed(_side_by_side, pure=True)(grid, plan.agg)
 
 
 def _nest(cells: dict[tuple[int, ...], Any], shape: tuple[int, ...]) -> Any:
@@ -60,13 +60,13 @@ def _nest(cells: dict[tuple[int, ...], Any], shape: tuple[int, ...]) -> Any:
     ]
 
 
-def side_by_side(grid: Any, agg: Aggregation) -> State:
+def _side_by_side(grid: Any, agg: Aggregation) -> State:
     """One state from the states of the blocks of one time span laid out over the cells
     (nested lists, one level per cell dimension, as ``dask.array.Array.to_delayed``): the
     same time steps, so the same labels."""
     if not isinstance(grid, list):
         return grid
-    parts = [side_by_side(g, agg) for g in grid]
+    parts = [_side_by_side(g, agg) for g in grid]
     out: State = {"labels": parts[0]["labels"]}
     for f in agg.fields:
         # this level's cell dimension: the outermost list is the first (axis 1)
@@ -91,7 +91,26 @@ def from_cache(
 ) -> tuple[dict[int, dict[str, Any]], set[int]]:
     """Into ``found``: the cached state of each piece and chain (of chains ``only``) not in
     its roll-up (``covered``), and an empty one where a chain uses nothing of a piece. Then
-    what is left to compute, per piece and chain (Delayed), and the pieces no chain uses."""
+    what is left to compute, per piece and chain (Delayed), and the pieces no chain uses.
+
+    Parameters
+    ----------
+    prepared : Prepared
+        The run's plan.
+    cache : StateCache
+        The state cache.
+    covered : dict[str, set[int]]
+        The pieces each chain's roll-up holds.
+    found : dict[tuple[str, int], State]
+        States found, added to.
+    only : Any, optional
+        The chains to look at; ``None``: all.
+
+    Returns
+    -------
+    (dict, set)
+        Piece -> chain -> Delayed state to compute, and the pieces no chain uses.
+    """
     chains = {c: p for c, p in prepared.chains.items() if only is None or c in only}
     for c in chains:
         for i in range(len(prepared.pieces)):
@@ -108,7 +127,7 @@ def from_cache(
             if not plan.uses(i):  # nothing of this file is used (another season, month)
                 found[c, i] = plan.agg.empty(tuple(plan.data.shape[1:]))
                 continue
-            todo.setdefault(i, {})[c] = piece_state(plan, i)
+            todo.setdefault(i, {})[c] = _piece_state(plan, i)
         if i not in todo and not any(p.uses(i) for p in chains.values()):
             skipped.add(i)
     return todo, skipped
@@ -125,7 +144,30 @@ def compute_states(
 ) -> int:
     """Compute the states of ``todo`` on the cluster, one task per piece, each saved to the
     cache as it arrives (a killed run keeps them), or added to ``held`` (saved later by the
-    caller), and put into ``found``: how many saved."""
+    caller), and put into ``found``: how many saved.
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    prepared : Prepared
+        The run's plan.
+    client : distributed.Client
+        A client of the cluster.
+    cache : StateCache
+        The state cache.
+    todo : dict[int, dict[str, Any]]
+        What :func:`from_cache` left to compute.
+    found : dict[tuple[str, int], State]
+        States found, added to.
+    held : list[tuple[str, State, dict[str, Any]]], optional
+        Where to add the states instead of saving them; ``None``: save them.
+
+    Returns
+    -------
+    int
+        The states saved.
+    """
     futures = {}
     if todo:
         bundles = [dask.delayed(dict)(todo[i]) for i in sorted(todo)]
@@ -162,7 +204,24 @@ def _keep(
 
 
 def entry_meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[str, Any]:
-    """What ``cache list`` shows of a piece's state (``i``), or of a roll-up (``None``)."""
+    """What ``cache list`` shows of a piece's state (``i``), or of a roll-up (``None``).
+
+    Parameters
+    ----------
+    recipe : Recipe
+        The recipe.
+    prepared : Prepared
+        The run's plan.
+    c : str
+        The chain's hash.
+    i : int or None
+        The piece, or ``None`` for a roll-up.
+
+    Returns
+    -------
+    dict[str, Any]
+        What is shown.
+    """
     plan = prepared.chains[c]
     results = [p.name or recipe.variable for p in prepared.results if p.chain == c]
     files = [f for _, _, fs in prepared.pieces for f in fs] if i is None else prepared.pieces[i][2]
@@ -181,7 +240,18 @@ def keeps_values(plan: ResultPlan) -> bool:
     """Reductions to periods (a file's time steps in periods of their own or shared with
     the files beside it, :attr:`~pangeo_hpc.recipes.traits.Reduction.periods`): their
     roll-up keeps the finished values (a float32 map per month rather than a float64 sum
-    and an int32 count), which fill the result as they are."""
+    and an int32 count), which fill the result as they are.
+
+    Parameters
+    ----------
+    plan : ResultPlan
+        A result's plan.
+
+    Returns
+    -------
+    bool
+        Whether its reduction is to periods.
+    """
     return plan.split.how.periods
 
 
@@ -190,7 +260,27 @@ def reduce(
 ) -> tuple[dict[str, np.ndarray], State]:
     """The reduction's values from the roll-up and the states of the other pieces, and
     what the next roll-up keeps (the merged state, or for reductions to periods the
-    values with their labels)."""
+    values with their labels).
+
+    Parameters
+    ----------
+    plan : ResultPlan
+        A result's plan.
+    rolled : State or None
+        The roll-up, or ``None``.
+    parts : list[State]
+        The states of the other pieces.
+
+    Returns
+    -------
+    (dict, State)
+        The values, and the next roll-up.
+
+    Raises
+    ------
+    ValueError
+        If neither ``rolled`` nor ``parts`` holds a state.
+    """
     parts = [p for p in parts if p["labels"].size]
     if not keeps_values(plan):
         merged = plan.agg.combine([*([rolled] if rolled else []), *parts])
@@ -224,7 +314,20 @@ def fill(plan: ResultPlan, values: dict[str, np.ndarray]) -> xr.DataArray | xr.D
     """The reduction's result on the whole data (``plan.template``) with ``values`` (of
     :meth:`~pangeo_hpc.recipes.aggregations.Aggregation.finalize`, and their ``labels``),
     in memory: a DataArray of ``value`` (or of the first output), or a Dataset of every
-    output the template holds (a trend with its statistics)."""
+    output the template holds (a trend with its statistics).
+
+    Parameters
+    ----------
+    plan : ResultPlan
+        A result's plan.
+    values : dict[str, np.ndarray]
+        The reduction's values.
+
+    Returns
+    -------
+    xr.DataArray or xr.Dataset
+        The result.
+    """
     template, labels = plan.template, values["labels"]
     if isinstance(template, xr.Dataset):
         return xr.Dataset(

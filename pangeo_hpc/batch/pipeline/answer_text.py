@@ -105,7 +105,18 @@ def _size(nbytes: int) -> str:
 
 def reads_line(summary: Mapping[str, Any]) -> str:
     """One line of what a run read, from its ``summary.json``: the files read, cached and
-    not needed, the bytes read (as stored, :func:`~pangeo_hpc.batch.pipeline.results.throughput`) and the time.
+    not needed, the bytes read (as stored,
+    :func:`~pangeo_hpc.batch.pipeline.results.throughput`) and the time.
+
+    Parameters
+    ----------
+    summary : Mapping[str, Any]
+        A run's ``summary.json``.
+
+    Returns
+    -------
+    str
+        The line.
 
     Examples
     --------

@@ -70,6 +70,15 @@ def to_zarr(
     Notes
     -----
     Runs on the current Dask scheduler (start a cluster first for speed).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.convert import to_zarr
+    >>> report = to_zarr(  # doctest: +SKIP
+    ...     "data/era5-demo", "data/sst.zarr", start="2008-01", end="2009-12"
+    ... )
+    >>> import xarray as xr
+    >>> xr.open_zarr("data/sst.zarr")  # doctest: +SKIP
     """
     start_s = time.perf_counter()
     root = source if source is not None else config.get("data.root")

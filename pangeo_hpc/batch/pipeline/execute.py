@@ -152,6 +152,12 @@ def run_recipe(
     -------
     RunResult
         The output folder, the summary and the computed results.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import run_recipe
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> run = run_recipe(load("era5-sst-mean"), data="data/era5-demo", workers=2)  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     fmt = check_format(fmt, spec)

@@ -44,7 +44,20 @@ DIGITS = 6
 
 
 def rounded(value: Any, digits: int = DIGITS) -> float | None:
-    """``value`` to ``digits`` significant digits as a float; ``None`` for NaN or infinity."""
+    """``value`` to ``digits`` significant digits as a float; ``None`` for NaN or infinity.
+
+    Parameters
+    ----------
+    value : Any
+        A number (numpy scalars and 0-d arrays included).
+    digits : int, optional
+        Significant digits.
+
+    Returns
+    -------
+    float or None
+        The rounded value, or ``None``.
+    """
     x = float(value)
     return float(f"{x:.{digits}g}") if np.isfinite(x) else None
 

@@ -21,16 +21,16 @@ from pangeo_hpc.batch.chains.recipe_yaml import Recipe
 from pangeo_hpc.errors import redact
 from pangeo_hpc.write.icechunk_out import Committed, commit_dataset
 
-__all__ = ["commit_message", "write_icechunk"]
+__all__ = ["write_icechunk"]
 
 
-def commit_message(spec: Recipe, period: tuple[str, str] | list[str], root: object) -> str:
+def _commit_message(spec: Recipe, period: tuple[str, str] | list[str], root: object) -> str:
     """The message of a run's commit: the recipe, the period and the inputs.
 
     Examples
     --------
     >>> from pangeo_hpc.batch.chains.recipe_yaml import load
-    >>> commit_message(load("era5-sst-mean"), ("2000-01", "2000-03"), "/data/era5")
+    >>> _commit_message(load("era5-sst-mean"), ("2000-01", "2000-03"), "/data/era5")
     'era5-sst-mean: 2000-01 to 2000-03, sea_surface_temperature from /data/era5'
     """
     start, end = period
@@ -53,6 +53,27 @@ def write_icechunk(
     with ``summary`` as the commit's metadata; ``summary`` gains ``outputs`` (the
     repository, branch and snapshot) and its write and total times.
 
+    Parameters
+    ----------
+    written : xr.Dataset
+        The results.
+    summary : dict[str, Any]
+        The run's ``summary.json``, completed here.
+    spec : Recipe
+        The recipe.
+    period : tuple[str, str] or list[str]
+        The first and last month read.
+    root : object
+        The data read (an input: the repository may not be inside it).
+    out : Path or str
+        The repository (a folder or ``s3://`` prefix).
+    t0 : float
+        When the write started (``time.perf_counter``).
+    started : float or None
+        When the run started (``time.perf_counter``), or ``None``: ``t0``.
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` repository.
+
     Returns
     -------
     Committed
@@ -64,7 +85,7 @@ def write_icechunk(
     done = commit_dataset(
         out,
         written,
-        message=commit_message(spec, period, root),
+        message=_commit_message(spec, period, root),
         metadata=summary,
         inputs=[root],
         s3=s3,

@@ -57,7 +57,7 @@ from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.recipes.regrid_grids import source_grid
 from pangeo_hpc.s3.options import S3Options
 
-__all__ = ["combine_results", "dataset_recipes", "grid_box", "open_all", "run_multi"]
+__all__ = ["combine_results", "dataset_recipes", "grid_box", "run_multi"]
 
 #: degrees within which a grid's spacing is regular (a box of equal cells)
 _REGULAR = 1e-6
@@ -67,6 +67,18 @@ def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]
     """The grid of ``ds`` as a box of equal cells, ``{lat: [south, north, step], lon:
     [west, east, step]}`` (:func:`~pangeo_hpc.recipes.regrid`'s form), from its cell edges
     (its bounds, else halfway between centres).
+
+    Parameters
+    ----------
+    ds : xr.Dataset or xr.DataArray
+        Data on a regular latitude-longitude grid.
+    name : str
+        The dataset's name, for messages.
+
+    Returns
+    -------
+    dict[str, list[float]]
+        The box.
 
     Raises
     ------
@@ -100,7 +112,28 @@ def dataset_recipes(
 ) -> dict[str, Recipe]:
     """Each dataset's one-dataset recipe (named ``RECIPE.DATASET``), ``grid: $NAME`` made
     the grid of ``NAME`` as opened (:func:`grid_box`; ``s3``, ``index``: how to reach an
-    ``s3://`` dataset): what a run computes and a plan predicts, dataset by dataset."""
+    ``s3://`` dataset): what a run computes and a plan predicts, dataset by dataset.
+
+    Parameters
+    ----------
+    spec : MultiRecipe
+        The recipe over several datasets.
+    root : str or Path
+        The data root of datasets without ``files:`` or ``store:``.
+    start : str, optional
+        First month (``YYYY-MM``), or ``None``: each dataset's.
+    end : str, optional
+        Last month, or ``None``.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` datasets.
+    index : str, optional
+        A reference index of ``s3://`` NetCDF files, or ``None``.
+
+    Returns
+    -------
+    dict[str, Recipe]
+        ``RECIPE.DATASET`` -> its recipe.
+    """
     grids = {}
     for name in spec.grid_owners():
         one = spec.recipe_for(name, data=str(root))
@@ -109,7 +142,7 @@ def dataset_recipes(
     return {name: spec.recipe_for(name, grids, data=str(root)) for name in spec.datasets}
 
 
-def open_all(
+def _open_all(
     spec: MultiRecipe,
     root: str | Path,
     *,
@@ -147,6 +180,18 @@ def combine_results(spec: MultiRecipe, values: Mapping[str, xr.Dataset]) -> xr.D
     Each result of the recipe (``results:``; else the one result) is combined on its own;
     a variable keeps the combine step's name for it (``model``) when it is the only one
     of that name, else takes the result's name and then the step's (``model_rmse``).
+
+    Parameters
+    ----------
+    spec : MultiRecipe
+        The recipe over several datasets.
+    values : Mapping[str, xr.Dataset]
+        Dataset name -> its results.
+
+    Returns
+    -------
+    xr.Dataset
+        The combined results.
     """
     names = list(values)
     parts = {n: _per_result(values[n]) for n in names}
@@ -239,6 +284,11 @@ def run_multi(
     ------
     InputError
         For every refusal of the module's description, before anything is computed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi, run_multi
+    >>> run = run_multi(load_multi("model-vs-era5-t2m"), data="data/era5-demo")  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     root = data_root(data, profile)
@@ -248,7 +298,7 @@ def run_multi(
     if store is not None:
         store.check_writable()
     with using_store(None if store is None else CachedWeights(store)):
-        inputs = open_all(spec, root, start=start, end=end, s3=s3, index=index)
+        inputs = _open_all(spec, root, start=start, end=end, s3=s3, index=index)
         ref = reference_of(spec.combine[0], spec)
         first = replace(inputs[ref].spec, name=spec.name, description=spec.description)
         fmt = check_format(fmt, first)

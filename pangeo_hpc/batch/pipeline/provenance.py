@@ -47,7 +47,22 @@ ATTRIBUTE_PREFIX = "pangeo_hpc_"
 def command(spec: Any, root: Any, period: tuple[str, str]) -> str:
     """The command line that runs ``spec`` again on the same data and months: the recipe
     by name when it is found by name (shipped, or on ``pangeo-hpc.recipes.path``), else by
-    its file's absolute path."""
+    its file's absolute path.
+
+    Parameters
+    ----------
+    spec : Any
+        The recipe.
+    root : Any
+        The data read.
+    period : tuple[str, str]
+        The first and last month read.
+
+    Returns
+    -------
+    str
+        The command line.
+    """
     recipe = spec.name
     path = getattr(spec, "path", None)
     if path is not None:
@@ -73,7 +88,20 @@ def _digest(stamps: list[Stamp]) -> str:
 
 
 def record(inputs: Any, computed: Any) -> dict[str, Any]:
-    """The ``provenance`` of ``summary.json`` for a run (see the module's text)."""
+    """The ``provenance`` of ``summary.json`` for a run (see the module's text).
+
+    Parameters
+    ----------
+    inputs : Any
+        What the run read (its recipe, data root, period and dataset).
+    computed : Any
+        What it computed (its reads among them).
+
+    Returns
+    -------
+    dict[str, Any]
+        The record.
+    """
     spec = inputs.spec
     stamps = _stamps(inputs.dataset)
     chains = chain.result_chains(spec)
@@ -105,7 +133,18 @@ def record(inputs: Any, computed: Any) -> dict[str, Any]:
 
 
 def file_attributes(prov: Mapping[str, Any]) -> dict[str, str]:
-    """The digests of a record, as global attributes of ``result.nc``."""
+    """The digests of a record, as global attributes of ``result.nc``.
+
+    Parameters
+    ----------
+    prov : Mapping[str, Any]
+        A record of :func:`record`.
+
+    Returns
+    -------
+    dict[str, str]
+        Attribute name -> value.
+    """
     p = ATTRIBUTE_PREFIX
     return {
         f"{p}inputs_sha256": prov["inputs"]["sha256"],
@@ -129,6 +168,13 @@ def check(prov: Mapping[str, Any]) -> dict[str, Any]:
     dict
         ``files`` (how many the record lists), ``changed`` and ``missing`` (their paths),
         ``s3_not_checked`` (a count) and ``code_same`` (bool).
+
+    Examples
+    --------
+    >>> import json
+    >>> from pangeo_hpc.batch.pipeline.provenance import check
+    >>> summary = json.load(open("results/sst/summary.json"))  # doctest: +SKIP
+    >>> check(summary["provenance"])  # doctest: +SKIP
     """
     from pangeo_hpc.io.fingerprint import stamp
 

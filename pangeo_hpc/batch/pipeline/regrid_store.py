@@ -26,7 +26,13 @@ RECIPE = "(regrid weights)"
 
 
 class CachedWeights:
-    """A :class:`~pangeo_hpc.recipes.regrid.WeightsStore` in a state cache's folder."""
+    """A :class:`~pangeo_hpc.recipes.regrid.WeightsStore` in a state cache's folder.
+
+    Parameters
+    ----------
+    cache : StateCache
+        The state cache whose folder holds the weights.
+    """
 
     __slots__ = ("cache",)
 
@@ -34,11 +40,36 @@ class CachedWeights:
         self.cache = cache
 
     def get(self, key: str) -> dict[str, np.ndarray] | None:
+        """The weights stored under ``key`` by :meth:`put`, or ``None`` (a miss, or an
+        entry of something else).
+
+        Parameters
+        ----------
+        key : str
+            The weights' key.
+
+        Returns
+        -------
+        dict or None
+            The arrays by name, or ``None``.
+        """
         found = self.cache.get(key)
         if found is None or found[1].get("recipe") != RECIPE:
             return None
         return found[0]
 
     def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
+        """Store the weights ``arrays`` under ``key``, marked as regridding weights for
+        ``cache list``.
+
+        Parameters
+        ----------
+        key : str
+            The weights' key.
+        arrays : dict[str, np.ndarray]
+            The weights' arrays by name.
+        meta : dict[str, Any]
+            What they regrid (``regrid``, ``source``, ``target``).
+        """
         said = f"{meta.get('regrid')}: {meta.get('source')} -> {meta.get('target')}"
         self.cache.put(key, arrays, {"recipe": RECIPE, "result": said, **meta})

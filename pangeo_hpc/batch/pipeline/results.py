@@ -64,6 +64,14 @@ class RunResult:
     files : str
         Where the run's files are: ``out``, or ``s3://bucket/prefix/RUN`` for an S3
         prefix; empty for a local folder (see :meth:`file`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import run_recipe
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> spec = load("era5-sst-mean")
+    >>> run = run_recipe(spec, data="data/era5-demo", out="results/sst")  # doctest: +SKIP
+    >>> run.out, run.summary["timings_s"]  # doctest: +SKIP
     """
 
     out: Output
@@ -72,14 +80,43 @@ class RunResult:
     files: str = ""
 
     def file(self, name: str) -> str:
-        """Where the output's file ``name`` is (``summary.json`` of an S3 prefix: its own)."""
+        """Where the output's file ``name`` is (``summary.json`` of an S3 prefix: its own).
+
+        Parameters
+        ----------
+        name : str
+            A file's name (``result.nc``, ``summary.json``).
+
+        Returns
+        -------
+        str
+            Its path or URL.
+        """
         if name == "summary.json" or not self.files:
             return str(Path(self.out) / name) if not is_s3(self.out) else f"{self.out}/{name}"
         return f"{self.files}/{name}"
 
 
 def check_format(fmt: str | None, spec: Recipe) -> str:
-    """``fmt``, or the recipe's format; one of :data:`FORMATS`."""
+    """``fmt``, or the recipe's format; one of :data:`FORMATS`.
+
+    Parameters
+    ----------
+    fmt : str or None
+        The format asked for, or ``None``.
+    spec : Recipe
+        The recipe (its ``output.format:``).
+
+    Returns
+    -------
+    str
+        The format.
+
+    Raises
+    ------
+    InputError
+        If the format is not one of :data:`FORMATS`.
+    """
     fmt = fmt or spec.format
     if fmt not in FORMATS:
         raise InputError(f"format {fmt!r} must be netcdf, zarr or icechunk")
@@ -101,7 +138,32 @@ def result_folder(
     checked by :func:`~pangeo_hpc.write.s3_guard.check_prefix` (``s3``: its endpoint and
     credentials) and returned as its URL. With ``fmt="icechunk"`` the folder or prefix is
     the repository: new, empty or one of ours
-    (:func:`~pangeo_hpc.write.icechunk_out.check_repository`)."""
+    (:func:`~pangeo_hpc.write.icechunk_out.check_repository`).
+
+    Parameters
+    ----------
+    out : str or Path or None
+        The output folder or ``s3://`` prefix, or ``None``.
+    spec : Recipe
+        The recipe.
+    root : str or Path
+        The data read (the output may not be inside it, nor hold it).
+    s3 : S3Options, optional
+        Endpoint and credentials of an ``s3://`` output.
+    fmt : str, optional
+        ``netcdf``, ``zarr`` or ``icechunk``.
+
+    Returns
+    -------
+    Path or str
+        The folder, or the URL.
+
+    Raises
+    ------
+    InputError
+        If the output is the data or inside it, an existing folder this package did not
+        write, not UTF-8, or not writable.
+    """
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
     s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
@@ -120,7 +182,7 @@ def result_folder(
     return path
 
 
-def summarise(
+def _summarise(
     inputs: Inputs, computed: Computed, timings: Mapping[str, float | None]
 ) -> dict[str, Any]:
     """The contents of ``summary.json`` but its outputs, Lustre stripes and write time."""
@@ -130,7 +192,7 @@ def summarise(
     reads = None if computed.reads is None else computed.reads.as_dict()
     return {
         "recipe": spec.name,
-        "steps": steps_text(spec),
+        "steps": _steps_text(spec),
         "answer": headlines(computed.result),
         "inputs": {
             "data": redact(str(root)),
@@ -165,12 +227,25 @@ def throughput(reads: Mapping[str, Any] | None, seconds: float) -> float | None:
     """MB per second of the bytes the run read (``reads["bytes_read"]``: as stored, counted
     by the reader), over the computation's ``seconds``; ``None`` when nothing was read (every
     state from the cache) or the reads were not counted. Files whose states came from the
-    cache are not in it: they were not read."""
+    cache are not in it: they were not read.
+
+    Parameters
+    ----------
+    reads : Mapping[str, Any] or None
+        The ``reads`` of ``summary.json``, or ``None``.
+    seconds : float
+        The computation's seconds.
+
+    Returns
+    -------
+    float or None
+        MB/s, or ``None``.
+    """
     read = 0 if reads is None else reads.get("bytes_read", 0)
     return round(read / 1e6 / max(seconds, 1e-9), 1) if read else None
 
 
-def steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:
+def _steps_text(spec: Recipe) -> dict[str, list[str]] | list[str]:
     """The recipe's chain as written, one ``name {options}`` string per step: a list, or
     the shared steps and each result's own (``{"steps": [...], "results.NAME": [...]}``)."""
 
@@ -239,6 +314,12 @@ def write_outputs(
     -------
     RunResult
         The folder, the summary as written and the result (with its attributes).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs, write_outputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> run = write_outputs(inputs, compute(inputs, client), out="results/sst")  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     spec, root, result = inputs.spec, inputs.root, computed.result
@@ -247,7 +328,7 @@ def write_outputs(
     s3 = None if s3 is None else s3.for_writing()  # --anon reads a public bucket only
     out = result_folder(out, spec, root, s3, fmt)
     run, files = where_in(out) if fmt != "icechunk" else (None, str(out))
-    summary = summarise(inputs, computed, timings or {}) | dict(extra or {})
+    summary = _summarise(inputs, computed, timings or {}) | dict(extra or {})
     period = inputs.period
     result.attrs.update(recipe=spec.name, source=redact(str(root)), period=" to ".join(period))
     result.attrs.update(provenance.file_attributes(summary["provenance"]))
@@ -309,7 +390,18 @@ def write_outputs(
 
 def warmup_summary(report: Any) -> dict[str, Any] | None:
     """A warm-up's report (:class:`~pangeo_hpc.storage.warmup.WarmupReport`) as
-    ``summary.json`` gives it; ``None`` without one."""
+    ``summary.json`` gives it; ``None`` without one.
+
+    Parameters
+    ----------
+    report : Any
+        A warm-up's report, or ``None``.
+
+    Returns
+    -------
+    dict or None
+        Its figures, or ``None``.
+    """
     if report is None:
         return None
     return {

@@ -118,8 +118,19 @@ def run_key(
 
 
 def default_out(doc: Any) -> Path | None:
-    """Where a recipe's run writes without ``out``: ``<output.root>/<name>``; ``None`` for
-    a recipe without a name that is a label (its run says why)."""
+    """Where a recipe's run writes without ``out``: ``<output.root>/<name>``.
+
+    Parameters
+    ----------
+    doc : Any
+        The recipe's YAML document as read.
+
+    Returns
+    -------
+    Path or None
+        The folder; ``None`` for a recipe without a name that is a label (its run says
+        why).
+    """
     try:
         return folder_in(config.get("output.root"), str(doc["name"]), what="name")
     except (InputError, KeyError, TypeError):
@@ -137,6 +148,11 @@ def served(out: str | os.PathLike[str] | None, key: str | None) -> dict[str, Any
         The run's output folder (``None``, an URL: a miss).
     key : str or None
         :func:`run_key`'s answer (``None``: a miss).
+
+    Returns
+    -------
+    dict or None
+        The folder's ``summary.json``, or ``None`` when it cannot be served.
     """
     if key is None or out is None or is_url(str(out)):
         return None

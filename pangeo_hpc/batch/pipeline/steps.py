@@ -61,6 +61,12 @@ class Inputs:
         How ``s3://`` data were reached (their ETags identify them in the cache).
     memo : dict
         The steps built so far on ``dataset`` (:func:`pangeo_hpc.batch.chains.chain.run_steps`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> inputs.lazy  # the chain's result, nothing computed yet  # doctest: +SKIP
     """
 
     spec: Recipe
@@ -78,7 +84,18 @@ class Inputs:
         """The incremental plan of these inputs (or why they run whole) and what a run
         with the state cache ``store`` (``None``: caching off) reads of them
         (:func:`~pangeo_hpc.batch.incremental.read_plan.plan_reads`): made once per cache folder and
-        kept, so that deciding where to run and running use the same plan."""
+        kept, so that deciding where to run and running use the same plan.
+
+        Parameters
+        ----------
+        store : StateCache or None
+            The state cache, or ``None``.
+
+        Returns
+        -------
+        (Prepared or str, ReadPlan)
+            The plan (or the reason) and the reads.
+        """
         key = None if store is None else str(store.folder)
         if key not in self._reads:
             self._reads[key] = plan_reads(
@@ -104,13 +121,37 @@ class Inputs:
 
 def data_root(data: str | Path | None = None, profile: str | None = None) -> str | Path:
     """The data a run reads: ``data``, else the site profile's ``data_root``, else config
-    ``pangeo-hpc.data.root``."""
+    ``pangeo-hpc.data.root``.
+
+    Parameters
+    ----------
+    data : str or Path, optional
+        The data given, or ``None``.
+    profile : str, optional
+        A site profile's name, or ``None``.
+
+    Returns
+    -------
+    str or Path
+        A folder or URL.
+    """
     site = profiles.resolve(profile) if profile and profile != "auto" else {}
     return data or site.get("data_root") or config.get("data.root")
 
 
 def check_warmup(root: str | Path) -> None:
-    """Refuse a warm-up of ``root`` where there is nothing to warm (S3 is read directly)."""
+    """Refuse a warm-up of ``root`` where there is nothing to warm (S3 is read directly).
+
+    Parameters
+    ----------
+    root : str or Path
+        The data root.
+
+    Raises
+    ------
+    InputError
+        If ``root`` is an ``s3://`` URL.
+    """
     if is_s3(str(root)):
         raise InputError(
             f"warm_inputs=True reads files of a lazily loaded file system; {root!r} is read "
@@ -159,6 +200,13 @@ def open_inputs(
     Returns
     -------
     Inputs
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> inputs = open_inputs(  # doctest: +SKIP
+    ...     "era5-sst-mean", data="data/era5-demo", start="2008-01"
+    ... )
     """
     t0 = time.perf_counter()
     if isinstance(spec, str):
@@ -191,7 +239,31 @@ def open_dataset(
     client: Any = None,
 ) -> xr.Dataset:
     """The recipe's dataset, lazy: its ``files:`` glob, its ``store:``, else the era5-pds
-    tree (or store) ``root``."""
+    tree (or store) ``root``.
+
+    Parameters
+    ----------
+    spec : Recipe
+        The recipe.
+    root : str or Path
+        The data root (for a recipe without ``files:`` or ``store:``).
+    start : str, optional
+        First month (``YYYY-MM``), or ``None``: the recipe's.
+    end : str, optional
+        Last month, or ``None``: the recipe's.
+    s3 : S3Options, optional
+        Endpoint and credentials of ``s3://`` data.
+    index : str, optional
+        A reference index of ``s3://`` NetCDF files, or ``None``.
+    client : distributed.Client, optional
+        With ``index="build"``, the client whose workers build the missing indexes
+        (:func:`~pangeo_hpc.io.era5.open_era5`).
+
+    Returns
+    -------
+    xr.Dataset
+        The dataset.
+    """
     names = list(spec.variables)
     period = (start or spec.start, end or spec.end)
     if spec.files is not None:
@@ -223,6 +295,13 @@ class Computed:
     reads : Report, optional
         Whether the run was incremental (else why not), the files whose states were reused
         and those read, the bytes read (counted on the workers).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> computed = compute(inputs, client)  # doctest: +SKIP
+    >>> computed.result, computed.seconds  # doctest: +SKIP
     """
 
     result: xr.Dataset
@@ -270,6 +349,12 @@ def compute(
     -------
     Computed
         With ``reads``: incremental or not (and why), files reused and read, bytes read.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> computed = compute(inputs, client)  # doctest: +SKIP
     """
     if warm_inputs:
         check_warmup(inputs.root)
@@ -305,7 +390,24 @@ def compute(
 def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
     """The cache a run uses: ``cache`` itself, none for ``False``, else config's (none when
     ``pangeo-hpc.cache.enabled`` is false). Its folder is checked now: one another user can
-    write to is refused (InputError), before any cluster starts."""
+    write to is refused (InputError), before any cluster starts.
+
+    Parameters
+    ----------
+    cache : StateCache or bool, optional
+        A cache, ``True`` or ``None`` (config's), or ``False`` (none).
+
+    Returns
+    -------
+    StateCache or None
+        The cache, or ``None``.
+
+    Raises
+    ------
+    InputError
+        If the cache's folder is another user's, or holds what this package did not
+        write.
+    """
     if isinstance(cache, StateCache):
         return cache
     if cache is False or (cache is None and not config.get("cache.enabled")):
