@@ -10,7 +10,10 @@ the per-step sums ``Σ w x`` and ``Σ w`` over the valid (not NaN) values, in fl
 differs (chunk by chunk instead of row by row over the whole field), a few float64 ulps.
 
 The chunks are decoded whole, padding included, as any reader of these files must: this
-path does the work of the decode-only bound of ``benchmarks/bounds.py`` plus the sums.
+path does the work of the decode-only bound of ``benchmarks/bounds.py`` plus the sums. As
+the bound does, a local file's chunks are read one at a time into one reused buffer just
+before they are inflated (:class:`~pangeo_hpc.io.byte_reads.ChunkStream`), not all at once
+into fresh memory.
 It takes float32 chunks stored shuffled and/or deflated (what ERA5 and the demo data are);
 anything else, a chunk never written, or a source that reads through h5py, is read as a
 block and summed by the same kernel as the unfused path.
@@ -25,7 +28,7 @@ import numba
 import numpy as np
 
 from pangeo_hpc.io.chunk_decoding import ChunkDecoder, CorruptChunkError, inflate, overlap
-from pangeo_hpc.io.reader import Decoding, Fetched, MultiFileArray, _assemble
+from pangeo_hpc.io.reader import Decoding, Fetched, H5Source, MultiFileArray, _assemble
 from pangeo_hpc.jit import CACHE, njit
 from pangeo_hpc.recipes.kernels import weighted_sums
 
@@ -111,7 +114,7 @@ def fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
         and dtype == np.dtype("f4")
         and len(table.chunks) == 3
         and sys.byteorder == "little"
-        and all(p is not None for p in fetched.payloads)
+        and fetched.complete()
     )
 
 
@@ -151,8 +154,14 @@ def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray
     out = np.zeros((stop - start, 2))
     for i, a, b, at in array.spans(start, stop):
         key = (slice(a, b), slice(None), slice(None))
-        fetch = getattr(array.sources[i], "fetch", None)
-        fetched: Any = fetch(key) if fetch is not None else array.sources[i].read(key)
+        source = array.sources[i]
+        fetched: Any
+        if isinstance(source, H5Source):  # each chunk read just before it is decoded
+            fetched = source.fetch(key, stream=True)
+        elif hasattr(source, "fetch"):
+            fetched = source.fetch(key)
+        else:
+            fetched = source.read(key)
         decoding = array.decodings[i]
         part = out[at : at + b - a]
         if isinstance(fetched, Fetched) and fusable(fetched, decoding, array.dtype):
@@ -162,7 +171,6 @@ def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray
             except CorruptChunkError:  # the assembling below names the chunk
                 part[...] = 0.0
         if isinstance(fetched, Fetched):
-            source = array.sources[i]
             fetched = _assemble(*fetched, str(getattr(source, "path", getattr(source, "url", ""))))
         block = decoding.apply(fetched, array.dtype)
         part += weighted_sums(block.reshape(b - a, -1), w.ravel())

@@ -15,7 +15,6 @@ by a *source*:
 from __future__ import annotations
 
 import os
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -24,6 +23,7 @@ import h5py
 import numpy as np
 
 from pangeo_hpc.errors import DamagedInputError, StorageError
+from pangeo_hpc.io.byte_reads import ChunkStream, count_read, pread_ranges
 from pangeo_hpc.io.chunk_decoding import CorruptChunkError
 from pangeo_hpc.io.chunk_table import ChunkTable
 from pangeo_hpc.io.indexing import bounding_box, full_key
@@ -32,22 +32,6 @@ from pangeo_hpc.s3.options import S3Options, split_url
 
 #: s3fs block size for HDF5 over S3: its default read-ahead cache is ~2x slower for HDF5
 S3_BLOCK = 8 << 20
-
-_read = [0]
-_read_lock = threading.Lock()
-
-
-def _count(n: int) -> None:
-    with _read_lock:
-        _read[0] += n
-
-
-def bytes_read() -> int:
-    """Bytes this process has read from input files so far, as stored (compressed): every
-    ``pread`` of a local file and every range of an S3 object read through its index.
-    Reads through h5py (S3 objects without an index, HDF5 layouts the chunk reader does not
-    take) are counted by the bytes of the hyperslab they return instead."""
-    return _read[0]
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +89,21 @@ class Fetched(NamedTuple):
     ``box`` is the block they are decoded into (``(lo, hi)`` per axis), ``post`` what the
     key takes out of it (:func:`~pangeo_hpc.io.indexing.bounding_box`); ``plan`` lists each
     chunk (grid index, byte offset, length) and ``payloads`` its bytes (``None`` for a
-    chunk never written). A reduction can decode them chunk by chunk
+    chunk never written), or a :class:`~pangeo_hpc.io.byte_reads.ChunkStream` that reads
+    them one at a time. A reduction can decode them chunk by chunk
     (:mod:`pangeo_hpc.io.fused`) instead of assembling the block."""
 
     table: ChunkTable
     box: list[tuple[int, int]]
     post: tuple
     plan: list[tuple[tuple[int, ...], int, int]]
-    payloads: list[Any]
+    payloads: list[Any] | ChunkStream
+
+    def complete(self) -> bool:
+        """Whether every chunk has bytes (none was never written), read or not yet."""
+        if isinstance(self.payloads, ChunkStream):
+            return self.payloads.complete
+        return all(p is not None for p in self.payloads)
 
 
 class Source(Protocol):
@@ -143,9 +134,13 @@ class H5Source:
             return fetched
         return _assemble(*fetched, self.path)
 
-    def fetch(self, key: tuple[slice | int, ...]) -> Fetched | Any:
+    def fetch(self, key: tuple[slice | int, ...], *, stream: bool = False) -> Fetched | Any:
         """The chunks ``key`` needs as stored (see :data:`Fetched`), or, for a dataset the
-        chunk reader does not take, the values themselves (read with h5py)."""
+        chunk reader does not take, the values themselves (read with h5py).
+
+        With ``stream``, the chunks are not read yet: the payloads are a
+        :class:`~pangeo_hpc.io.byte_reads.ChunkStream` that reads each chunk into one
+        reused buffer as it is taken (for a reader that decodes chunk by chunk)."""
         try:
             with h5py.File(self.path, "r") as f:
                 dset = f[self.variable]
@@ -153,7 +148,7 @@ class H5Source:
                 if table is None:  # h5py takes no negative steps: read the box
                     box, post = bounding_box(key, dset.shape)
                     out = dset[tuple(slice(lo, hi) for lo, hi in box)][post]
-                    _count(out.nbytes)
+                    count_read(out.nbytes)
                     return out
         except OSError as exc:
             # HDF5 says "truncated file: eof = ..." of a file shorter than its superblock
@@ -165,46 +160,15 @@ class H5Source:
             ) from exc
         box, post = bounding_box(key, table.shape)
         plan = table.plan(box)
+        ranges = [(off, n) for _, off, n in plan]
+        if stream:
+            return Fetched(table, box, post, plan, ChunkStream(self.path, ranges))
         fd = os.open(self.path, os.O_RDONLY)
         try:
-            payloads = _pread_ranges(fd, [(off, n) for _, off, n in plan], self.path)
+            payloads = pread_ranges(fd, ranges, self.path)
         finally:
             os.close(fd)
         return Fetched(table, box, post, plan, payloads)
-
-
-#: neighbouring chunks closer than this are read with one ``pread``
-READ_GAP = 1 << 16
-#: and one ``pread`` reads at most this many bytes
-READ_MAX = 64 << 20
-
-
-def _pread_ranges(fd: int, ranges: Sequence[tuple[int, int]], name: str) -> list[memoryview | None]:
-    """The bytes of each ``(offset, length)`` (``None`` where offset < 0), read with few
-    ``pread`` calls: ranges close together on disk are read as one."""
-    out: list[memoryview | None] = [None] * len(ranges)
-    order = sorted((off, n, i) for i, (off, n) in enumerate(ranges) if off >= 0)
-    j = 0
-    while j < len(order):
-        start, end, k = order[j][0], order[j][0] + order[j][1], j + 1
-        while (
-            k < len(order)
-            and order[k][0] - end <= READ_GAP
-            and (order[k][0] + order[k][1] - start <= READ_MAX)
-        ):
-            end = max(end, order[k][0] + order[k][1])
-            k += 1
-        data = memoryview(os.pread(fd, end - start, start))
-        _count(len(data))
-        if len(data) < end - start:
-            raise DamagedInputError(
-                f"{name!r} ends before byte {end} that its chunk index names: the file is "
-                "truncated or still being copied; restore it"
-            )
-        for off, n, i in order[j:k]:
-            out[i] = data[off - start : off - start + n]
-        j = k
-    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +189,7 @@ class S3H5Source:
                 h5py.File(fo, "r") as f,
             ):
                 out = f[self.variable][key]
-                _count(out.nbytes)
+                count_read(out.nbytes)
                 return out
         except (OSError, BotoCoreError) as exc:  # s3fs leaves connection errors as botocore's
             raise _storage_error(exc, self.url, self.opts) from exc
@@ -261,7 +225,7 @@ class RefSource:
                 )
             except Exception as exc:  # obstore's errors: not found, denied, network
                 raise _storage_error(exc, self.url, self.opts) from exc
-            _count(sum(b - a for a, b in ranged))
+            count_read(sum(b - a for a, b in ranged))
         it = iter(fetched)
         payloads = [next(it) if off >= 0 else self.table.inline.get(idx) for idx, off, _ in plan]
         return Fetched(self.table, box, post, plan, payloads)

@@ -19,7 +19,7 @@ from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.pipeline import steps
 from pangeo_hpc.batch.pipeline.steps import compute, open_inputs
 from pangeo_hpc.clusters.start import local_cluster
-from pangeo_hpc.io.reader import bytes_read
+from pangeo_hpc.io.byte_reads import bytes_read
 
 KEY = "pangeo-hpc.cluster.states-here-bytes"
 RECIPE = "era5-sst-trend"

@@ -22,7 +22,7 @@ import xarray as xr
 from pangeo_hpc.batch.incremental.plan import Prepared, prepare
 from pangeo_hpc.batch.incremental.rollups import rollup_pieces
 from pangeo_hpc.batch.incremental.state_cache import StateCache
-from pangeo_hpc.io.reader import bytes_read
+from pangeo_hpc.io.byte_reads import bytes_read
 
 __all__ = ["ReadPlan", "Report", "plan_reads", "worker_reads"]
 
@@ -285,7 +285,7 @@ def _files(n: int) -> str:
 
 
 def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:
-    """Each worker's :func:`~pangeo_hpc.io.reader.bytes_read`; with ``before``: the bytes
+    """Each worker's :func:`~pangeo_hpc.io.byte_reads.bytes_read`; with ``before``: the bytes
     read since then, summed over the workers (a worker new since then from zero).
 
     Parameters
