@@ -186,7 +186,8 @@ def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> d
             keep &= np.logical_or.reduce([_matches(table[key], v) for v in wanted])
     rows = table[keep]
     if rows.empty:
-        lists = [k for k in query if k not in iterables and table[k].str.startswith("[", na=False).any()]
+        text = [k for k in query if k not in iterables]
+        lists = [k for k in text if table[k].str.startswith("[", na=False).any()]
         hint = f" (columns_with_iterables: {lists} if their cells are lists)" if lists else ""
         raise InputError(
             f"{where}: no row of catalog {path.name!r} matches query {shown(query)}: check "
