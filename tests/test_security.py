@@ -119,7 +119,8 @@ def test_the_secret_never_reaches_outputs_written_to_s3(canary_server, monkeypat
 def test_no_key_or_secret_in_icechunk_single_files_results_or_logs_on_s3(
     canary_server, monkeypatch, tmp_path
 ):
-    """The other S3 writers: ``--format icechunk``, single-file verbs (``inventory
+    """The other S3 writers: ``--format icechunk`` (a result, and ``index``'s virtual
+    references), single-file verbs (``inventory
     --json``, ``plan --plot``, ``lab-config``), a result read back (its attributes), a run
     given by its prefix, ``cleanup``: neither the key nor the secret in any output, log
     (HOME is the test's: ``~/.pangeo-hpc``), object or object metadata."""
@@ -140,6 +141,9 @@ def test_no_key_or_secret_in_icechunk_single_files_results_or_logs_on_s3(
            "--no-progress")  # fmt: skip
     runs = [
         run_cli(*sst, "--format", "icechunk", "--out", f"s3://{out}/repo", cwd=tmp_path),
+        run_cli("index", f"s3://{BUCKET}", "--variable", "sea_surface_temperature", "--start",
+                "2000-01", "--end", "2000-01", *ep, "--format", "icechunk", "--out",
+                f"s3://{out}/refs", cwd=tmp_path),
         run_cli("inventory", f"s3://{BUCKET}", *ep, "--json", f"s3://{out}/f/inv.json",
                 cwd=tmp_path),
         run_cli("plan", "era5-sst-mean", "--size", "1GB", *ep, "--plot",
@@ -165,6 +169,7 @@ def test_no_key_or_secret_in_icechunk_single_files_results_or_logs_on_s3(
     keys = [o["Key"] for page in pages for o in page.get("Contents", [])]
     assert {"f/inv.json", "f/plan.png", "f/lab.yaml", "res/summary.json"} <= set(keys)
     assert any(k.startswith("repo/snapshots/") for k in keys), keys
+    assert any(k.startswith("refs/snapshots/") for k in keys), keys
     for needle in (CANARY_SECRET, CANARY_KEY):
         assert needle not in attrs
         for key in keys:  # results, chunks, manifests, snapshots, files, and metadata

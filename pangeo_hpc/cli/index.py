@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from pangeo_hpc.cli.common import (
     Verb,
@@ -13,6 +14,9 @@ from pangeo_hpc.cli.common import (
 )
 from pangeo_hpc.cli.progress import step_progress
 from pangeo_hpc.errors import InputError
+
+if TYPE_CHECKING:
+    from pangeo_hpc.s3.options import S3Options
 
 
 def _index_args(p: argparse.ArgumentParser) -> None:
@@ -30,7 +34,10 @@ def _index_args(p: argparse.ArgumentParser) -> None:
         "(default, pangeo-hpc.s3.index-format); icechunk: one repository of virtual "
         "references for --variable's series, written to --out (a recipe's store:)",
     )
-    p.add_argument("--out", help="with --format icechunk: the repository folder to write")
+    p.add_argument(
+        "--out",
+        help="with --format icechunk: the repository to write, a folder or s3://BUCKET/PREFIX",
+    )
     add_s3_args(p)
     add_cluster_args(p)
 
@@ -63,24 +70,23 @@ def _index(a: argparse.Namespace) -> int:
     return 0 if not report.failed else 1
 
 
-def _index_icechunk(a: argparse.Namespace, opts: object) -> int:
+def _index_icechunk(a: argparse.Namespace, opts: S3Options) -> int:
     from pangeo_hpc.io.s3_objects import objects_to_index
-    from pangeo_hpc.io.virtual_refs import build_icechunk
-    from pangeo_hpc.write.guard import check_folder
+    from pangeo_hpc.io.virtual_refs import KIND, build_icechunk
+    from pangeo_hpc.write.icechunk_out import check_repository
 
     if a.variable is None or a.out is None:
         raise InputError(
             "--format icechunk writes one repository of a variable's series: give "
-            "--variable NAME and --out FOLDER (e.g. --out sst.icechunk)"
+            "--variable NAME and --out FOLDER or s3://BUCKET/PREFIX (e.g. --out sst.icechunk)"
         )
     if a.rebuild:
         raise InputError("--rebuild is for kerchunk indexes; --format icechunk builds anew")
-    from pangeo_hpc.io.virtual_refs import KIND
-
-    check_folder(a.out, kind=KIND, inputs=[a.url], flag="--out")  # before any request
+    # before any request for the objects; the repository is written with credentials
+    out = check_repository(a.out, kind=KIND, inputs=[a.url], flag="--out", s3=opts.for_writing())
     stamps = objects_to_index(a.url, opts, variable=a.variable, start=a.start, end=a.end)
     print(f"index: {len(stamps)} objects under {a.url}")
-    report = build_icechunk(stamps, opts, a.out, variable=a.variable, source=a.url)
+    report = build_icechunk(stamps, opts, out, variable=a.variable, source=a.url, flag="--out")
     print(report.summary())
     return 0
 

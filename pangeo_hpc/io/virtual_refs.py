@@ -10,11 +10,19 @@ virtual chunk container for the bucket, so that ``xr.open_zarr(session.store)`` 
 recipe's ``store:``, :func:`pangeo_hpc.io.stores.open_any_store`) reads the series as
 one Zarr array, each chunk one byte-range request.
 
-The repository is written under a temporary name beside ``out`` and renamed into place
-(:func:`pangeo_hpc.write.outputs.atomic_dir`), marked as this package's, so that a
-second ``index`` replaces it whole and nothing else is ever replaced. Its snapshot id
-(new at each build) identifies it; the objects' ETags are recorded in the commit's
-metadata. An object changed since must be indexed again (as for kerchunk indexes).
+A local repository is written under a temporary name beside ``out`` and renamed into
+place (:func:`pangeo_hpc.write.outputs.atomic_dir`), marked as this package's, so that a
+second ``index`` replaces it whole and nothing else is ever replaced. On S3
+(``--out s3://bucket/prefix``: no rename there) the rules are those of
+:mod:`pangeo_hpc.write.icechunk_out` for a kind of its own (:data:`KIND`): a new or empty
+prefix gets a new repository, removed again if its first commit fails; a repository whose
+tip of ``main`` is a commit of ``index`` (its metadata marked,
+:func:`~pangeo_hpc.write.icechunk_repo.commit_mark`) gets one commit that replaces its
+whole contents, as the local rename does, and Icechunk's commit is the one step that makes
+it visible (a failed run leaves the tip where it was); any other object under the prefix is
+refused and nothing is written. The snapshot id (new at each build) identifies the
+references; the objects' ETags are recorded in the commit's metadata. An object changed
+since must be indexed again (as for kerchunk indexes).
 """
 
 from __future__ import annotations
@@ -22,21 +30,27 @@ from __future__ import annotations
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pangeo_hpc.errors import InputError
+from pangeo_hpc.errors import InputError, named
 from pangeo_hpc.extras import require
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.s3 import icechunk_access
-from pangeo_hpc.s3.options import S3Options, split_url
+from pangeo_hpc.s3.options import S3Options, is_s3, split_url
+from pangeo_hpc.write.icechunk_out import check_repository, s3_repository
+from pangeo_hpc.write.icechunk_repo import BRANCH, REFERENCES, commit_mark, tip, tip_is_ours
 from pangeo_hpc.write.outputs import atomic_dir, mark_folder
 
-__all__ = ["KIND", "VirtualReport", "build_icechunk"]
+__all__ = ["BEFORE_COMMIT", "KIND", "VirtualReport", "build_icechunk"]
 
 #: the marker kind of a repository of virtual references this package wrote
-KIND = "icechunk-references"
+KIND = REFERENCES
+#: called with the writable session once the references are written into it, before the
+#: commit: tests fail a run there
+BEFORE_COMMIT: list[Callable[[Any], None]] = []
 
 
 @dataclass
@@ -85,6 +99,7 @@ def build_icechunk(
     *,
     variable: str,
     source: str,
+    flag: str = "out",
 ) -> VirtualReport:
     """One Icechunk repository at ``out`` of virtual references to ``stamps`` (one object
     per month of ``variable``, in time order), read with ``opts``.
@@ -94,14 +109,19 @@ def build_icechunk(
     stamps : list of Stamp
         The objects (``s3://`` URLs), from :func:`pangeo_hpc.io.s3_objects.objects_to_index`.
     opts : S3Options
-        Endpoint and credentials; the repository's virtual chunk container reaches the
-        bucket with the same endpoint.
-    out : path
-        A new or empty local folder, or one this function wrote (replaced whole).
+        Endpoint and credentials of the objects (``anon`` for a public bucket); the
+        repository's virtual chunk container reaches the bucket with the same endpoint.
+        An ``s3://`` ``out`` is written with :meth:`S3Options.for_writing` (never
+        anonymously).
+    out : str or path
+        A new or empty local folder or ``s3://bucket/prefix``, or a repository this
+        function wrote there (the module's rules).
     variable : str
         The variable the objects hold (kept alone, with its coordinates).
     source : str
         The ``s3://`` prefix indexed: an input, that ``out`` must not be.
+    flag : str
+        How the user named ``out``, for messages.
 
     Returns
     -------
@@ -110,19 +130,62 @@ def build_icechunk(
     Raises
     ------
     InputError
-        For no objects, or an ``out`` that may not be written (a URL, a folder of yours).
+        For no objects, objects whose chunks do not tile the time axis, or an ``out`` that
+        may not be written (an input, a folder or prefix of yours); nothing is written.
     """
     require("stores", "Icechunk virtual references")
     import icechunk
-    import xarray as xr
-    from obspec_utils.registry import ObjectStoreRegistry
-    from virtualizarr.parsers import HDFParser
 
     if not stamps:
         raise InputError(f"no objects of {variable!r} under {source}: nothing to index")
     t0 = time.perf_counter()
-    bucket, _ = split_url(stamps[0].path)
+    remote = is_s3(str(out))
+    writes = opts.for_writing()
+    if remote:  # before any request to the objects
+        out = str(check_repository(str(out), inputs=[source], flag=flag, s3=writes, kind=KIND))
+    vds = _virtual_dataset(stamps, opts, variable)
+    if not os.environ.get("ICECHUNK_LOG"):  # its warning that a local repository is not
+        icechunk.set_logs_filter("error")  # for concurrent commits: this one is private
     prefix = icechunk_access.container_prefix(stamps[0].path)
+    containers = {prefix: icechunk_access.virtual_container(prefix, opts)}
+    authorize = icechunk_access.credentials([prefix], opts)
+    message = f"virtual references to {len(stamps)} objects of {variable} under {source}"
+    metadata = {
+        **commit_mark(KIND),
+        "objects": {s.path: [s.size, s.etag, s.version] for s in stamps},
+    }
+    if remote:
+        check_repository(str(out), inputs=[source], flag=flag, s3=writes, kind=KIND)  # again
+        with s3_repository(
+            str(out), writes, flag=flag, containers=containers, authorize=authorize
+        ) as (repo, created):
+            if not created and not tip_is_ours(repo, KIND):  # a user's commit since
+                raise InputError(
+                    f"{named(flag, str(out))}: the tip of {BRANCH} ({tip(repo).id}) is not "
+                    "a commit of pangeo-hpc index: give a new prefix (nothing was changed)"
+                )
+            snapshot = _commit(repo, vds, message, metadata, replace=not created)
+    else:
+        with atomic_dir(out, kind=KIND, inputs=[source], flag=flag) as tmp:
+            config = icechunk.RepositoryConfig.default()
+            config.set_virtual_chunk_container(containers[prefix])
+            repo = icechunk.Repository.create(
+                icechunk.local_filesystem_storage(str(tmp)),
+                config,
+                authorize_virtual_chunk_access=authorize,
+            )
+            snapshot = _commit(repo, vds, message, metadata, replace=False)
+            mark_folder(tmp, KIND)
+    return VirtualReport(str(out), len(stamps), snapshot, time.perf_counter() - t0)
+
+
+def _virtual_dataset(stamps: list[Stamp], opts: S3Options, variable: str) -> Any:
+    """The objects' virtual datasets (metadata only), checked and concatenated in time."""
+    import xarray as xr
+    from obspec_utils.registry import ObjectStoreRegistry
+    from virtualizarr.parsers import HDFParser
+
+    bucket, _ = split_url(stamps[0].path)
     registry = ObjectStoreRegistry({f"s3://{bucket}": opts.store(bucket)})
     parser = HDFParser()
     with warnings.catch_warnings():  # zlib and shuffle, as HDF5 has them: numcodecs's
@@ -132,27 +195,24 @@ def build_icechunk(
     keep = [variable, *(c for c in parts[0][variable].coords)]
     parts = [p[[variable]].reset_coords(drop=False)[[v for v in keep if v in p]] for p in parts]
     _check_regular(parts, stamps, variable, tname)
-    vds = xr.concat(parts, dim=tname, coords="minimal", compat="override", combine_attrs="override")
-    if not os.environ.get("ICECHUNK_LOG"):  # its warning that a local repository is not
-        icechunk.set_logs_filter("error")  # for concurrent commits: this one is private
-    with atomic_dir(out, kind=KIND, inputs=[source], flag="out") as tmp:
-        config = icechunk.RepositoryConfig.default()
-        config.set_virtual_chunk_container(icechunk_access.virtual_container(prefix, opts))
-        repo = icechunk.Repository.create(
-            icechunk.local_filesystem_storage(str(tmp)),
-            config,
-            authorize_virtual_chunk_access=icechunk_access.credentials([prefix], opts),
-        )
-        session = repo.writable_session("main")
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
-            vds.vz.to_icechunk(session.store)
-        snapshot = session.commit(
-            f"virtual references to {len(stamps)} objects of {variable} under {source}",
-            metadata={
-                "written_by": "pangeo-hpc",
-                "objects": {s.path: [s.size, s.etag, s.version] for s in stamps},
-            },
-        )
-        mark_folder(tmp, KIND)
-    return VirtualReport(str(out), len(stamps), snapshot, time.perf_counter() - t0)
+    if len(parts) == 1:  # VirtualiZarr's concat refuses a last partial chunk even alone
+        return parts[0]
+    return xr.concat(
+        parts, dim=tname, coords="minimal", compat="override", combine_attrs="override"
+    )
+
+
+def _commit(repo: Any, vds: Any, message: str, metadata: dict[str, Any], *, replace: bool) -> str:
+    """Write ``vds`` to a session of ``repo``'s :data:`BRANCH` and commit it; with
+    ``replace``, in place of everything the tip holds (as a rebuilt local repository)."""
+    from zarr.core.sync import sync  # zarr's own loop: also inside a running one (Jupyter)
+
+    session = repo.writable_session(BRANCH)
+    if replace:
+        sync(session.store.clear())
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", "Numcodecs codecs are not in the Zarr version 3")
+        vds.vz.to_icechunk(session.store)
+    for hook in BEFORE_COMMIT:
+        hook(session)
+    return str(session.commit(message, metadata=metadata))

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from pangeo_hpc.write.guard import check_folder, folder_kind
 from pangeo_hpc.write.icechunk_repo import (
     BRANCH,
     KIND,
+    KINDS,
     commit_mark,
     only_entries,
     open_repository,
@@ -58,7 +60,14 @@ from pangeo_hpc.write.s3_guard import (
 )
 from pangeo_hpc.write.swap import target_lock
 
-__all__ = ["BEFORE_COMMIT", "MADE", "Committed", "check_repository", "commit_dataset"]
+__all__ = [
+    "BEFORE_COMMIT",
+    "MADE",
+    "Committed",
+    "check_repository",
+    "commit_dataset",
+    "s3_repository",
+]
 
 #: called with the writable session once the Dataset is written into it, before the commit:
 #: tests fail a run there
@@ -103,6 +112,7 @@ def check_repository(
     inputs: Iterable[object] = (),
     flag: str = "out",
     s3: S3Options | None = None,
+    kind: str = KIND,
 ) -> Path | str:
     """Check that ``target`` may receive a commit (the module's rules; nothing is written).
 
@@ -117,6 +127,9 @@ def check_repository(
         How messages name the output: a parameter (``out``) or a command-line flag.
     s3 : S3Options, optional
         Endpoint and credentials of an ``s3://`` target.
+    kind : str, optional
+        The repository's kind: :data:`~pangeo_hpc.write.icechunk_repo.KIND` (a result's),
+        or :data:`~pangeo_hpc.write.icechunk_repo.REFERENCES` (``index``'s).
 
     Returns
     -------
@@ -131,11 +144,11 @@ def check_repository(
     """
     inputs = list(inputs)
     if not is_s3(target):
-        return check_folder(target, kind=KIND, inputs=inputs, flag=flag)
+        return check_folder(target, kind=kind, inputs=inputs, flag=flag)
     dest = S3Target.of(str(target), s3, flag=flag)
     check_place(dest, inputs, flag)
     keys = list_objects(dest)
-    if keys and not _s3_ours(dest, keys, flag):
+    if keys and not _s3_ours(dest, keys, flag, kind):
         first = min(keys)
         raise _refused(
             flag,
@@ -146,20 +159,29 @@ def check_repository(
     return dest.url
 
 
-def _s3_ours(dest: S3Target, keys: Mapping[str, Any], flag: str) -> bool:
+def _s3_ours(dest: S3Target, keys: Mapping[str, Any], flag: str, kind: str) -> bool:
     """Whether the objects ``keys`` under ``dest`` are a repository of ours (a result
     run of ours there is named as such)."""
     if dest.key(MANIFEST) in keys and read_manifest(dest):
         raise _refused(
             flag,
             f"{named(flag, dest.url)} holds a result output of pangeo-hpc, not an "
-            f"{KIND} repository: give another prefix (nothing was changed)",
+            f"{kind} repository: give another prefix (nothing was changed)",
         )
     top = {k[len(dest.prefix) + 1 :].partition("/")[0] for k in keys}
     if not only_entries(top):
         return False
     repo = open_repository(icechunk_access.storage(dest.url, dest.s3))
-    return repo is not None and tip_is_ours(repo)
+    if repo is None:
+        return False
+    other = next((k for k in KINDS if k != kind and tip_is_ours(repo, k)), None)
+    if other is not None:
+        raise _refused(
+            flag,
+            f"{named(flag, dest.url)} holds an {other} repository of pangeo-hpc, not an "
+            f"{kind} repository: give another prefix (nothing was changed)",
+        )
+    return tip_is_ours(repo, kind)
 
 
 def commit_dataset(
@@ -223,15 +245,69 @@ def commit_dataset(
             repo = icechunk.Repository.create(icechunk.local_filesystem_storage(str(tmp)))
             done = write(repo, str(where), created=True)
         return done
-    opts = s3 or S3Options.resolve()
-    storage = icechunk_access.storage(where, opts)
+    with s3_repository(where, s3 or S3Options.resolve(), flag=flag) as (repo, created):
+        return write(repo, where, created=created)
+
+
+@contextmanager
+def s3_repository(
+    url: str,
+    opts: S3Options,
+    *,
+    flag: str = "out",
+    containers: Mapping[str, Any] | None = None,
+    authorize: Any = None,
+) -> Iterator[tuple[Any, bool]]:
+    """The repository at ``url`` (checked by :func:`check_repository`) and whether it is
+    new: opened if there is one, else created. A repository this made is removed again if
+    the block raises (no repository without a commit of ours is left behind).
+
+    Parameters
+    ----------
+    url : str
+        ``s3://bucket/prefix``.
+    opts : S3Options
+        Endpoint and credentials (with keys: see :meth:`S3Options.for_writing`).
+    flag : str
+        How the user named ``url``, for messages.
+    containers : mapping, optional
+        ``{url prefix: icechunk.VirtualChunkContainer}`` the repository must have (virtual
+        references): set at creation; added to an existing repository's configuration
+        (saved, before any commit: a container added never changes what an earlier
+        snapshot reads).
+    authorize : dict, optional
+        ``authorize_virtual_chunk_access`` (:func:`icechunk_access.credentials`).
+
+    Yields
+    ------
+    tuple
+        ``(icechunk.Repository, created)``.
+    """
+    import icechunk
+
+    storage = icechunk_access.storage(url, opts)
+    kw = {"authorize_virtual_chunk_access": authorize} if authorize is not None else {}
     if icechunk.Repository.exists(storage):
-        return write(icechunk.Repository.open(storage), where, created=False)
-    repo = icechunk.Repository.create(storage)
+        repo = icechunk.Repository.open(storage, **kw)
+        have = repo.config.virtual_chunk_containers or {}
+        if any(have.get(p) != c for p, c in (containers or {}).items()):
+            config = repo.config
+            for container in (containers or {}).values():
+                config.set_virtual_chunk_container(container)
+            repo = icechunk.Repository.open(storage, config, **kw)
+            repo.save_config()
+        yield repo, False
+        return
+    config = None
+    if containers:
+        config = icechunk.RepositoryConfig.default()
+        for container in containers.values():
+            config.set_virtual_chunk_container(container)
+    repo = icechunk.Repository.create(storage, config, **kw)
     try:
-        return write(repo, where, created=True)
+        yield repo, True
     except BaseException:
-        _remove_new(S3Target.of(where, opts, flag=flag))
+        _remove_new(S3Target.of(url, opts, flag=flag))
         raise
 
 

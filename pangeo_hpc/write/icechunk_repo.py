@@ -21,10 +21,25 @@ from typing import Any
 from pangeo_hpc.extras import missing
 from pangeo_hpc.write.marks import WRITTEN_BY
 
-__all__ = ["BRANCH", "ENTRIES", "KIND", "commit_mark", "is_our_repository", "tip", "tip_is_ours"]
+__all__ = [
+    "BRANCH",
+    "ENTRIES",
+    "KIND",
+    "KINDS",
+    "REFERENCES",
+    "commit_mark",
+    "is_our_repository",
+    "tip",
+    "tip_is_ours",
+]
 
 #: the output kind of a repository (guard.py's ``kind``), also in each commit's metadata
 KIND = "icechunk"
+#: the kind of a repository of virtual references (``index --format icechunk``,
+#: :mod:`pangeo_hpc.io.virtual_refs`)
+REFERENCES = "icechunk-references"
+#: the kinds of repository this package writes
+KINDS = (KIND, REFERENCES)
 #: the branch every run commits to
 BRANCH = "main"
 #: the names at the top of an Icechunk repository (1.x; ``repo`` is 2.x's)
@@ -33,15 +48,21 @@ ENTRIES = frozenset(
 )
 
 
-def commit_mark() -> dict[str, str]:
+def commit_mark(kind: str = KIND) -> dict[str, str]:
     """The metadata that marks a commit as this package's.
+
+    Parameters
+    ----------
+    kind : str, optional
+        The repository's kind: :data:`KIND` (a result's) or :data:`REFERENCES`
+        (``index``'s virtual references).
 
     Returns
     -------
     dict[str, str]
         Key -> value.
     """
-    return {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", "kind": KIND}
+    return {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", "kind": kind}
 
 
 def only_entries(names: Iterable[str]) -> bool:
@@ -78,21 +99,24 @@ def tip(repo: Any) -> Any:
     return next(iter(repo.ancestry(branch=BRANCH)))
 
 
-def tip_is_ours(repo: Any) -> bool:
-    """Whether the tip of ``repo``'s :data:`BRANCH` is a commit of this package.
+def tip_is_ours(repo: Any, kind: str = KIND) -> bool:
+    """Whether the tip of ``repo``'s :data:`BRANCH` is a commit of this package, to a
+    repository of ``kind``.
 
     Parameters
     ----------
     repo : icechunk.Repository
         An open ``icechunk.Repository``.
+    kind : str, optional
+        The repository's kind: :data:`KIND` (a result's) or :data:`REFERENCES`.
 
     Returns
     -------
     bool
-        Whether the tip carries :func:`commit_mark`.
+        Whether the tip carries :func:`commit_mark` of ``kind``.
     """
     meta = tip(repo).metadata or {}
-    return str(meta.get("written_by", "")).startswith(WRITTEN_BY) and meta.get("kind") == KIND
+    return str(meta.get("written_by", "")).startswith(WRITTEN_BY) and meta.get("kind") == kind
 
 
 def open_repository(storage: Any) -> Any | None:

@@ -23,6 +23,7 @@ from pangeo_hpc.io.references import cache_file
 from pangeo_hpc.io.stores import open_any_store
 from pangeo_hpc.s3 import options as s3
 from tests.support.cli import run_cli
+from tests.support.s3env import ensure_bucket
 from tests.support.servers import publish_tree
 from tests.support.trees import TEST_SPEC
 
@@ -171,3 +172,107 @@ def test_index_icechunk_refuses_bad_input_and_writes_nothing(s3_tree, aws, seawe
         assert words in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
     assert not (tmp_path / "x").exists() and not (tmp_path / "y").exists()
+
+
+OUT = "virtual-out"  # the repositories' bucket: beside the objects, never inside them
+
+
+def _s3_repo(seaweedfs, url: str) -> icechunk.Repository:
+    """The repository at ``url`` as a user opens it: icechunk's S3 storage, the server's
+    keys for the repository and for the objects its references point to."""
+    bucket, prefix = s3.split_url(url)
+    keys = {"access_key_id": seaweedfs.key, "secret_access_key": seaweedfs.secret}
+    storage = icechunk.s3_storage(
+        bucket=bucket, prefix=prefix, endpoint_url=seaweedfs.endpoint_url, allow_http=True,
+        force_path_style=True, region="us-east-1", **keys,
+    )  # fmt: skip
+    creds = icechunk.containers_credentials({f"s3://{BUCKET}/": icechunk.s3_credentials(**keys)})
+    return icechunk.Repository.open(storage, authorize_virtual_chunk_access=creds)
+
+
+def _keys_under(client, prefix: str) -> list[str]:
+    pages = client.get_paginator("list_objects_v2").paginate(Bucket=OUT, Prefix=prefix)
+    return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
+
+
+def test_index_writes_icechunk_references_to_s3_equal_to_the_files(
+    s3_tree, field_tree, aws, aws_chain, seaweedfs, tmp_path, monkeypatch
+):
+    """``--out s3://``: the repository opens with icechunk and xarray alone and equals the
+    files; a second index commits the rebuilt references on top (the local rebuild's
+    replacement, with Icechunk's commit as the atomic step); a failed rebuild leaves the
+    tip, a failed first build leaves no repository; a foreign or other-kind prefix is
+    refused in one line, exit 2, nothing written."""
+    from pangeo_hpc.io import virtual_refs
+
+    client = ensure_bucket(aws_chain, OUT)
+    ep = ("--endpoint-url", seaweedfs.endpoint_url)
+    period = ("--start", START, "--end", END, "--variable", VAR)
+    url = f"s3://{OUT}/{tmp_path.name}/sst.icechunk"
+    made = run_cli("index", s3_tree, *period, *ep, "--format", "icechunk", "--out", url,
+                   cwd=tmp_path)  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    assert f"Icechunk virtual references to 6 objects in {url}" in made.stdout
+    assert not list(tmp_path.rglob("*icechunk*"))  # nothing local, not even a temporary
+    direct = _direct(field_tree)
+    session = _s3_repo(seaweedfs, url).readonly_session(branch="main")
+    assert session.all_virtual_chunk_locations()  # references into the objects, not copies
+    plain = xr.open_zarr(session.store, consolidated=False)[VAR].load()
+    np.testing.assert_array_equal(plain.values, direct.values)
+    np.testing.assert_array_equal(plain.time0.values, direct.time0.values)
+    ds = open_any_store(url, [VAR], s3=aws)  # a recipe's store:
+    assert ds.encoding["source_store"]["snapshot"] == session.snapshot_id
+    np.testing.assert_array_equal(ds[VAR].values, direct.values)
+
+    # a second index: one new commit on top whose contents are the rebuilt references
+    fewer = ("--start", START, "--end", "2000-03", "--variable", VAR)
+    again = run_cli("index", s3_tree, *fewer, *ep, "--format", "icechunk", "--out", url,
+                    cwd=tmp_path)  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    repo = _s3_repo(seaweedfs, url)
+    history = [s.id for s in repo.ancestry(branch="main")]
+    assert history[1] == session.snapshot_id and len(history) == 3  # init, first, second
+    rebuilt = xr.open_zarr(repo.readonly_session(branch="main").store, consolidated=False)
+    np.testing.assert_array_equal(rebuilt[VAR].values, direct.values[: rebuilt.sizes["time0"]])
+    assert rebuilt.sizes["time0"] == 31 + 29 + 31  # replaced, not appended to
+
+    def fail(session) -> None:
+        raise RuntimeError("the references failed after the write started")
+
+    monkeypatch.setattr(virtual_refs, "BEFORE_COMMIT", [fail])
+    stamps = _stamps_of(s3_tree, aws)
+    with pytest.raises(RuntimeError):
+        virtual_refs.build_icechunk(stamps, aws, url, variable=VAR, source=s3_tree)
+    assert _s3_repo(seaweedfs, url).lookup_branch("main") == history[0]  # the tip kept
+    new = f"s3://{OUT}/{tmp_path.name}/new.icechunk"
+    with pytest.raises(RuntimeError):
+        virtual_refs.build_icechunk(stamps, aws, new, variable=VAR, source=s3_tree)
+    assert _keys_under(client, f"{tmp_path.name}/new.icechunk/") == []
+    monkeypatch.setattr(virtual_refs, "BEFORE_COMMIT", [])
+
+    # refused, one line, exit 2, nothing written: a user's object, a result repository
+    client.put_object(Bucket=OUT, Key=f"{tmp_path.name}/mine/notes.txt", Body=b"mine")
+    result_repo = f"s3://{OUT}/{tmp_path.name}/result.icechunk"
+    from pangeo_hpc.write import icechunk_out
+
+    icechunk_out.commit_dataset(result_repo, xr.Dataset({"x": ("t", [1.0])}), message="r",
+                                metadata={}, s3=aws)  # fmt: skip
+    before = _keys_under(client, f"{tmp_path.name}/")
+    for target, words in [
+        (f"s3://{OUT}/{tmp_path.name}/mine", "holds objects that are no Icechunk repository"),
+        (result_repo, "holds an icechunk repository of pangeo-hpc, not an icechunk-references"),
+        (f"{s3_tree}/refs", f"lies inside the input {s3_tree!r}"),
+    ]:
+        done = run_cli("index", s3_tree, *period, *ep, "--format", "icechunk", "--out", target,
+                       cwd=tmp_path)  # fmt: skip
+        assert done.returncode == 2, (target, done.stderr)
+        assert words in done.stderr, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert _keys_under(client, f"{tmp_path.name}/") == before
+    assert client.list_objects_v2(Bucket=BUCKET, Prefix="pds/refs/").get("KeyCount", 0) == 0
+
+
+def _stamps_of(url: str, opts: s3.S3Options) -> list:
+    from pangeo_hpc.io.s3_objects import objects_to_index
+
+    return objects_to_index(url, opts, variable=VAR, start=START, end=END)

@@ -154,12 +154,14 @@ def _targets(kind: str, place: dict[str, Path]) -> dict[str, str]:
 #: (run, convert: tests/write/test_s3_outputs.py; demo-data: tests/write/test_s3_files.py), or one
 #: object at its key (the single files: tests/write/test_s3_files.py), each pointed there at a
 #: user's objects (exit 2, every object and ETag kept); --format icechunk:
-#: tests/write/test_icechunk_outputs.py. stage refuses an S3 URL here: it
+#: tests/write/test_icechunk_outputs.py; index --format icechunk:
+#: tests/io/test_virtual_refs.py. stage refuses an S3 URL here: it
 #: copies onto the disk the computation reads (docs: S3 outputs)
 S3_WRITERS = {
     "calibrate",
     "run",
     "run --format icechunk",
+    "index --format icechunk",
     "convert",
     "demo-data",
     "survey --json",

@@ -10,6 +10,7 @@ CSV files of intake-esm's ``esm_datastore``, as CMIP archives publish them).
       start: "1991-01"                 # optional, for each of them
       end: "2014-12"
       era5: {variable: air_temperature_at_2_metres}   # named datasets beside them
+      columns_with_iterables: [variable_id]   # optional: columns whose cells are lists
 
 The CSV's rows are kept where every column of ``query`` matches its value, or one of a
 list of values, as intake-esm's ``search`` matches them (its ``_search.search``, 2025.12):
@@ -24,10 +25,19 @@ named after it (characters other than letters, digits and ``_`` become ``_``), w
 relative to the catalog) and whose variable is the rows' variable column
 (``aggregation_control.variable_column_name``, else ``variable_id``). Read without
 intake-esm: the two files are plain JSON and CSV.
+
+Columns named in ``columns_with_iterables`` (intake-esm's argument of the same name) hold
+a Python list in each cell (``"['tas', 'pr']"``, one file holding several variables),
+read as intake-esm reads them (``ast.literal_eval``; an empty cell is an empty list). A
+query value selects the rows whose list holds it, as it is written (intake-esm's
+``search`` tests membership there: no patterns, no missing value). When the variable
+column holds lists, a dataset's variable is the one its rows hold among the query's
+values for that column: the query names exactly one. A ``by`` column of lists is refused.
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 from pathlib import Path
@@ -41,7 +51,7 @@ from pangeo_hpc.errors import InputError, shown
 __all__ = ["KEYS", "catalog_datasets"]
 
 #: the keys of ``datasets:`` that describe a catalog, not a dataset
-KEYS = ("catalog", "query", "by", "start", "end")
+KEYS = ("catalog", "query", "by", "start", "end", "columns_with_iterables")
 
 
 def _path(value: Any, folder: Path | None, where: str) -> Path:
@@ -78,6 +88,36 @@ def _matches(column: pd.Series, value: Any) -> np.ndarray:
                 "* ? ^ $ with a backslash to match them as they are"
             ) from None
     return (column == text).fillna(False).to_numpy(bool)
+
+
+def _lists(column: pd.Series, where: str, name: str) -> pd.Series:
+    """The cells of a column of lists, each a tuple of its items as text."""
+
+    def one(cell: Any) -> tuple[str, ...]:
+        if not isinstance(cell, str) or not cell.strip():
+            return ()
+        try:
+            items = ast.literal_eval(cell)
+        except (ValueError, SyntaxError):
+            items = None
+        if not isinstance(items, list | tuple | set):
+            raise InputError(
+                f"{where}: the {name} cell {cell!r} of the catalog is not a list such as "
+                f"\"['tas', 'pr']\": drop {name} from columns_with_iterables"
+            )
+        return tuple(str(v) for v in items)
+
+    return column.map(one)
+
+
+def _iterables(spec: dict[str, Any], where: str) -> list[str]:
+    value = spec.get("columns_with_iterables") or []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise InputError(
+            f"{where}: columns_with_iterables={shown(value)} must be a list of column "
+            "names, e.g. [variable_id]"
+        )
+    return value
 
 
 def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> dict[str, dict]:
@@ -122,26 +162,47 @@ def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> d
             f"catalog_file and assets.column_name, and its CSV): {type(exc).__name__}: {exc}"
         ) from None
     variable = (doc.get("aggregation_control") or {}).get("variable_column_name", "variable_id")
-    missing = sorted({*query, by, column, variable} - set(table.columns))
+    iterables = _iterables(spec, where)
+    missing = sorted({*query, by, column, variable, *iterables} - set(table.columns))
     if missing:
         raise InputError(
             f"{where}: catalog {path.name!r} has no column(s) {missing}: it has "
             f"{list(table.columns)}"
         )
+    if by in iterables:
+        raise InputError(
+            f"{where}: by: {by} is a column of lists (columns_with_iterables): group by a "
+            "column of single values, e.g. source_id"
+        )
+    for name in iterables:
+        table[name] = _lists(table[name], where, name)
     keep = pd.Series(True, index=table.index)
     for key, value in query.items():
         wanted = value if isinstance(value, list) else [value]
-        keep &= np.logical_or.reduce([_matches(table[key], v) for v in wanted])
+        if key in iterables:  # membership of the value as written, as intake-esm's search
+            texts = {str(v) for v in wanted}
+            keep &= table[key].map(lambda cell, t=texts: bool(t.intersection(cell)))
+        else:
+            keep &= np.logical_or.reduce([_matches(table[key], v) for v in wanted])
     rows = table[keep]
     if rows.empty:
+        text = [k for k in query if k not in iterables]
+        lists = [k for k in text if table[k].str.startswith("[", na=False).any()]
+        hint = f" (columns_with_iterables: {lists} if their cells are lists)" if lists else ""
         raise InputError(
             f"{where}: no row of catalog {path.name!r} matches query {shown(query)}: check "
-            "the values (the CSV's columns hold them)"
+            f"the values (the CSV's columns hold them){hint}"
         )
     out: dict[str, dict] = {}
     for key, group in rows.groupby(by, sort=True):
         name = re.sub(r"\W", "_", str(key))
-        names = sorted(set(group[variable].astype(str)))
+        if variable in iterables:
+            asked = query.get(variable)
+            asked = {str(v) for v in (asked if isinstance(asked, list) else [asked])}
+            held = {v for cell in group[variable] for v in cell}
+            names = sorted(held & asked if variable in query else held)
+        else:
+            names = sorted(set(group[variable].astype(str)))
         if len(names) != 1:
             raise InputError(
                 f"{where}: {by}={key!r} holds variables {names} in catalog {path.name!r}: "
