@@ -18,9 +18,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -394,13 +395,34 @@ def _job_state(job: str) -> str:
     return next(w.split("=", 1)[1] for w in out.split() if w.startswith("JobState="))
 
 
+#: the states of a Slurm job that has not ended
+JOB_GOING = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
+
+
 @dataclass
 class TimedJob:
-    """The Slurm test's run, submitted with a time limit of one minute (Slurm's least)."""
+    """The Slurm test's run, submitted with a time limit of one minute (Slurm's least).
+    A thread follows its state (``scontrol show job``, every second) until it ends, and
+    keeps the last one: slurmctld forgets an ended job after MinJobAge (300 s), which may
+    pass before the test looks when the job was submitted early."""
 
     job: str
     folder: Path
     recipe: Path
+    state: str = field(default="", init=False)
+    ended: threading.Event = field(default_factory=threading.Event, init=False)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self._follow, name=f"slurm job {self.job}", daemon=True).start()
+
+    def _follow(self) -> None:
+        try:
+            while (state := _job_state(self.job)) in JOB_GOING:
+                time.sleep(1)
+        except (subprocess.CalledProcessError, StopIteration) as exc:
+            state = f"unknown ({exc!r})"
+        self.state = state
+        self.ended.set()
 
     @property
     def cache(self) -> Path:
@@ -466,15 +488,11 @@ def test_a_run_ended_by_the_slurm_time_limit_resumes(
     try:
         # the reference while the job runs
         expected, full = reference(START, SLURM_END)
-        deadline = time.monotonic() + 300  # 60 s of time limit, checked every 30 s or so
-        while (state := _job_state(timed.job)) in (
-            "PENDING", "CONFIGURING", "RUNNING", "COMPLETING"
-        ):  # fmt: skip
-            assert time.monotonic() < deadline, f"job {timed.job} still {state}"
-            time.sleep(1)
+        # 60 s of time limit, checked every 30 s or so
+        assert timed.ended.wait(300), f"job {timed.job} still going after 300 s"
     finally:
         timed.cancel()
-    assert state == "TIMEOUT", f"{state}\n{timed.log.read_text()}"
+    assert timed.state == "TIMEOUT", f"{timed.state}\n{timed.log.read_text()}"
     assert not timed.out.exists()
     saved, rollups = _pieces(timed.cache)
     assert 0 < len(saved) < SLURM_FILES and rollups == [], timed.log.read_text()
