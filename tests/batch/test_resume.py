@@ -404,12 +404,15 @@ class TimedJob:
     """The Slurm test's run, submitted with a time limit of one minute (Slurm's least).
     A thread follows its state (``scontrol show job``, every second) until it ends, and
     keeps the last one: slurmctld forgets an ended job after MinJobAge (300 s), which may
-    pass before the test looks when the job was submitted early."""
+    pass before the test looks when the job was submitted early. ``started`` is set when
+    it leaves PENDING (the node may be busy with other jobs: the time limit counts from
+    there), ``ended`` when it ends."""
 
     job: str
     folder: Path
     recipe: Path
     state: str = field(default="", init=False)
+    started: threading.Event = field(default_factory=threading.Event, init=False)
     ended: threading.Event = field(default_factory=threading.Event, init=False)
 
     def __post_init__(self) -> None:
@@ -418,10 +421,13 @@ class TimedJob:
     def _follow(self) -> None:
         try:
             while (state := _job_state(self.job)) in JOB_GOING:
+                if state != "PENDING":
+                    self.started.set()
                 time.sleep(1)
         except (subprocess.CalledProcessError, StopIteration) as exc:
             state = f"unknown ({exc!r})"
         self.state = state
+        self.started.set()
         self.ended.set()
 
     @property
@@ -488,8 +494,10 @@ def test_a_run_ended_by_the_slurm_time_limit_resumes(
     try:
         # the reference while the job runs
         expected, full = reference(START, SLURM_END)
-        # 60 s of time limit, checked every 30 s or so
-        assert timed.ended.wait(300), f"job {timed.job} still going after 300 s"
+        # pending while the node runs other jobs; then 60 s of time limit, checked every
+        # 30 s or so
+        assert timed.started.wait(600), f"job {timed.job} still pending after 600 s"
+        assert timed.ended.wait(300), f"job {timed.job} still going 300 s after it started"
     finally:
         timed.cancel()
     assert timed.state == "TIMEOUT", f"{timed.state}\n{timed.log.read_text()}"
