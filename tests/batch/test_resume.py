@@ -18,8 +18,10 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +32,21 @@ import xarray as xr
 from pangeo_hpc.batch.incremental.state_cache import StateCache
 from tests.support.paths import ROOT
 
+#: the environment variable that overrides the pause of SLOW_PY: a run after an interrupted
+#: one goes at full speed (its states' keys stay the same: the step's code and options are
+#: unchanged, and the pause changes no value)
+PAUSE_VAR = "PANGEO_HPC_TEST_PAUSE"
+
 #: the user step that makes every file's state take ``seconds``; pickled by value to the
 #: workers with the task (it lives beside the recipe)
-SLOW_PY = '''\
+SLOW_PY = f'''\
+import os
 import time
 
 
 def pause(da, *, seconds: float = 0.2):
-    """Each block as it was, ``seconds`` later."""
+    """Each block as it was, ``seconds`` (or ${PAUSE_VAR}) later."""
+    seconds = float(os.environ.get("{PAUSE_VAR}", seconds))
 
     def nap(block):
         time.sleep(seconds)
@@ -108,12 +117,21 @@ class Runs:
         self.started: list[subprocess.Popen[str]] = []
 
     def start(
-        self, recipe: Path, data: Path, out: Path, cache: Path, *extra: str, workers: int = 2
+        self,
+        recipe: Path,
+        data: Path,
+        out: Path,
+        cache: Path,
+        *extra: str,
+        workers: int = 2,
+        pause: float | None = None,
     ) -> subprocess.Popen[str]:
+        """Start a run; ``pause`` (seconds) overrides the recipe's pause per file."""
+        env = _env(cache) if pause is None else {**_env(cache), PAUSE_VAR: str(pause)}
         p = subprocess.Popen(
             _args(recipe, data, out, workers, *extra),
             cwd=recipe.parent,
-            env=_env(cache),
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -123,9 +141,18 @@ class Runs:
         return p
 
     def run(
-        self, recipe: Path, data: Path, out: Path, cache: Path, *extra: str, workers: int = 2
+        self,
+        recipe: Path,
+        data: Path,
+        out: Path,
+        cache: Path,
+        *extra: str,
+        workers: int = 2,
+        pause: float | None = None,
     ) -> subprocess.CompletedProcess[str]:
-        return self.finish(self.start(recipe, data, out, cache, *extra, workers=workers))
+        return self.finish(
+            self.start(recipe, data, out, cache, *extra, workers=workers, pause=pause)
+        )
 
     def finish(self, p: subprocess.Popen[str], timeout: float = 300) -> subprocess.CompletedProcess:
         try:
@@ -288,7 +315,7 @@ def test_a_client_killed_by_sigkill_resumes_from_the_states_it_saved(
     saved, rollups = _pieces(cache)  # each entry whole: written by one rename
     assert N_FILES // 2 <= len(saved) < N_FILES and rollups == []
 
-    run = runs.run(recipe, demo_tree, tmp_path / "resumed", cache)
+    run = runs.run(recipe, demo_tree, tmp_path / "resumed", cache, pause=0)
     assert run.returncode == 0, run.stderr
     _check_resumed(tmp_path / "resumed", saved, _files(demo_tree), full)
     assert f"incremental: {len(saved)} of {N_FILES} files' states reused" in run.stdout
@@ -316,7 +343,7 @@ def test_ctrl_c_exits_130_keeps_the_states_and_the_next_run_resumes(
     assert before <= len(saved) < N_FILES and rollups == []
     _no_parts(cache)  # a write interrupted half way removed its temporary file
 
-    run = runs.run(recipe, demo_tree, tmp_path / "resumed", cache)
+    run = runs.run(recipe, demo_tree, tmp_path / "resumed", cache, pause=0)
     assert run.returncode == 0, run.stderr
     _check_resumed(tmp_path / "resumed", saved, _files(demo_tree), full)
     _same_answer(tmp_path / "resumed", expected)
@@ -358,6 +385,7 @@ def test_a_lost_worker_is_replaced_and_the_run_finishes_right(
 
 #: the Slurm run: 40 monthly files of 3.5 s each on one worker, ~150 s in all
 SLURM_END, SLURM_FILES, SLURM_PAUSE = "2003-04", 40, 3.5
+SLURM_TEST = "test_a_run_ended_by_the_slurm_time_limit_resumes"
 
 
 def _job_state(job: str) -> str:
@@ -367,36 +395,121 @@ def _job_state(job: str) -> str:
     return next(w.split("=", 1)[1] for w in out.split() if w.startswith("JobState="))
 
 
+#: the states of a Slurm job that has not ended
+JOB_GOING = ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING")
+
+
+@dataclass
+class TimedJob:
+    """The Slurm test's run, submitted with a time limit of one minute (Slurm's least).
+    A thread follows its state (``scontrol show job``, every second) until it ends, and
+    keeps the last one: slurmctld forgets an ended job after MinJobAge (300 s), which may
+    pass before the test looks when the job was submitted early. ``started`` is set when
+    it leaves PENDING (the node may be busy with other jobs: the time limit counts from
+    there), ``ended`` when it ends."""
+
+    job: str
+    folder: Path
+    recipe: Path
+    state: str = field(default="", init=False)
+    started: threading.Event = field(default_factory=threading.Event, init=False)
+    ended: threading.Event = field(default_factory=threading.Event, init=False)
+
+    def __post_init__(self) -> None:
+        threading.Thread(target=self._follow, name=f"slurm job {self.job}", daemon=True).start()
+
+    def _follow(self) -> None:
+        try:
+            while (state := _job_state(self.job)) in JOB_GOING:
+                if state != "PENDING":
+                    self.started.set()
+                time.sleep(1)
+        except (subprocess.CalledProcessError, StopIteration) as exc:
+            state = f"unknown ({exc!r})"
+        self.state = state
+        self.started.set()
+        self.ended.set()
+
+    @property
+    def cache(self) -> Path:
+        return self.folder / "cache"
+
+    @property
+    def log(self) -> Path:
+        return self.folder / "job.log"
+
+    @property
+    def out(self) -> Path:
+        return self.folder / "timed-out"
+
+    @classmethod
+    def submit(cls, folder: Path, data: Path) -> TimedJob:
+        recipe = _recipe(folder / "recipe", seconds=SLURM_PAUSE, end=SLURM_END)
+        command = " ".join(_args(recipe, data, folder / "timed-out", 1))
+        submitted = subprocess.run(
+            ["sbatch", "--parsable", "--time=1", "--job-name=pangeo-resume",
+             f"--output={folder / 'job.log'}", f"--chdir={recipe.parent}",
+             "--wrap", f"exec {command}"],
+            env=_env(folder / "cache"), capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        return cls(submitted.stdout.strip().split(";")[0], folder, recipe)
+
+    def cancel(self) -> None:
+        subprocess.run(["scancel", self.job], check=False)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def early_slurm_job(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[TimedJob | None]:
+    """The Slurm test's job, submitted as this module starts when that test is to run and
+    Slurm answers: its minute of time limit (and the up to 30 s slurmctld takes to notice)
+    passes while the other tests of the module run, instead of in the test. ``None``
+    otherwise: the test then submits its job itself (after its ``slurm`` fixture)."""
+    from pangeo_hpc.clusters.start import slurm_available
+
+    wanted = any(
+        item.module is request.module and getattr(item, "originalname", "") == SLURM_TEST
+        for item in request.session.items
+    )
+    if not wanted or not slurm_available():
+        yield None
+        return
+    job = TimedJob.submit(
+        tmp_path_factory.mktemp("slurm-time-limit"), request.getfixturevalue("demo_tree")
+    )
+    try:
+        yield job
+    finally:
+        job.cancel()
+
+
 @pytest.mark.slow
 @pytest.mark.slurm
 @pytest.mark.usefixtures("slurm")
-def test_a_run_ended_by_the_slurm_time_limit_resumes(demo_tree, tmp_path, reference, runs):
-    expected, full = reference(START, SLURM_END)
-    recipe = _recipe(tmp_path / "recipe", seconds=SLURM_PAUSE, end=SLURM_END)
-    cache, log = tmp_path / "cache", tmp_path / "job.log"
-    command = " ".join(_args(recipe, demo_tree, tmp_path / "timed-out", 1))
-    submitted = subprocess.run(
-        ["sbatch", "--parsable", "--time=1", "--job-name=pangeo-resume", f"--output={log}",
-         f"--chdir={recipe.parent}", "--wrap", f"exec {command}"],
-        env=_env(cache), capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    job = submitted.stdout.strip().split(";")[0]
+def test_a_run_ended_by_the_slurm_time_limit_resumes(
+    demo_tree, tmp_path, reference, runs, early_slurm_job
+):
+    timed = early_slurm_job or TimedJob.submit(tmp_path, demo_tree)
     try:
-        deadline = time.monotonic() + 300  # 60 s of time limit, checked every 30 s or so
-        while (state := _job_state(job)) in ("PENDING", "CONFIGURING", "RUNNING", "COMPLETING"):
-            assert time.monotonic() < deadline, f"job {job} still {state}"
-            time.sleep(1)
+        # the reference while the job runs
+        expected, full = reference(START, SLURM_END)
+        # pending while the node runs other jobs; then 60 s of time limit, checked every
+        # 30 s or so
+        assert timed.started.wait(600), f"job {timed.job} still pending after 600 s"
+        assert timed.ended.wait(300), f"job {timed.job} still going 300 s after it started"
     finally:
-        subprocess.run(["scancel", job], check=False)
-    assert state == "TIMEOUT", f"{state}\n{log.read_text()}"
-    assert not (tmp_path / "timed-out").exists()
-    saved, rollups = _pieces(cache)
-    assert 0 < len(saved) < SLURM_FILES and rollups == [], log.read_text()
+        timed.cancel()
+    assert timed.state == "TIMEOUT", f"{timed.state}\n{timed.log.read_text()}"
+    assert not timed.out.exists()
+    saved, rollups = _pieces(timed.cache)
+    assert 0 < len(saved) < SLURM_FILES and rollups == [], timed.log.read_text()
 
-    run = runs.run(recipe, demo_tree, tmp_path / "resumed", cache, workers=2)
+    resumed = tmp_path / "resumed"
+    run = runs.run(timed.recipe, demo_tree, resumed, timed.cache, workers=2, pause=0)
     assert run.returncode == 0, run.stderr
-    _check_resumed(tmp_path / "resumed", saved, _files(demo_tree, START, SLURM_END), full)
-    _same_answer(tmp_path / "resumed", expected)
+    _check_resumed(resumed, saved, _files(demo_tree, START, SLURM_END), full)
+    _same_answer(resumed, expected)
 
 
 # -- reliability of the cache ---------------------------------------------------------------
