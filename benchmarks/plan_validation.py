@@ -127,12 +127,16 @@ def _model(
     processes: int,
     cores_per_node: int,
     host_cores: int,
+    site: str,
 ) -> Any:
-    """The model of one setup: its workers and its scheduler all run on this host."""
+    """The model of one setup: its workers and its scheduler all run on this host; its
+    cluster starts as calibrate measured on ``site`` (``local`` or ``slurm``)."""
     from pangeo_hpc.planning.plan import Model, Storage, fused_read_tasks
 
     fit = cal.recipe(recipe)
     chunk = -(-size // chunks)
+    # the cluster's start as calibrate measured it (starts.local, or the batch site's)
+    queue, arrival = cal.starts[site].ranges() if site in cal.starts else ((0, 0), (0, 0))
     return Model(
         size=size, ratio=fit.ratio, chunk=chunk,
         tasks_per_chunk=fit.tasks_per_chunk, process_rate=fit.process_rate,
@@ -141,6 +145,7 @@ def _model(
         fixed=fit.fixed, processes=processes, cores=cores_per_node,
         storage=Storage("cache", cache, False, False), host_cores=host_cores,
         read_tasks=fused_read_tasks(size, chunk) if fit.fused else None,
+        queue=queue, arrival=arrival,
     )  # fmt: skip
 
 
@@ -227,7 +232,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             # local: one node of n processes; Slurm: n one-process nodes; one host's cores
             local = kind == "local"
             m = _model(cals[kind], a.recipe, size, chunks, cache,
-                       n if local else 1, host if local else 1, host)  # fmt: skip
+                       n if local else 1, host if local else 1, host, kind)  # fmt: skip
             setups.append(
                 {"name": name, "run": runs[name], "predict": m.predict(1 if local else n)}
             )
