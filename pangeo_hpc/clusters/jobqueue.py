@@ -40,6 +40,13 @@ _PASS = (
     "job_cpu",
     "job_mem",
 )
+#: distributed's nannies set MALLOC_TRIM_THRESHOLD_=65536 in their workers, which pins
+#: glibc's mmap threshold at 128 KiB: every HDF5 chunk buffer is then mmapped and
+#: page-faulted anew (a one-core Slurm job's worker used 1.3-1.4x a local worker's CPU for
+#: the same 240 chunks, 2026-11-27). None unsets it (distributed's own way); the local
+#: cluster's nanny runs in this process (:func:`pangeo_hpc.clusters.start.local_cluster`),
+#: a batch job's in the job, which reads it from :func:`nanny_env`.
+NO_MALLOC_TRIM = {"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None}
 
 
 def worker_env(*, hdf5_file_locking: bool | None = None) -> dict[str, str]:
@@ -66,6 +73,21 @@ def worker_env(*, hdf5_file_locking: bool | None = None) -> dict[str, str]:
         "MKL_NUM_THREADS": "1",
         "OPENBLAS_NUM_THREADS": "1",
     }
+
+
+def nanny_env() -> dict[str, str]:
+    """Environment of a batch job's nanny: :data:`NO_MALLOC_TRIM` as Dask's configuration
+    reads it from the environment (a dict literal; dask keeps its keys' case).
+
+    Examples
+    --------
+    >>> nanny_env()
+    {'DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON': '{"MALLOC_TRIM_THRESHOLD_": None}'}
+    """
+    ((key, value),) = NO_MALLOC_TRIM.items()
+    section, _, name = key.rpartition(".")
+    variable = "DASK_" + section.upper().replace(".", "__").replace("-", "_")
+    return {variable: f'{{"{name}": {value!r}}}'}
 
 
 def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-worker") -> dict:
@@ -119,7 +141,7 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
         "python": profile.get("python") or sys.executable,
         "job_name": name,
         "job_script_prologue": [
-            *(f"export {k}={shlex.quote(v)}" for k, v in env.items()),
+            *(f"export {k}={shlex.quote(v)}" for k, v in {**env, **nanny_env()}.items()),
             *profile.get("job_script_prologue", []),
         ],
         "worker_extra_args": [

@@ -45,6 +45,7 @@ from pangeo_hpc.planning.measure import (
     host_cores,
     job_starts,
     load_slowdown,
+    local_starts,
     median_run,
     noop_cpu,
     on_this_host,
@@ -354,7 +355,17 @@ def calibrate(
         per_worker = simulated_growth(simulate_workers, tasks, per_task)
     starts = dict(previous.starts)
     cluster = getattr(client, "cluster", None)
-    if cluster is not None and kind_of(cluster) != "local":
+    if cluster is not None and kind_of(cluster) == "local":
+        # a local run's cluster start, as the command line's (one worker per core): its
+        # workers' arrival, with no queue
+        took = local_starts(host_cores(), repeat)
+        starts["local"] = JobStarts(
+            queue=[0.0] * len(took),
+            arrival=[round(t, 3) for t in took],
+            jobs=1,
+            created=datetime.now(UTC).isoformat(timespec="seconds"),
+        )
+    elif cluster is not None:
         where = site_name(kind_of(cluster), profile)
         jobs = max(1, len(getattr(cluster, "workers", {}) or {}))
         queue, arrival = job_starts(cluster, client, jobs=jobs, repeat=repeat)

@@ -20,6 +20,7 @@ __all__ = [
     "host_cores",
     "job_starts",
     "load_slowdown",
+    "local_starts",
     "median_run",
     "noop_cpu",
     "on_this_host",
@@ -242,6 +243,26 @@ def job_starts(
         f"{min(arrival):.2f}-{max(arrival):.2f} s after the job started"
     )
     return queue, arrival
+
+
+def local_starts(workers: int, repeat: int = 3) -> list[float]:
+    """Seconds a local cluster of ``workers`` worker processes takes from its start to its
+    workers connected, ``repeat`` times (a new cluster each, as every command-line run
+    starts one): the processes' start and imports, which share this host's cores with
+    whatever else runs. A local run's "arrival" (:attr:`Model.arrival`)."""
+    from pangeo_hpc.clusters.start import running_cluster
+
+    took = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        with running_cluster("local", workers=workers) as (_, client):
+            client.wait_for_workers(workers)
+            took.append(time.perf_counter() - t0)
+    log.info(
+        f"local cluster start ({repeat} of {workers} worker{'s' * (workers > 1)}): "
+        f"{min(took):.2f}-{max(took):.2f} s to the workers connected"
+    )
+    return took
 
 
 def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:

@@ -197,7 +197,8 @@ class Model:
         clusters; not billed). ``(0, 0)``: none (a local cluster, or not measured).
     arrival : (float, float)
         Seconds from a job's start to its workers connected, lowest and highest measured
-        (billed: the node is the job's).
+        (billed: the node is the job's); on a local cluster, from its start to its
+        workers connected (their processes' start and imports on the host's cores).
     read_tasks : int or None
         Read tasks of the whole data when the recipe's reads are fused with its area mean
         (:func:`pangeo_hpc.recipes.fusion.task_spans`: fewer, larger tasks than chunks,
@@ -268,7 +269,9 @@ class Model:
         ``wall_s`` is the run's time once its workers are there, from the calibration's
         medians (what the validation compares); ``wall_low_s`` and ``wall_high_s`` take the
         calibration's spread (:attr:`spread`). ``start_low_s``/``start_high_s``: the jobs'
-        queue and their workers' arrival before it (:attr:`queue`, :attr:`arrival`).
+        queue and their workers' arrival before it (:attr:`queue`, :attr:`arrival`);
+        ``start_s`` the one compared with a run's cluster start: the middle of the measured
+        ranges for one node, their high end for more (the run waits for its last job).
         Billed per node: arrival + run + ``startup``; with more than one node, the high
         end also bills the queue's spread (the first job started waits for the last).
 
@@ -317,6 +320,7 @@ class Model:
             "wall_low_s": low,
             "wall_high_s": high,
             "start_low_s": q_lo + a_lo,
+            "start_s": q_hi + a_hi if nodes > 1 else (q_lo + q_hi + a_lo + a_hi) / 2,
             "start_high_s": q_hi + a_hi,
             "node_hours_low": nodes * (a_lo + low + self.startup) / 3600,
             "node_hours": nodes * ((a_lo + a_hi) / 2 + wall + self.startup) / 3600,

@@ -269,7 +269,8 @@ def plan(
         Site profile for processes, cores, network and price per node (``profiles``); on a
         batch cluster, the jobs' queue and their workers' arrival that ``calibrate``
         measured on it (:attr:`Calibration.starts`, keyed by profile, or by kind for a
-        cluster started without one: ``slurm``).
+        cluster started without one: ``slurm``); on a local cluster, its start that
+        ``calibrate`` measured on one (``local``: the workers' arrival, no queue).
     options : mapping, optional
         The profile's options as a run resolves them (its overrides on top, or a Slurm
         partition's cores without a profile); default those of ``profile``.
@@ -343,7 +344,10 @@ def plan(
     if batch and profile in calibration.starts:
         queue, arrival = calibration.starts[profile].ranges()
     if site.get("kind", "local") == "local":
-        # a local cluster: this host's cores, shared by the workers and the scheduler
+        # a local cluster: this host's cores, shared by the workers and the scheduler; its
+        # workers' start measured by calibrate on a local cluster (no queue)
+        if "local" in calibration.starts:
+            queue, arrival = calibration.starts["local"].ranges()
         site = {"cores": calibration.cores, "processes": calibration.cores, **site}
         host_cores = host_cores or site["cores"]
         nodes = nodes or [1]

@@ -177,7 +177,9 @@ def _range_line(m: Model) -> str:
         if (lo, hi) != (1.0, 1.0)
         else "range: none measured (calibrate to measure repeated runs)"
     )
-    if m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0):
+    if m.queue == (0.0, 0.0) and m.arrival != (0.0, 0.0):
+        text += f"; workers start in {m.arrival[0]:.1f}-{m.arrival[1]:.1f} s (a local cluster)"
+    elif m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0):
         text += (
             f"; jobs queue {m.queue[0]:.1f}-{m.queue[1]:.1f} s, workers arrive "
             f"{m.arrival[0]:.1f}-{m.arrival[1]:.1f} s after the job starts (billed)"

@@ -65,6 +65,11 @@ def test_slurm_job_script_of_the_study_profile():
     assert "#SBATCH --cpus-per-task=72" in s and "#SBATCH --mem=140G" in s  # 150 GB in GiB
     assert "#SBATCH -t 02:00:00" in s
     assert "export HDF5_USE_FILE_LOCKING=FALSE" in s and "export OMP_NUM_THREADS=1" in s
+    # the job's nanny leaves glibc's mmap threshold adaptive (jobqueue.NO_MALLOC_TRIM)
+    assert (
+        """export DASK_DISTRIBUTED__NANNY__PRE_SPAWN_ENVIRON='{"MALLOC_TRIM_THRESHOLD_": None}'"""
+        in s
+    )
     assert "--nworkers 36 " in s and "--nthreads 2 " in s
     assert "--lifetime 6600s --lifetime-stagger 300s --lifetime-restart" in s
     assert "--interface ens5" in s and "--local-directory /tmp" in s

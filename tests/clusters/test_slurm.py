@@ -48,6 +48,7 @@ def test_workers_get_the_environment_and_scale():
                     "OMP_NUM_THREADS",
                     "OPENBLAS_NUM_THREADS",
                     "SLURM_JOB_ID",
+                    "MALLOC_TRIM_THRESHOLD_",
                 )
             }
         )
@@ -55,6 +56,9 @@ def test_workers_get_the_environment_and_scale():
         assert worker_env["HDF5_USE_FILE_LOCKING"] == "FALSE"
         assert worker_env["OMP_NUM_THREADS"] == "1" and worker_env["OPENBLAS_NUM_THREADS"] == "1"
         assert worker_env["SLURM_JOB_ID"]  # really inside a Slurm job
+        # glibc's adaptive mmap threshold, as in local workers (jobqueue.NO_MALLOC_TRIM):
+        # distributed's nanny in the job would set 65536
+        assert worker_env["MALLOC_TRIM_THRESHOLD_"] is None
         assert set(client.run(lambda: sys.executable).values()) == {sys.executable}
         cluster.scale(jobs=2)
         client.wait_for_workers(2, timeout=120)

@@ -106,6 +106,15 @@ def test_job_queue_is_waited_and_worker_arrival_is_billed():
     assert two["node_hours_high"] == pytest.approx(2 * (5 + two["wall_high_s"] + 1 + 8) / 3600)
 
 
+def test_the_start_compared_with_a_run_is_the_middle_for_one_job_the_end_for_several():
+    # queue 2-10 s, arrival 3-5 s: one job starts in the middle, 6 + 4 s; of two, the run waits
+    # for the later one: the high end, 15 s (a model that charges no start says 0)
+    m = _model(queue=(2.0, 10.0), arrival=(3.0, 5.0))
+    assert m.predict(1)["start_s"] == pytest.approx(10.0)
+    assert m.predict(2)["start_s"] == pytest.approx(15.0)
+    assert _model().predict(1)["start_s"] == 0.0  # a start not measured: none
+
+
 def test_the_spread_of_repeated_runs_is_taken_per_size():
     small = [Run(1, 1, 1, wall=w) for w in (1.0, 1.2, 0.9)]
     large = [Run(4, 4, 4, wall=w) for w in (4.0, 5.0, 3.0)]

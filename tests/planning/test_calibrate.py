@@ -70,6 +70,10 @@ def test_calibrate_measures_every_input_of_the_model(calibrated, demo_tree):
     assert any("4 worker processes on this host" in line for line in lines)
     assert any("calibration written" in line for line in lines)
     assert "2000-01.." in fit.data and str(demo_tree) in fit.data
+    # a local cluster's start (one worker per core, as a run's), timed once per repeat
+    local = cal.starts["local"]
+    assert local.queue == [0.0] and len(local.arrival) == 1 and 0 < local.arrival[0] < 120
+    assert any("local cluster start (1 of" in line for line in lines)
 
 
 @pytest.mark.slow
@@ -87,6 +91,9 @@ def test_the_file_keeps_other_recipes_and_plan_reads_it(calibrated, capsys):
     out = capsys.readouterr().out
     assert code == 0 and f"calibration: {path}, measured on" in out
     assert "host CPU" in out or "CPU decode" in out  # a local plan: this host's cores
+    assert "workers start in" in out
+    head = next(line for line in out.splitlines() if "chunks/proc" in line)
+    assert "start" in head.split()  # the table's column
 
 
 #: seconds each chunk of the known-cost recipe spends, beyond reading it

@@ -157,6 +157,26 @@ def test_plan_reads_the_profile_and_the_calibration_file(tmp_path):
     assert "fewest nodes within 10 % of the fastest: 8" in p.text()
 
 
+def test_a_local_plan_starts_its_workers_as_calibrate_measured(tmp_path):
+    from pangeo_hpc.planning.calibration import JobStarts
+
+    cal = Calibration(
+        host="test", cores=2, created="2026-11-27T00:00:00+00:00", task_overhead=0.001,
+        storage={"local": 5e8}, recipes={"era5-sst-mean": RecipeFit(100e6, 5, 1.0, 3.0)},
+        starts={"local": JobStarts(queue=[0.0, 0.0], arrival=[1.5, 2.5])},
+    )  # fmt: skip
+    p = plan("era5-sst-mean", "2GB", profile="local", calibration=cal)
+    (row,) = p.rows
+    # no queue; the workers' arrival, billed: a plan that omits it starts in 0 s
+    assert p.model.queue == (0.0, 0.0) and p.model.arrival == (1.5, 2.5)
+    assert (row["start_low_s"], row["start_s"], row["start_high_s"]) == (1.5, 2.0, 2.5)
+    assert row["node_hours"] == pytest.approx((2.0 + row["wall_s"]) / 3600)
+    text = p.text()
+    assert "workers start in 1.5-2.5 s (a local cluster)" in text
+    head = next(line for line in text.splitlines() if "chunks/proc" in line)
+    assert "start" in head.split()  # the table's column
+
+
 def test_no_calibration_file_falls_back_to_the_shipped_figures(tmp_path):
     import dask.config
 
