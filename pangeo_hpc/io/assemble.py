@@ -71,7 +71,7 @@ def lazy_dataset(
     decodings = [info.decoding for info in infos]
     dtype = max((d.value_dtype(ref.dtype) for d in decodings), key=lambda d: d.itemsize)
     array = SummingArray(sources, lengths, ref.field_shape, dtype, decodings)
-    chunks = time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
+    chunks = _time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
     data = da.from_array(
         array,
         chunks=(chunks, *ref.field_shape),
@@ -163,7 +163,7 @@ def _decode(name: str, values: np.ndarray, attrs: dict, path: object) -> np.ndar
     return np.asarray(xr.coders.CFDatetimeCoder().decode(raw, name=name).values)
 
 
-def time_chunks(
+def _time_chunks(
     lengths: list[int], hdf5_time: int, field_shape: tuple[int, ...], dtype: np.dtype, mb: float
 ) -> tuple[int, ...]:
     """Chunks along time: multiples of the HDF5 chunk, about ``mb`` each, never across files."""
@@ -198,8 +198,8 @@ def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
         ta, tb = a[a.dims[0]].values, b[b.dims[0]].values
         if a.dims[0] != b.dims[0] or ta.shape != tb.shape or not (ta == tb).all():
             raise InputError(
-                f"{v!r} ({f!r}) has the time axis {time_text(b)} but {v0!r} ({f0!r}) "
-                f"{time_text(a)}: variables opened together must share one time axis; open "
+                f"{v!r} ({f!r}) has the time axis {_time_text(b)} but {v0!r} ({f0!r}) "
+                f"{_time_text(a)}: variables opened together must share one time axis; open "
                 "them separately, or choose a period both cover with start=/end="
             )
     return xr.merge(
@@ -265,7 +265,7 @@ def grid_text(array: xr.DataArray) -> str:
     return text
 
 
-def time_text(array: xr.DataArray) -> str:
+def _time_text(array: xr.DataArray) -> str:
     """``time0: 744 steps 2000-01-01T00..2000-01-31T23`` for messages."""
     t = array[array.dims[0]].values
     span = f"{str(t[0])[:13]}..{str(t[-1])[:13]}" if t.size else "empty"

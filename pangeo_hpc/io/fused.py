@@ -29,7 +29,7 @@ from pangeo_hpc.io.reader import Decoding, Fetched, MultiFileArray, _assemble
 from pangeo_hpc.jit import CACHE, njit
 from pangeo_hpc.recipes.kernels import weighted_sums
 
-__all__ = ["SummingArray", "fusable", "weighted_sums_of"]
+__all__ = ["SummingArray"]
 
 
 @njit
@@ -100,8 +100,8 @@ def _chunk_sums(
         out[t_out + t - t0, 1] += d
 
 
-def fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
-    """Whether :func:`weighted_sums_of` decodes these chunks itself: float32 stored and
+def _fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
+    """Whether :func:`_weighted_sums_of` decodes these chunks itself: float32 stored and
     read, shuffled and/or deflated, three axes, every chunk present, a little-endian host."""
     table = fetched.table
     decoder = ChunkDecoder(table.codecs, table.chunks, table.dtype)
@@ -140,11 +140,11 @@ def _sum_chunks(fetched: Fetched, decoding: Decoding, w: np.ndarray, out: np.nda
         )  # fmt: skip
 
 
-def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray) -> np.ndarray:
+def _weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray) -> np.ndarray:
     """``(stop - start, 2)`` float64: per time step ``start:stop`` of ``array`` (time and a
     2-D field), ``Σ w x`` and ``Σ w`` over the valid values, ``w`` on the field's grid.
 
-    Each file's chunks are read and summed chunk by chunk where :func:`fusable`; others
+    Each file's chunks are read and summed chunk by chunk where :func:`_fusable`; others
     are read as a block and summed by :func:`~pangeo_hpc.recipes.kernels.weighted_sums`.
     """
     w = np.ascontiguousarray(w, dtype="f8")
@@ -155,7 +155,7 @@ def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray
         fetched: Any = fetch(key) if fetch is not None else array.sources[i].read(key)
         decoding = array.decodings[i]
         part = out[at : at + b - a]
-        if isinstance(fetched, Fetched) and fusable(fetched, decoding, array.dtype):
+        if isinstance(fetched, Fetched) and _fusable(fetched, decoding, array.dtype):
             try:
                 _sum_chunks(fetched, decoding, w, part)
                 continue
@@ -179,5 +179,5 @@ class SummingArray(MultiFileArray):
 
     def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
         """Per time step ``start:stop``: ``Σ w x`` and ``Σ w`` over the valid values of a
-        2-D field, ``(stop - start, 2)`` float64 (:func:`weighted_sums_of`)."""
-        return weighted_sums_of(self, start, stop, w)
+        2-D field, ``(stop - start, 2)`` float64 (:func:`_weighted_sums_of`)."""
+        return _weighted_sums_of(self, start, stop, w)

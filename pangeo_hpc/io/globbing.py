@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pangeo_hpc.errors import DataNotFoundError, InputError
 
-__all__ = ["expand", "nothing_matches"]
+__all__ = ["expand"]
 
 
 def expand(pattern: object) -> list[str]:
@@ -33,12 +33,12 @@ def expand(pattern: object) -> list[str]:
             )
         hits = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
         if not hits:
-            raise DataNotFoundError(nothing_matches(text), param="pattern")
+            raise DataNotFoundError(_nothing_matches(text), param="pattern")
         found += [os.path.abspath(p) for p in hits]
     return list(dict.fromkeys(found))
 
 
-def nothing_matches(pattern: str) -> str:
+def _nothing_matches(pattern: str) -> str:
     """Why ``pattern`` matches no file: the folder before its first wildcard and what it
     holds, or the nearest folder above that exists."""
     parts = Path(pattern).parts

@@ -14,12 +14,12 @@ from pangeo_hpc.inputs.periods import Month, month_ranges, months
 MANIFEST = "demo-manifest.json"
 
 
-def is_demo_tree(root: str | Path) -> bool:
+def _is_demo_tree(root: str | Path) -> bool:
     """Whether ``root`` is a tree that ``demo-data`` made (its manifest is there)."""
     return (Path(root) / MANIFEST).is_file()
 
 
-def demo_call(
+def _demo_call(
     root: str | Path, start: Month, end: Month, variable: str = "sea_surface_temperature"
 ) -> tuple[str, list[str]]:
     """The call of :func:`pangeo_hpc.demo.generate` that adds ``start`` to ``end`` of
@@ -116,7 +116,7 @@ def find_files(
     if missing:
         # synthetic months only for a tree of synthetic data, never mixed into real data
         commands = dict(
-            [demo_call(root, missing[0], missing[-1], variable)] if is_demo_tree(root) else []
+            [_demo_call(root, missing[0], missing[-1], variable)] if _is_demo_tree(root) else []
         )
         more = "".join(f", or generate them with {call}" for call in commands)
         raise DataNotFoundError(

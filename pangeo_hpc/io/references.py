@@ -62,7 +62,7 @@ class IndexReport:
         return line
 
 
-def cache_root() -> Path:
+def _cache_root() -> Path:
     """The index cache folder (config ``pangeo-hpc.s3.index-cache``)."""
     return Path(os.path.expandvars(str(config.get("s3.index-cache")))).expanduser()
 
@@ -70,7 +70,7 @@ def cache_root() -> Path:
 def cache_file(url: str) -> Path:
     """Where the index of ``url`` is kept."""
     digest = hashlib.sha256(url.encode()).hexdigest()[:32]
-    return cache_root() / digest[:2] / f"{digest}.json"
+    return _cache_root() / digest[:2] / f"{digest}.json"
 
 
 def load_refs(stamp: Stamp) -> dict[str, Any] | None:
@@ -99,7 +99,7 @@ def claim_cache() -> Path:
         return all(re.fullmatch(r"[0-9a-f]{2}", p.name) and p.is_dir() for p in root.iterdir())
 
     return claim_tree(
-        cache_root(), kind="cache", flag="pangeo-hpc.s3.index-cache",
+        _cache_root(), kind="cache", flag="pangeo-hpc.s3.index-cache",
         ours=earlier, mode=0o700,
     )  # fmt: skip
 
@@ -127,7 +127,7 @@ def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
     return path
 
 
-def scan_refs(url: str, opts: S3Options) -> dict[str, Any]:
+def _scan_refs(url: str, opts: S3Options) -> dict[str, Any]:
     """Index one NetCDF4/HDF5 object with kerchunk (reads only its metadata).
 
     Parameters
@@ -214,7 +214,7 @@ def build_index(
     todo = [s for s in stamps if rebuild or load_refs(s) is None]
     if todo:
         claim_cache()
-    report = IndexReport(reused=len(stamps) - len(todo), cache=str(cache_root()))
+    report = IndexReport(reused=len(stamps) - len(todo), cache=str(_cache_root()))
     for i, (stamp, result) in enumerate(_scan_all(todo, opts, client), 1):
         if isinstance(result, BaseException):
             report.failed.append((stamp.path, f"{type(result).__name__}: {result}"))
@@ -229,7 +229,7 @@ def build_index(
 
 def _scan_or_error(url: str, opts: S3Options) -> dict[str, Any] | BaseException:
     try:
-        return scan_refs(url, opts)
+        return _scan_refs(url, opts)
     except Exception as exc:  # reported per object; the others go on
         return exc
 

@@ -41,7 +41,7 @@ import xarray as xr
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 
-__all__ = ["chunk_versions", "month_pieces", "piece_stamps"]
+__all__ = ["month_pieces", "piece_stamps"]
 
 #: snapshot id -> {(array path, chunk coordinates): snapshot that last wrote it}
 _VERSIONS: dict[tuple[str, str], dict[tuple[str, tuple[int, ...]], str]] = {}
@@ -62,7 +62,7 @@ def month_pieces(times: np.ndarray) -> list[tuple[int, int]]:
     return spans
 
 
-def chunk_versions(repo: Any, snapshot: str, url: str) -> dict[tuple[str, tuple[int, ...]], str]:
+def _chunk_versions(repo: Any, snapshot: str, url: str) -> dict[tuple[str, tuple[int, ...]], str]:
     """For each chunk of the repository at ``snapshot``: the snapshot that last wrote it.
 
     Walks the ancestry from ``snapshot`` back to the repository's first commit, asking
@@ -167,7 +167,7 @@ def piece_stamps(
         },
         sort_keys=True,
     )
-    versions = None if session is None else chunk_versions(repo, session.snapshot_id, url)
+    versions = None if session is None else _chunk_versions(repo, session.snapshot_id, url)
     files: dict[str, list[str]] = {}
     stamps: dict[str, Stamp] = {}
     for var, name in names.items():

@@ -189,7 +189,7 @@ def _wait_http(job: LabJob, timeout: float) -> None:
 
 def instructions(job: LabJob, *, login: str | None, user: str | None) -> str:
     """What to type on the laptop: the ssh line, the URL with the token, how to stop."""
-    if ip_is_loopback(job.ip):
+    if _ip_is_loopback(job.ip):
         tunnel = tunnel_command(
             login=login or job.node,
             user=user,
@@ -218,7 +218,7 @@ def instructions(job: LabJob, *, login: str | None, user: str | None) -> str:
     )
 
 
-def ip_is_loopback(ip: str) -> bool:
+def _ip_is_loopback(ip: str) -> bool:
     """True for 127.x.x.x and localhost."""
     if ip in ("localhost", "::1") or ip.startswith("127."):
         return True

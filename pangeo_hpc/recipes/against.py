@@ -24,7 +24,6 @@ __all__ = [
     "named",
     "others",
     "reference_of",
-    "spatial_dims",
 ]
 
 
@@ -46,7 +45,7 @@ def others(ds: xr.Dataset, reference: str) -> list[Hashable]:
     return [n for n in ds.data_vars if n != reference]
 
 
-def spatial_dims(da: xr.DataArray, step: str) -> tuple[str, str]:
+def _spatial_dims(da: xr.DataArray, step: str) -> tuple[str, str]:
     """The latitude and longitude dimensions of ``da`` (1-D coordinates), or one line."""
     try:
         lat, lon = horizontal_names(da)
@@ -61,7 +60,7 @@ def spatial_dims(da: xr.DataArray, step: str) -> tuple[str, str]:
 
 def area_weights(da: xr.DataArray, step: str) -> xr.DataArray:
     """Cell areas of ``da``'s grid (m², from sin(latitude) differences: CDO ``gridarea``)."""
-    lat, lon = spatial_dims(da, step)
+    lat, lon = _spatial_dims(da, step)
     return cell_area(da[lat], da[lon])
 
 

@@ -280,7 +280,7 @@ class Sums(Aggregation):
         return {"value": np.where(count > 0, state["sum"], np.nan).astype(dtype, copy=False)}
 
 
-class Extreme(Aggregation):
+class _Extreme(Aggregation):
     """A minimum or a maximum (NaN where a group has no valid value) and the count."""
 
     def __init__(self, name: str, pick: Any, cell_method: str) -> None:
@@ -360,8 +360,8 @@ AGGREGATIONS: dict[str, Aggregation] = {
     a.name: a
     for a in (
         Sums("mean", divide=True),
-        Extreme("min", np.fmin, "minimum"),
-        Extreme("max", np.fmax, "maximum"),
+        _Extreme("min", np.fmin, "minimum"),
+        _Extreme("max", np.fmax, "maximum"),
         Sums("sum", divide=False),
         Trend(),
     )

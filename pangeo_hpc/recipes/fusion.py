@@ -36,7 +36,6 @@ __all__ = [
     "WeightedSums",
     "fused_spans",
     "fused_weighted_nanmean",
-    "reader_of",
     "reads_twice",
     "task_spans",
 ]
@@ -55,7 +54,7 @@ class WeightedSums(Protocol):
         ...
 
 
-def reader_of(x: da.Array) -> WeightedSums | None:
+def _reader_of(x: da.Array) -> WeightedSums | None:
     """The reader ``x`` was made from by ``da.from_array`` if ``x`` is nothing but its
     blocks, whole fields each, and it offers :class:`WeightedSums`; else ``None``."""
     original = f"original-{x.name}"
@@ -94,12 +93,12 @@ def fused_weighted_nanmean(
     x: da.Array, w: np.ndarray, min_share: float, finish: Callable[..., np.ndarray]
 ) -> da.Array | None:
     """The weighted mean over the field of each time step of ``x``, computed by the reader
-    ``x`` comes straight from (:func:`reader_of`), or ``None`` when it does not; ``finish``
+    ``x`` comes straight from (:func:`_reader_of`), or ``None`` when it does not; ``finish``
     makes the means from the sums, the total weight and ``min_share``
     (:func:`pangeo_hpc.recipes.kernels.mean_of_sums`)."""
     if not config.get("data.fuse-reads"):
         return None
-    reader = reader_of(x)
+    reader = _reader_of(x)
     if reader is None or w.shape != x.shape[1:]:
         return None
     w = np.ascontiguousarray(w, dtype="f8")

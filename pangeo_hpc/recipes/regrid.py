@@ -45,7 +45,7 @@ from pangeo_hpc.recipes.regrid_weights import METHODS, Weights
 from pangeo_hpc.recipes.time_bounds import bounds_names
 from pangeo_hpc.recipes.traits import step_by_step
 
-__all__ = ["WeightsStore", "regrid", "using_store", "weights_for", "weights_key"]
+__all__ = ["WeightsStore", "regrid", "using_store", "weights_key"]
 
 #: the format of a weights entry: in every key
 FORMAT = "pangeo-hpc-regrid-weights-1"
@@ -96,7 +96,7 @@ def weights_key(src: Grid, dst: Grid, method: str) -> str:
     return h.hexdigest()
 
 
-def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
+def _weights_for(src: Grid, dst: Grid, method: str) -> Weights:
     """The weights of ``method`` from ``src`` to ``dst``: kept in this process, else from
     the store in use (:func:`using_store`), else built (and stored)."""
     key = weights_key(src, dst, method)
@@ -254,7 +254,7 @@ def regrid(
         lon_bounds=lon_bounds if lon_bounds is not None else carried[1],
     )
     dst = target_grid(grid)
-    weights = weights_for(src, dst, method)
+    weights = _weights_for(src, dst, method)
     ydim, xdim = src.dims
     if da.chunks is not None:
         da = da.chunk({ydim: -1, xdim: -1})

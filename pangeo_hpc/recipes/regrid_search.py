@@ -14,10 +14,10 @@ import scipy.sparse as sp
 
 from pangeo_hpc.recipes.regrid_grids import Grid
 
-__all__ = ["centres", "inverse_distance", "neighbours", "unit_vectors", "with_rows"]
+__all__ = ["centres", "inverse_distance", "neighbours", "with_rows"]
 
 
-def unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+def _unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """``(n, 3)`` points on the unit sphere of latitudes and longitudes in degrees."""
     phi, lam = np.deg2rad(lat.ravel()), np.deg2rad(lon.ravel())
     return np.stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)], 1)
@@ -37,10 +37,10 @@ def neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
     between two) in the source's order, as CDO's search returns them."""
     from scipy.spatial import cKDTree
 
-    points = unit_vectors(*centres(src))
+    points = _unit_vectors(*centres(src))
     k = min(k, src.size)
     more = min(2 * k, src.size)
-    chord, near = cKDTree(points).query(unit_vectors(*centres(dst)), k=more)
+    chord, near = cKDTree(points).query(_unit_vectors(*centres(dst)), k=more)
     chord, near = chord.reshape(-1, more), near.reshape(-1, more)
     # ties: distances equal to 1e-9 relative form one rank, ordered by source index
     step = np.diff(chord, axis=1) > 1e-9 * np.maximum(chord[:, 1:], 1e-12)

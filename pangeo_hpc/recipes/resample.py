@@ -261,7 +261,7 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
             "(the data's length)",
             param="window",
         )
-    series = one_chunk_if_small(da, t)
+    series = _one_chunk_if_small(da, t)
     rolled = series.rolling({t: int(window)}, min_periods=1).mean()
     out = rolled.isel({t: slice(window - 1, None)})
     times = da[t].values
@@ -303,7 +303,7 @@ def _fewer_chunks(out: xr.DataArray, t: str) -> xr.DataArray:
     return out.chunk({t: -1, band: rows, **{d: -1 for d in out.dims if d not in (t, band)}})
 
 
-def one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
+def _one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
     """``da`` as one chunk along time when it is small (an area mean's series), else as
     it is: a big field chunked by file keeps its chunks."""
     if da.chunks is not None and da.nbytes <= SMALL_BYTES:

@@ -105,7 +105,7 @@ class HydrationReport:
         }
 
 
-def list_files(path: str | Path) -> list[Path]:
+def _list_files(path: str | Path) -> list[Path]:
     """Every regular file under ``path`` (or ``path`` itself), sorted."""
     p = Path(path)
     if not p.exists():
@@ -144,7 +144,7 @@ def hydration(path: str | Path, files: Iterable[str | Path] | None = None) -> Hy
     1
     """
     info = detect(path)
-    paths = [Path(f) for f in files] if files is not None else list_files(path)
+    paths = [Path(f) for f in files] if files is not None else _list_files(path)
     if info.kind == "lustre" and shutil.which("lfs"):
         return HydrationReport(info.path, info.kind, "lfs hsm_state", _lustre(paths))
     cache = RcloneCache.for_mount(info) if info.mount_type.startswith("fuse.rclone") else None
@@ -191,4 +191,4 @@ def _lustre(paths: list[Path], batch: int = 1000) -> list[FileState]:
     return out
 
 
-__all__ = ["FileState", "HydrationReport", "hydration", "list_files"]
+__all__ = ["FileState", "HydrationReport", "hydration"]

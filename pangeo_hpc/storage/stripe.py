@@ -42,7 +42,7 @@ def stripe_count(
     return min(count, osts) if osts else count
 
 
-def ost_count(path: str | Path) -> int | None:
+def _ost_count(path: str | Path) -> int | None:
     """OSTs of the Lustre file system holding ``path`` (``lfs df``)."""
     r = subprocess.run(["lfs", "df", str(path)], capture_output=True, text=True)
     n = sum(1 for line in r.stdout.splitlines() if "[OST:" in line)
@@ -77,7 +77,7 @@ def stripe_file(path: str | Path, nbytes: int) -> int | None:
 def _setstripe(target: Path, folder: Path, nbytes: int) -> int | None:
     if detect(folder).kind != "lustre" or shutil.which("lfs") is None:
         return None
-    count = stripe_count(nbytes, osts=ost_count(folder))
+    count = stripe_count(nbytes, osts=_ost_count(folder))
     subprocess.run(
         ["lfs", "setstripe", "-c", str(count), str(target)],
         check=True,
