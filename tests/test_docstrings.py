@@ -11,7 +11,13 @@ must pass these checks of :func:`numpydoc.validate.validate`:
 
 A class whose parameters are its fields (a dataclass, a NamedTuple) may list them under
 ``Attributes`` instead of ``Parameters``; parameters whose names start with ``_`` are
-internal (``Inputs._lazy``) and need no entry.
+internal (``Inputs._lazy``) and need no entry; a :class:`typing.Protocol` is never
+called, so its signature is no parameter list.
+
+Beyond the API reference, every public name of the package folders in :data:`FOLDERS`
+(module-level functions and classes whose names do not start with ``_``, and the public
+methods of those classes: :func:`tests.support.public_names.public_names`) passes the
+same checks.
 """
 
 from __future__ import annotations
@@ -25,6 +31,7 @@ from numpydoc.docscrape import NumpyDocString
 from numpydoc.validate import validate
 
 from tests.support.paths import ROOT
+from tests.support.public_names import public_names
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from public_api import objects
@@ -36,6 +43,8 @@ CODES = ("GL08", "SS01", "PR01", "PR02", "RT01", "YD01")
 def _undocumented(obj: object) -> set[str]:
     """The parameters of ``obj`` that neither its Parameters nor (a class) its Attributes
     name, ``_internal`` ones left out."""
+    if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):
+        return set()
     sig = inspect.signature(obj)
     params = {
         ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + n
@@ -69,6 +78,16 @@ def problems(obj: object) -> list[str]:
 
 
 PUBLIC = {f"{o.__module__}.{o.__qualname__}": o for o in objects().values()}
+
+#: the package folders whose every public name is validated (``""``: ``pangeo_hpc/*.py``)
+FOLDERS = [
+    *("", "recipes"),
+]
+
+
+def folder_problems(folder: str) -> list[str]:
+    """:func:`problems` of every public name of ``folder``, as ``name: CODE message`` lines."""
+    return [f"{n}: {p}" for n, obj in public_names(folder).items() for p in problems(obj)]
 
 
 def test_the_public_api_is_what_the_reference_lists():
@@ -120,3 +139,46 @@ def test_a_parameter_left_out_of_a_docstring_is_found(monkeypatch):
     module.answer = answer
     monkeypatch.setitem(sys.modules, module.__name__, module)
     assert [p[:4] for p in problems(answer)] == ["RT01"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_public_name_of_a_folder(folder):
+    assert folder_problems(folder) == [], f"pangeo_hpc/{folder}: fix these docstrings"
+
+
+def test_the_folder_walk_finds_functions_classes_and_methods():
+    """Module-level names where they are defined, public methods, no ``_`` names."""
+    found = public_names("recipes")
+    assert "pangeo_hpc.recipes.means.time_mean" in found
+    assert "pangeo_hpc.recipes.aggregations.Aggregation.combine" in found
+    assert "pangeo_hpc.recipes.regrid_weights.Weights.from_arrays" in found  # a classmethod
+    assert not [n for n in found if n.rsplit(".", 1)[1].startswith("_")]
+    assert "pangeo_hpc.recipes.time_mean" not in found  # re-exported, checked where defined
+    assert "pangeo_hpc.errors.InputError" in public_names("")
+
+
+def test_a_folder_with_an_undocumented_parameter_fails(monkeypatch):
+    """The folder check is not vacuous: a public function of ``recipes`` with a parameter
+    its docstring leaves out is named, with that parameter."""
+    from pangeo_hpc.recipes import units
+
+    def spell(q: object, extra: int = 0) -> str:
+        """UDUNITS spelling of the units ``q``.
+
+        Parameters
+        ----------
+        q : pint.Quantity
+            Units.
+
+        Returns
+        -------
+        str
+            UDUNITS text.
+        """
+        return ""
+
+    spell.__module__, spell.__qualname__ = units.__name__, "spell"
+    monkeypatch.setattr(units, "spell", spell)
+    assert folder_problems("recipes") == [
+        "pangeo_hpc.recipes.units.spell: PR01 parameters ['extra'] not documented"
+    ]

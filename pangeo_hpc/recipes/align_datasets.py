@@ -42,6 +42,20 @@ def align_datasets(
     """One Dataset of ``values`` (name -> the dataset's result), each variable named after
     its dataset, in ``reference``'s units, on one grid and time axis (module description).
 
+    Parameters
+    ----------
+    values : Mapping[str, xr.DataArray]
+        Dataset name -> its result.
+    reference : str
+        The dataset whose units, grid and calendar the others take.
+    join : Literal['inner', 'outer'], optional
+        ``inner``: the common period; ``outer``: all times, NaN where a dataset has none.
+
+    Returns
+    -------
+    xr.Dataset
+        One variable per dataset.
+
     Raises
     ------
     InputError
@@ -79,7 +93,18 @@ def _in_units(da: xr.DataArray, name: str, ref: xr.DataArray, reference: str) ->
 
 
 def grid_text(da: xr.DataArray) -> str:
-    """``72 x 144 (lat -88.75..88.75, lon 0..357.5)``, or ``no latitude/longitude``."""
+    """``72 x 144 (lat -88.75..88.75, lon 0..357.5)``, or ``no latitude/longitude``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+
+    Returns
+    -------
+    str
+        The grid's size and extent, for a message.
+    """
     try:
         lat, lon = horizontal_names(da)
     except InputError:
@@ -135,7 +160,18 @@ def _same_grid(
 
 
 def calendar_of(time: xr.DataArray) -> str:
-    """The calendar of a time coordinate: ``standard`` for NumPy dates."""
+    """The calendar of a time coordinate: ``standard`` for NumPy dates.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    str
+        The CF calendar name.
+    """
     if time.dtype.kind == "M":
         return "standard"
     cal = str(getattr(time.values.flat[0], "calendar", "") or time.encoding.get("calendar", ""))
@@ -155,7 +191,18 @@ def _is_cftime(c: xr.DataArray) -> bool:
 
 
 def period_text(da: xr.DataArray) -> str:
-    """``1991-01..2014-12`` of a result's time axis, or ``no time axis``."""
+    """``1991-01..2014-12`` of a result's time axis, or ``no time axis``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+
+    Returns
+    -------
+    str
+        The first and last month, for a message.
+    """
     t = _time_dim(da)
     if t is None:
         return "no time axis"

@@ -82,6 +82,16 @@ def months_words(months: Sequence[int]) -> str:
 
     >>> months_words([1, 12, 2]), months_words([6, 7]), months_words([1, 3, 4])
     ('DJF', 'Jun-Jul', 'Jan+Mar-Apr')
+
+    Parameters
+    ----------
+    months : Sequence[int]
+        Month numbers, 1..12.
+
+    Returns
+    -------
+    str
+        A few letters.
     """
     wanted = set(months)
     for name, season in SEASONS.items():

@@ -121,7 +121,22 @@ def percentile(
 
 def band_chunks(da: xr.DataArray, t: str, budget: float) -> dict[str, int]:
     """Chunks of ``da``: the whole of ``t``, and bands of the other dimensions holding at
-    most ``budget`` bytes of float64 (whole along the innermost dimensions first)."""
+    most ``budget`` bytes of float64 (whole along the innermost dimensions first).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    t : str
+        The time dimension.
+    budget : float
+        Bytes a chunk may hold.
+
+    Returns
+    -------
+    dict[str, int]
+        Dimension -> chunk size.
+    """
     cells = max(1, int(budget // (da.sizes[t] * 8)))
     chunks = {t: -1}
     for dim in reversed([str(d) for d in da.dims if d != t]):
@@ -132,7 +147,22 @@ def band_chunks(da: xr.DataArray, t: str, budget: float) -> dict[str, int]:
 
 
 def sorted_percentile(x: Any, *, q: float, method: str) -> np.ndarray:
-    """Percentile ``q`` along the last axis of ``x`` by ``method``, skipping NaN (float64)."""
+    """Percentile ``q`` along the last axis of ``x`` by ``method``, skipping NaN (float64).
+
+    Parameters
+    ----------
+    x : Any
+        NumPy data.
+    q : float
+        The percentile, 0..100.
+    method : str
+        NumPy's percentile method (``linear``, ``nearest`` ...).
+
+    Returns
+    -------
+    np.ndarray
+        float64, ``x`` without its last axis.
+    """
     s = np.sort(np.asarray(x, dtype="f8"), axis=-1)  # NaN sort last
     n = (~np.isnan(s)).sum(axis=-1)
     p = q / 100.0

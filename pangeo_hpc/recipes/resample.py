@@ -32,7 +32,20 @@ INCOMPLETE = ("drop", "keep")
 
 def period_starts(coord: np.ndarray, options: Mapping[str, Any] | None = None) -> np.ndarray:
     """The labels of periods (their first instants) as int64 nanoseconds: the groups of a
-    resampling, or of days."""
+    resampling, or of days.
+
+    Parameters
+    ----------
+    coord : np.ndarray
+        Period labels (datetime64).
+    options : Mapping[str, Any] | None, optional
+        Not read: the labels are already the periods' first instants.
+
+    Returns
+    -------
+    np.ndarray
+        int64 nanoseconds, one per label.
+    """
     return coord.astype("datetime64[ns]").view("i8")
 
 
@@ -40,7 +53,20 @@ def periods(values: np.ndarray, alias: str) -> tuple[np.ndarray, np.ndarray]:
     """The periods of ``alias`` from the first to the last of the dates ``values`` (sorted;
     datetime64 or cftime), as xarray's and pandas' resampling cut them (anchored to the
     calendar: the same periods whatever the data's first date), and the index of each
-    date's period among them: ``(starts, at)``, read-only."""
+    date's period among them: ``(starts, at)``, read-only.
+
+    Parameters
+    ----------
+    values : np.ndarray
+        Sorted dates.
+    alias : str
+        A pandas frequency (``MS``, ``YS``).
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        ``(starts, at)``.
+    """
     values = np.asarray(values)
     if values.size == 0:
         return values[:0], np.zeros(0, np.intp)
@@ -313,7 +339,24 @@ def _one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
 
 def period_attrs(da: xr.DataArray, t: str, what: str, method: str) -> dict[str, str]:
     """Attributes of a statistic over time of ``da``: the same quantity and units, a
-    ``long_name`` saying ``what``, the input's cell methods followed by ``method``."""
+    ``long_name`` saying ``what``, the input's cell methods followed by ``method``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    t : str
+        The time dimension.
+    what : str
+        Words for the statistic.
+    method : str
+        The ``cell_methods`` entry.
+
+    Returns
+    -------
+    dict[str, str]
+        The attributes.
+    """
     kept = ("units", "standard_name", "long_name", AREA_TYPE)
     attrs = {k: v for k, v in da.attrs.items() if k in kept}
     attrs["long_name"] = f"{attrs.get('long_name', da.name or 'field')}, {what}"

@@ -43,7 +43,18 @@ def _year_days(calendar: str | None) -> float:
 
 def calendar_of(times: Any) -> str | None:
     """The CF calendar of cftime dates (``times`` an array, a DataArray or a date), ``None``
-    for datetime64."""
+    for datetime64.
+
+    Parameters
+    ----------
+    times : Any
+        Dates, or one date.
+
+    Returns
+    -------
+    str | None
+        The calendar, or ``None``.
+    """
     values = np.asarray(getattr(times, "values", times))
     if values.size == 0 or values.dtype.kind == "M":
         return None
@@ -56,6 +67,16 @@ def year_phrase(calendar: str | None) -> str:
 
     >>> year_phrase("360_day"), year_phrase("julian"), year_phrase(None)
     (' of 360-day years (360_day calendar)', ' of 365.25-day years (julian calendar)', '')
+
+    Parameters
+    ----------
+    calendar : str | None
+        A CF calendar, or ``None``.
+
+    Returns
+    -------
+    str
+        The phrase.
     """
     if calendar is None or calendar.lower() not in CALENDAR_YEAR_DAYS:
         return ""
