@@ -173,11 +173,40 @@ class SummingArray(MultiFileArray):
     """A :class:`~pangeo_hpc.io.reader.MultiFileArray` that also sums time steps of its
     field as it decodes them (the protocol
     :class:`pangeo_hpc.recipes.fusion.WeightedSums`), for
-    :func:`pangeo_hpc.recipes.kernels.weighted_nanmean_blocks`."""
+    :func:`pangeo_hpc.recipes.kernels.weighted_nanmean_blocks`.
+
+    Parameters
+    ----------
+    sources : Sequence[Source]
+        What reads each file.
+    lengths : Sequence[int]
+        The number of time steps in each file.
+    field_shape : tuple[int, ...]
+        The shape of one time step.
+    dtype : np.dtype
+        The dtype of the decoded values.
+    decoding : Decoding | Sequence[Decoding]
+        One decoding for all files, or one per file.
+    """
 
     __slots__ = ()
 
     def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
         """Per time step ``start:stop``: ``Σ w x`` and ``Σ w`` over the valid values of a
-        2-D field, ``(stop - start, 2)`` float64 (:func:`_weighted_sums_of`)."""
+        2-D field, ``(stop - start, 2)`` float64 (:func:`_weighted_sums_of`).
+
+        Parameters
+        ----------
+        start : int
+            First time step.
+        stop : int
+            Time step after the last.
+        w : np.ndarray
+            Weights on the field's grid.
+
+        Returns
+        -------
+        ``(stop - start, 2)`` float64
+            ``Σ w x`` and ``Σ w``.
+        """
         return _weighted_sums_of(self, start, stop, w)

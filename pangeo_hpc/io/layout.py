@@ -46,7 +46,24 @@ def _demo_call(
 
 
 def month_path(root: str | Path, variable: str, month: Month, *, layout: str | None = None) -> Path:
-    """Path of one month's file under ``root``."""
+    """Path of one month's file under ``root``.
+
+    Parameters
+    ----------
+    root : str | Path
+        The tree's folder.
+    variable : str
+        The variable's name.
+    month : Month
+        The month.
+    layout : str | None, optional
+        The path layout (default: ``pangeo-hpc.data.layout``).
+
+    Returns
+    -------
+    Path
+        The file's path.
+    """
     pattern = config.get("data.layout", layout)
     return Path(root) / pattern.format(year=month.year, month=month.month, variable=variable)
 
@@ -74,7 +91,22 @@ def key_month(
     key: str, variable: str | None = None, *, layout: str | None = None
 ) -> tuple[Month, str] | None:
     """The month and variable of a file's path relative to the tree's root, if it follows
-    the layout (and is of ``variable``, when given); else ``None``."""
+    the layout (and is of ``variable``, when given); else ``None``.
+
+    Parameters
+    ----------
+    key : str
+        A path relative to the root.
+    variable : str | None, optional
+        A variable's name, or ``None`` for any.
+    layout : str | None, optional
+        The path layout (default: ``pangeo-hpc.data.layout``).
+
+    Returns
+    -------
+    tuple[Month, str] | None
+        The month and variable, or ``None``.
+    """
     match = _layout_regex(config.get("data.layout", layout)).match(key)
     if match is None:
         return None
@@ -88,6 +120,24 @@ def find_files(
     root: str | Path, variable: str, start: object, end: object, *, layout: str | None = None
 ) -> list[Path]:
     """The files of ``variable`` for every month from ``start`` to ``end``.
+
+    Parameters
+    ----------
+    root : str | Path
+        The tree's folder.
+    variable : str
+        The variable's name.
+    start : object
+        First month.
+    end : object
+        Last month.
+    layout : str | None, optional
+        The path layout (default: ``pangeo-hpc.data.layout``).
+
+    Returns
+    -------
+    list[Path]
+        One file per month.
 
     Raises
     ------

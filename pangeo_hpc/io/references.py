@@ -42,7 +42,21 @@ _FORMAT = "pangeo-hpc-references-2"  # 2: sealed
 
 @dataclass
 class IndexReport:
-    """What :func:`build_index` built, found up to date, and could not index."""
+    """What :func:`build_index` built, found up to date, and could not index.
+
+    Attributes
+    ----------
+    built : int
+        Indexes built.
+    reused : int
+        Indexes found up to date.
+    seconds : float
+        Time taken.
+    cache : str
+        The cache folder.
+    failed : list[tuple[str, str]]
+        ``(url, why)`` of each object not indexed.
+    """
 
     built: int = 0
     reused: int = 0
@@ -51,6 +65,13 @@ class IndexReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
+        """One line (and one per failure) for the command line.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         line = (
             f"index: {self.built} built, {self.reused} up to date, in {self.seconds:.1f} s; "
             f"cache {self.cache}"
@@ -68,7 +89,18 @@ def _cache_root() -> Path:
 
 
 def cache_file(url: str) -> Path:
-    """Where the index of ``url`` is kept."""
+    """Where the index of ``url`` is kept.
+
+    Parameters
+    ----------
+    url : str
+        An object's URL.
+
+    Returns
+    -------
+    Path
+        A file of the index cache.
+    """
     digest = hashlib.sha256(url.encode()).hexdigest()[:32]
     return _cache_root() / digest[:2] / f"{digest}.json"
 
@@ -76,7 +108,18 @@ def cache_file(url: str) -> Path:
 def load_refs(stamp: Stamp) -> dict[str, Any] | None:
     """The cached references of ``stamp``, or ``None`` if absent or made for another version
     of the object (another :attr:`~pangeo_hpc.inputs.stamps.Stamp.identity`: size, ETag,
-    version)."""
+    version).
+
+    Parameters
+    ----------
+    stamp : Stamp
+        The object's stamp.
+
+    Returns
+    -------
+    dict[str, Any] | None
+        The references, or ``None``.
+    """
     path = cache_file(stamp.path)
     try:
         doc = unseal_json(path.read_bytes())
@@ -92,7 +135,18 @@ def load_refs(stamp: Stamp) -> dict[str, Any] | None:
 
 def claim_cache() -> Path:
     """The index cache folder, created (user-only) or checked to be this package's: a
-    folder configured there that holds a user's files is refused, never written into."""
+    folder configured there that holds a user's files is refused, never written into.
+
+    Returns
+    -------
+    Path
+        The folder.
+
+    Raises
+    ------
+    InputError
+        When the folder holds files this package did not write.
+    """
     from pangeo_hpc.write.outputs import claim_tree
 
     def earlier(root: Path) -> bool:  # a cache of an earlier version: two-hex-digit folders
@@ -117,7 +171,20 @@ def _is_refs(path: Path) -> bool:
 
 
 def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
-    """Write the references of ``stamp`` into the cache (temporary name, then rename)."""
+    """Write the references of ``stamp`` into the cache (temporary name, then rename).
+
+    Parameters
+    ----------
+    stamp : Stamp
+        The object's stamp.
+    refs : dict[str, Any]
+        Its references.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     from pangeo_hpc.write.outputs import atomic_file
 
     path = cache_file(stamp.path)

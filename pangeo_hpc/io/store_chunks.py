@@ -52,6 +52,16 @@ def month_pieces(times: np.ndarray) -> list[tuple[int, int]]:
 
     >>> month_pieces(np.array(["2000-01-31", "2000-02-01", "2000-02-02"], "M8[D]"))
     [(0, 1), (1, 3)]
+
+    Parameters
+    ----------
+    times : np.ndarray
+        Dates, sorted.
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        ``(first, stop)`` each.
     """
     labels = [str(t)[:7] for t in times]
     spans, at = [], 0
@@ -149,6 +159,29 @@ def piece_stamps(
 ) -> tuple[dict[str, list[str]], dict[str, Stamp]]:
     """The stamp of each month (``spans`` of ``ds``'s time axis ``t``; ``lo``: the store's
     index of its first step) of each variable (recipe name -> array name ``names``).
+
+    Parameters
+    ----------
+    url : str
+        The store's URL or path.
+    store : Any
+        The open Zarr store.
+    names : dict[str, str]
+        Recipe name -> array name.
+    ds : xr.Dataset
+        The store's dataset.
+    t : str
+        Its time dimension.
+    lo : int
+        The store's index of the first step.
+    spans : list[tuple[int, int]]
+        What :func:`month_pieces` gave.
+    repo : Any, optional
+        The Icechunk repository, or ``None``.
+    session : Any, optional
+        The Icechunk session, or ``None``.
+    s3 : S3Options | None, optional
+        How to reach S3, or ``None``.
 
     Returns
     -------

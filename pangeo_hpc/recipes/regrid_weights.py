@@ -26,7 +26,7 @@ Methods:
   and in latitude between the four surrounding source centres; from a curvilinear
   source, the inverse of the bilinear map of the quadrilateral of centres around the
   target (:mod:`~pangeo_hpc.recipes.regrid_curvilinear`).
-* conservative from a curvilinear source is refused (:func:`refusal`).
+* conservative from a curvilinear source is refused (:func:`_refusal`).
 
 A target cell outside a regional source (no overlap; a centre outside the source's
 cells) is missing.
@@ -44,7 +44,7 @@ from pangeo_hpc.recipes import regrid_curvilinear
 from pangeo_hpc.recipes.regrid_grids import Grid
 from pangeo_hpc.recipes.regrid_search import inverse_distance, neighbours, with_rows
 
-__all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest", "refusal"]
+__all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest"]
 
 #: the methods, as a recipe names them
 METHODS = ("conservative", "nearest", "bilinear")
@@ -136,9 +136,9 @@ def build(src: Grid, dst: Grid, method: str) -> Weights:
     Raises
     ------
     InputError
-        For ``conservative`` from a curvilinear source (see :func:`refusal`).
+        For ``conservative`` from a curvilinear source (see :func:`_refusal`).
     """
-    why = refusal(src, method)
+    why = _refusal(src, method)
     if why is not None:
         raise InputError(why, param="method")
     if method == "conservative":
@@ -152,7 +152,7 @@ def build(src: Grid, dst: Grid, method: str) -> Weights:
     return Weights(m, mean_rows)
 
 
-def refusal(src: Grid, method: str) -> str | None:
+def _refusal(src: Grid, method: str) -> str | None:
     """Why ``method`` cannot regrid from ``src`` (one line naming the value and the fix),
     or ``None``. Conservative remapping needs the corners of each cell, which a
     curvilinear grid's 2-D centres do not give (CDO ``remapcon`` reads them from

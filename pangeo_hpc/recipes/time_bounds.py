@@ -121,7 +121,7 @@ def _seconds(delta: Any) -> float:
     return float(np.timedelta64(delta, "ns").astype("i8")) / 1e9
 
 
-def shifted(values: np.ndarray, step: tuple[str, int | float]) -> np.ndarray:
+def _shifted(values: np.ndarray, step: tuple[str, int | float]) -> np.ndarray:
     """``values`` plus one ``step`` (:func:`step_of`), in their calendar.
 
     Parameters
@@ -166,7 +166,7 @@ def intervals(time: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
     if lower in time.coords and upper in time.coords:
         return _in_memory(time[lower]), _in_memory(time[upper])
     values = np.asarray(time.values)
-    return values, shifted(values, step_of(values))
+    return values, _shifted(values, step_of(values))
 
 
 def _in_memory(coord: xr.DataArray) -> np.ndarray:
@@ -319,7 +319,6 @@ __all__ = [
     "intervals",
     "is_bounds_coord",
     "middle",
-    "shifted",
     "span",
     "step_of",
     "with_intervals",
