@@ -81,7 +81,7 @@ PUBLIC = {f"{o.__module__}.{o.__qualname__}": o for o in objects().values()}
 
 #: the package folders whose every public name is validated (``""``: ``pangeo_hpc/*.py``)
 FOLDERS = [
-    *("", "recipes", "io"),
+    *("", "recipes", "io", "storage", "s3", "lab", "inputs"),
 ]
 
 

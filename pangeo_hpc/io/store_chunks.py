@@ -50,9 +50,6 @@ _VERSIONS: dict[tuple[str, str], dict[tuple[str, tuple[int, ...]], str]] = {}
 def month_pieces(times: np.ndarray) -> list[tuple[int, int]]:
     """The ``(first, stop)`` index span of each calendar month of ``times`` (in order).
 
-    >>> month_pieces(np.array(["2000-01-31", "2000-02-01", "2000-02-02"], "M8[D]"))
-    [(0, 1), (1, 3)]
-
     Parameters
     ----------
     times : np.ndarray
@@ -62,6 +59,11 @@ def month_pieces(times: np.ndarray) -> list[tuple[int, int]]:
     -------
     list[tuple[int, int]]
         ``(first, stop)`` each.
+
+    Examples
+    --------
+    >>> month_pieces(np.array(["2000-01-31", "2000-02-01", "2000-02-02"], "M8[D]"))
+    [(0, 1), (1, 3)]
     """
     labels = [str(t)[:7] for t in times]
     spans, at = [], 0

@@ -94,9 +94,6 @@ class Region:
 def regions(kind: Literal["all", "land", "ocean"] = "all") -> tuple[Region, ...]:
     """The AR6 regions: all 58, or those regionmask's ``ar6.land`` / ``ar6.ocean`` hold.
 
-    >>> len(regions()), len(regions("land")), len(regions("ocean")), regions()[3].label
-    (58, 46, 15, 'ar6:WNA (W.North-America)')
-
     Parameters
     ----------
     kind : Literal['all', 'land', 'ocean'], optional
@@ -111,6 +108,11 @@ def regions(kind: Literal["all", "land", "ocean"] = "all") -> tuple[Region, ...]
     ------
     InputError
         For another ``kind``.
+
+    Examples
+    --------
+    >>> len(regions()), len(regions("land")), len(regions("ocean")), regions()[3].label
+    (58, 46, 15, 'ar6:WNA (W.North-America)')
     """
     if kind != "all":
         if kind not in ("land", "ocean"):

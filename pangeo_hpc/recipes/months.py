@@ -80,9 +80,6 @@ def months_words(months: Sequence[int]) -> str:
     """The months ``months`` in a few letters: a season's name (``DJF`` for 12, 1, 2 in
     any order), else runs of consecutive months (``Jun-Aug``, ``Jan+Mar``, ``Nov-Feb``).
 
-    >>> months_words([1, 12, 2]), months_words([6, 7]), months_words([1, 3, 4])
-    ('DJF', 'Jun-Jul', 'Jan+Mar-Apr')
-
     Parameters
     ----------
     months : Sequence[int]
@@ -92,6 +89,11 @@ def months_words(months: Sequence[int]) -> str:
     -------
     str
         A few letters.
+
+    Examples
+    --------
+    >>> months_words([1, 12, 2]), months_words([6, 7]), months_words([1, 3, 4])
+    ('DJF', 'Jun-Jul', 'Jan+Mar-Apr')
     """
     wanted = set(months)
     for name, season in SEASONS.items():

@@ -65,9 +65,6 @@ def year_phrase(calendar: str | None) -> str:
     """What a year is, for a ``long_name``: empty for the Gregorian calendars, else
     `` of 365-day years (noleap calendar)`` and the like.
 
-    >>> year_phrase("360_day"), year_phrase("julian"), year_phrase(None)
-    (' of 360-day years (360_day calendar)', ' of 365.25-day years (julian calendar)', '')
-
     Parameters
     ----------
     calendar : str | None
@@ -77,6 +74,11 @@ def year_phrase(calendar: str | None) -> str:
     -------
     str
         The phrase.
+
+    Examples
+    --------
+    >>> year_phrase("360_day"), year_phrase("julian"), year_phrase(None)
+    (' of 360-day years (360_day calendar)', ' of 365.25-day years (julian calendar)', '')
     """
     if calendar is None or calendar.lower() not in CALENDAR_YEAR_DAYS:
         return ""

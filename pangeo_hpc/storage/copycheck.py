@@ -80,7 +80,18 @@ def _how_checked(etag: str | None, *, folder: bool) -> str:
 
 
 def digest(data: bytes | memoryview) -> bytes:
-    """The checksum of one range's bytes (BLAKE2b, 128 bits)."""
+    """The checksum of one range's bytes (BLAKE2b, 128 bits).
+
+    Parameters
+    ----------
+    data : bytes | memoryview
+        The bytes.
+
+    Returns
+    -------
+    bytes
+        16 bytes.
+    """
     return hashlib.blake2b(data, digest_size=16).digest()
 
 

@@ -86,7 +86,23 @@ def _libc() -> ctypes.CDLL:
 
 
 def statfs_magic(path: str | Path) -> int:
-    """``f_type`` of ``statfs(path)``."""
+    """``f_type`` of ``statfs(path)``.
+
+    Parameters
+    ----------
+    path : str | Path
+        A path that exists.
+
+    Returns
+    -------
+    int
+        The file system's magic number.
+
+    Raises
+    ------
+    InputError
+        When ``path`` cannot be examined.
+    """
     libc = _libc()
     buf = _Statfs()
     if libc.statfs(os.fsencode(str(path)), ctypes.byref(buf)) != 0:
@@ -96,7 +112,13 @@ def statfs_magic(path: str | Path) -> int:
 
 
 def mounts() -> list[tuple[str, str, str]]:
-    """(mount point, type, source) of every mount, from /proc/self/mountinfo."""
+    """(mount point, type, source) of every mount, from /proc/self/mountinfo.
+
+    Returns
+    -------
+    list[tuple[str, str, str]]
+        One tuple per mount, in the file's order.
+    """
     out = []
     with open("/proc/self/mountinfo") as f:
         for line in f:

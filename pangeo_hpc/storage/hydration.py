@@ -83,7 +83,13 @@ class HydrationReport:
         return {s: c.get(s, 0) for s in STATES}
 
     def summary(self) -> str:
-        """One line: files by state and bytes loaded of bytes total."""
+        """One line: files by state and bytes loaded of bytes total.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         pct = 100 * self.bytes_loaded / self.bytes_total if self.bytes_total else 100.0
         counts = ", ".join(f"{n} {s}" for s, n in self.counts.items() if n)
         return (
@@ -93,6 +99,13 @@ class HydrationReport:
         )
 
     def to_dict(self) -> dict:
+        """The report as plain data (JSON-ready): totals, and each file's state.
+
+        Returns
+        -------
+        dict
+            The data.
+        """
         return {
             "root": self.root,
             "filesystem": self.filesystem,

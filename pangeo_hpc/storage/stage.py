@@ -104,7 +104,13 @@ class StageReport:
         return self.bytes / 1e6 / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
-        """One line (plus a line per failure): what was staged, and what was checked."""
+        """One line (plus a line per failure): what was staged, and what was checked.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         line = (
             f"staged {self.files} files ({self.bytes / 1e9:.2f} GB) in {self.seconds:.1f} s "
             f"({self.mb_per_s:.0f} MB/s)"

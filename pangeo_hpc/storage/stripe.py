@@ -70,7 +70,20 @@ def prepare_output(path: str | Path, nbytes: int) -> int | None:
 
 def stripe_file(path: str | Path, nbytes: int) -> int | None:
     """Create the empty file ``path`` with a layout for ``nbytes`` on Lustre (``lfs
-    setstripe -c N FILE``) before it is written; a no-op elsewhere."""
+    setstripe -c N FILE``) before it is written; a no-op elsewhere.
+
+    Parameters
+    ----------
+    path : str | Path
+        The file to create.
+    nbytes : int
+        The bytes it will hold.
+
+    Returns
+    -------
+    int | None
+        The stripe count set, or ``None`` (not Lustre, or no ``lfs``).
+    """
     return _setstripe(Path(path), Path(path).parent, nbytes)
 
 

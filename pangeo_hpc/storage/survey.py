@@ -185,6 +185,11 @@ def _cache(r: ReadSpeed) -> str:
 def table(results: Sequence[ReadSpeed]) -> str:
     """An aligned plain-text table of :func:`survey` results, one row per path.
 
+    Parameters
+    ----------
+    results : Sequence[ReadSpeed]
+        What :func:`survey` measured.
+
     Returns
     -------
     str

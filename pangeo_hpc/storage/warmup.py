@@ -63,6 +63,14 @@ class WarmupReport:
         return self.bytes / 1e6 / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
+        """One line: files and bytes warmed, how fast and how, and what was skipped or left
+        released.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         line = (
             f"warmed {self.files} files ({self.bytes / 1e9:.2f} GB) in {self.seconds:.1f} s "
             f"({self.mb_per_s:.0f} MB/s) by {self.method}; {self.skipped} already loaded"
