@@ -57,6 +57,12 @@ class InputError(Hinted, ValueError):
     commands : mapping of str to sequence of str, optional
         Calls the message suggests, each with the words of the CLI command that does the
         same (see :class:`Hinted`).
+
+    Examples
+    --------
+    >>> err = InputError("start='2030-01' is after the data: give an earlier start", param="start")
+    >>> isinstance(err, ValueError), err.param
+    (True, ('start',))
     """
 
 
@@ -69,6 +75,12 @@ class DataNotFoundError(InputError, FileNotFoundError):
         The message, as for :class:`InputError`.
     **kwargs
         ``param`` and ``commands``, as for :class:`InputError`.
+
+    Examples
+    --------
+    >>> err = DataNotFoundError("no files match pattern='/data/*.nc': check the path")
+    >>> isinstance(err, FileNotFoundError), isinstance(err, InputError)
+    (True, True)
     """
 
     def __new__(cls, *args: object, **kwargs: object) -> DataNotFoundError:

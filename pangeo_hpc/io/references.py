@@ -276,6 +276,13 @@ def build_index(
     Returns
     -------
     IndexReport
+
+    Examples
+    --------
+    >>> from pangeo_hpc.io.s3_objects import objects_to_index
+    >>> opts = S3Options(endpoint_url="http://localhost:8333")
+    >>> stamps = objects_to_index("s3://era5/2020", opts)  # doctest: +SKIP
+    >>> print(build_index(stamps, opts).summary())  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     todo = [s for s in stamps if rebuild or load_refs(s) is None]

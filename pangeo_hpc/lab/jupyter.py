@@ -156,6 +156,11 @@ def submit_lab(
     LabJob
         The job's id, node, port, token and address (see :func:`instructions` for the
         ``ssh -L`` line and URL).
+
+    Examples
+    --------
+    >>> job = submit_lab(walltime="04:00:00", cores=4, memory="16G")  # doctest: +SKIP
+    >>> print(instructions(job, login="login.hpc.example.org", user=None))  # doctest: +SKIP
     """
     require("lab", "JupyterLab")
     base = Path(os.path.expanduser(config.get("cluster.log-directory"))).parent / "lab"

@@ -120,6 +120,10 @@ def write_lab_config(
     -------
     Path or str
         The file written (through a temporary name, so it is whole or absent), or its URL.
+
+    Examples
+    --------
+    >>> write_lab_config(data_root="/scratch/era5")  # doctest: +SKIP
     """
     target = path or Path.home() / ".config" / "dask" / "pangeo-hpc-lab.yaml"
     text = (
@@ -241,6 +245,12 @@ def start_local_lab(
     -------
     LocalLab
         The running server; :meth:`LocalLab.stop` ends it.
+
+    Examples
+    --------
+    >>> lab = start_local_lab(notebook_dir="notebooks")  # doctest: +SKIP
+    >>> print(local_instructions(lab))  # doctest: +SKIP
+    >>> lab.stop()  # doctest: +SKIP
     """
     require("lab", "JupyterLab")
     root = Path(notebook_dir)

@@ -86,6 +86,14 @@ def percentile(
         ``linear``; else ``time: point (90th percentile over time, method nrank)``, the
         percentile also in ``long_name`` (with the years or months of the data) and
         ``comment``. NaN where a cell has no valid value.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> float(percentile(da, q=50))  # the 12th of 24 values
+    11.0
     """
     check_dataarray(da, "percentile")
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 <= q <= 100:

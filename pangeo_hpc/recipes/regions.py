@@ -108,6 +108,18 @@ def select_region(
         ``mask`` on data without missing values and without ``mask_from`` (Dask data:
         when the result is computed, as only then is it known). An unknown AR6 name is
         refused naming the closest ones (``ar6:WNE``: did you mean ``ar6:WNA``...).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray(
+    ...     [[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon}, dims=("lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> select_region(da, lat=[0, 90]).values.tolist()
+    [[3.0, 4.0]]
     """
     check_dataarray(da, "select_region")
     la, lo = rectilinear_names(da, "select_region")

@@ -170,6 +170,16 @@ def resample(
     numbers to the bit. Dask data stay lazy and keep their chunks (no rechunk along time);
     a series below 16 MB is reduced in one task, periods of a small field regrouped into
     bands of whole time series, about 16 MB each.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> resample(da, freq="annual").values.tolist()
+    [5.5, 17.5]
+    >>> resample(da, freq="annual", stat="max").values.tolist()
+    [11.0, 23.0]
     """
     check_dataarray(da, "resample")
     alias = FREQS.get(freq, freq)
@@ -277,6 +287,14 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
         gives NaN. Units as ``da``; ``cell_methods`` gains ``time: mean``. Each mean's time
         interval is its window's, from the start of its first step to the end of its
         last (CDO's ``time_bnds``: 2015-01-01 to 2016-01-01 for twelve months of 2015).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> running_mean(da, window=3).values[:3].tolist()
+    [1.0, 2.0, 3.0]
     """
     check_dataarray(da, "running_mean")
     t = time_name(da)

@@ -97,6 +97,14 @@ def climatology(
     month or season in one compiled pass; per group, the left fold of the blocks that hold
     it; divided. NumPy or Dask, however chunked: the same values from the same numbers to
     float64 rounding, and to the bit from the same blocks.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> climatology(da).values[:3].tolist()  # January: (0 + 12) / 2
+    [6.0, 7.0, 8.0]
     """
     check_dataarray(da, "climatology")
     dim, words = _grouping(freq, "climatology")
@@ -167,6 +175,14 @@ def anomaly(
     InputError
         A reference period the data do not cover, one without some month or season of
         the data, an unknown ``freq``, or both ``clim`` and ``reference``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> anomaly(da).values[[0, 12]].tolist()  # the two Januaries
+    [-6.0, 6.0]
     """
     check_dataarray(da, "anomaly")
     t = time_name(da)

@@ -390,6 +390,14 @@ def convert_units(
     bounds from the first to the last sample (23 h for a day of hourly values): give no
     ``bounds`` for its totals, their ``time: sum`` and spacing say 24 h. The rate is the
     mean over that time: ``cell_methods`` says ``time: mean`` where it said ``time: sum``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([273.15, 283.15], dims="x", attrs={"units": "K"})
+    >>> c = convert_units(da, to="degC")
+    >>> c.values.round(6).tolist(), c.attrs["units"]
+    ([0.0, 10.0], 'degC')
     """
     check_dataarray(da, "convert_units")
     return convert(da, to, step="convert_units", period=period, bounds=bounds)

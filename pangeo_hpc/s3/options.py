@@ -90,6 +90,14 @@ class S3Options:
         Default: from the AWS chain (``AWS_REGION``, the profile), else ``us-east-1``.
     profile : str, optional
         A named profile of ``~/.aws/config``; default ``AWS_PROFILE`` or ``default``.
+
+    Examples
+    --------
+    >>> opts = S3Options(endpoint_url="http://localhost:8333", anon=True)
+    >>> opts.anon, opts.endpoint_url
+    (True, 'http://localhost:8333')
+    >>> S3Options.resolve(anon=True).anon  # the rest from dask config pangeo-hpc.s3
+    True
     """
 
     endpoint_url: str | None = None

@@ -64,6 +64,12 @@ class FsInfo:
         The file system's magic number (``statfs``).
     mount_point, mount_type, source : str
         The mount that holds the path, from ``/proc/self/mountinfo``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.storage.detect import detect
+    >>> detect("/fsx/era5").kind  # doctest: +SKIP
+    'lustre'
     """
 
     path: str

@@ -40,6 +40,11 @@ class FileState:
         The bytes present on this file system.
     state : {"released", "partial", "loaded", "missing"}
         What follows.
+
+    Examples
+    --------
+    >>> FileState("/fsx/era5/a.nc", size=100, loaded=40, state="partial")
+    FileState(path='/fsx/era5/a.nc', size=100, loaded=40, state='partial')
     """
 
     path: str
@@ -62,6 +67,15 @@ class HydrationReport:
         How the states were read (``lfs hsm_state``, rclone's cache, allocated blocks).
     files : list of FileState
         One per file.
+
+    Examples
+    --------
+    >>> files = [
+    ...     FileState("/fsx/era5/a.nc", 100, 100, "loaded"),
+    ...     FileState("/fsx/era5/b.nc", 100, 0, "released"),
+    ... ]
+    >>> HydrationReport("/fsx/era5", "lustre", "hsm", files).summary()
+    '/fsx/era5 (lustre, by hsm): 2 files (1 released, 1 loaded); 100 B of 200 B loaded (50.0 %)'
     """
 
     root: str

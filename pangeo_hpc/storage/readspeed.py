@@ -61,6 +61,15 @@ class ReadSpeed:
         Files that vanished or could not be read during the survey, with why.
     label : str
         The name shown in tables and plots (default: ``path``).
+
+    Examples
+    --------
+    >>> r = ReadSpeed(
+    ...     "/scratch/era5", "lustre", files=4, bytes=800_000_000, seconds=2.0, cold=True,
+    ...     method="pread", threads=8, block_size=16 * 2**20,
+    ... )
+    >>> r.to_dict()["mb_per_s"]
+    400.0
     """
 
     path: str

@@ -64,6 +64,10 @@ def prepare_output(path: str | Path, nbytes: int) -> int | None:
     -------
     int or None
         The stripe count set, None off Lustre.
+
+    Examples
+    --------
+    >>> prepare_output("/lustre/out/sst.nc", 50 * 2**30)  # doctest: +SKIP
     """
     return _setstripe(Path(path), Path(path), nbytes)
 
