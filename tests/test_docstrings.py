@@ -11,17 +11,16 @@ must pass these checks of :func:`numpydoc.validate.validate`:
 
 A class whose parameters are its fields (a dataclass, a NamedTuple) may list them under
 ``Attributes`` instead of ``Parameters``; parameters whose names start with ``_`` are
-internal (``Inputs._lazy``) and need no entry; a :class:`typing.Protocol` is never
-called, so its signature is no parameter list.
+internal (``Inputs._lazy``) and need no entry.
 
-Beyond the API reference, every public name of the package folders in :data:`FOLDERS`
-(module-level functions and classes whose names do not start with ``_``, and the public
-methods of those classes: :func:`tests.support.public_names.public_names`) passes the
-same checks.
+Beyond the reference, every public module-level function and class of the folders in
+:data:`FOLDERS` (``tests/support/public_names.py`` finds them) passes the same checks: a
+name used only inside its own module is made private instead.
 """
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 import types
@@ -31,7 +30,7 @@ from numpydoc.docscrape import NumpyDocString
 from numpydoc.validate import validate
 
 from tests.support.paths import ROOT
-from tests.support.public_names import public_names
+from tests.support.public_names import public_methods, public_names, public_object
 
 sys.path.insert(0, str(ROOT / "docs" / "_ext"))
 from public_api import objects
@@ -44,7 +43,7 @@ def _undocumented(obj: object) -> set[str]:
     """The parameters of ``obj`` that neither its Parameters nor (a class) its Attributes
     name, ``_internal`` ones left out."""
     if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):
-        return set()
+        return set()  # a typing.Protocol is never called: (*args, **kwargs) is no parameter list
     sig = inspect.signature(obj)
     params = {
         ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + n
@@ -79,16 +78,6 @@ def problems(obj: object) -> list[str]:
 
 PUBLIC = {f"{o.__module__}.{o.__qualname__}": o for o in objects().values()}
 
-#: the package folders whose every public name is validated (``""``: ``pangeo_hpc/*.py``)
-FOLDERS = [
-    *("", "recipes", "io", "storage", "s3", "lab", "inputs"),
-]
-
-
-def folder_problems(folder: str) -> list[str]:
-    """:func:`problems` of every public name of ``folder``, as ``name: CODE message`` lines."""
-    return [f"{n}: {p}" for n, obj in public_names(folder).items() for p in problems(obj)]
-
 
 def test_the_public_api_is_what_the_reference_lists():
     assert len(PUBLIC) > 80, sorted(PUBLIC)  # 93 names, some of them exported twice
@@ -99,6 +88,70 @@ def test_the_public_api_is_what_the_reference_lists():
 @pytest.mark.parametrize("name", sorted(PUBLIC))
 def test_docstring(name):
     assert problems(PUBLIC[name]) == [], f"{name}: fix its docstring"
+
+
+#: folders of pangeo_hpc/ whose every public module-level name is validated
+FOLDERS = ["inputs", "io", "lab", "recipes", "s3", "storage"]
+#: folders of pangeo_hpc/ whose public classes' public methods are validated as well
+METHOD_FOLDERS = ["inputs", "io", "lab", "recipes", "s3", "storage"]
+
+
+@pytest.mark.parametrize("folder", FOLDERS)
+def test_every_public_name_of_a_folder_is_documented(folder):
+    names = public_names(folder)
+    assert names, f"pangeo_hpc/{folder}/ has no public name"
+    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: found for name, found in bad.items() if found}
+    assert bad == {}, f"{len(bad)} of {len(names)} public names of {folder}/: fix their docstrings"
+
+
+@pytest.mark.parametrize("folder", METHOD_FOLDERS)
+def test_every_public_method_of_a_folder_is_documented(folder):
+    names = public_methods(folder)
+    assert names, f"pangeo_hpc/{folder}/ has no public method"
+    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: found for name, found in bad.items() if found}
+    assert bad == {}, f"{len(bad)} of {len(names)} public methods of {folder}/: fix them"
+
+
+def test_a_folder_walk_finds_an_undocumented_parameter(tmp_path, monkeypatch):
+    """The folder walk is not vacuous: in a probe package, the public function whose second
+    parameter is missing from its docstring is found and fails PR01 naming it, and so does
+    a public class's method; the private function without any docstring and the property
+    are not walked."""
+    folder = tmp_path / "docprobe_pkg" / "sub"
+    folder.mkdir(parents=True)
+    (folder.parent / "__init__.py").write_text("")
+    (folder / "__init__.py").write_text("")
+    (folder / "mod.py").write_text(
+        "def forgot(x, y):\n"
+        '    """Add.\n\n    Parameters\n    ----------\n    x : int\n        One.\n\n'
+        '    Returns\n    -------\n    int\n        The sum.\n    """\n'
+        "    return x + y\n\n\n"
+        "def _private(z):\n"
+        "    return z\n\n\n"
+        "class Box:\n"
+        '    """A box."""\n\n'
+        "    def put(self, item):\n"
+        '        """Put ``item`` in."""\n\n'
+        "    @property\n"
+        "    def size(self):\n"
+        "        return 0\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        names = public_names("sub", package="docprobe_pkg", root=tmp_path)
+        assert names == ["docprobe_pkg.sub.mod.Box", "docprobe_pkg.sub.mod.forgot"]
+        assert problems(public_object(names[0])) == []
+        found = problems(public_object(names[1]))
+        assert [p[:4] for p in found] == ["PR01"] and "'y'" in found[0], found
+        methods = public_methods("sub", package="docprobe_pkg", root=tmp_path)
+        assert methods == ["docprobe_pkg.sub.mod.Box.put"]
+        found = problems(public_object(methods[0]))
+        assert [p[:4] for p in found] == ["PR01"] and "'item'" in found[0], found
+    finally:
+        for name in [m for m in sys.modules if m.startswith("docprobe_pkg")]:
+            del sys.modules[name]
 
 
 def test_a_parameter_left_out_of_a_docstring_is_found(monkeypatch):
@@ -141,26 +194,40 @@ def test_a_parameter_left_out_of_a_docstring_is_found(monkeypatch):
     assert [p[:4] for p in problems(answer)] == ["RT01"]
 
 
-@pytest.mark.parametrize("folder", FOLDERS)
-def test_every_public_name_of_a_folder(folder):
-    assert folder_problems(folder) == [], f"pangeo_hpc/{folder}: fix these docstrings"
+def _top_level_names() -> list[str]:
+    """The public functions and classes of the package's top-level modules
+    (``pangeo_hpc/*.py``: :func:`public_names` of ``""`` would walk every folder), and the
+    public methods of those classes, as dotted names."""
+    out = []
+    for path in sorted((ROOT / "pangeo_hpc").glob("*.py")):
+        module = "pangeo_hpc" if path.stem == "__init__" else f"pangeo_hpc.{path.stem}"
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            if not isinstance(node, kinds) or node.name.startswith("_"):
+                continue
+            out.append(f"{module}.{node.name}")
+            if isinstance(node, ast.ClassDef):
+                out += [
+                    f"{module}.{node.name}.{item.name}"
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not item.name.startswith("_")
+                ]
+    return out
 
 
-def test_the_folder_walk_finds_functions_classes_and_methods():
-    """Module-level names where they are defined, public methods, no ``_`` names."""
-    found = public_names("recipes")
-    assert "pangeo_hpc.recipes.means.time_mean" in found
-    assert "pangeo_hpc.recipes.aggregations.Aggregation.combine" in found
-    assert "pangeo_hpc.recipes.regrid_weights.Weights.from_arrays" in found  # a classmethod
-    assert not [n for n in found if n.rsplit(".", 1)[1].startswith("_")]
-    assert "pangeo_hpc.recipes.time_mean" not in found  # re-exported, checked where defined
-    assert "pangeo_hpc.errors.InputError" in public_names("")
+def test_every_public_name_of_the_top_level_modules_is_documented():
+    names = _top_level_names()
+    assert "pangeo_hpc.errors.InputError" in names and "pangeo_hpc.config.get" in names
+    bad = {name: problems(public_object(name)) for name in names}
+    assert {name: found for name, found in bad.items() if found} == {}
 
 
-def test_a_folder_with_an_undocumented_parameter_fails(monkeypatch):
-    """The folder check is not vacuous: a public function of ``recipes`` with a parameter
-    its docstring leaves out is named, with that parameter."""
-    from pangeo_hpc.recipes import units
+def test_a_real_function_with_an_undocumented_parameter_fails_its_folder(monkeypatch):
+    """On the package itself: ``recipes.units.spell`` given a parameter its docstring leaves
+    out makes the check of ``recipes`` name exactly that parameter; a ``Protocol``'s
+    ``(*args, **kwargs)`` is not taken for parameters."""
+    from pangeo_hpc.recipes import folds, units
 
     def spell(q: object, extra: int = 0) -> str:
         """UDUNITS spelling of the units ``q``.
@@ -179,6 +246,8 @@ def test_a_folder_with_an_undocumented_parameter_fails(monkeypatch):
 
     spell.__module__, spell.__qualname__ = units.__name__, "spell"
     monkeypatch.setattr(units, "spell", spell)
-    assert folder_problems("recipes") == [
-        "pangeo_hpc.recipes.units.spell: PR01 parameters ['extra'] not documented"
-    ]
+    found = {n: problems(public_object(n)) for n in public_names("recipes")}
+    assert {n: f for n, f in found.items() if f} == {
+        "pangeo_hpc.recipes.units.spell": ["PR01 parameters ['extra'] not documented"]
+    }
+    assert problems(folds.Aggregation) == []  # a Protocol
