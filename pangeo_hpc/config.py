@@ -23,7 +23,20 @@ def _register() -> None:
 
 
 def get(key: str, override: Any = None) -> Any:
-    """Return ``override`` if given, else the option ``pangeo-hpc.<key>``."""
+    """Return ``override`` if given, else the option ``pangeo-hpc.<key>``.
+
+    Parameters
+    ----------
+    key : str
+        The option's name below ``pangeo-hpc.`` (``"s3.index-cache"``).
+    override : Any, optional
+        A value given by the caller; ``None`` reads the option.
+
+    Returns
+    -------
+    Any
+        ``override``, or the option's value (from ``pangeo-hpc.yaml`` and the user's Dask config).
+    """
     if override is not None:
         return override
     return dask.config.get(f"pangeo-hpc.{key}")

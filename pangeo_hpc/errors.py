@@ -57,6 +57,12 @@ class InputError(Hinted, ValueError):
     commands : mapping of str to sequence of str, optional
         Calls the message suggests, each with the words of the CLI command that does the
         same (see :class:`Hinted`).
+
+    Examples
+    --------
+    >>> err = InputError("start='2030-01' is after the data: give an earlier start", param="start")
+    >>> isinstance(err, ValueError), err.param
+    (True, ('start',))
     """
 
 
@@ -69,6 +75,12 @@ class DataNotFoundError(InputError, FileNotFoundError):
         The message, as for :class:`InputError`.
     **kwargs
         ``param`` and ``commands``, as for :class:`InputError`.
+
+    Examples
+    --------
+    >>> err = DataNotFoundError("no files match pattern='/data/*.nc': check the path")
+    >>> isinstance(err, FileNotFoundError), isinstance(err, InputError)
+    (True, True)
     """
 
     def __new__(cls, *args: object, **kwargs: object) -> DataNotFoundError:
@@ -80,39 +92,113 @@ class DataNotFoundError(InputError, FileNotFoundError):
 class DamagedInputError(InputError):
     """An input file whose bytes do not decode (a damaged chunk) or that ends before its own
     index says: damaged, truncated, or changed since it was indexed. The message names the
-    file and the chunk; the fix is to restore the file."""
+    file and the chunk; the fix is to restore the file.
+
+    Parameters
+    ----------
+    message : str, optional
+        One line naming the value and the fix.
+    param : str | Sequence[str] | None, optional
+        The parameters the message names as ``name=``.
+    commands : Mapping[str, Sequence[str]] | None, optional
+        Calls the message suggests, each with the words of the CLI command that does the same.
+    """
 
 
 class MissingExtraError(InputError, ImportError):
     """An optional feature whose packages are not installed; the message names the extra that
     installs them (``pip install 'pangeo-hpc[s3]'``). An :class:`ImportError` for Python code,
-    an :class:`InputError` for the CLI (one line, exit code 2)."""
+    an :class:`InputError` for the CLI (one line, exit code 2).
+
+    Parameters
+    ----------
+    message : str, optional
+        One line naming the value and the fix.
+    param : str | Sequence[str] | None, optional
+        The parameters the message names as ``name=``.
+    commands : Mapping[str, Sequence[str]] | None, optional
+        Calls the message suggests, each with the words of the CLI command that does the same.
+    """
 
 
 class ClusterError(Hinted, RuntimeError):
-    """The cluster could not be started or its workers did not come; the message says why."""
+    """The cluster could not be started or its workers did not come; the message says why.
+
+    Parameters
+    ----------
+    message : str, optional
+        One line naming the value and the fix.
+    param : str | Sequence[str] | None, optional
+        The parameters the message names as ``name=``.
+    commands : Mapping[str, Sequence[str]] | None, optional
+        Calls the message suggests, each with the words of the CLI command that does the same.
+    """
 
 
 class BudgetSpent(Hinted, RuntimeError):
     """A running cluster spent its budget and the run was stopped, its states saved; the
     message says what was spent and how to resume. The CLI prints it on one line, exit
-    code 3."""
+    code 3.
+
+    Parameters
+    ----------
+    message : str, optional
+        One line naming the value and the fix.
+    param : str | Sequence[str] | None, optional
+        The parameters the message names as ``name=``.
+    commands : Mapping[str, Sequence[str]] | None, optional
+        Calls the message suggests, each with the words of the CLI command that does the same.
+    """
 
 
 class StorageError(Hinted, OSError):
     """Storage failed while data were read (an endpoint went away, throttling outlasted the
-    retries); the message says what and where. The CLI prints it on one line, exit code 1."""
+    retries); the message says what and where. The CLI prints it on one line, exit code 1.
+
+    Parameters
+    ----------
+    message : str, optional
+        One line naming the value and the fix.
+    param : str | Sequence[str] | None, optional
+        The parameters the message names as ``name=``.
+    commands : Mapping[str, Sequence[str]] | None, optional
+        Calls the message suggests, each with the words of the CLI command that does the same.
+    """
 
 
 def shown(value: object) -> str:
-    """``repr(value)`` on one line and at most 60 characters, for an error message."""
+    """``repr(value)`` on one line and at most 60 characters, for an error message.
+
+    Parameters
+    ----------
+    value : object
+        Anything.
+
+    Returns
+    -------
+    str
+        Its ``repr``, shortened with ``...`` past 60 characters.
+    """
     text = " ".join(repr(value).split())
     return text if len(text) <= 60 else text[:57] + "..."
 
 
 def named(name: str, value: object) -> str:
     """``value`` as the user gave it, for a message: ``out='/x'`` for a parameter (a Python
-    name), ``--out '/x'`` for a flag or ``pangeo-hpc.s3.index-cache '/x'`` for a setting."""
+    name), ``--out '/x'`` for a flag or ``pangeo-hpc.s3.index-cache '/x'`` for a setting.
+
+    Parameters
+    ----------
+    name : str
+        A parameter name (``out``), a flag (``--out``) or a setting (``pangeo-hpc.s3.index-cache``).
+    value : object
+        The value given.
+
+    Returns
+    -------
+    str
+        ``name`` and the shown value, in the form that fits ``name``.
+    """
     text = repr(str(value)) if isinstance(value, str | os.PathLike) else repr(value)
     return f"{name}={text}" if name.isidentifier() else f"{name} {text}"
 
@@ -141,6 +227,16 @@ def redact(text: str) -> str:
     ``X-Amz-Credential``, ``token``, ``sig``, ``password`` ...). Everything that prints or
     records a URL, or a message that may hold one, goes through here: error lines, log
     lines, ``summary.json``, ``repr`` of the S3 options.
+
+    Parameters
+    ----------
+    text : str
+        Any text, which may hold URLs.
+
+    Returns
+    -------
+    str
+        ``text`` with every URL's credentials replaced by ``***``.
 
     Examples
     --------

@@ -46,5 +46,16 @@ CACHE = _choose_cache()
 
 
 def njit(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``numba.njit(nogil=True, cache=...)``: compiled, releasing the GIL, cached if possible."""
+    """``numba.njit(nogil=True, cache=...)``: compiled, releasing the GIL, cached if possible.
+
+    Parameters
+    ----------
+    func : Callable[..., Any]
+        A function numba can compile.
+
+    Returns
+    -------
+    Callable[..., Any]
+        The compiled function.
+    """
     return numba.njit(nogil=True, cache=CACHE)(func)

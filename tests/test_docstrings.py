@@ -20,6 +20,7 @@ name used only inside its own module is made private instead.
 
 from __future__ import annotations
 
+import ast
 import inspect
 import sys
 import types
@@ -41,6 +42,8 @@ CODES = ("GL08", "SS01", "PR01", "PR02", "RT01", "YD01")
 def _undocumented(obj: object) -> set[str]:
     """The parameters of ``obj`` that neither its Parameters nor (a class) its Attributes
     name, ``_internal`` ones left out."""
+    if inspect.isclass(obj) and getattr(obj, "_is_protocol", False):
+        return set()  # a typing.Protocol is never called: (*args, **kwargs) is no parameter list
     sig = inspect.signature(obj)
     params = {
         ("*" if p.kind is p.VAR_POSITIONAL else "**" if p.kind is p.VAR_KEYWORD else "") + n
@@ -88,9 +91,9 @@ def test_docstring(name):
 
 
 #: folders of pangeo_hpc/ whose every public module-level name is validated
-FOLDERS = ["batch", "cli", "clusters", "demo", "planning", "write"]
+FOLDERS = ["batch", "cli", "clusters", "demo", "inputs", "io", "lab", "planning", "recipes", "s3", "storage", "write"]  # fmt: skip
 #: folders of pangeo_hpc/ whose public classes' public methods are validated as well
-METHOD_FOLDERS = ["batch", "cli", "clusters", "demo", "planning", "write"]
+METHOD_FOLDERS = FOLDERS
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
@@ -189,3 +192,62 @@ def test_a_parameter_left_out_of_a_docstring_is_found(monkeypatch):
     module.answer = answer
     monkeypatch.setitem(sys.modules, module.__name__, module)
     assert [p[:4] for p in problems(answer)] == ["RT01"]
+
+
+def _top_level_names() -> list[str]:
+    """The public functions and classes of the package's top-level modules
+    (``pangeo_hpc/*.py``: :func:`public_names` of ``""`` would walk every folder), and the
+    public methods of those classes, as dotted names."""
+    out = []
+    for path in sorted((ROOT / "pangeo_hpc").glob("*.py")):
+        module = "pangeo_hpc" if path.stem == "__init__" else f"pangeo_hpc.{path.stem}"
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            if not isinstance(node, kinds) or node.name.startswith("_"):
+                continue
+            out.append(f"{module}.{node.name}")
+            if isinstance(node, ast.ClassDef):
+                out += [
+                    f"{module}.{node.name}.{item.name}"
+                    for item in node.body
+                    if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                    and not item.name.startswith("_")
+                ]
+    return out
+
+
+def test_every_public_name_of_the_top_level_modules_is_documented():
+    names = _top_level_names()
+    assert "pangeo_hpc.errors.InputError" in names and "pangeo_hpc.config.get" in names
+    bad = {name: problems(public_object(name)) for name in names}
+    assert {name: found for name, found in bad.items() if found} == {}
+
+
+def test_a_real_function_with_an_undocumented_parameter_fails_its_folder(monkeypatch):
+    """On the package itself: ``recipes.units.spell`` given a parameter its docstring leaves
+    out makes the check of ``recipes`` name exactly that parameter; a ``Protocol``'s
+    ``(*args, **kwargs)`` is not taken for parameters."""
+    from pangeo_hpc.recipes import folds, units
+
+    def spell(q: object, extra: int = 0) -> str:
+        """UDUNITS spelling of the units ``q``.
+
+        Parameters
+        ----------
+        q : pint.Quantity
+            Units.
+
+        Returns
+        -------
+        str
+            UDUNITS text.
+        """
+        return ""
+
+    spell.__module__, spell.__qualname__ = units.__name__, "spell"
+    monkeypatch.setattr(units, "spell", spell)
+    found = {n: problems(public_object(n)) for n in public_names("recipes")}
+    assert {n: f for n, f in found.items() if f} == {
+        "pangeo_hpc.recipes.units.spell": ["PR01 parameters ['extra'] not documented"]
+    }
+    assert problems(folds.Aggregation) == []  # a Protocol

@@ -79,6 +79,11 @@ def nanny_env() -> dict[str, str]:
     """Environment of a batch job's nanny: :data:`NO_MALLOC_TRIM` as Dask's configuration
     reads it from the environment (a dict literal; dask keeps its keys' case).
 
+    Returns
+    -------
+    dict[str, str]
+        The variable to export in the job script, by name.
+
     Examples
     --------
     >>> nanny_env()

@@ -50,7 +50,23 @@ class Budget:
 
     def node_hours(self, price: float | None) -> float:
         """The budget in node-hours at ``price`` dollars per node-hour (a node-hours
-        budget: itself); a dollar budget without a price is an error naming the fix."""
+        budget: itself); a dollar budget without a price is an error naming the fix.
+
+        Parameters
+        ----------
+        price : float | None
+            Dollars per node-hour, or ``None``.
+
+        Returns
+        -------
+        float
+            Node-hours.
+
+        Raises
+        ------
+        InputError
+            For a dollar budget without a price.
+        """
         if not self.dollars:
             return self.amount
         if not price:
@@ -65,6 +81,20 @@ class Budget:
     def describe(self, node_hours: float, price: float | None, high: float | None = None) -> str:
         """``$0.0123``, ``0.0041 node-hours`` or ``0.0041-0.0062 node-hours`` (up to
         ``high``): node-hours in the budget's unit.
+
+        Parameters
+        ----------
+        node_hours : float
+            Node-hours.
+        price : float | None
+            Dollars per node-hour, or ``None``.
+        high : float | None, optional
+            The upper end of a range, or ``None``.
+
+        Returns
+        -------
+        str
+            The text.
 
         Examples
         --------

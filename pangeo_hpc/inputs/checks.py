@@ -11,7 +11,25 @@ from pangeo_hpc.errors import InputError, shown
 
 
 def check_path(value: Any, name: str = "path") -> str | Path:
-    """``value`` if it is a path (``str`` or ``os.PathLike``), else an InputError."""
+    """``value`` if it is a path (``str`` or ``os.PathLike``), else an InputError.
+
+    Parameters
+    ----------
+    value : Any
+        What was given.
+    name : str, optional
+        The parameter's name, for the message.
+
+    Returns
+    -------
+    str | Path
+        ``value``.
+
+    Raises
+    ------
+    InputError
+        When ``value`` is not a path.
+    """
     if isinstance(value, str | os.PathLike) and str(value):
         return value
     raise InputError(

@@ -58,7 +58,23 @@ def _libc() -> ctypes.CDLL:
 
 
 def statfs_magic(path: str | Path) -> int:
-    """``f_type`` of ``statfs(path)``."""
+    """``f_type`` of ``statfs(path)``.
+
+    Parameters
+    ----------
+    path : str or Path
+        A path that exists.
+
+    Returns
+    -------
+    int
+        The file system's magic number.
+
+    Raises
+    ------
+    InputError
+        When ``path`` cannot be examined.
+    """
     libc = _libc()
     buf = _Statfs()
     if libc.statfs(os.fsencode(str(path)), ctypes.byref(buf)) != 0:

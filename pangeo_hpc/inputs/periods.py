@@ -13,7 +13,15 @@ _MONTH = re.compile(r"^\s*(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?\s*$")
 
 @dataclass(frozen=True, order=True, slots=True)
 class Month:
-    """A calendar month."""
+    """A calendar month.
+
+    Attributes
+    ----------
+    year : int
+        The year.
+    month : int
+        The month, 1..12.
+    """
 
     year: int
     month: int
@@ -22,6 +30,13 @@ class Month:
         return f"{self.year:04d}-{self.month:02d}"
 
     def next(self) -> Month:
+        """The month after this one.
+
+        Returns
+        -------
+        Month
+            The next month.
+        """
         return Month(self.year + self.month // 12, self.month % 12 + 1)
 
 
@@ -29,6 +44,25 @@ def parse_month(value: object, *, name: str = "month", end: bool = False) -> Mon
     """Parse ``YYYY-MM`` (or ``YYYY``, or ``YYYY-MM-DD``, whose day is ignored).
 
     A bare year means January, or December when ``end`` is true.
+
+    Parameters
+    ----------
+    value : object
+        ``YYYY-MM``, ``YYYY`` or ``YYYY-MM-DD``.
+    name : str, optional
+        The parameter's name, for the message.
+    end : bool, optional
+        Whether a bare year means its December.
+
+    Returns
+    -------
+    Month
+        The month.
+
+    Raises
+    ------
+    InputError
+        For anything else.
 
     Examples
     --------
@@ -56,6 +90,23 @@ def parse_month(value: object, *, name: str = "month", end: bool = False) -> Mon
 def months(start: object, end: object) -> list[Month]:
     """Every month from ``start`` to ``end``, both included.
 
+    Parameters
+    ----------
+    start : object
+        The first month (as :func:`parse_month` reads it).
+    end : object
+        The last month.
+
+    Returns
+    -------
+    list[Month]
+        The months.
+
+    Raises
+    ------
+    InputError
+        When a month does not parse, or ``end`` is before ``start``.
+
     Examples
     --------
     >>> [str(m) for m in months("2008-11", "2009-02")]
@@ -78,7 +129,23 @@ def _iter(first: Month, last: Month) -> Iterator[Month]:
 
 
 def month_ranges(ms: list[Month]) -> str:
-    """Compress a sorted list of months into ``2008-01..2008-05, 2009-02``."""
+    """Compress a sorted list of months into ``2008-01..2008-05, 2009-02``.
+
+    Parameters
+    ----------
+    ms : list[Month]
+        Sorted months.
+
+    Returns
+    -------
+    str
+        The ranges, comma-separated.
+
+    Raises
+    ------
+    InputError
+        For no months.
+    """
     if not ms:
         raise InputError("no months")
     out: list[str] = []

@@ -129,7 +129,18 @@ def parse_rate(value: object, *, name: str = "rate") -> float:
 
 def format_bytes(n: int) -> str:
     """``1.50 GiB`` for ``1610612736``: dask's :func:`dask.utils.format_bytes`, imported at
-    the first call (the command line's ``--help`` imports no dask)."""
+    the first call (the command line's ``--help`` imports no dask).
+
+    Parameters
+    ----------
+    n : int
+        Bytes.
+
+    Returns
+    -------
+    str
+        The text.
+    """
     from dask.utils import format_bytes as dask_format_bytes
 
     return dask_format_bytes(n)

@@ -66,7 +66,20 @@ class Stamp:
 
     @classmethod
     def of_stat(cls, path: str | os.PathLike[str], st: os.stat_result) -> Stamp:
-        """The stamp of the local file ``path`` whose ``os.stat`` is ``st``."""
+        """The stamp of the local file ``path`` whose ``os.stat`` is ``st``.
+
+        Parameters
+        ----------
+        path : str | os.PathLike[str]
+            A local file.
+        st : os.stat_result
+            Its ``os.stat``.
+
+        Returns
+        -------
+        Stamp
+            The stamp.
+        """
         return cls(
             os.fspath(path),
             int(st.st_size),
@@ -80,6 +93,16 @@ class Stamp:
     def of_file(cls, path: str | os.PathLike[str]) -> Stamp:
         """The stamp of the local file ``path`` now (made absolute, links kept).
 
+        Parameters
+        ----------
+        path : str | os.PathLike[str]
+            A local file.
+
+        Returns
+        -------
+        Stamp
+            The stamp.
+
         Raises
         ------
         FileNotFoundError
@@ -90,7 +113,24 @@ class Stamp:
 
     @classmethod
     def of_object(cls, url: str, size: int, etag: str | None, version: str | None = None) -> Stamp:
-        """The stamp of the S3 object ``url`` from a listing or a HEAD request."""
+        """The stamp of the S3 object ``url`` from a listing or a HEAD request.
+
+        Parameters
+        ----------
+        url : str
+            The object's ``s3://`` URL.
+        size : int
+            Its size.
+        etag : str | None
+            Its ETag, or ``None``.
+        version : str | None, optional
+            Its version id, or ``None``.
+
+        Returns
+        -------
+        Stamp
+            The stamp.
+        """
         return cls(
             url,
             int(size),

@@ -16,6 +16,21 @@ def parse_walltime(value: object) -> int:
 
     Colon forms follow Slurm: ``M``, ``M:S``, ``H:M:S``, ``D-H``, ``D-H:M``, ``D-H:M:S``.
 
+    Parameters
+    ----------
+    value : object
+        A walltime.
+
+    Returns
+    -------
+    int
+        Seconds.
+
+    Raises
+    ------
+    InputError
+        For anything else.
+
     Examples
     --------
     >>> parse_walltime("02:00:00"), parse_walltime("1-00:30:00"), parse_walltime("45m")
@@ -44,7 +59,18 @@ def parse_walltime(value: object) -> int:
 
 
 def format_walltime(seconds: int) -> str:
-    """``HH:MM:SS`` (hours may exceed 24), as every scheduler accepts."""
+    """``HH:MM:SS`` (hours may exceed 24), as every scheduler accepts.
+
+    Parameters
+    ----------
+    seconds : int
+        Seconds.
+
+    Returns
+    -------
+    str
+        The text.
+    """
     h, rest = divmod(int(seconds), 3600)
     return f"{h:02d}:{rest // 60:02d}:{rest % 60:02d}"
 
@@ -55,6 +81,16 @@ def lifetime(walltime: object) -> tuple[int, int]:
     Workers retire gracefully (handing their data over) before the scheduler kills the job:
     10 % of the walltime but at least 1 and at most 10 minutes of margin, and a stagger of
     half the margin so that not every worker leaves at once.
+
+    Parameters
+    ----------
+    walltime : object
+        The job's walltime (as :func:`parse_walltime` reads it).
+
+    Returns
+    -------
+    tuple[int, int]
+        ``(lifetime, stagger)`` seconds.
     """
     wall = parse_walltime(walltime)
     margin = min(max(wall // 10, 60), 600)

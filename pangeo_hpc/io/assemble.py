@@ -56,7 +56,35 @@ def lazy_dataset(
     """``variable`` of ``files`` (in time order) as a lazy dataset with its time axis,
     the time bounds when every file has them, the grid of ``head`` and its attributes.
 
-    ``name`` starts the Dask key (``open_era5``, ``open_files``)."""
+    ``name`` starts the Dask key (``open_era5``, ``open_files``).
+
+    Parameters
+    ----------
+    variable : str
+        The variable's name.
+    files : Sequence[str]
+        Paths or URLs, in time order.
+    infos : Sequence[FileInfo]
+        The scan of each file.
+    sources : Sequence[Source]
+        What reads each file.
+    head : Head
+        What the first file tells of all.
+    chunk_mb : float
+        Target size of a Dask chunk, in MB.
+    name : str
+        The start of the Dask key.
+
+    Returns
+    -------
+    xr.Dataset
+        Lazy, one variable.
+
+    Raises
+    ------
+    InputError
+        When a file's grid or dtype differs from the first file's.
+    """
     ref = infos[0]
     time_dim, *field_dims = head.dims
     for path, info in zip(files[1:], infos[1:], strict=True):
@@ -71,7 +99,7 @@ def lazy_dataset(
     decodings = [info.decoding for info in infos]
     dtype = max((d.value_dtype(ref.dtype) for d in decodings), key=lambda d: d.itemsize)
     array = SummingArray(sources, lengths, ref.field_shape, dtype, decodings)
-    chunks = time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
+    chunks = _time_chunks(lengths, ref.chunk_time, ref.field_shape, dtype, chunk_mb)
     data = da.from_array(
         array,
         chunks=(chunks, *ref.field_shape),
@@ -118,7 +146,31 @@ def decode_times(
     """The stored times (or bounds) of each file as dates, decoded by xarray's public CF
     coder as ``xr.open_dataset`` decodes them, with the file's ``units`` and ``calendar``
     (those of ``attrs``, the first file's, where a scan did not read them). Consecutive
-    files with the same units are decoded together."""
+    files with the same units are decoded together.
+
+    Parameters
+    ----------
+    name : str
+        The coordinate's name (time, or its bounds).
+    values : Sequence[np.ndarray]
+        The stored values of each file.
+    infos : Sequence[FileInfo]
+        The scan of each file.
+    attrs : dict
+        The first file's time attributes.
+    files : Sequence[str]
+        Paths or URLs, for messages.
+
+    Returns
+    -------
+    np.ndarray
+        The dates of all files, concatenated.
+
+    Raises
+    ------
+    InputError
+        When the files' calendars differ, or their dates decode to different types.
+    """
     keys = [
         (info.time_units or attrs.get("units"), info.calendar or attrs.get("calendar"))
         for info in infos
@@ -163,7 +215,7 @@ def _decode(name: str, values: np.ndarray, attrs: dict, path: object) -> np.ndar
     return np.asarray(xr.coders.CFDatetimeCoder().decode(raw, name=name).values)
 
 
-def time_chunks(
+def _time_chunks(
     lengths: list[int], hdf5_time: int, field_shape: tuple[int, ...], dtype: np.dtype, mb: float
 ) -> tuple[int, ...]:
     """Chunks along time: multiples of the HDF5 chunk, about ``mb`` each, never across files."""
@@ -178,7 +230,23 @@ def time_chunks(
 
 def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
     """Datasets of one variable each, ``(variable, dataset, its first file)``, as one:
-    they must share the grid and the time axis (an error names both otherwise)."""
+    they must share the grid and the time axis (an error names both otherwise).
+
+    Parameters
+    ----------
+    parts : Sequence[tuple[str, xr.Dataset, str]]
+        ``(variable, dataset, its first file)`` each.
+
+    Returns
+    -------
+    xr.Dataset
+        All the variables.
+
+    Raises
+    ------
+    InputError
+        When two variables differ in grid or time axis.
+    """
     v0, ds0, f0 = parts[0]
     a = ds0[v0]
     for v, ds, f in parts[1:]:
@@ -191,15 +259,15 @@ def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
         )
         if not same_grid:
             raise InputError(
-                f"{v!r} ({f!r}) is on the grid {grid_text(b)} but {v0!r} ({f0!r}) on "
-                f"{grid_text(a)}: variables opened together must share one grid; open them "
+                f"{v!r} ({f!r}) is on the grid {_grid_text(b)} but {v0!r} ({f0!r}) on "
+                f"{_grid_text(a)}: variables opened together must share one grid; open them "
                 "separately or regrid one (cdo remapbil)"
             )
         ta, tb = a[a.dims[0]].values, b[b.dims[0]].values
         if a.dims[0] != b.dims[0] or ta.shape != tb.shape or not (ta == tb).all():
             raise InputError(
-                f"{v!r} ({f!r}) has the time axis {time_text(b)} but {v0!r} ({f0!r}) "
-                f"{time_text(a)}: variables opened together must share one time axis; open "
+                f"{v!r} ({f!r}) has the time axis {_time_text(b)} but {v0!r} ({f0!r}) "
+                f"{_time_text(a)}: variables opened together must share one time axis; open "
                 "them separately, or choose a period both cover with start=/end="
             )
     return xr.merge(
@@ -212,7 +280,20 @@ Piece = tuple[int, int, tuple[str, ...]]
 
 
 def file_spans(files: Sequence[str], lengths: Sequence[int]) -> list[tuple[int, int, str]]:
-    """Each file's steps on the time axis of their concatenation: ``(first, stop, file)``."""
+    """Each file's steps on the time axis of their concatenation: ``(first, stop, file)``.
+
+    Parameters
+    ----------
+    files : Sequence[str]
+        Paths or URLs, in time order.
+    lengths : Sequence[int]
+        The number of time steps in each.
+
+    Returns
+    -------
+    list[tuple[int, int, str]]
+        ``(first, stop, file)`` each.
+    """
     ends = np.cumsum(lengths)
     return [(int(e - n), int(e), f) for f, n, e in zip(files, lengths, ends, strict=True)]
 
@@ -223,7 +304,20 @@ def time_pieces(spans: Sequence[Sequence[tuple[int, int, str]]], n: int) -> list
 
     ``spans`` holds each variable's :func:`file_spans`, clipped to the steps opened. The
     pieces are what an incremental run keeps a state for
-    (:mod:`pangeo_hpc.batch.incremental.run`)."""
+    (:mod:`pangeo_hpc.batch.incremental.run`).
+
+    Parameters
+    ----------
+    spans : Sequence[Sequence[tuple[int, int, str]]]
+        Each variable's :func:`file_spans`.
+    n : int
+        The number of time steps.
+
+    Returns
+    -------
+    list[Piece]
+        The pieces, in time order.
+    """
     cuts = sorted(
         {0, n, *(a for v in spans for a, _, _ in v), *(b for v in spans for _, b, _ in v)}
     )
@@ -245,7 +339,22 @@ def time_pieces(spans: Sequence[Sequence[tuple[int, int, str]]], n: int) -> list
 def clip_spans(
     spans: Sequence[tuple[int, int, str]], lo: int, hi: int
 ) -> list[tuple[int, int, str]]:
-    """``spans`` on the axis of steps ``lo:hi`` (a period that starts or ends inside a file)."""
+    """``spans`` on the axis of steps ``lo:hi`` (a period that starts or ends inside a file).
+
+    Parameters
+    ----------
+    spans : Sequence[tuple[int, int, str]]
+        ``(first, stop, file)`` each.
+    lo : int
+        The first step opened.
+    hi : int
+        The step after the last one opened.
+
+    Returns
+    -------
+    list[tuple[int, int, str]]
+        The spans that overlap, shifted by ``lo``.
+    """
     out = []
     for a, b, f in spans:
         a, b = max(a, lo), min(b, hi)
@@ -254,7 +363,7 @@ def clip_spans(
     return out
 
 
-def grid_text(array: xr.DataArray) -> str:
+def _grid_text(array: xr.DataArray) -> str:
     """``lat x lon (181, 360), lat 90..-90, lon 0..359`` for messages."""
     dims = array.dims[1:]
     text = f"{' x '.join(map(str, dims))} {tuple(array.shape[1:])}"
@@ -265,7 +374,7 @@ def grid_text(array: xr.DataArray) -> str:
     return text
 
 
-def time_text(array: xr.DataArray) -> str:
+def _time_text(array: xr.DataArray) -> str:
     """``time0: 744 steps 2000-01-01T00..2000-01-31T23`` for messages."""
     t = array[array.dims[0]].values
     span = f"{str(t[0])[:13]}..{str(t[-1])[:13]}" if t.size else "empty"
@@ -273,7 +382,25 @@ def time_text(array: xr.DataArray) -> str:
 
 
 def variable_names(variable: object, param: str) -> list[str]:
-    """``variable`` (a name or a list of names) as a list of distinct names."""
+    """``variable`` (a name or a list of names) as a list of distinct names.
+
+    Parameters
+    ----------
+    variable : object
+        A name, or a list of names.
+    param : str
+        The parameter's name, for messages.
+
+    Returns
+    -------
+    list[str]
+        The names.
+
+    Raises
+    ------
+    InputError
+        When ``variable`` is neither, or names a variable twice.
+    """
     names = [variable] if isinstance(variable, str) else variable
     if (
         not isinstance(names, list | tuple)

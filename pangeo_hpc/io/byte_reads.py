@@ -32,7 +32,13 @@ _read_lock = threading.Lock()
 
 
 def count_read(n: int) -> None:
-    """Add ``n`` bytes to this process's count of bytes read (:func:`bytes_read`)."""
+    """Add ``n`` bytes to this process's count of bytes read (:func:`bytes_read`).
+
+    Parameters
+    ----------
+    n : int
+        Bytes just read.
+    """
     with _read_lock:
         _read[0] += n
 
@@ -41,7 +47,13 @@ def bytes_read() -> int:
     """Bytes this process has read from input files so far, as stored (compressed): every
     ``pread`` of a local file and every range of an S3 object read through its index.
     Reads through h5py (S3 objects without an index, HDF5 layouts the chunk reader does not
-    take) are counted by the bytes of the hyperslab they return instead."""
+    take) are counted by the bytes of the hyperslab they return instead.
+
+    Returns
+    -------
+    int
+        Bytes.
+    """
     return _read[0]
 
 
@@ -54,7 +66,27 @@ def _truncated(name: str, end: int) -> DamagedInputError:
 
 def pread_ranges(fd: int, ranges: Sequence[tuple[int, int]], name: str) -> list[memoryview | None]:
     """The bytes of each ``(offset, length)`` (``None`` where offset < 0), read with few
-    ``pread`` calls: ranges close together on disk are read as one."""
+    ``pread`` calls: ranges close together on disk are read as one.
+
+    Parameters
+    ----------
+    fd : int
+        An open file's descriptor.
+    ranges : sequence of (int, int)
+        Each range's offset and length; a negative offset for a chunk never written.
+    name : str
+        The file's name, for the message of a file shorter than its ranges.
+
+    Returns
+    -------
+    list of memoryview or None
+        Each range's bytes, in the order given.
+
+    Raises
+    ------
+    DamagedInputError
+        When the file ends before a range does.
+    """
     out: list[memoryview | None] = [None] * len(ranges)
     order = sorted((off, n, i) for i, (off, n) in enumerate(ranges) if off >= 0)
     j = 0

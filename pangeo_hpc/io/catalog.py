@@ -110,6 +110,11 @@ def catalog(
     client : distributed.Client, optional
         Where ``build`` scans the objects: this client's workers; default this process (a
         few threads).
+
+    Returns
+    -------
+    Catalog
+        The files and how to read them.
     """
     if is_s3(str(root)):
         require("s3", f"reading {str(root)!r}")

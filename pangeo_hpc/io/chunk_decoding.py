@@ -34,7 +34,20 @@ _FAST = {("zlib",), ("zlib", "shuffle"), ("shuffle",)}
 
 def chunks_in(box: Sequence[tuple[int, int]], chunks: Sequence[int]) -> list[tuple[int, ...]]:
     """Grid indices of the chunks (shape ``chunks``) that overlap ``box`` (``(lo, hi)`` per
-    axis), in C order."""
+    axis), in C order.
+
+    Parameters
+    ----------
+    box : Sequence[tuple[int, int]]
+        ``(lo, hi)`` per axis.
+    chunks : Sequence[int]
+        The chunk shape.
+
+    Returns
+    -------
+    list[tuple[int, ...]]
+        Chunk grid indices.
+    """
     ranges = [range(lo // c, -(-hi // c)) for (lo, hi), c in zip(box, chunks, strict=True)]
     return [
         tuple(r[i] for r, i in zip(ranges, idx, strict=True))
@@ -45,7 +58,22 @@ def chunks_in(box: Sequence[tuple[int, int]], chunks: Sequence[int]) -> list[tup
 def overlap(
     box: Sequence[tuple[int, int]], idx: Sequence[int], chunks: Sequence[int]
 ) -> tuple[tuple[slice, ...], tuple[slice, ...]]:
-    """Where chunk ``idx`` and ``box`` meet: the slices in the chunk and in the box's array."""
+    """Where chunk ``idx`` and ``box`` meet: the slices in the chunk and in the box's array.
+
+    Parameters
+    ----------
+    box : Sequence[tuple[int, int]]
+        ``(lo, hi)`` per axis.
+    idx : Sequence[int]
+        A chunk's grid index.
+    chunks : Sequence[int]
+        The chunk shape.
+
+    Returns
+    -------
+    tuple[tuple[slice, ...], tuple[slice, ...]]
+        Slices into the chunk, and into the box's array.
+    """
     src, dst = [], []
     for (lo, hi), i, c in zip(box, idx, chunks, strict=True):
         a, b = max(lo, i * c), min(hi, (i + 1) * c)
@@ -83,7 +111,25 @@ def _whole(raw: Any, nbytes: int) -> Any:
 
 
 def inflate(payload: Any, nbytes: int) -> bytes:
-    """Inflate one zlib stream whose decoded size is ``nbytes``."""
+    """Inflate one zlib stream whose decoded size is ``nbytes``.
+
+    Parameters
+    ----------
+    payload : Any
+        Deflated bytes.
+    nbytes : int
+        Their decoded size.
+
+    Returns
+    -------
+    bytes
+        The decoded bytes.
+
+    Raises
+    ------
+    CorruptChunkError
+        When the stream does not inflate to ``nbytes``.
+    """
     try:
         if _libdeflate is not None:
             return _libdeflate(payload, nbytes)
@@ -166,6 +212,16 @@ class ChunkDecoder:
     def decode(self, payload: Any) -> np.ndarray:
         """One chunk as an array of the chunk shape.
 
+        Parameters
+        ----------
+        payload : Any
+            The chunk's stored bytes.
+
+        Returns
+        -------
+        np.ndarray
+            The chunk.
+
         Raises
         ------
         CorruptChunkError
@@ -194,7 +250,17 @@ class ChunkDecoder:
         return buf.view(self.dtype).reshape(self.chunks)
 
     def decode_into(self, payload: Any, src: tuple[slice, ...], out: np.ndarray) -> None:
-        """Decode one chunk and write its part ``src`` into ``out`` (a view of that shape)."""
+        """Decode one chunk and write its part ``src`` into ``out`` (a view of that shape).
+
+        Parameters
+        ----------
+        payload : Any
+            The chunk's stored bytes.
+        src : tuple[slice, ...]
+            The part of the chunk wanted.
+        out : np.ndarray
+            Where it goes (a view of that shape).
+        """
         if (
             self.fast
             and self._shuffled

@@ -50,7 +50,27 @@ class ChunkTable:
 
     @classmethod
     def from_refs(cls, refs: dict[str, Any], variable: str) -> ChunkTable:
-        """The table of ``variable`` in a kerchunk reference set (version 1)."""
+        """The table of ``variable`` in a kerchunk reference set (version 1).
+
+        Parameters
+        ----------
+        refs : dict[str, Any]
+            A kerchunk reference set.
+        variable : str
+            The variable's name.
+
+        Returns
+        -------
+        ChunkTable
+            The table.
+
+        Raises
+        ------
+        KeyError
+            When ``variable`` is not in ``refs``.
+        ValueError
+            When a reference has no byte range.
+        """
         r = refs.get("refs", refs)
         zarray = r.get(f"{variable}/.zarray")
         if zarray is None:
@@ -94,7 +114,18 @@ class ChunkTable:
         )
 
     def plan(self, box: Sequence[tuple[int, int]]) -> list[tuple[tuple[int, ...], int, int]]:
-        """The chunks that overlap ``box`` (per axis ``(lo, hi)``): grid index, offset, length."""
+        """The chunks that overlap ``box`` (per axis ``(lo, hi)``): grid index, offset, length.
+
+        Parameters
+        ----------
+        box : Sequence[tuple[int, int]]
+            ``(lo, hi)`` per axis.
+
+        Returns
+        -------
+        list[tuple[tuple[int, ...], int, int]]
+            ``(grid index, offset, length)`` each.
+        """
         from pangeo_hpc.io.chunk_decoding import chunks_in
 
         return [
@@ -108,6 +139,16 @@ class ChunkTable:
 
         ``None`` when the dataset is not chunked or uses a filter other than shuffle and
         deflate (read it with h5py then), or when a chunk skipped a filter.
+
+        Parameters
+        ----------
+        dset : Any
+            An open h5py dataset.
+
+        Returns
+        -------
+        ChunkTable or None
+            The table, or ``None``.
         """
         import h5py
 
@@ -158,6 +199,20 @@ class ChunkTable:
     ) -> np.ndarray:
         """Decode the chunks of ``plan`` (``payloads[i]`` is chunk i's bytes, or ``None``
         when absent) into the array of ``box``.
+
+        Parameters
+        ----------
+        box : Sequence[tuple[int, int]]
+            ``(lo, hi)`` per axis.
+        plan : Sequence[tuple[tuple[int, ...], int, int]]
+            What :meth:`plan` gave.
+        payloads : Sequence[Any]
+            Each chunk's bytes, or ``None``.
+
+        Returns
+        -------
+        np.ndarray
+            The array of ``box``.
 
         Raises
         ------

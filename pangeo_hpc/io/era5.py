@@ -100,6 +100,15 @@ def open_era5(
     only the time axis, shape and dtype are read (or taken from their index), so hundreds
     of files open in about a second. The same files give bit-for-bit the same values
     whichever way they are read.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes import global_mean
+    >>> ds = open_era5(
+    ...     "air_temperature_at_2_metres", "2020-01", "2020-12",
+    ...     source="s3://era5-pds", s3=S3Options(anon=True),
+    ... )  # doctest: +SKIP
+    >>> global_mean(ds["air_temperature_at_2_metres"]).compute()  # doctest: +SKIP
     """
     names = variable_names(variable, "variable")
     root = check_path(config.get("data.root", source), "source")

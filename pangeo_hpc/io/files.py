@@ -104,6 +104,12 @@ def open_files(
     InputError
         Files overlap in time, differ in grid, units or calendar, or variables differ in
         grid or time axis: the message names two files and how they differ.
+
+    Examples
+    --------
+    >>> ds = open_files(
+    ...     "/data/oisst/*/oisst-avhrr-v02r01.*.nc", "sst", "2020-01", "2020-12"
+    ... )  # doctest: +SKIP
     """
     names = variable_names(variables, "variables")
     files = expand(pattern)

@@ -47,6 +47,16 @@ def stamp(path: str) -> Stamp:
     """The :class:`~pangeo_hpc.inputs.stamps.Stamp` of the local file ``path`` now, with a
     content fingerprint where its file system does not keep ctime and inode.
 
+    Parameters
+    ----------
+    path : str
+        A local file.
+
+    Returns
+    -------
+    Stamp
+        Its stamp.
+
     Raises
     ------
     FileNotFoundError
@@ -60,7 +70,18 @@ def stamp(path: str) -> Stamp:
 
 def needs_fingerprint(plain: Stamp) -> bool:
     """Whether ``plain``'s file system is one of :data:`UNKEPT_TIMES` (asked once per
-    device)."""
+    device).
+
+    Parameters
+    ----------
+    plain : Stamp
+        A stamp without fingerprint.
+
+    Returns
+    -------
+    bool
+        Whether its file system does not keep ctime and inode.
+    """
     if plain.device is None:
         return False
     return _kind(plain.device, os.path.dirname(plain.path)) in UNKEPT_TIMES

@@ -32,7 +32,7 @@ from pangeo_hpc.io.reader import Decoding, Fetched, H5Source, MultiFileArray, _a
 from pangeo_hpc.jit import CACHE, njit
 from pangeo_hpc.recipes.kernels import weighted_sums
 
-__all__ = ["SummingArray", "fusable", "weighted_sums_of"]
+__all__ = ["SummingArray"]
 
 
 @njit
@@ -103,8 +103,8 @@ def _chunk_sums(
         out[t_out + t - t0, 1] += d
 
 
-def fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
-    """Whether :func:`weighted_sums_of` decodes these chunks itself: float32 stored and
+def _fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
+    """Whether :func:`_weighted_sums_of` decodes these chunks itself: float32 stored and
     read, shuffled and/or deflated, three axes, every chunk present, a little-endian host."""
     table = fetched.table
     decoder = ChunkDecoder(table.codecs, table.chunks, table.dtype)
@@ -143,11 +143,11 @@ def _sum_chunks(fetched: Fetched, decoding: Decoding, w: np.ndarray, out: np.nda
         )  # fmt: skip
 
 
-def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray) -> np.ndarray:
+def _weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray) -> np.ndarray:
     """``(stop - start, 2)`` float64: per time step ``start:stop`` of ``array`` (time and a
     2-D field), ``Σ w x`` and ``Σ w`` over the valid values, ``w`` on the field's grid.
 
-    Each file's chunks are read and summed chunk by chunk where :func:`fusable`; others
+    Each file's chunks are read and summed chunk by chunk where :func:`_fusable`; others
     are read as a block and summed by :func:`~pangeo_hpc.recipes.kernels.weighted_sums`.
     """
     w = np.ascontiguousarray(w, dtype="f8")
@@ -164,7 +164,7 @@ def weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarray
             fetched = source.read(key)
         decoding = array.decodings[i]
         part = out[at : at + b - a]
-        if isinstance(fetched, Fetched) and fusable(fetched, decoding, array.dtype):
+        if isinstance(fetched, Fetched) and _fusable(fetched, decoding, array.dtype):
             try:
                 _sum_chunks(fetched, decoding, w, part)
                 continue
@@ -181,11 +181,40 @@ class SummingArray(MultiFileArray):
     """A :class:`~pangeo_hpc.io.reader.MultiFileArray` that also sums time steps of its
     field as it decodes them (the protocol
     :class:`pangeo_hpc.recipes.fusion.WeightedSums`), for
-    :func:`pangeo_hpc.recipes.kernels.weighted_nanmean_blocks`."""
+    :func:`pangeo_hpc.recipes.kernels.weighted_nanmean_blocks`.
+
+    Parameters
+    ----------
+    sources : Sequence[Source]
+        What reads each file.
+    lengths : Sequence[int]
+        The number of time steps in each file.
+    field_shape : tuple[int, ...]
+        The shape of one time step.
+    dtype : np.dtype
+        The dtype of the decoded values.
+    decoding : Decoding | Sequence[Decoding]
+        One decoding for all files, or one per file.
+    """
 
     __slots__ = ()
 
     def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
         """Per time step ``start:stop``: ``Σ w x`` and ``Σ w`` over the valid values of a
-        2-D field, ``(stop - start, 2)`` float64 (:func:`weighted_sums_of`)."""
-        return weighted_sums_of(self, start, stop, w)
+        2-D field, ``(stop - start, 2)`` float64 (:func:`_weighted_sums_of`).
+
+        Parameters
+        ----------
+        start : int
+            First time step.
+        stop : int
+            Time step after the last.
+        w : np.ndarray
+            Weights on the field's grid.
+
+        Returns
+        -------
+        ``(stop - start, 2)`` float64
+            ``Σ w x`` and ``Σ w``.
+        """
+        return _weighted_sums_of(self, start, stop, w)

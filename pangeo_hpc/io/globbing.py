@@ -9,11 +9,29 @@ from pathlib import Path
 
 from pangeo_hpc.errors import DataNotFoundError, InputError
 
-__all__ = ["expand", "nothing_matches"]
+__all__ = ["expand"]
 
 
 def expand(pattern: object) -> list[str]:
-    """The files ``pattern`` (a glob, a file, or a list of these) names, each once."""
+    """The files ``pattern`` (a glob, a file, or a list of these) names, each once.
+
+    Parameters
+    ----------
+    pattern : object
+        A glob, a file, or a list of these.
+
+    Returns
+    -------
+    list[str]
+        The files, sorted, each once.
+
+    Raises
+    ------
+    InputError
+        When ``pattern`` is no glob, or names an S3 URL.
+    DataNotFoundError
+        When nothing matches (saying what the folder holds).
+    """
     items = [pattern] if isinstance(pattern, str | os.PathLike) else pattern
     if not isinstance(items, list | tuple) or not items:
         raise InputError(
@@ -33,19 +51,19 @@ def expand(pattern: object) -> list[str]:
             )
         hits = sorted(p for p in glob.glob(text, recursive=True) if os.path.isfile(p))
         if not hits:
-            raise DataNotFoundError(nothing_matches(text), param="pattern")
+            raise DataNotFoundError(_nothing_matches(text), param="pattern")
         found += [os.path.abspath(p) for p in hits]
     return list(dict.fromkeys(found))
 
 
-def nothing_matches(pattern: str) -> str:
+def _nothing_matches(pattern: str) -> str:
     """Why ``pattern`` matches no file: the folder before its first wildcard and what it
     holds, or the nearest folder above that exists."""
     parts = Path(pattern).parts
     fixed = next((i for i, p in enumerate(parts) if glob.has_magic(p)), len(parts) - 1)
     folder = Path(*parts[:fixed]) if fixed else Path(".")
     if folder.is_dir():
-        where = f"{str(folder)!r} exists and holds {listing(folder)}"
+        where = f"{str(folder)!r} exists and holds {_listing(folder)}"
         fix = "check the file-name part of the pattern"
     else:
         up = folder
@@ -53,13 +71,13 @@ def nothing_matches(pattern: str) -> str:
             up = up.parent
         where = (
             f"{str(folder)!r} does not exist; the nearest folder that does, {str(up)!r}, "
-            f"holds {listing(up)}"
+            f"holds {_listing(up)}"
         )
         fix = "check the path"
     return f"no files match pattern={pattern!r}: {where}; {fix}"
 
 
-def listing(folder: Path, most: int = 5) -> str:
+def _listing(folder: Path, most: int = 5) -> str:
     try:
         names = sorted(p.name + ("/" if p.is_dir() else "") for p in folder.iterdir())
     except OSError:

@@ -14,12 +14,12 @@ from pangeo_hpc.inputs.periods import Month, month_ranges, months
 MANIFEST = "demo-manifest.json"
 
 
-def is_demo_tree(root: str | Path) -> bool:
+def _is_demo_tree(root: str | Path) -> bool:
     """Whether ``root`` is a tree that ``demo-data`` made (its manifest is there)."""
     return (Path(root) / MANIFEST).is_file()
 
 
-def demo_call(
+def _demo_call(
     root: str | Path, start: Month, end: Month, variable: str = "sea_surface_temperature"
 ) -> tuple[str, list[str]]:
     """The call of :func:`pangeo_hpc.demo.generate` that adds ``start`` to ``end`` of
@@ -46,7 +46,24 @@ def demo_call(
 
 
 def month_path(root: str | Path, variable: str, month: Month, *, layout: str | None = None) -> Path:
-    """Path of one month's file under ``root``."""
+    """Path of one month's file under ``root``.
+
+    Parameters
+    ----------
+    root : str | Path
+        The tree's folder.
+    variable : str
+        The variable's name.
+    month : Month
+        The month.
+    layout : str | None, optional
+        The path layout (default: ``pangeo-hpc.data.layout``).
+
+    Returns
+    -------
+    Path
+        The file's path.
+    """
     pattern = config.get("data.layout", layout)
     return Path(root) / pattern.format(year=month.year, month=month.month, variable=variable)
 
@@ -74,7 +91,22 @@ def key_month(
     key: str, variable: str | None = None, *, layout: str | None = None
 ) -> tuple[Month, str] | None:
     """The month and variable of a file's path relative to the tree's root, if it follows
-    the layout (and is of ``variable``, when given); else ``None``."""
+    the layout (and is of ``variable``, when given); else ``None``.
+
+    Parameters
+    ----------
+    key : str
+        A path relative to the root.
+    variable : str | None, optional
+        A variable's name, or ``None`` for any.
+    layout : str | None, optional
+        The path layout (default: ``pangeo-hpc.data.layout``).
+
+    Returns
+    -------
+    tuple[Month, str] | None
+        The month and variable, or ``None``.
+    """
     match = _layout_regex(config.get("data.layout", layout)).match(key)
     if match is None:
         return None
@@ -88,6 +120,24 @@ def find_files(
     root: str | Path, variable: str, start: object, end: object, *, layout: str | None = None
 ) -> list[Path]:
     """The files of ``variable`` for every month from ``start`` to ``end``.
+
+    Parameters
+    ----------
+    root : str | Path
+        The tree's folder.
+    variable : str
+        The variable's name.
+    start : object
+        First month.
+    end : object
+        Last month.
+    layout : str | None, optional
+        The path layout (default: ``pangeo-hpc.data.layout``).
+
+    Returns
+    -------
+    list[Path]
+        One file per month.
 
     Raises
     ------
@@ -116,7 +166,7 @@ def find_files(
     if missing:
         # synthetic months only for a tree of synthetic data, never mixed into real data
         commands = dict(
-            [demo_call(root, missing[0], missing[-1], variable)] if is_demo_tree(root) else []
+            [_demo_call(root, missing[0], missing[-1], variable)] if _is_demo_tree(root) else []
         )
         more = "".join(f", or generate them with {call}" for call in commands)
         raise DataNotFoundError(

@@ -36,7 +36,19 @@ S3_BLOCK = 8 << 20
 
 @dataclass(frozen=True, slots=True)
 class Decoding:
-    """CF decoding of stored values: fill/missing values become NaN, then scale and offset."""
+    """CF decoding of stored values: fill/missing values become NaN, then scale and offset.
+
+    Attributes
+    ----------
+    fill_values : tuple[float, ...]
+        Values that mean missing (``_FillValue``, ``missing_value``).
+    scale_factor : float | None
+        ``scale_factor``, or ``None``.
+    add_offset : float | None
+        ``add_offset``, or ``None``.
+    wide : bool
+        Whether the packing attributes are float64 (CF 8.1 and xarray unpack to their type).
+    """
 
     fill_values: tuple[float, ...] = ()
     scale_factor: float | None = None
@@ -50,6 +62,19 @@ class Decoding:
 
     @classmethod
     def from_attrs(cls, attrs: Mapping[str, Any]) -> Decoding:
+        """The decoding a variable's attributes (``_FillValue``, ``missing_value``,
+        ``scale_factor``, ``add_offset``) say.
+
+        Parameters
+        ----------
+        attrs : Mapping[str, Any]
+            A variable's attributes.
+
+        Returns
+        -------
+        Decoding
+            The decoding.
+        """
         fills: list[float] = []
         for key in ("_FillValue", "missing_value"):
             if key in attrs:
@@ -66,12 +91,37 @@ class Decoding:
     def value_dtype(self, stored: np.dtype) -> np.dtype:
         """The type values of ``stored`` type decode to: float64 when packed with float64
         ``scale_factor``/``add_offset`` (CF 8.1, as xarray), else float32 for stored
-        types of up to 4 bytes and float64 for wider ones."""
+        types of up to 4 bytes and float64 for wider ones.
+
+        Parameters
+        ----------
+        stored : np.dtype
+            The stored dtype.
+
+        Returns
+        -------
+        np.dtype
+            The decoded dtype.
+        """
         if self.wide or not (stored.kind in "fiu" and stored.itemsize <= 4):
             return np.dtype("f8")
         return np.dtype("f4")
 
     def apply(self, raw: np.ndarray, dtype: np.dtype) -> np.ndarray:
+        """Decode stored values: fill values become NaN, then scale and offset.
+
+        Parameters
+        ----------
+        raw : np.ndarray
+            Stored values.
+        dtype : np.dtype
+            The decoded dtype (:meth:`value_dtype`).
+
+        Returns
+        -------
+        np.ndarray
+            The values.
+        """
         out = raw.astype(dtype, copy=False)
         if self.fill_values:
             mask = np.isin(raw, self.fill_values)
@@ -91,7 +141,21 @@ class Fetched(NamedTuple):
     chunk (grid index, byte offset, length) and ``payloads`` its bytes (``None`` for a
     chunk never written), or a :class:`~pangeo_hpc.io.byte_reads.ChunkStream` that reads
     them one at a time. A reduction can decode them chunk by chunk
-    (:mod:`pangeo_hpc.io.fused`) instead of assembling the block."""
+    (:mod:`pangeo_hpc.io.fused`) instead of assembling the block.
+
+    Attributes
+    ----------
+    table : ChunkTable
+        Locates and decodes the chunks.
+    box : list of (int, int)
+        The block they are decoded into, ``(lo, hi)`` per axis.
+    post : tuple
+        What the key takes out of the block.
+    plan : list of (tuple of int, int, int)
+        Each chunk's grid index, byte offset and length.
+    payloads : list or ChunkStream
+        Each chunk's bytes (``None``: never written), or a ``ChunkStream``.
+    """
 
     table: ChunkTable
     box: list[tuple[int, int]]
@@ -100,7 +164,13 @@ class Fetched(NamedTuple):
     payloads: list[Any] | ChunkStream
 
     def complete(self) -> bool:
-        """Whether every chunk has bytes (none was never written), read or not yet."""
+        """Whether every chunk has bytes (none was never written), read or not yet.
+
+        Returns
+        -------
+        bool
+            True when no chunk is missing.
+        """
         if isinstance(self.payloads, ChunkStream):
             return self.payloads.complete
         return all(p is not None for p in self.payloads)
@@ -109,7 +179,19 @@ class Fetched(NamedTuple):
 class Source(Protocol):
     """Reads a hyperslab of one variable of one file, as stored (before CF decoding)."""
 
-    def read(self, key: tuple[slice | int, ...]) -> np.ndarray: ...
+    def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        """The hyperslab ``key`` of the variable, as stored.
+
+        Parameters
+        ----------
+        key : tuple[slice | int, ...]
+            Indices along each axis (slices and integers).
+
+        Returns
+        -------
+        np.ndarray
+            The values.
+        """
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +202,13 @@ class H5Source:
     few calls as they are contiguous on disk, and decoded by
     :class:`~pangeo_hpc.io.chunk_decoding.ChunkDecoder` (no HDF5 lock, one copy). Datasets with
     other filters or layouts are read with h5py.
+
+    Attributes
+    ----------
+    path : str
+        A local or mounted file.
+    variable : str
+        The variable's name.
     """
 
     path: str
@@ -129,6 +218,18 @@ class H5Source:
         return ("H5Source", self.path, self.variable)  # as Decoding's: fast, same fields
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        """The hyperslab ``key`` of the variable, as stored.
+
+        Parameters
+        ----------
+        key : tuple[slice | int, ...]
+            Indices along each axis (slices and integers).
+
+        Returns
+        -------
+        np.ndarray
+            The values.
+        """
         fetched = self.fetch(key)
         if not isinstance(fetched, Fetched):  # read by h5py (a NumPy scalar for one value)
             return fetched
@@ -140,7 +241,27 @@ class H5Source:
 
         With ``stream``, the chunks are not read yet: the payloads are a
         :class:`~pangeo_hpc.io.byte_reads.ChunkStream` that reads each chunk into one
-        reused buffer as it is taken (for a reader that decodes chunk by chunk)."""
+        reused buffer as it is taken (for a reader that decodes chunk by chunk).
+
+        Parameters
+        ----------
+        key : tuple[slice | int, ...]
+            Indices along each axis (slices and integers).
+        stream : bool
+            Read the chunks as they are taken, not now (see above).
+
+        Returns
+        -------
+        Fetched | Any
+            The chunks, or the values.
+
+        Raises
+        ------
+        DamagedInputError
+            When the file ends before its chunks do.
+        StorageError
+            When reading fails otherwise.
+        """
         try:
             with h5py.File(self.path, "r") as f:
                 dset = f[self.variable]
@@ -173,13 +294,40 @@ class H5Source:
 
 @dataclass(frozen=True, slots=True)
 class S3H5Source:
-    """``variable`` of an S3 object, read with h5py through an s3fs file."""
+    """``variable`` of an S3 object, read with h5py through an s3fs file.
+
+    Attributes
+    ----------
+    url : str
+        The object's ``s3://`` URL.
+    variable : str
+        The variable's name.
+    opts : S3Options
+        How to reach S3.
+    """
 
     url: str
     variable: str
     opts: S3Options
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        """The hyperslab ``key`` of the variable, as stored, read through s3fs and h5py.
+
+        Parameters
+        ----------
+        key : tuple[slice | int, ...]
+            Indices along each axis (slices and integers).
+
+        Returns
+        -------
+        np.ndarray
+            The values.
+
+        Raises
+        ------
+        StorageError
+            When S3 fails while reading.
+        """
         from botocore.exceptions import BotoCoreError
 
         fs = self.opts.filesystem()
@@ -197,17 +345,55 @@ class S3H5Source:
 
 @dataclass(frozen=True, slots=True)
 class RefSource:
-    """``variable`` of an S3 object, read through its byte-range index (a :class:`ChunkTable`)."""
+    """``variable`` of an S3 object, read through its byte-range index (a :class:`ChunkTable`).
+
+    Attributes
+    ----------
+    url : str
+        The object's ``s3://`` URL.
+    table : ChunkTable
+        Its byte-range index.
+    opts : S3Options
+        How to reach S3.
+    """
 
     url: str
     table: ChunkTable
     opts: S3Options
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
+        """The hyperslab ``key`` of the variable, as stored, read by byte ranges.
+
+        Parameters
+        ----------
+        key : tuple[slice | int, ...]
+            Indices along each axis (slices and integers).
+
+        Returns
+        -------
+        np.ndarray
+            The values.
+        """
         return _assemble(*self.fetch(key), self.url)
 
     def fetch(self, key: tuple[slice | int, ...]) -> Fetched:
-        """The chunks ``key`` needs as stored (see :data:`Fetched`)."""
+        """The chunks ``key`` needs as stored (see :data:`Fetched`).
+
+        Parameters
+        ----------
+        key : tuple[slice | int, ...]
+            Indices along each axis (slices and integers).
+
+        Returns
+        -------
+        Fetched
+            The chunks.
+
+        Raises
+        ------
+        StorageError
+            When S3 fails while reading.
+        """
         import obstore
 
         box, post = bounding_box(key, self.table.shape)
@@ -263,6 +449,19 @@ class MultiFileArray:
     applied after reading the rows they span. ``lengths[i]`` is the number of time steps in
     the file that ``sources[i]`` reads; ``decoding`` is one for all files or one per file
     (packed files of different years may differ in ``scale_factor``).
+
+    Parameters
+    ----------
+    sources : Sequence[Source]
+        What reads each file.
+    lengths : Sequence[int]
+        The number of time steps in each file.
+    field_shape : tuple[int, ...]
+        The shape of one time step.
+    dtype : np.dtype
+        The dtype of the decoded values.
+    decoding : Decoding | Sequence[Decoding]
+        One decoding for all files, or one per file.
     """
 
     __slots__ = ("_offsets", "decodings", "dtype", "lengths", "ndim", "shape", "sources")
@@ -305,7 +504,20 @@ class MultiFileArray:
 
     def spans(self, start: int, stop: int) -> list[tuple[int, int, int, int]]:
         """The files that rows ``start:stop`` come from: ``(file, first, stop, at)``, the
-        file's rows ``first:stop`` being rows ``at:`` of the span."""
+        file's rows ``first:stop`` being rows ``at:`` of the span.
+
+        Parameters
+        ----------
+        start : int
+            First row.
+        stop : int
+            Row after the last.
+
+        Returns
+        -------
+        list[tuple[int, int, int, int]]
+            ``(file, first, stop, at)`` each.
+        """
         out = []
         first = int(np.searchsorted(self._offsets, start, side="right")) - 1
         for i in range(max(first, 0), len(self.sources)):

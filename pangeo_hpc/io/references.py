@@ -42,7 +42,21 @@ _FORMAT = "pangeo-hpc-references-2"  # 2: sealed
 
 @dataclass
 class IndexReport:
-    """What :func:`build_index` built, found up to date, and could not index."""
+    """What :func:`build_index` built, found up to date, and could not index.
+
+    Attributes
+    ----------
+    built : int
+        Indexes built.
+    reused : int
+        Indexes found up to date.
+    seconds : float
+        Time taken.
+    cache : str
+        The cache folder.
+    failed : list[tuple[str, str]]
+        ``(url, why)`` of each object not indexed.
+    """
 
     built: int = 0
     reused: int = 0
@@ -51,6 +65,13 @@ class IndexReport:
     failed: list[tuple[str, str]] = field(default_factory=list)
 
     def summary(self) -> str:
+        """One line (and one per failure) for the command line.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         line = (
             f"index: {self.built} built, {self.reused} up to date, in {self.seconds:.1f} s; "
             f"cache {self.cache}"
@@ -62,21 +83,43 @@ class IndexReport:
         return line
 
 
-def cache_root() -> Path:
+def _cache_root() -> Path:
     """The index cache folder (config ``pangeo-hpc.s3.index-cache``)."""
     return Path(os.path.expandvars(str(config.get("s3.index-cache")))).expanduser()
 
 
 def cache_file(url: str) -> Path:
-    """Where the index of ``url`` is kept."""
+    """Where the index of ``url`` is kept.
+
+    Parameters
+    ----------
+    url : str
+        An object's URL.
+
+    Returns
+    -------
+    Path
+        A file of the index cache.
+    """
     digest = hashlib.sha256(url.encode()).hexdigest()[:32]
-    return cache_root() / digest[:2] / f"{digest}.json"
+    return _cache_root() / digest[:2] / f"{digest}.json"
 
 
 def load_refs(stamp: Stamp) -> dict[str, Any] | None:
     """The cached references of ``stamp``, or ``None`` if absent or made for another version
     of the object (another :attr:`~pangeo_hpc.inputs.stamps.Stamp.identity`: size, ETag,
-    version)."""
+    version).
+
+    Parameters
+    ----------
+    stamp : Stamp
+        The object's stamp.
+
+    Returns
+    -------
+    dict[str, Any] | None
+        The references, or ``None``.
+    """
     path = cache_file(stamp.path)
     try:
         doc = unseal_json(path.read_bytes())
@@ -92,14 +135,25 @@ def load_refs(stamp: Stamp) -> dict[str, Any] | None:
 
 def claim_cache() -> Path:
     """The index cache folder, created (user-only) or checked to be this package's: a
-    folder configured there that holds a user's files is refused, never written into."""
+    folder configured there that holds a user's files is refused, never written into.
+
+    Returns
+    -------
+    Path
+        The folder.
+
+    Raises
+    ------
+    InputError
+        When the folder holds files this package did not write.
+    """
     from pangeo_hpc.write.outputs import claim_tree
 
     def earlier(root: Path) -> bool:  # a cache of an earlier version: two-hex-digit folders
         return all(re.fullmatch(r"[0-9a-f]{2}", p.name) and p.is_dir() for p in root.iterdir())
 
     return claim_tree(
-        cache_root(), kind="cache", flag="pangeo-hpc.s3.index-cache",
+        _cache_root(), kind="cache", flag="pangeo-hpc.s3.index-cache",
         ours=earlier, mode=0o700,
     )  # fmt: skip
 
@@ -117,7 +171,20 @@ def _is_refs(path: Path) -> bool:
 
 
 def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
-    """Write the references of ``stamp`` into the cache (temporary name, then rename)."""
+    """Write the references of ``stamp`` into the cache (temporary name, then rename).
+
+    Parameters
+    ----------
+    stamp : Stamp
+        The object's stamp.
+    refs : dict[str, Any]
+        Its references.
+
+    Returns
+    -------
+    Path
+        The file written.
+    """
     from pangeo_hpc.write.outputs import atomic_file
 
     path = cache_file(stamp.path)
@@ -127,7 +194,7 @@ def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
     return path
 
 
-def scan_refs(url: str, opts: S3Options) -> dict[str, Any]:
+def _scan_refs(url: str, opts: S3Options) -> dict[str, Any]:
     """Index one NetCDF4/HDF5 object with kerchunk (reads only its metadata).
 
     Parameters
@@ -209,12 +276,19 @@ def build_index(
     Returns
     -------
     IndexReport
+
+    Examples
+    --------
+    >>> from pangeo_hpc.io.s3_objects import objects_to_index
+    >>> opts = S3Options(endpoint_url="http://localhost:8333")
+    >>> stamps = objects_to_index("s3://era5/2020", opts)  # doctest: +SKIP
+    >>> print(build_index(stamps, opts).summary())  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     todo = [s for s in stamps if rebuild or load_refs(s) is None]
     if todo:
         claim_cache()
-    report = IndexReport(reused=len(stamps) - len(todo), cache=str(cache_root()))
+    report = IndexReport(reused=len(stamps) - len(todo), cache=str(_cache_root()))
     for i, (stamp, result) in enumerate(_scan_all(todo, opts, client), 1):
         if isinstance(result, BaseException):
             report.failed.append((stamp.path, f"{type(result).__name__}: {result}"))
@@ -229,7 +303,7 @@ def build_index(
 
 def _scan_or_error(url: str, opts: S3Options) -> dict[str, Any] | BaseException:
     try:
-        return scan_refs(url, opts)
+        return _scan_refs(url, opts)
     except Exception as exc:  # reported per object; the others go on
         return exc
 

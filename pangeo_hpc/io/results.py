@@ -28,6 +28,18 @@ def result_summary(where: str | Path, s3: S3Options | None = None) -> dict[str, 
     """The ``summary.json`` of the result at ``where`` (a folder, or an ``s3://`` prefix
     whose run is checked complete).
 
+    Parameters
+    ----------
+    where : str | Path
+        A folder, or an ``s3://`` prefix.
+    s3 : S3Options | None, optional
+        How to reach S3 (default from ``pangeo-hpc.s3``).
+
+    Returns
+    -------
+    dict[str, Any]
+        The summary.
+
     Raises
     ------
     InputError

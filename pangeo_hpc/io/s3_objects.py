@@ -39,6 +39,31 @@ def objects_to_index(
     with ``start`` or ``end`` too, those of every variable in that period (keys in the
     layout ``pangeo-hpc.data.layout``). A prefix that pangeo-hpc wrote is indexed as its
     current run (:func:`pangeo_hpc.io.s3_runs.run_location`).
+
+    Parameters
+    ----------
+    url : str
+        An ``s3://`` prefix.
+    opts : S3Options
+        How to reach S3.
+    variable : str | None, optional
+        A variable's name, or ``None`` for all.
+    start : str | None, optional
+        First month, or ``None``.
+    end : str | None, optional
+        Last month, or ``None``.
+    suffixes : Sequence[str], optional
+        Object name endings indexed without ``variable``.
+
+    Returns
+    -------
+    list[Stamp]
+        The objects' stamps.
+
+    Raises
+    ------
+    DataNotFoundError
+        When months are missing, or the prefix holds no such object.
     """
     url = run_location(url, opts, flag="url").url
     if variable is not None:
@@ -174,7 +199,20 @@ def _s3_span(root: str, variable: str, opts: S3Options) -> tuple[str, str]:
 
 
 def map_threads(fn: Any, items: Sequence[Any] | range) -> list[Any]:
-    """``[fn(x) for x in items]`` on a few threads (metadata reads wait on I/O)."""
+    """``[fn(x) for x in items]`` on a few threads (metadata reads wait on I/O).
+
+    Parameters
+    ----------
+    fn : Any
+        A function of one item.
+    items : Sequence[Any] | range
+        The items.
+
+    Returns
+    -------
+    list[Any]
+        The results, in order.
+    """
     items = list(items)
     if len(items) < 4:
         return [fn(x) for x in items]

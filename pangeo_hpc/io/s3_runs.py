@@ -40,7 +40,15 @@ __all__ = ["Located", "run_location"]
 
 class Located(NamedTuple):
     """Where a reader reads: ``url``, and the ``kind`` of the run of ours there (``demo``,
-    ``zarr``, ``result``; ``None`` for anything else)."""
+    ``zarr``, ``result``; ``None`` for anything else).
+
+    Attributes
+    ----------
+    url : str
+        Where to read.
+    kind : str or None
+        ``demo``, ``zarr``, ``result``, or ``None``.
+    """
 
     url: str
     kind: str | None = None

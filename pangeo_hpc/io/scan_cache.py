@@ -33,7 +33,22 @@ _FORMAT = "pangeo-hpc-scan-cache-6"
 
 def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
     """The cache file of ``variable`` under ``root``; ``None`` when caching is off. ``kind``
-    keeps caches of other shapes apart (``"files"``: :func:`pangeo_hpc.io.files.open_files`)."""
+    keeps caches of other shapes apart (``"files"``: :func:`pangeo_hpc.io.files.open_files`).
+
+    Parameters
+    ----------
+    root : Path
+        The tree's folder.
+    variable : str
+        The variable's name.
+    kind : str, optional
+        Keeps caches of other shapes apart (``"files"``).
+
+    Returns
+    -------
+    Path | None
+        The file, or ``None``.
+    """
     folder = config.get("catalog.cache")
     if folder in (None, False, "", "false", "none"):
         return None
@@ -43,7 +58,18 @@ def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
 
 
 def load(path: Path | None) -> dict[str, Any]:
-    """The cached entries (file path relative to the tree -> entry), or ``{}``."""
+    """The cached entries (file path relative to the tree -> entry), or ``{}``.
+
+    Parameters
+    ----------
+    path : Path | None
+        The cache file, or ``None``.
+
+    Returns
+    -------
+    dict[str, Any]
+        The entries.
+    """
     if path is None:
         return {}
     try:
@@ -56,7 +82,15 @@ def load(path: Path | None) -> dict[str, Any]:
 
 def save(path: Path | None, entries: dict[str, Any]) -> None:
     """Write ``entries`` atomically (user-only permissions); errors are ignored, and so is
-    a file of that name that is not a scan cache (it is left alone)."""
+    a file of that name that is not a scan cache (it is left alone).
+
+    Parameters
+    ----------
+    path : Path | None
+        The cache file, or ``None`` (nothing written).
+    entries : dict[str, Any]
+        The entries.
+    """
     from pangeo_hpc.errors import InputError
     from pangeo_hpc.write.outputs import atomic_file
 
@@ -86,8 +120,32 @@ def _is_cache(path: Path) -> bool:
 
 
 def encode_times(times: np.ndarray) -> dict[str, Any]:
+    """Times as JSON: their dtype and values.
+
+    Parameters
+    ----------
+    times : np.ndarray
+        Times.
+
+    Returns
+    -------
+    dict[str, Any]
+        JSON-ready.
+    """
     return {"dtype": times.dtype.str, "values": times.tolist()}
 
 
 def decode_times(doc: dict[str, Any]) -> np.ndarray:
+    """The times :func:`encode_times` encoded.
+
+    Parameters
+    ----------
+    doc : dict[str, Any]
+        What :func:`encode_times` gave.
+
+    Returns
+    -------
+    np.ndarray
+        The times.
+    """
     return np.asarray(doc["values"], dtype=np.dtype(doc["dtype"]))

@@ -41,7 +41,7 @@ import xarray as xr
 from pangeo_hpc.inputs.stamps import Stamp
 from pangeo_hpc.s3.options import S3Options, is_s3, split_url
 
-__all__ = ["chunk_versions", "month_pieces", "piece_stamps"]
+__all__ = ["month_pieces", "piece_stamps"]
 
 #: snapshot id -> {(array path, chunk coordinates): snapshot that last wrote it}
 _VERSIONS: dict[tuple[str, str], dict[tuple[str, tuple[int, ...]], str]] = {}
@@ -50,6 +50,18 @@ _VERSIONS: dict[tuple[str, str], dict[tuple[str, tuple[int, ...]], str]] = {}
 def month_pieces(times: np.ndarray) -> list[tuple[int, int]]:
     """The ``(first, stop)`` index span of each calendar month of ``times`` (in order).
 
+    Parameters
+    ----------
+    times : np.ndarray
+        Dates, sorted.
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        ``(first, stop)`` each.
+
+    Examples
+    --------
     >>> month_pieces(np.array(["2000-01-31", "2000-02-01", "2000-02-02"], "M8[D]"))
     [(0, 1), (1, 3)]
     """
@@ -62,7 +74,7 @@ def month_pieces(times: np.ndarray) -> list[tuple[int, int]]:
     return spans
 
 
-def chunk_versions(repo: Any, snapshot: str, url: str) -> dict[tuple[str, tuple[int, ...]], str]:
+def _chunk_versions(repo: Any, snapshot: str, url: str) -> dict[tuple[str, tuple[int, ...]], str]:
     """For each chunk of the repository at ``snapshot``: the snapshot that last wrote it.
 
     Walks the ancestry from ``snapshot`` back to the repository's first commit, asking
@@ -150,6 +162,29 @@ def piece_stamps(
     """The stamp of each month (``spans`` of ``ds``'s time axis ``t``; ``lo``: the store's
     index of its first step) of each variable (recipe name -> array name ``names``).
 
+    Parameters
+    ----------
+    url : str
+        The store's URL or path.
+    store : Any
+        The open Zarr store.
+    names : dict[str, str]
+        Recipe name -> array name.
+    ds : xr.Dataset
+        The store's dataset.
+    t : str
+        Its time dimension.
+    lo : int
+        The store's index of the first step.
+    spans : list[tuple[int, int]]
+        What :func:`month_pieces` gave.
+    repo : Any, optional
+        The Icechunk repository, or ``None``.
+    session : Any, optional
+        The Icechunk session, or ``None``.
+    s3 : S3Options | None, optional
+        How to reach S3, or ``None``.
+
     Returns
     -------
     files : dict of str to list of str
@@ -167,7 +202,7 @@ def piece_stamps(
         },
         sort_keys=True,
     )
-    versions = None if session is None else chunk_versions(repo, session.snapshot_id, url)
+    versions = None if session is None else _chunk_versions(repo, session.snapshot_id, url)
     files: dict[str, list[str]] = {}
     stamps: dict[str, Stamp] = {}
     for var, name in names.items():

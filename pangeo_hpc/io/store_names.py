@@ -112,6 +112,22 @@ def as_accumulation(ds: xr.Dataset, variable: str, name: str, t: str) -> xr.Data
     attribute (CF 7.1), in memory (made from the time labels, which are), so nothing is
     read to know them. Attributes the store gives are kept; ``units`` must be the same.
 
+    Parameters
+    ----------
+    ds : xr.Dataset
+        The store's dataset.
+    variable : str
+        The recipe's variable name.
+    name : str
+        The store's array name.
+    t : str
+        The time dimension.
+
+    Returns
+    -------
+    xr.Dataset
+        The dataset.
+
     Raises
     ------
     InputError

@@ -42,7 +42,20 @@ _ZARR_MARKERS = ("zarr.json", ".zgroup", ".zmetadata")
 
 
 def store_kind(location: str | Path, s3: S3Options | None = None) -> str | None:
-    """``"zarr"``, ``"icechunk"`` or ``None`` (not a store: an era5-pds tree, or nothing)."""
+    """``"zarr"``, ``"icechunk"`` or ``None`` (not a store: an era5-pds tree, or nothing).
+
+    Parameters
+    ----------
+    location : str | Path
+        A folder or an ``s3://`` URL.
+    s3 : S3Options | None, optional
+        How to reach S3 (default from ``pangeo-hpc.s3``).
+
+    Returns
+    -------
+    str | None
+        The kind, or ``None``.
+    """
     loc = str(location)
     if is_s3(loc):
         fs = (s3 or S3Options.resolve()).filesystem()

@@ -55,7 +55,19 @@ BEFORE_COMMIT: list[Callable[[Any], None]] = []
 
 @dataclass
 class VirtualReport:
-    """What :func:`build_icechunk` wrote: where, from how many objects, its snapshot."""
+    """What :func:`build_icechunk` wrote: where, from how many objects, its snapshot.
+
+    Attributes
+    ----------
+    out : str
+        The repository written.
+    objects : int
+        The objects referenced.
+    snapshot : str
+        The snapshot id.
+    seconds : float
+        Time taken.
+    """
 
     out: str
     objects: int
@@ -63,6 +75,13 @@ class VirtualReport:
     seconds: float
 
     def summary(self) -> str:
+        """One line for the command line.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         return (
             f"index: Icechunk virtual references to {self.objects} objects in {self.out} "
             f"(snapshot {self.snapshot}), in {self.seconds:.1f} s"

@@ -40,7 +40,25 @@ _FILLS = {"NaN": np.nan, "Infinity": np.inf, "-Infinity": -np.inf}
 
 class ZarrChunks:
     """Array-like (``shape``, ``dtype``, ``ndim``, ``__getitem__``) over one Zarr v3 array
-    of a local store; give it to ``dask.array.from_array(..., asarray=False)``."""
+    of a local store; give it to ``dask.array.from_array(..., asarray=False)``.
+
+    Parameters
+    ----------
+    path : Path
+        The array's folder.
+    shape : tuple[int, ...]
+        The array's shape.
+    chunks : tuple[int, ...]
+        The chunk shape.
+    dtype : np.dtype
+        The dtype.
+    fill_value : Any
+        The value of an absent chunk.
+    separator : str
+        The chunk key separator.
+    blosc : bool
+        Whether chunks are Blosc-compressed.
+    """
 
     __slots__ = ("blosc", "chunks", "dtype", "fill_value", "ndim", "path", "separator", "shape")
 
@@ -64,7 +82,20 @@ class ZarrChunks:
 
     @classmethod
     def open(cls, store: str | Path, name: str) -> ZarrChunks | None:
-        """The array ``name`` of ``store``, or ``None`` if its layout is not the one handled."""
+        """The array ``name`` of ``store``, or ``None`` if its layout is not the one handled.
+
+        Parameters
+        ----------
+        store : str | Path
+            A local store.
+        name : str
+            An array's name.
+
+        Returns
+        -------
+        ZarrChunks or None
+            The array, or ``None``.
+        """
         try:
             meta = json.loads((Path(store) / name / "zarr.json").read_text())
         except (OSError, ValueError):
@@ -149,7 +180,18 @@ def _stamp(store: str | Path) -> tuple[int, int]:
 
 
 def is_zarr_store(path: str | Path) -> bool:
-    """Whether ``path`` is a Zarr store (v2 or v3) rather than an era5-pds tree."""
+    """Whether ``path`` is a Zarr store (v2 or v3) rather than an era5-pds tree.
+
+    Parameters
+    ----------
+    path : str | Path
+        A folder.
+
+    Returns
+    -------
+    bool
+        Whether it is a Zarr store.
+    """
     p = Path(path)
     return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zmetadata"))
 
@@ -159,7 +201,29 @@ def open_store(
 ) -> Any:
     """The months ``start`` to ``end`` of ``variable`` in a store written by
     :func:`pangeo_hpc.batch.pipeline.convert.to_zarr`, as ``open_era5`` returns them (lazy,
-    Dask-backed, one task per Zarr chunk)."""
+    Dask-backed, one task per Zarr chunk).
+
+    Parameters
+    ----------
+    store : str | Path
+        A local store.
+    variable : str
+        The variable's name.
+    start : str | None, optional
+        First month (default: the store's).
+    end : str | None, optional
+        Last month (default: the store's).
+
+    Returns
+    -------
+    xarray.Dataset
+        Lazy, one variable.
+
+    Raises
+    ------
+    DataNotFoundError
+        When the store lacks the variable or the period.
+    """
     ds = xr.open_zarr(store, consolidated=False)
     if variable not in ds.data_vars:
         raise DataNotFoundError(

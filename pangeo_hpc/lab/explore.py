@@ -35,7 +35,7 @@ from pangeo_hpc.write.result_shape import result_shape
 if TYPE_CHECKING:
     import holoviews as hv
 
-__all__ = ["explore", "inline_javascript", "open_result"]
+__all__ = ["explore", "inline_javascript"]
 
 #: pixels across a map (its height follows the field's aspect)
 MAP_WIDTH = 720
@@ -45,7 +45,7 @@ SERIES_SIZE = (720, 220)
 NUMBER = "%.6g"
 
 
-def open_result(result: xr.DataArray | xr.Dataset | str | os.PathLike[str]) -> xr.Dataset:
+def _open_result(result: xr.DataArray | xr.Dataset | str | os.PathLike[str]) -> xr.Dataset:
     """``result`` as a Dataset: a DataArray (one variable), a Dataset, or a run's output
     folder (``result.nc`` or ``result.zarr`` in it) or such a file.
 
@@ -278,7 +278,7 @@ def explore(
     >>> view = pangeo_hpc.explore("results/era5-sst-trend")  # doctest: +SKIP
     >>> view  # in a notebook: pan, zoom, hover, tap  # doctest: +SKIP
     """
-    ds = open_result(result)
+    ds = _open_result(result)
     names = [str(n) for n in ds.data_vars] if variables is None else list(variables)
     unknown = [n for n in names if n not in ds.data_vars]
     if unknown:

@@ -30,7 +30,21 @@ from pangeo_hpc.lab.tunnel import tunnel_command
 
 @dataclass(frozen=True)
 class LabJob:
-    """A running JupyterLab job."""
+    """A running JupyterLab job.
+
+    Attributes
+    ----------
+    job_id : str
+        The Slurm job id.
+    node : str
+        The compute node it runs on.
+    port : int
+        The port JupyterLab listens on.
+    token : str
+        Its access token.
+    ip : str
+        The address it listens on.
+    """
 
     job_id: str
     node: str
@@ -56,7 +70,32 @@ def lab_job_script(
     python: str | None = None,
 ) -> str:
     """The sbatch script that starts JupyterLab; ``folder`` holds the token and the
-    connection file (node and port) the job writes when it starts."""
+    connection file (node and port) the job writes when it starts.
+
+    Parameters
+    ----------
+    folder : Path
+        Where the job writes its token and connection file.
+    walltime : str, optional
+        The job's time limit.
+    cores : int, optional
+        CPU cores.
+    memory : str, optional
+        Memory (``4G``).
+    queue : str | None, optional
+        The partition, or ``None`` for the default.
+    ip : str, optional
+        The address JupyterLab listens on.
+    notebook_dir : str | None, optional
+        The folder JupyterLab opens (default: the home folder).
+    python : str | None, optional
+        The Python that runs JupyterLab (default: this one).
+
+    Returns
+    -------
+    str
+        The script.
+    """
     py = shlex.quote(python or sys.executable)
     lines = [
         "#!/usr/bin/env bash",
@@ -117,6 +156,11 @@ def submit_lab(
     LabJob
         The job's id, node, port, token and address (see :func:`instructions` for the
         ``ssh -L`` line and URL).
+
+    Examples
+    --------
+    >>> job = submit_lab(walltime="04:00:00", cores=4, memory="16G")  # doctest: +SKIP
+    >>> print(instructions(job, login="login.hpc.example.org", user=None))  # doctest: +SKIP
     """
     require("lab", "JupyterLab")
     base = Path(os.path.expanduser(config.get("cluster.log-directory"))).parent / "lab"
@@ -188,8 +232,23 @@ def _wait_http(job: LabJob, timeout: float) -> None:
 
 
 def instructions(job: LabJob, *, login: str | None, user: str | None) -> str:
-    """What to type on the laptop: the ssh line, the URL with the token, how to stop."""
-    if ip_is_loopback(job.ip):
+    """What to type on the laptop: the ssh line, the URL with the token, how to stop.
+
+    Parameters
+    ----------
+    job : LabJob
+        The running job.
+    login : str | None
+        The login node's name, or ``None``.
+    user : str | None
+        The user name on it, or ``None``.
+
+    Returns
+    -------
+    str
+        The text.
+    """
+    if _ip_is_loopback(job.ip):
         tunnel = tunnel_command(
             login=login or job.node,
             user=user,
@@ -218,7 +277,7 @@ def instructions(job: LabJob, *, login: str | None, user: str | None) -> str:
     )
 
 
-def ip_is_loopback(ip: str) -> bool:
+def _ip_is_loopback(ip: str) -> bool:
     """True for 127.x.x.x and localhost."""
     if ip in ("localhost", "::1") or ip.startswith("127."):
         return True

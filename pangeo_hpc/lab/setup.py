@@ -120,6 +120,10 @@ def write_lab_config(
     -------
     Path or str
         The file written (through a temporary name, so it is whole or absent), or its URL.
+
+    Examples
+    --------
+    >>> write_lab_config(data_root="/scratch/era5")  # doctest: +SKIP
     """
     target = path or Path.home() / ".config" / "dask" / "pangeo-hpc-lab.yaml"
     text = (
@@ -144,7 +148,18 @@ def write_lab_config(
 
 
 def lab_environment(settings: dict[str, Any]) -> dict[str, str]:
-    """The settings as ``DASK_*`` environment variables (Dask reads them at import)."""
+    """The settings as ``DASK_*`` environment variables (Dask reads them at import).
+
+    Parameters
+    ----------
+    settings : dict[str, Any]
+        Dask config settings.
+
+    Returns
+    -------
+    dict[str, str]
+        Variable name -> value.
+    """
     return {
         "DASK_" + key.upper().replace(".", "__").replace("-", "_"): (
             value if isinstance(value, str) else repr(value)
@@ -155,7 +170,19 @@ def lab_environment(settings: dict[str, Any]) -> dict[str, str]:
 
 @dataclass
 class LocalLab:
-    """A JupyterLab started by :func:`start_local_lab`."""
+    """A JupyterLab started by :func:`start_local_lab`.
+
+    Attributes
+    ----------
+    process : subprocess.Popen[bytes]
+        The JupyterLab process.
+    port : int
+        The port it listens on.
+    token : str
+        Its access token.
+    log : Path
+        Its log file.
+    """
 
     process: subprocess.Popen[bytes]
     port: int
@@ -168,7 +195,13 @@ class LocalLab:
         return f"http://127.0.0.1:{self.port}/lab?token={self.token}"
 
     def stop(self, grace: float = 10.0) -> None:
-        """Stop JupyterLab (and the kernels it started)."""
+        """Stop JupyterLab (and the kernels it started).
+
+        Parameters
+        ----------
+        grace : float, optional
+            Seconds to wait before killing it.
+        """
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
             try:
@@ -212,6 +245,12 @@ def start_local_lab(
     -------
     LocalLab
         The running server; :meth:`LocalLab.stop` ends it.
+
+    Examples
+    --------
+    >>> lab = start_local_lab(notebook_dir="notebooks")  # doctest: +SKIP
+    >>> print(local_instructions(lab))  # doctest: +SKIP
+    >>> lab.stop()  # doctest: +SKIP
     """
     require("lab", "JupyterLab")
     root = Path(notebook_dir)
@@ -292,7 +331,18 @@ def _wait_ready(lab: LocalLab, timeout: float) -> None:
 
 
 def local_instructions(lab: LocalLab) -> str:
-    """What to open, and the tunnel line for when this machine is a remote one."""
+    """What to open, and the tunnel line for when this machine is a remote one.
+
+    Parameters
+    ----------
+    lab : LocalLab
+        The running JupyterLab.
+
+    Returns
+    -------
+    str
+        The text.
+    """
     host = socket.gethostname()
     return "\n".join(
         [

@@ -80,7 +80,23 @@ def tunnel_command(
 
 
 def dashboard_port(cluster: Any) -> int:
-    """The port the Dask dashboard of ``cluster`` listens on."""
+    """The port the Dask dashboard of ``cluster`` listens on.
+
+    Parameters
+    ----------
+    cluster : Any
+        A Dask cluster.
+
+    Returns
+    -------
+    int
+        The port.
+
+    Raises
+    ------
+    InputError
+        When the cluster runs no dashboard (bokeh missing).
+    """
     port = cluster.scheduler_info.get("services", {}).get("dashboard")
     if not port:
         raise InputError(f"{cluster!r} runs no dashboard: install bokeh>=3.1 (dask's diagnostics)")

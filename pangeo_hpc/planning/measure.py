@@ -249,7 +249,20 @@ def local_starts(workers: int, repeat: int = 3) -> list[float]:
     """Seconds a local cluster of ``workers`` worker processes takes from its start to its
     workers connected, ``repeat`` times (a new cluster each, as every command-line run
     starts one): the processes' start and imports, which share this host's cores with
-    whatever else runs. A local run's "arrival" (:attr:`Model.arrival`)."""
+    whatever else runs. A local run's "arrival" (:attr:`Model.arrival`).
+
+    Parameters
+    ----------
+    workers : int
+        Worker processes of each cluster.
+    repeat : int
+        Clusters started, one after the other.
+
+    Returns
+    -------
+    list of float
+        Seconds of each.
+    """
     from pangeo_hpc.clusters.start import running_cluster
 
     took = []

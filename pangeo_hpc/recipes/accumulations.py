@@ -73,6 +73,14 @@ def daily_totals(da: xr.DataArray, *, bounds: xr.DataArray | None = None) -> xr.
     InputError
         Units that a sum makes no sense of (a temperature, a rate per second), intervals
         that cross midnight, or data that hold no whole day.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01T01:00", periods=48, freq="h")  # 1 h ending at each
+    >>> tp = xr.DataArray(np.full(48, 1e-3), {"time": time}, "time", attrs={"units": "m"})
+    >>> daily_totals(tp).values.round(6).tolist()
+    [0.024, 0.024]
     """
     check_dataarray(da, "daily_totals")
     units = str(da.attrs.get("units", "")).strip()

@@ -68,7 +68,18 @@ State = dict[str, np.ndarray]
 
 def years_since_epoch(times: Any) -> np.ndarray:
     """Decimal years (:func:`~pangeo_hpc.recipes.years.decimal_years`) from :data:`EPOCH`
-    to each of ``times`` (datetime64, or cftime dates: from 2000-01-01 of their calendar)."""
+    to each of ``times`` (datetime64, or cftime dates: from 2000-01-01 of their calendar).
+
+    Parameters
+    ----------
+    times : Any
+        datetime64 values, or cftime dates.
+
+    Returns
+    -------
+    np.ndarray
+        float64 years, one per date.
+    """
     values = np.asarray(getattr(times, "values", times))
     if values.size == 0 or np.issubdtype(values.dtype, np.datetime64):
         return decimal_years(values, EPOCH)
@@ -105,7 +116,20 @@ class Aggregation:
         return "i4" if f == "count" else "f8"
 
     def blank(self, groups: int, cells: tuple[int, ...]) -> State:
-        """The state of ``groups`` groups of no time step."""
+        """The state of ``groups`` groups of no time step.
+
+        Parameters
+        ----------
+        groups : int
+            The number of groups.
+        cells : tuple[int, ...]
+            The shape of the field of one time step.
+
+        Returns
+        -------
+        State
+            Per field, zeros (NaN for an extreme) for each group.
+        """
         out: State = {}
         for f in self.fields:
             fill = np.nan if f in self.extremes else 0
@@ -113,12 +137,38 @@ class Aggregation:
         return out
 
     def empty(self, cells: tuple[int, ...]) -> State:
-        """The state of no time step at all."""
+        """The state of no time step at all.
+
+        Parameters
+        ----------
+        cells : tuple[int, ...]
+            The shape of the field of one time step.
+
+        Returns
+        -------
+        State
+            A state without groups.
+        """
         return {"labels": np.zeros(0, "i8"), **self.blank(0, cells)}
 
     def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
         """The state of one block of data, time first: ``labels`` the group of each time
-        step (-1: left out), ``t`` its years since :data:`EPOCH` (when :attr:`timed`)."""
+        step (-1: left out), ``t`` its years since :data:`EPOCH` (when :attr:`timed`).
+
+        Parameters
+        ----------
+        x : np.ndarray
+            One block, time first.
+        labels : np.ndarray
+            The group of each time step (-1: left out).
+        t : np.ndarray | None, optional
+            Years since :data:`EPOCH` of each time step; for a timed aggregation only.
+
+        Returns
+        -------
+        State
+            The block's state: its labels and, per group, the fields of this aggregation.
+        """
         x = np.asarray(x)
         keep = labels >= 0
         if not keep.all():
@@ -141,7 +191,23 @@ class Aggregation:
 
     def combine(self, states: Sequence[State]) -> State:
         """One state from several (of blocks along time, or of files): groups of the same
-        label merged, labels sorted."""
+        label merged, labels sorted.
+
+        Parameters
+        ----------
+        states : Sequence[State]
+            States of blocks or files.
+
+        Returns
+        -------
+        State
+            The merged state.
+
+        Raises
+        ------
+        ValueError
+            When no state holds a time step.
+        """
         states = [s for s in states if s["labels"].size]
         if not states:
             raise ValueError("merge: no time step in any state")
@@ -171,7 +237,22 @@ class Aggregation:
         self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
     ) -> dict[str, np.ndarray]:
         """What the reduction gives, per group, from a merged state (``dtype``: of the
-        values of a mean, a sum, a minimum or a maximum)."""
+        values of a mean, a sum, a minimum or a maximum).
+
+        Parameters
+        ----------
+        state : State
+            A merged state, group axis first.
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+        dtype : Any, optional
+            The dtype of the values of a mean, a sum, a minimum or a maximum.
+
+        Raises
+        ------
+        NotImplementedError
+            In the base class: each aggregation finalizes its own way.
+        """
         raise NotImplementedError
 
     def reduce(
@@ -180,7 +261,29 @@ class Aggregation:
         """The values of one group of every time step of ``x`` (NumPy or Dask, time first),
         as :meth:`finalize` gives them without their group axis: each block's state
         (:meth:`chunk`), added over the blocks in float64, finalized. Lazy for Dask data.
-        For aggregations whose fields all add (mean, sum, trend)."""
+        For aggregations whose fields all add (mean, sum, trend).
+
+        Parameters
+        ----------
+        x : Any
+            NumPy or Dask data, time first.
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+        t : np.ndarray | None, optional
+            Years since :data:`EPOCH` of each time step (a timed aggregation).
+        dtype : Any, optional
+            The dtype of the values of a mean, a sum, a minimum or a maximum.
+
+        Returns
+        -------
+        dict[str, Any]
+            Output name -> its values (Dask arrays for Dask data).
+
+        Raises
+        ------
+        TypeError
+            For the extremes, whose states do not add.
+        """
         if self.extremes:
             raise TypeError(f"{self!r}: reduce() adds the blocks' states; {self.name} does not")
         k = len(self.fields)
@@ -216,11 +319,43 @@ class Aggregation:
         first, lazy for Dask: each block's state (:meth:`chunk`), per group the left fold
         of the blocks that hold it in time order (:meth:`combine`), finalized
         (:func:`~pangeo_hpc.recipes.folds.fold_groups`; ``per_group``: one chunk per
-        group). The same states merged in the same order as an incremental run's."""
+        group). The same states merged in the same order as an incremental run's.
+
+        Parameters
+        ----------
+        x : Any
+            NumPy or Dask data, time first.
+        codes : np.ndarray
+            The group of each time step, 0 .. groups - 1 (-1: left out).
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+        t : np.ndarray | None, optional
+            Years since :data:`EPOCH` of each time step (a timed aggregation).
+        dtype : Any, optional
+            The dtype of the values of a mean, a sum, a minimum or a maximum.
+        per_group : bool, optional
+            Whether each group becomes its own chunk.
+
+        Returns
+        -------
+        dict[str, Any]
+            Output name -> its values, group axis first (Dask arrays for Dask data).
+        """
         return fold_groups(self, x, codes, options, t, dtype, per_group=per_group)
 
     def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
-        """The names of what :meth:`finalize` gives for ``options``."""
+        """The names of what :meth:`finalize` gives for ``options``.
+
+        Parameters
+        ----------
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+
+        Returns
+        -------
+        tuple[str, ...]
+            The output names, in order.
+        """
         return ("value",)
 
     def _stacked(self, block: np.ndarray, t: np.ndarray) -> np.ndarray:
@@ -241,7 +376,15 @@ class Aggregation:
 
 class Sums(Aggregation):
     """A mean (``divide``) or a sum: float64 sums and int32 counts of the valid values per
-    group."""
+    group.
+
+    Parameters
+    ----------
+    name : str
+        The aggregation's name (``mean``, ``sum``).
+    divide : bool
+        True for a mean (sums divided by counts), False for a sum.
+    """
 
     fields = ("sum", "count")
 
@@ -251,6 +394,22 @@ class Sums(Aggregation):
         self.divide = divide
 
     def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
+        """The sums and counts of the valid values of one block per group, time first.
+
+        Parameters
+        ----------
+        x : np.ndarray
+            One block, time first.
+        labels : np.ndarray
+            The group of each time step (-1: left out).
+        t : np.ndarray | None, optional
+            Not used (a mean or sum is not timed).
+
+        Returns
+        -------
+        State
+            The block's state.
+        """
         x = np.asarray(x)
         keep = labels >= 0
         if not keep.all():
@@ -271,6 +430,23 @@ class Sums(Aggregation):
     def finalize(
         self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
     ) -> dict[str, np.ndarray]:
+        """The mean (or sum) of each group, NaN where a cell has no valid value (or fewer than
+        ``min_count``).
+
+        Parameters
+        ----------
+        state : State
+            A merged state, group axis first.
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+        dtype : Any, optional
+            The dtype of the values of a mean, a sum, a minimum or a maximum.
+
+        Returns
+        -------
+        dict[str, np.ndarray]
+            Output name -> values, group axis first.
+        """
         count = state["count"]
         if self.divide:  # a group without valid values has sum 0: 0 / 0 is NaN
             value = np.empty(count.shape, dtype)
@@ -280,7 +456,7 @@ class Sums(Aggregation):
         return {"value": np.where(count > 0, state["sum"], np.nan).astype(dtype, copy=False)}
 
 
-class Extreme(Aggregation):
+class _Extreme(Aggregation):
     """A minimum or a maximum (NaN where a group has no valid value) and the count."""
 
     def __init__(self, name: str, pick: Any, cell_method: str) -> None:
@@ -322,6 +498,18 @@ class Trend(Aggregation):
             out[f][g] += sums[i]
 
     def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """``trend``, and with ``stats`` also ``trend_stderr`` and ``trend_p_value``.
+
+        Parameters
+        ----------
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+
+        Returns
+        -------
+        tuple[str, ...]
+            The output names, in order.
+        """
         stats = ("trend_stderr", "trend_p_value") if options.get("stats", False) else ()
         return ("trend", *stats)
 
@@ -331,7 +519,22 @@ class Trend(Aggregation):
         """``trend`` per ``options["per"]`` (and with ``stats``: ``trend_stderr`` and
         ``trend_p_value``, a two-sided t test of a zero slope with n - 2 degrees of
         freedom), NaN where a cell has fewer than ``min_count`` valid values; group axis
-        first (one group)."""
+        first (one group).
+
+        Parameters
+        ----------
+        state : State
+            A merged state, group axis first.
+        options : Mapping[str, Any]
+            The step's options: ``per``, ``stats``, ``min_count``.
+        dtype : Any, optional
+            The dtype of the values of a mean, a sum, a minimum or a maximum.
+
+        Returns
+        -------
+        dict[str, np.ndarray]
+            Output name -> values, group axis first.
+        """
         n, st, sx = state["n"], state["st"], state["sx"]
         stats = bool(options.get("stats", False))
         per = YEARS[str(options.get("per", "decade"))]
@@ -360,8 +563,8 @@ AGGREGATIONS: dict[str, Aggregation] = {
     a.name: a
     for a in (
         Sums("mean", divide=True),
-        Extreme("min", np.fmin, "minimum"),
-        Extreme("max", np.fmax, "maximum"),
+        _Extreme("min", np.fmin, "minimum"),
+        _Extreme("max", np.fmax, "maximum"),
         Sums("sum", divide=False),
         Trend(),
     )

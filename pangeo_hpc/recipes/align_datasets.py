@@ -25,7 +25,7 @@ from pangeo_hpc.errors import InputError
 from pangeo_hpc.recipes.grid import horizontal_names
 from pangeo_hpc.recipes.units import compatible_units, convert, same_units
 
-__all__ = ["align_datasets", "calendar_of", "grid_text", "period_text"]
+__all__ = ["align_datasets"]
 
 #: degrees within which two grids' centres are the same (a box grid's centres computed
 #: from its edges differ from a file's written centres by ~1e-13)
@@ -41,6 +41,20 @@ def align_datasets(
 ) -> xr.Dataset:
     """One Dataset of ``values`` (name -> the dataset's result), each variable named after
     its dataset, in ``reference``'s units, on one grid and time axis (module description).
+
+    Parameters
+    ----------
+    values : Mapping[str, xr.DataArray]
+        Dataset name -> its result.
+    reference : str
+        The dataset whose units, grid and calendar the others take.
+    join : Literal['inner', 'outer'], optional
+        ``inner``: the common period; ``outer``: all times, NaN where a dataset has none.
+
+    Returns
+    -------
+    xr.Dataset
+        One variable per dataset.
 
     Raises
     ------
@@ -78,8 +92,19 @@ def _in_units(da: xr.DataArray, name: str, ref: xr.DataArray, reference: str) ->
     )
 
 
-def grid_text(da: xr.DataArray) -> str:
-    """``72 x 144 (lat -88.75..88.75, lon 0..357.5)``, or ``no latitude/longitude``."""
+def _grid_text(da: xr.DataArray) -> str:
+    """``72 x 144 (lat -88.75..88.75, lon 0..357.5)``, or ``no latitude/longitude``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+
+    Returns
+    -------
+    str
+        The grid's size and extent, for a message.
+    """
     try:
         lat, lon = horizontal_names(da)
     except InputError:
@@ -103,8 +128,8 @@ def _on_one_grid(values: dict[str, xr.DataArray], reference: str) -> dict[str, x
         mine = _horizontal(da)
         if (names is None) != (mine is None) or not _same_grid(da, mine, ref, names):
             raise InputError(
-                f"combine: {name} is on the grid {grid_text(da)} and {reference} on "
-                f"{grid_text(ref)}: put them on one grid with '- regrid: {{grid: "
+                f"combine: {name} is on the grid {_grid_text(da)} and {reference} on "
+                f"{_grid_text(ref)}: put them on one grid with '- regrid: {{grid: "
                 f"${reference}}}' (or rNxM) in steps:"
             )
         if names is not None and mine is not None:
@@ -134,8 +159,19 @@ def _same_grid(
     return True
 
 
-def calendar_of(time: xr.DataArray) -> str:
-    """The calendar of a time coordinate: ``standard`` for NumPy dates."""
+def _calendar_of(time: xr.DataArray) -> str:
+    """The calendar of a time coordinate: ``standard`` for NumPy dates.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    str
+        The CF calendar name.
+    """
     if time.dtype.kind == "M":
         return "standard"
     cal = str(getattr(time.values.flat[0], "calendar", "") or time.encoding.get("calendar", ""))
@@ -154,8 +190,19 @@ def _is_cftime(c: xr.DataArray) -> bool:
     return c.dtype == object and c.size > 0 and hasattr(c.values.flat[0], "calendar")
 
 
-def period_text(da: xr.DataArray) -> str:
-    """``1991-01..2014-12`` of a result's time axis, or ``no time axis``."""
+def _period_text(da: xr.DataArray) -> str:
+    """``1991-01..2014-12`` of a result's time axis, or ``no time axis``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+
+    Returns
+    -------
+    str
+        The first and last month, for a message.
+    """
     t = _time_dim(da)
     if t is None:
         return "no time axis"
@@ -202,7 +249,7 @@ def _on_one_time_axis(
             f"combine: {have} have a time axis and {lack} none: give all datasets the same "
             "steps: up to the combine"
         )
-    calendars = {n: calendar_of(values[n][d]) for n, d in dims.items()}
+    calendars = {n: _calendar_of(values[n][d]) for n, d in dims.items()}
     spacing = min(_days_between(values[n][d]) for n, d in dims.items())
     if len(set(calendars.values())) == 1 and spacing < 27:
         return _periods_overlap(values, dims, join, keys=None)
@@ -232,7 +279,7 @@ def _periods_overlap(
         keys = {n: [str(v) for v in values[n][d].values] for n, d in dims.items()}
     common = set.intersection(*(set(k) for k in keys.values()))
     if not common:
-        said = ", ".join(f"{n} {period_text(da)}" for n, da in values.items())
+        said = ", ".join(f"{n} {_period_text(da)}" for n, da in values.items())
         raise InputError(
             f"combine: the datasets have no period in common ({said}): give them "
             "overlapping start and end"

@@ -94,6 +94,23 @@ class Region:
 def regions(kind: Literal["all", "land", "ocean"] = "all") -> tuple[Region, ...]:
     """The AR6 regions: all 58, or those regionmask's ``ar6.land`` / ``ar6.ocean`` hold.
 
+    Parameters
+    ----------
+    kind : Literal['all', 'land', 'ocean'], optional
+        ``all``, ``land`` or ``ocean``.
+
+    Returns
+    -------
+    tuple[Region, ...]
+        The regions, by number.
+
+    Raises
+    ------
+    InputError
+        For another ``kind``.
+
+    Examples
+    --------
     >>> len(regions()), len(regions("land")), len(regions("ocean")), regions()[3].label
     (58, 46, 15, 'ar6:WNA (W.North-America)')
     """
@@ -118,6 +135,16 @@ def regions(kind: Literal["all", "land", "ocean"] = "all") -> tuple[Region, ...]
 
 def region(name: str) -> Region:
     """The region named ``"ar6:WNA"``: by acronym or name (any case), or number.
+
+    Parameters
+    ----------
+    name : str
+        ``ar6:`` and an acronym, a name or a number.
+
+    Returns
+    -------
+    Region
+        The region.
 
     Raises
     ------

@@ -50,7 +50,20 @@ _SIMPLE_UNIT = re.compile(r"^(?:[A-Za-z_]+[0-9]*|1)$")
 
 def per_time_units(units: str | None, per: str) -> str:
     """``units`` of a quantity divided by a time span ``per`` (year, decade, century), in a
-    form UDUNITS parses: ``per_time_units("K", "decade") == "K/(10 year)"``."""
+    form UDUNITS parses: ``per_time_units("K", "decade") == "K/(10 year)"``.
+
+    Parameters
+    ----------
+    units : str | None
+        The quantity's units (``None``: dimensionless).
+    per : str
+        ``year``, ``decade`` or ``century``.
+
+    Returns
+    -------
+    str
+        UDUNITS text.
+    """
     u = (units or "").strip() or "1"
     if not _SIMPLE_UNIT.match(u):
         u = f"({u})"
@@ -60,7 +73,18 @@ def per_time_units(units: str | None, per: str) -> str:
 def area_where(da: xr.DataArray) -> str:
     """`` where sea`` (or ``land``) when a land or ocean mask selected the cells
     (:data:`AREA_TYPE`) or the standard name says where the values live; a mean that skips
-    NaN averages over those cells only. Else ``""``."""
+    NaN averages over those cells only. Else ``""``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+
+    Returns
+    -------
+    str
+        `` where sea``, `` where land`` or ``""``.
+    """
     inherited = re.search(r"area:[^:]*\bwhere\s+(\S+)", str(da.attrs.get("cell_methods", "")))
     if inherited:
         return f" where {inherited.group(1)}"
@@ -78,6 +102,20 @@ def cell_methods(da: xr.DataArray, method: str, *, gone: Mapping[str, str] | Non
 
     ``gone`` renames dimensions the result no longer has in the inherited entries (the
     time dimension becomes CF's ``time``), so every name still refers to something real.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The input.
+    method : str
+        The entry this step adds (``time: mean``).
+    gone : Mapping[str, str] | None, optional
+        Old dimension name -> its new name, for the inherited entries.
+
+    Returns
+    -------
+    str
+        The new ``cell_methods``.
     """
     before = renamed_in_cell_methods(str(da.attrs.get("cell_methods", "")).strip(), gone or {})
     # the mean of monthly means over the same months is still that: no second entry
@@ -89,7 +127,20 @@ def cell_methods(da: xr.DataArray, method: str, *, gone: Mapping[str, str] | Non
 
 def renamed_in_cell_methods(methods: str, names: Mapping[str, str]) -> str:
     """``methods`` (a ``cell_methods`` string) with the dimension names ``names`` renamed
-    (``{"time0": "time"}``: ``time0: mean`` becomes ``time: mean``)."""
+    (``{"time0": "time"}``: ``time0: mean`` becomes ``time: mean``).
+
+    Parameters
+    ----------
+    methods : str
+        A ``cell_methods`` string.
+    names : Mapping[str, str]
+        Old name -> new name.
+
+    Returns
+    -------
+    str
+        The renamed ``cell_methods``.
+    """
     for old, new in names.items():
         methods = re.sub(rf"(?<!\S){re.escape(old)}:", f"{new}:", methods)
     return methods
@@ -99,7 +150,18 @@ def time_span(time: xr.DataArray) -> tuple[Any, Any]:
     """Start and end of the period the values of ``time`` cover: from the first step's
     lower bound to the last step's upper bound (:func:`~pangeo_hpc.recipes.time_bounds.span`:
     the intervals a reduction carries, else each label to the next step, a month for month
-    starts, a day for days), as datetime64 or cftime dates in the data's calendar."""
+    starts, a day for days), as datetime64 or cftime dates in the data's calendar.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    tuple[Any, Any]
+        ``(start, end)``.
+    """
     return time_bounds.span(time)
 
 
@@ -113,7 +175,20 @@ def _step(values: pd.DatetimeIndex) -> pd.DateOffset | pd.Timedelta:
 def period_coord(time: xr.DataArray, what: str) -> xr.DataArray:
     """A scalar time coordinate for a value that stands for the whole period of ``time``:
     its middle, with bounds (made by :func:`prepare_for_file`) from :func:`time_span`, in
-    the units and calendar of ``time``."""
+    the units and calendar of ``time``.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+    what : str
+        What the value is, for the coordinate's ``long_name``.
+
+    Returns
+    -------
+    xr.DataArray
+        A scalar time coordinate.
+    """
     start, end = time_span(time)
     out = xr.DataArray(
         time_bounds.middle(start, end),
@@ -133,7 +208,18 @@ def period_words(time: xr.DataArray) -> str:
     """The years (``2000-2019``, ``2000``) or months (``2000-12 to 2001-02``) of the time
     labels ``time``: years when they run from the first to the last of their months in
     the year (January to December; June to August for JJA data; January to December
-    for DJF data of whole years), else months."""
+    for DJF data of whole years), else months.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    str
+        The period in words.
+    """
     values = np.asarray(time.values)
     if values.size == 0:
         return "no time steps"
@@ -185,6 +271,20 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
     written as a fixed-length character array with a string-length dimension (CF 2.2),
     never as netCDF-4 variable-length strings, which CDO ("NetCDF: Not a valid data type")
     and cfchecks cannot read; xarray reads it back as the same strings.
+
+    Parameters
+    ----------
+    ds : xr.Dataset
+        A result.
+    history : str
+        The global ``history`` attribute.
+    title : str | None, optional
+        The global ``title`` attribute (``None``: none).
+
+    Returns
+    -------
+    xr.Dataset
+        A copy ready to write.
     """
     from pangeo_hpc.recipes.grid import horizontal_names
 
@@ -310,13 +410,41 @@ def _encode(ds: xr.Dataset, time_dims: list[str], owners: Mapping[str, str]) -> 
 
 def rate_attrs(da: xr.DataArray, per: str, long_name: str) -> dict[str, Any]:
     """Attributes of a rate of change of ``da`` per ``per``: its units per time, no standard
-    name (a trend of sea surface temperature is not a sea surface temperature)."""
+    name (a trend of sea surface temperature is not a sea surface temperature).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The quantity.
+    per : str
+        ``year``, ``decade`` or ``century``.
+    long_name : str
+        The result's ``long_name``.
+
+    Returns
+    -------
+    dict[str, Any]
+        The attributes.
+    """
     return {"units": per_time_units(da.attrs.get("units"), per), "long_name": long_name}
 
 
 def with_attrs(da: xr.DataArray, attrs: Mapping[str, Any]) -> xr.DataArray:
     """``da`` with exactly ``attrs`` (``assign_attrs`` would keep what the input carried:
-    its ``cell_methods`` and ``standard_name`` are wrong for most results)."""
+    its ``cell_methods`` and ``standard_name`` are wrong for most results).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    attrs : Mapping[str, Any]
+        The attributes it gets.
+
+    Returns
+    -------
+    xr.DataArray
+        A copy of ``da``.
+    """
     out = da.copy(deep=False)
     out.attrs = dict(attrs)
     return out

@@ -11,7 +11,25 @@ from pangeo_hpc.errors import InputError, shown
 
 
 def check_dataarray(value: Any, recipe: str) -> xr.DataArray:
-    """``value`` if it is an xarray DataArray, else an InputError naming the recipe."""
+    """``value`` if it is an xarray DataArray, else an InputError naming the recipe.
+
+    Parameters
+    ----------
+    value : Any
+        What the recipe was given.
+    recipe : str
+        The recipe's name.
+
+    Returns
+    -------
+    xr.DataArray
+        ``value``.
+
+    Raises
+    ------
+    InputError
+        When ``value`` is not a DataArray.
+    """
     if isinstance(value, xr.DataArray):
         return value
     hint = (

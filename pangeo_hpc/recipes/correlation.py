@@ -64,6 +64,19 @@ def correlation(
     ------
     InputError
         For an unknown ``reference`` or ``over``, or data without the dimensions asked for.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray(
+    ...     [[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon}, dims=("lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> ds = xr.Dataset({"model": da, "obs": 2 * da})
+    >>> float(correlation(ds, reference="obs")["model"])
+    1.0
     """
     ref = reference_of(ds, reference, "correlation")
     if over not in OVER:

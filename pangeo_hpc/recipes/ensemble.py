@@ -13,7 +13,7 @@ import xarray as xr
 from pangeo_hpc.errors import InputError, shown
 from pangeo_hpc.recipes.against import base_name, named
 
-__all__ = ["ensemble", "ensemble_name"]
+__all__ = ["ensemble"]
 
 STATS = ("mean", "std", "median", "min", "max", "percentile")
 SPANS = ("overlap", "full")
@@ -41,7 +41,7 @@ def _quantile(stack: xr.DataArray, q: float) -> xr.DataArray:
     )
 
 
-def ensemble_name(stat: str, percentile: float | None = None) -> str:
+def _ensemble_name(stat: str, percentile: float | None = None) -> str:
     """The result variable's name: ``ensemble_mean``, ``ensemble_p90``."""
     return f"ensemble_p{percentile:g}" if stat == "percentile" else f"ensemble_{stat}"
 
@@ -80,7 +80,7 @@ def ensemble(
     Returns
     -------
     Dataset
-        Lazy for lazy input: one variable :func:`ensemble_name`, in the data's units.
+        Lazy for lazy input: one variable :func:`_ensemble_name`, in the data's units.
 
     Raises
     ------
@@ -126,7 +126,7 @@ def ensemble(
         value = stack.max(MEMBER, skipna=True)
     else:
         value = _quantile(stack, float(percentile) / 100)  # type: ignore[arg-type]
-    name = ensemble_name(stat, percentile)
+    name = _ensemble_name(stat, percentile)
     said = "standard deviation" if stat == "std" else stat
     if stat == "percentile":
         said = f"{percentile:g}th percentile"

@@ -45,14 +45,101 @@ class Aggregation(Protocol):
     name: str
     fields: tuple[str, ...]
 
-    def blank(self, groups: int, cells: tuple[int, ...]) -> State: ...
-    def empty(self, cells: tuple[int, ...]) -> State: ...
-    def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State: ...
-    def combine(self, states: Sequence[State]) -> State: ...
-    def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]: ...
+    def blank(self, groups: int, cells: tuple[int, ...]) -> State:
+        """The state of ``groups`` groups of no time step.
+
+        Parameters
+        ----------
+        groups : int
+            The number of groups.
+        cells : tuple[int, ...]
+            The shape of the field of one time step.
+
+        Returns
+        -------
+        State
+            The state.
+        """
+
+    def empty(self, cells: tuple[int, ...]) -> State:
+        """The state of no time step at all.
+
+        Parameters
+        ----------
+        cells : tuple[int, ...]
+            The shape of the field of one time step.
+
+        Returns
+        -------
+        State
+            The state.
+        """
+
+    def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
+        """The state of one block of data, time first.
+
+        Parameters
+        ----------
+        x : np.ndarray
+            One block, time first.
+        labels : np.ndarray
+            The group of each time step (-1: left out).
+        t : np.ndarray | None, optional
+            Years since the epoch of each time step, or ``None``.
+
+        Returns
+        -------
+        State
+            The state.
+        """
+
+    def combine(self, states: Sequence[State]) -> State:
+        """One state from several, groups of the same label merged.
+
+        Parameters
+        ----------
+        states : Sequence[State]
+            States of blocks or files.
+
+        Returns
+        -------
+        State
+            The merged state.
+        """
+
+    def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The names of what ``finalize`` gives for ``options``.
+
+        Parameters
+        ----------
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+
+        Returns
+        -------
+        tuple[str, ...]
+            The output names.
+        """
+
     def finalize(
         self, state: State, options: Mapping[str, Any], dtype: Any = "f8"
-    ) -> dict[str, np.ndarray]: ...
+    ) -> dict[str, np.ndarray]:
+        """What the reduction gives, per group, from a merged state.
+
+        Parameters
+        ----------
+        state : State
+            A merged state, group axis first.
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+        dtype : Any, optional
+            The dtype of the values of a mean, a sum, a minimum or a maximum.
+
+        Returns
+        -------
+        dict[str, np.ndarray]
+            Output name -> values, group axis first.
+        """
 
 
 __all__ = ["SMALL_BYTES", "SPLIT_EVERY", "fold_groups"]
@@ -98,6 +185,11 @@ def fold_groups(
         of every group (a climatology, which its users index by group).
     split_every : int
         The most states one task merges.
+
+    Returns
+    -------
+    Any
+        Output name -> values, group axis first (Dask arrays for Dask data).
     """
     codes = np.asarray(codes, dtype="i8")
     if codes.shape != (x.shape[0],):
@@ -298,7 +390,24 @@ def _finish_each(
 
 def pick(agg: Aggregation, state: State, wanted: Sequence[int], cells: tuple[int, ...]) -> State:
     """The groups ``wanted`` of ``state``, in that order (a group it does not hold: the
-    state of no data)."""
+    state of no data).
+
+    Parameters
+    ----------
+    agg : Aggregation
+        The aggregation.
+    state : State
+        A state.
+    wanted : Sequence[int]
+        Group labels.
+    cells : tuple[int, ...]
+        The shape of the field of one time step.
+
+    Returns
+    -------
+    State
+        The state of those groups.
+    """
     wanted_ = np.asarray(wanted, dtype="i8")
     labels = state["labels"]
     if np.array_equal(labels, wanted_):

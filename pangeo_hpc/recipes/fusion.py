@@ -36,7 +36,6 @@ __all__ = [
     "WeightedSums",
     "fused_spans",
     "fused_weighted_nanmean",
-    "reader_of",
     "reads_twice",
     "task_spans",
 ]
@@ -51,11 +50,26 @@ class WeightedSums(Protocol):
 
     def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
         """``(stop - start, 2)`` float64: ``Σ w x`` and ``Σ w`` over the values that are
-        not NaN, per time step."""
+        not NaN, per time step.
+
+        Parameters
+        ----------
+        start : int
+            First time step.
+        stop : int
+            Time step after the last.
+        w : np.ndarray
+            Weights on the field's grid.
+
+        Returns
+        -------
+        ``(stop - start, 2)`` float64
+            ``Σ w x`` and ``Σ w``.
+        """
         ...
 
 
-def reader_of(x: da.Array) -> WeightedSums | None:
+def _reader_of(x: da.Array) -> WeightedSums | None:
     """The reader ``x`` was made from by ``da.from_array`` if ``x`` is nothing but its
     blocks, whole fields each, and it offers :class:`WeightedSums`; else ``None``."""
     original = f"original-{x.name}"
@@ -73,7 +87,20 @@ def reader_of(x: da.Array) -> WeightedSums | None:
 def task_spans(blocks: tuple[int, ...], itemsize_per_step: float) -> list[tuple[int, int]]:
     """Consecutive ``blocks`` (lengths along time) joined into task spans ``(start, stop)``:
     about ``data.fused-task-mb`` of data each, but at least ``data.fused-tasks`` spans for
-    all (fewer when there are fewer blocks); a span ends only where a block ends."""
+    all (fewer when there are fewer blocks); a span ends only where a block ends.
+
+    Parameters
+    ----------
+    blocks : tuple[int, ...]
+        Lengths of the blocks along time.
+    itemsize_per_step : float
+        Bytes of one time step.
+
+    Returns
+    -------
+    list[tuple[int, int]]
+        ``(start, stop)`` time steps of each task.
+    """
     total = sum(blocks) * itemsize_per_step
     cap = float(config.get("data.fused-task-mb")) * 1e6
     want = int(config.get("data.fused-tasks"))
@@ -94,12 +121,29 @@ def fused_weighted_nanmean(
     x: da.Array, w: np.ndarray, min_share: float, finish: Callable[..., np.ndarray]
 ) -> da.Array | None:
     """The weighted mean over the field of each time step of ``x``, computed by the reader
-    ``x`` comes straight from (:func:`reader_of`), or ``None`` when it does not; ``finish``
+    ``x`` comes straight from (:func:`_reader_of`), or ``None`` when it does not; ``finish``
     makes the means from the sums, the total weight and ``min_share``
-    (:func:`pangeo_hpc.recipes.kernels.mean_of_sums`)."""
+    (:func:`pangeo_hpc.recipes.kernels.mean_of_sums`).
+
+    Parameters
+    ----------
+    x : da.Array
+        Data, time first, then a 2-D field.
+    w : np.ndarray
+        Weights on the field's grid.
+    min_share : float
+        Share of the weights valid values need.
+    finish : Callable[..., np.ndarray]
+        Makes means from ``(sums, total, min_share)``.
+
+    Returns
+    -------
+    da.Array | None
+        The means (one per time step), or ``None``.
+    """
     if not config.get("data.fuse-reads"):
         return None
-    reader = reader_of(x)
+    reader = _reader_of(x)
     if reader is None or w.shape != x.shape[1:]:
         return None
     w = np.ascontiguousarray(w, dtype="f8")
@@ -133,7 +177,18 @@ def _mean_of_span(
 
 def fused_spans(graph: Any) -> dict[str, list[tuple[int, int]]]:
     """The reads fused with a reduction in a high-level ``graph``: per array read (its
-    Dask name, that of its blocks), the spans of time steps its fused tasks read."""
+    Dask name, that of its blocks), the spans of time steps its fused tasks read.
+
+    Parameters
+    ----------
+    graph : Any
+        A Dask high-level graph.
+
+    Returns
+    -------
+    dict[str, list[tuple[int, int]]]
+        Array name -> spans ``(start, stop)``.
+    """
     out: dict[str, list[tuple[int, int]]] = {}
     for name, layer in graph.layers.items():
         if not str(name).startswith(FUSED):
@@ -146,7 +201,18 @@ def fused_spans(graph: Any) -> dict[str, list[tuple[int, int]]]:
 
 def reads_twice(arrays: Any) -> bool:
     """Whether the Dask arrays ``arrays``, computed together, would read some data twice:
-    once as blocks and once by a reduction fused with its reads (:func:`fused_spans`)."""
+    once as blocks and once by a reduction fused with its reads (:func:`fused_spans`).
+
+    Parameters
+    ----------
+    arrays : Any
+        Dask arrays (or collections).
+
+    Returns
+    -------
+    bool
+        Whether some data would be read twice.
+    """
     from dask.highlevelgraph import HighLevelGraph as Graph
 
     graphs = [a.__dask_graph__() for a in arrays if isinstance(a, da.Array)]

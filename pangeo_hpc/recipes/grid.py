@@ -143,7 +143,27 @@ def rectilinear_names(
     """:func:`horizontal_names`, for a step that needs a rectilinear grid (1-D latitude
     and longitude): on a curvilinear one (2-D ``lat(y, x)``, ``lon(y, x)``) an InputError
     in one line naming ``recipe`` and the fix, a ``regrid`` step first (and ``also``, a
-    fix of the Python API such as ``weights=``)."""
+    fix of the Python API such as ``weights=``).
+
+    Parameters
+    ----------
+    obj : xr.DataArray | xr.Dataset
+        The data.
+    recipe : str
+        The step's name.
+    also : str, optional
+        A further fix to name (Python API).
+
+    Returns
+    -------
+    tuple[str, str]
+        The latitude and longitude names.
+
+    Raises
+    ------
+    InputError
+        On a curvilinear grid, or when there is no latitude or longitude.
+    """
     lat, lon = horizontal_names(obj)
     if obj[lat].ndim != 1 or obj[lon].ndim != 1:
         raise InputError(
@@ -215,7 +235,29 @@ def cell_edges(
     spacing: float | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Cell edges halfway between sorted centres, extended by half a cell at each end
-    (one centre: half of ``spacing`` on each side)."""
+    (one centre: half of ``spacing`` on each side).
+
+    Parameters
+    ----------
+    centers : np.ndarray
+        Sorted cell centres.
+    clip : tuple[float, float] | None
+        Lowest and highest edge allowed (latitude: -90, 90), or ``None``.
+    period : float | None
+        The axis' period (longitude: 360), or ``None``.
+    spacing : float | None, optional
+        The cell width, for a single centre.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Lower and upper edge of each cell.
+
+    Raises
+    ------
+    InputError
+        For a single centre without ``spacing``.
+    """
     order = np.argsort(centers)
     c = centers[order].astype("f8")
     if c.size == 1:
@@ -246,7 +288,20 @@ def longitude_edges(lon: np.ndarray, spacing: float | None = None) -> tuple[np.n
     """West and east edges of the cells centred on ``lon`` (degrees east, any order or
     convention). A region across the seam of its convention (170..180, -180..-170) is
     first made contiguous (170..190): its cells are as wide as anywhere else, not as wide
-    as the gap on the far side of the globe."""
+    as the gap on the far side of the globe.
+
+    Parameters
+    ----------
+    lon : np.ndarray
+        Longitudes in degrees east.
+    spacing : float | None, optional
+        The cell width, for a single longitude.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        West and east edges, in ``lon``'s order.
+    """
     u = np.mod(np.asarray(lon, dtype="f8"), 360.0)
     s = np.sort(u)
     gaps = np.diff(np.concatenate([s, s[:1] + 360.0]))
@@ -260,6 +315,23 @@ def cell_area(lat: xr.DataArray, lon: xr.DataArray) -> xr.DataArray:
     Cell edges lie halfway between centres; the outermost latitude cells end at the pole
     when the grid reaches it (so cells centred on ±90° are half cells), as in CDO's
     ``gridarea`` and ``fldmean``.
+
+    Parameters
+    ----------
+    lat : xr.DataArray
+        1-D latitude.
+    lon : xr.DataArray
+        1-D longitude.
+
+    Returns
+    -------
+    xr.DataArray
+        Areas (lat, lon), m².
+
+    Raises
+    ------
+    InputError
+        For 2-D (curvilinear) coordinates.
     """
     if lat.ndim != 1 or lon.ndim != 1:
         raise InputError(

@@ -43,6 +43,19 @@ def nino34(
     DataArray
         The index, one value per month (per full window with ``smooth``), in the units of
         ``da``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")
+    >>> values = np.tile(np.arange(12.0), 2) + np.repeat([0.0, 1.0], 12)  # 2001: 1 K warmer
+    >>> sst = xr.DataArray(
+    ...     np.broadcast_to(values[:, None, None], (24, 2, 2)),
+    ...     coords={"time": time, "lat": [-2.5, 2.5], "lon": [200.0, 220.0]},
+    ...     dims=("time", "lat", "lon"), attrs={"units": "K"},
+    ... )
+    >>> nino34(sst).values[[0, 12]].tolist()
+    [-0.5, 0.5]
     """
     check_dataarray(da, "nino34")
     rectilinear_names(da, "nino34")

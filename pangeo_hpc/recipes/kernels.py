@@ -55,6 +55,20 @@ def weighted_nanmean(x: np.ndarray, w: np.ndarray, min_share: float = 0.0) -> np
     and where they are less than ``min_share`` of all the weights (to a relative 1e-12,
     so that ``min_share=1`` keeps complete fields whatever the order of the sums). Up to
     :data:`SMALL` values are summed with NumPy, more by the compiled kernel.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        Data whose last ``w.ndim`` axes are the field.
+    w : np.ndarray
+        Weights.
+    min_share : float, optional
+        Share of all the weights the valid values need.
+
+    Returns
+    -------
+    np.ndarray
+        float64, ``x``'s leading axes.
     """
     lead = x.shape[: x.ndim - w.ndim]
     wf = np.ascontiguousarray(w, dtype="f8").ravel()
@@ -65,7 +79,20 @@ def weighted_nanmean(x: np.ndarray, w: np.ndarray, min_share: float = 0.0) -> np
 def weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     """``(n, 2)`` float64: per row of ``x`` (``n`` rows of ``w.size`` values), ``Σ w x`` and
     ``Σ w`` over the values that are not NaN; one compiled pass (NumPy up to
-    :data:`SMALL` values)."""
+    :data:`SMALL` values).
+
+    Parameters
+    ----------
+    x : np.ndarray
+        ``n`` rows of ``w.size`` values.
+    w : np.ndarray
+        Weights.
+
+    Returns
+    -------
+    ``(n, 2)`` float64
+        ``Σ w x`` and ``Σ w`` per row.
+    """
     flat = np.ascontiguousarray(x)
     wf = np.ascontiguousarray(w, dtype="f8")
     return _weighted_sums_numpy(flat, wf) if flat.size <= SMALL else _weighted_sums(flat, wf)
@@ -74,7 +101,22 @@ def weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:
 def mean_of_sums(sums: np.ndarray, total: float, min_share: float = 0.0) -> np.ndarray:
     """The means of :func:`weighted_sums` (``total``: the sum of all the weights), NaN where
     the valid weights sum to zero or to less than ``min_share`` of ``total`` (see
-    :func:`weighted_nanmean`)."""
+    :func:`weighted_nanmean`).
+
+    Parameters
+    ----------
+    sums : np.ndarray
+        The output of :func:`weighted_sums`.
+    total : float
+        The sum of all the weights.
+    min_share : float, optional
+        Share of ``total`` the valid values need.
+
+    Returns
+    -------
+    np.ndarray
+        One mean per row.
+    """
     enough = sums[:, 1] > 0
     if min_share > 0:
         enough &= sums[:, 1] >= min_share * total * (1 - 1e-12)
@@ -94,6 +136,25 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> An
     Data straight from a reader that sums as it decodes (``weighted_sums``, e.g.
     :meth:`pangeo_hpc.io.fused.SummingArray.weighted_sums`) are summed there instead, in
     fewer, larger tasks that never hold a block (:mod:`pangeo_hpc.recipes.fusion`).
+
+    Parameters
+    ----------
+    x : Any
+        NumPy or Dask data whose last ``w.ndim`` axes are the field.
+    w : np.ndarray
+        Weights.
+    min_share : float, optional
+        Share of all the weights the valid values need.
+
+    Returns
+    -------
+    Any
+        The means: NumPy, or Dask (lazy).
+
+    Raises
+    ------
+    ValueError
+        When a Dask block does not hold whole fields.
     """
 
     if not isinstance(x, da.Array):
@@ -149,7 +210,22 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
 def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """NaN-skipping sums (float64) and counts (int32) of the rows of ``x`` (time, cells) in
     each of the ``k`` groups ``codes`` (0..k-1 per row; a row coded -1 is in none) names:
-    one compiled pass."""
+    one compiled pass.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        Data (time, cells).
+    codes : np.ndarray
+        The group of each row (-1: none).
+    k : int
+        The number of groups.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Sums ``(k, cells)`` float64 and counts int32.
+    """
     return _group_sums(x, codes, k)
 
 
@@ -177,7 +253,20 @@ def _trend_sums(x: np.ndarray, t: np.ndarray) -> np.ndarray:  # pragma: no cover
 
 
 def trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """:data:`TREND_SUMS` over axis 0 of one block, stacked first: ``(6, *x.shape[1:])``."""
+    """:data:`TREND_SUMS` over axis 0 of one block, stacked first: ``(6, *x.shape[1:])``.
+
+    Parameters
+    ----------
+    x : np.ndarray
+        One block, time first.
+    t : np.ndarray
+        float64 time of each row.
+
+    Returns
+    -------
+    np.ndarray
+        ``(6, *x.shape[1:])`` float64.
+    """
     x = np.asarray(x)
     flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
     return _trend_sums(flat, np.asarray(t, dtype="f8")).reshape((6, *x.shape[1:]))
@@ -194,6 +283,18 @@ def trend_sums(x: Any, t: np.ndarray) -> Any:
 
     A Dask array gives one task per block (its sums) and a tree of additions over the
     blocks along time (:func:`stacked_sums`); no block is concatenated with another.
+
+    Parameters
+    ----------
+    x : Any
+        NumPy or Dask data, time first.
+    t : np.ndarray
+        float64 time of each row.
+
+    Returns
+    -------
+    Any
+        ``(6, *x.shape[1:])`` float64 (Dask for Dask).
     """
     return stacked_sums(_trend_of_block, len(TREND_SUMS), x, t)
 
@@ -205,6 +306,27 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray) -> Any:
 
     A Dask array gives one task per block and a tree of additions over the blocks along
     time; no block is concatenated with another.
+
+    Parameters
+    ----------
+    block_sums : Any
+        ``(block, t_block)`` -> its ``k`` sums.
+    k : int
+        The number of sums.
+    x : Any
+        NumPy or Dask data, time first.
+    t : np.ndarray
+        float64, one per row.
+
+    Returns
+    -------
+    Any
+        ``(k, *x.shape[1:])`` float64 (Dask for Dask).
+
+    Raises
+    ------
+    ValueError
+        When ``t`` is not one value per row.
     """
     t = np.asarray(t, dtype="f8")
     if t.shape != (x.shape[0],):
@@ -249,6 +371,25 @@ def group_subtract(x: Any, ref: Any, codes: np.ndarray) -> Any:
 
     ``ref`` has a row per group and ``x``'s other axes; for Dask, in one chunk along its
     first axis and chunked as ``x`` along the others. Each block of ``x`` becomes one task.
+
+    Parameters
+    ----------
+    x : Any
+        NumPy or Dask data, time first.
+    ref : Any
+        One row per group.
+    codes : np.ndarray
+        The group of each row of ``x``.
+
+    Returns
+    -------
+    Any
+        The differences, shaped as ``x``.
+
+    Raises
+    ------
+    ValueError
+        When the shapes do not fit.
     """
     codes = np.asarray(codes)
     if codes.shape != (x.shape[0],) or tuple(ref.shape[1:]) != tuple(x.shape[1:]):
@@ -297,6 +438,20 @@ def take_blocks(x: Any, index: np.ndarray, axis: int = 0) -> Any:
     the files': an incremental run's per-file states are then states of the same blocks
     as the whole graph's, and merge to the same numbers to the bit
     (:mod:`pangeo_hpc.recipes.folds`). A block's rows that follow each other are a view.
+
+    Parameters
+    ----------
+    x : Any
+        NumPy or Dask data.
+    index : np.ndarray
+        Sorted positions.
+    axis : int, optional
+        The axis.
+
+    Returns
+    -------
+    Any
+        The selection (Dask for Dask).
     """
     index = np.asarray(index, dtype=np.intp)
     if not isinstance(x, da.Array) or index.size == 0:

@@ -46,7 +46,27 @@ _HINT = {"lat": "south, north], e.g. [-5, 5", "lon": "west, east], e.g. [190, 24
 
 
 def lat_indices(lats: np.ndarray, lat: Sequence[float], recipe: str) -> np.ndarray:
-    """Indices of the latitudes in ``[min(lat), max(lat)]``, in the grid's order."""
+    """Indices of the latitudes in ``[min(lat), max(lat)]``, in the grid's order.
+
+    Parameters
+    ----------
+    lats : np.ndarray
+        The grid's latitudes.
+    lat : Sequence[float]
+        The box's two latitudes.
+    recipe : str
+        The step's name.
+
+    Returns
+    -------
+    np.ndarray
+        Indices into ``lats``.
+
+    Raises
+    ------
+    InputError
+        When the box holds no latitude.
+    """
     south, north = sorted(_pair(lat, "lat", recipe))
     idx = np.flatnonzero((lats >= south) & (lats <= north))
     if idx.size == 0:
@@ -62,6 +82,25 @@ def box_indices(lons: np.ndarray, lon: Sequence[float], recipe: str) -> np.ndarr
     """Indices of the longitudes CDO's ``sellonlatbox`` keeps, in CDO's order.
 
     ``lons`` must increase (a regular grid, as CDO's loops assume).
+
+    Parameters
+    ----------
+    lons : np.ndarray
+        The grid's longitudes (increasing).
+    lon : Sequence[float]
+        The box's two longitudes.
+    recipe : str
+        The step's name.
+
+    Returns
+    -------
+    np.ndarray
+        Indices into ``lons``.
+
+    Raises
+    ------
+    InputError
+        When ``lons`` do not increase, or the box holds no longitude.
     """
     west, east = _pair(lon, "lon", recipe)
     x = np.asarray(lons, dtype="f8")
@@ -95,7 +134,18 @@ def box_indices(lons: np.ndarray, lon: Sequence[float], recipe: str) -> np.ndarr
 
 
 def cdo_longitudes(values: np.ndarray) -> np.ndarray:
-    """The longitudes CDO writes for selected cells ``values`` (step 3 above)."""
+    """The longitudes CDO writes for selected cells ``values`` (step 3 above).
+
+    Parameters
+    ----------
+    values : np.ndarray
+        Longitudes of the selected cells, in CDO's order.
+
+    Returns
+    -------
+    np.ndarray
+        The longitudes CDO would write.
+    """
     x = np.array(values, dtype="f8")
     if x.size > 1 and x[0] == x[-1]:
         x[-1] += 360

@@ -73,6 +73,18 @@ def area_mean(
     InputError
         When ``min_valid_share`` is not a number in [0, 1], or ``weights`` not a DataArray
         with a value for each cell of ``da``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray(
+    ...     [[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon}, dims=("lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> round(float(area_mean(da)), 6)  # equal areas at ±45°
+    2.5
     """
     return _area_mean(da, "area_mean", min_valid_share, weights, "area-weighted mean")
 
@@ -93,6 +105,18 @@ def global_mean(da: xr.DataArray, *, weights: xr.DataArray | None = None) -> xr.
     -------
     DataArray
         Without the horizontal dimensions, units kept.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray(
+    ...     [[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon}, dims=("lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> round(float(global_mean(da)), 6)
+    2.5
     """
     return _area_mean(da, "global_mean", 0.0, weights, "area-weighted mean over the globe")
 
@@ -195,6 +219,18 @@ def zonal_mean(da: xr.DataArray) -> xr.DataArray:
         Same units; ``cell_methods`` gains ``longitude: mean`` (CF 7.3 names a dimension
         that is gone by its standard name). On a regular grid the widths are equal and the
         mean is CDO's plain mean over the row's valid values.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray(
+    ...     [[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon}, dims=("lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> zonal_mean(da).values.tolist()
+    [1.5, 3.5]
     """
     check_dataarray(da, "zonal_mean")
     _, lon = rectilinear_names(da, "zonal_mean")
@@ -228,6 +264,14 @@ def time_mean(da: xr.DataArray) -> xr.DataArray:
     Computed by the mean's :class:`~pangeo_hpc.recipes.aggregations.Sums`, as an
     incremental run's per-file states are: per block, float64 sums and int32 counts of the
     valid values in one compiled pass, added over the blocks, then divided.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> float(time_mean(da))
+    11.5
     """
     check_dataarray(da, "time_mean")
     t = time_name(da)
@@ -269,6 +313,20 @@ def time_series(
     DataArray
         :func:`~pangeo_hpc.recipes.resample` of the :func:`global_mean`: each value's time
         interval is the steps it averages.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")
+    >>> values = np.arange(24.0)[:, None, None] + np.array([[0.0, 1.0], [2.0, 3.0]])
+    >>> da = xr.DataArray(
+    ...     values, coords={"time": time, "lat": lat, "lon": lon}, dims=("time", "lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> time_series(da, freq="annual").values.tolist()
+    [7.0, 19.0]
     """
     check_dataarray(da, "time_series")
     if freq not in _FREQ:

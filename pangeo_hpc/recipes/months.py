@@ -42,6 +42,14 @@ def select_months(da: xr.DataArray, *, months: Sequence[int]) -> xr.DataArray:
     ------
     InputError
         A number that is not a month, or a month the data's period does not hold.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> select_months(da, months=[12, 1, 2]).values.tolist()
+    [0.0, 1.0, 11.0, 12.0, 13.0, 23.0]
     """
     check_dataarray(da, "select_months")
     wanted = _month_numbers(months)
@@ -66,6 +74,14 @@ def select_season(da: xr.DataArray, *, season: str) -> xr.DataArray:
     DataArray
         The same data at those time steps only; ``long_name`` gains ``in DJF`` (the
         season).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> select_season(da, season="JJA").values.tolist()
+    [5.0, 6.0, 7.0, 17.0, 18.0, 19.0]
     """
     check_dataarray(da, "select_season")
     key = str(season).upper()
@@ -80,6 +96,18 @@ def months_words(months: Sequence[int]) -> str:
     """The months ``months`` in a few letters: a season's name (``DJF`` for 12, 1, 2 in
     any order), else runs of consecutive months (``Jun-Aug``, ``Jan+Mar``, ``Nov-Feb``).
 
+    Parameters
+    ----------
+    months : Sequence[int]
+        Month numbers, 1..12.
+
+    Returns
+    -------
+    str
+        A few letters.
+
+    Examples
+    --------
     >>> months_words([1, 12, 2]), months_words([6, 7]), months_words([1, 3, 4])
     ('DJF', 'Jun-Jul', 'Jan+Mar-Apr')
     """

@@ -86,6 +86,14 @@ def percentile(
         ``linear``; else ``time: point (90th percentile over time, method nrank)``, the
         percentile also in ``long_name`` (with the years or months of the data) and
         ``comment``. NaN where a cell has no valid value.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> float(percentile(da, q=50))  # the 12th of 24 values
+    11.0
     """
     check_dataarray(da, "percentile")
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 <= q <= 100:
@@ -121,7 +129,22 @@ def percentile(
 
 def band_chunks(da: xr.DataArray, t: str, budget: float) -> dict[str, int]:
     """Chunks of ``da``: the whole of ``t``, and bands of the other dimensions holding at
-    most ``budget`` bytes of float64 (whole along the innermost dimensions first)."""
+    most ``budget`` bytes of float64 (whole along the innermost dimensions first).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    t : str
+        The time dimension.
+    budget : float
+        Bytes a chunk may hold.
+
+    Returns
+    -------
+    dict[str, int]
+        Dimension -> chunk size.
+    """
     cells = max(1, int(budget // (da.sizes[t] * 8)))
     chunks = {t: -1}
     for dim in reversed([str(d) for d in da.dims if d != t]):
@@ -132,7 +155,22 @@ def band_chunks(da: xr.DataArray, t: str, budget: float) -> dict[str, int]:
 
 
 def sorted_percentile(x: Any, *, q: float, method: str) -> np.ndarray:
-    """Percentile ``q`` along the last axis of ``x`` by ``method``, skipping NaN (float64)."""
+    """Percentile ``q`` along the last axis of ``x`` by ``method``, skipping NaN (float64).
+
+    Parameters
+    ----------
+    x : Any
+        NumPy data.
+    q : float
+        The percentile, 0..100.
+    method : str
+        NumPy's percentile method (``linear``, ``nearest`` ...).
+
+    Returns
+    -------
+    np.ndarray
+        float64, ``x`` without its last axis.
+    """
     s = np.sort(np.asarray(x, dtype="f8"), axis=-1)  # NaN sort last
     n = (~np.isnan(s)).sum(axis=-1)
     p = q / 100.0

@@ -34,10 +34,10 @@ import numpy as np
 SHIFT_LON, SHIFT_LAT = 1e-8, 1e-10
 
 
-def wrap180(lon: np.ndarray) -> np.ndarray:
+def _wrap180(lon: np.ndarray) -> np.ndarray:
     """Longitudes in [-180, 180), others untouched (regionmask's ``_wrapAngle180``).
 
-    >>> wrap180(np.array([0.0, 179.5, 180.0, 359.75, -180.0])).tolist()
+    >>> _wrap180(np.array([0.0, 179.5, 180.0, 359.75, -180.0])).tolist()
     [0.0, 179.5, -180.0, -0.25, -180.0]
     """
     out = np.array(lon, dtype="f8")
@@ -68,7 +68,7 @@ def polygon_mask(rings: Sequence[np.ndarray], lon: np.ndarray, lat: np.ndarray) 
     >>> polygon_mask(square, np.array([-10.0, 0.0, 10.0]), np.array([0.0])).astype(int)
     array([[0, 1, 1]])
     """
-    lon = wrap180(np.asarray(lon, dtype="f8"))
+    lon = _wrap180(np.asarray(lon, dtype="f8"))
     lat = np.asarray(lat, dtype="f8")
     inside = _even_odd(rings, lon - SHIFT_LON, lat - SHIFT_LAT)
     seam = np.isclose(lon, -180.0) if np.nanmin(lon) < 0 else np.isclose(lon, 0.0)

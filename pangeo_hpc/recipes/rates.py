@@ -120,6 +120,22 @@ def accumulation_period(
     last time entry ``sum`` in ``cell_methods`` (totals: the spacing of the time labels,
     see :func:`_spacing`); an ERA5 name ``..._<N>hour_Accumulation``.
 
+    Parameters
+    ----------
+    da : xr.DataArray
+        Accumulated data.
+    period : str | None
+        A time span given by the user (``1h``), or ``None``.
+    bounds : xr.DataArray | None
+        Time bounds, or ``None``.
+    step : str
+        The step's name.
+
+    Returns
+    -------
+    tuple[float | xr.DataArray, str]
+        Seconds, and how they were found.
+
     Raises
     ------
     InputError
@@ -155,7 +171,22 @@ def rate_attrs(da: xr.DataArray, how: str, seconds: float | xr.DataArray) -> dic
     """Attributes of the mean rate of the accumulation ``da`` (units are the caller's):
     the standard name of the rate when CF has one (:data:`RATE_NAMES`), ``long_name``
     saying over what, and ``cell_methods`` with ``time: mean`` where it had ``time: sum``
-    (or appended: the value is a mean over the period, not an instantaneous rate)."""
+    (or appended: the value is a mean over the period, not an instantaneous rate).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The accumulation.
+    how : str
+        How the period was found (for ``long_name``).
+    seconds : float | xr.DataArray
+        The period in seconds.
+
+    Returns
+    -------
+    dict[str, Any]
+        The rate's attributes.
+    """
     attrs = {k: v for k, v in da.attrs.items() if k not in ("standard_name", "units_metadata")}
     if da.attrs.get("standard_name") in RATE_NAMES:
         attrs["standard_name"] = RATE_NAMES[da.attrs["standard_name"]]

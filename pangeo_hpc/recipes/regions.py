@@ -108,6 +108,18 @@ def select_region(
         ``mask`` on data without missing values and without ``mask_from`` (Dask data:
         when the result is computed, as only then is it known). An unknown AR6 name is
         refused naming the closest ones (``ar6:WNE``: did you mean ``ar6:WNA``...).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray(
+    ...     [[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon}, dims=("lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> select_region(da, lat=[0, 90]).values.tolist()
+    [[3.0, 4.0]]
     """
     check_dataarray(da, "select_region")
     la, lo = rectilinear_names(da, "select_region")
@@ -146,7 +158,7 @@ def select_region(
             step = float(np.median(np.abs(np.diff(np.asarray(da[c].values, dtype="f8")))))
             out[c].attrs[SPACING] = step
     if lat is not None or lon is not None:  # checked above: two numbers each
-        box = box_words(lat, lon)
+        box = _box_words(lat, lon)
         words.append(f"in {name} ({box})" if name is not None else f"in {box}")
     attrs = dict(da.attrs)
     attrs["long_name"] = " ".join([str(da.attrs.get("long_name", da.name or "field")), *words])
@@ -159,11 +171,11 @@ def select_region(
     return with_attrs(out, attrs)
 
 
-def box_words(lat: Sequence[float] | None, lon: Sequence[float] | None) -> str:
+def _box_words(lat: Sequence[float] | None, lon: Sequence[float] | None) -> str:
     """A lon/lat box as people write it: ``5S-5N 170W-120W`` for ``lat=[-5, 5]``,
     ``lon=[190, 240]`` (longitudes in -180..180, whichever convention was given).
 
-    >>> box_words([-5, 5], [190, 240]), box_words([66.5, 90], None), box_words([0, 90], [0, 360])
+    >>> _box_words([-5, 5], [190, 240]), _box_words([66.5, 90], None), _box_words([0, 90], [0, 360])
     ('5S-5N 170W-120W', '66.5N-90N', '0-90N')
     """
     parts = []

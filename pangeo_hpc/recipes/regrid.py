@@ -45,7 +45,7 @@ from pangeo_hpc.recipes.regrid_weights import METHODS, Weights
 from pangeo_hpc.recipes.time_bounds import bounds_names
 from pangeo_hpc.recipes.traits import step_by_step
 
-__all__ = ["WeightsStore", "regrid", "using_store", "weights_for", "weights_key"]
+__all__ = ["WeightsStore", "regrid", "using_store", "weights_key"]
 
 #: the format of a weights entry: in every key
 FORMAT = "pangeo-hpc-regrid-weights-1"
@@ -58,10 +58,31 @@ class WeightsStore(Protocol):
     """Where built weights are kept between runs (a recipe run: the state cache)."""
 
     def get(self, key: str) -> dict[str, np.ndarray] | None:
-        """The arrays stored under ``key``, or ``None`` (a miss, a damaged entry)."""
+        """The arrays stored under ``key``, or ``None`` (a miss, a damaged entry).
+
+        Parameters
+        ----------
+        key : str
+            A weights key.
+
+        Returns
+        -------
+        dict or None
+            The arrays, or ``None``.
+        """
 
     def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
-        """Keep ``arrays`` under ``key``; ``meta`` says what they are."""
+        """Keep ``arrays`` under ``key``; ``meta`` says what they are.
+
+        Parameters
+        ----------
+        key : str
+            A weights key.
+        arrays : dict[str, np.ndarray]
+            Name -> array.
+        meta : dict[str, Any]
+            What they are (grids, method).
+        """
 
 
 _STORE: contextvars.ContextVar[WeightsStore | None] = contextvars.ContextVar(
@@ -71,7 +92,18 @@ _STORE: contextvars.ContextVar[WeightsStore | None] = contextvars.ContextVar(
 
 @contextlib.contextmanager
 def using_store(store: WeightsStore | None) -> Iterator[None]:
-    """Keep the weights built inside this block in ``store`` too, and look them up there."""
+    """Keep the weights built inside this block in ``store`` too, and look them up there.
+
+    Parameters
+    ----------
+    store : WeightsStore | None
+        Where weights are kept (``None``: nowhere).
+
+    Yields
+    ------
+    None
+        Nothing; the block runs with the store.
+    """
     token = _STORE.set(store)
     try:
         yield
@@ -89,14 +121,29 @@ def _code() -> str:
 
 
 def weights_key(src: Grid, dst: Grid, method: str) -> str:
-    """64 hex digits: the grids' centres and edges, the method and the code (see above)."""
+    """64 hex digits: the grids' centres and edges, the method and the code (see above).
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+    method : str
+        ``bilinear``, ``conservative`` or ``nearest``.
+
+    Returns
+    -------
+    str
+        64 hex digits.
+    """
     h = hashlib.sha256(_code().encode() + b"\0" + method.encode())
     for part in [*src.identity(), b"\0->\0", *dst.identity()]:
         h.update(len(part).to_bytes(8, "little") + part)
     return h.hexdigest()
 
 
-def weights_for(src: Grid, dst: Grid, method: str) -> Weights:
+def _weights_for(src: Grid, dst: Grid, method: str) -> Weights:
     """The weights of ``method`` from ``src`` to ``dst``: kept in this process, else from
     the store in use (:func:`using_store`), else built (and stored)."""
     key = weights_key(src, dst, method)
@@ -254,7 +301,7 @@ def regrid(
         lon_bounds=lon_bounds if lon_bounds is not None else carried[1],
     )
     dst = target_grid(grid)
-    weights = weights_for(src, dst, method)
+    weights = _weights_for(src, dst, method)
     ydim, xdim = src.dims
     if da.chunks is not None:
         da = da.chunk({ydim: -1, xdim: -1})

@@ -43,7 +43,18 @@ _CROSS_EPS = 1e-20
 def cyclic(lon: np.ndarray) -> bool:
     """Whether a curvilinear grid's first column follows its last (in every row, the gap
     from the last longitude to the first is the step from the first to the second, to
-    half a step), as CDO decides that its longitude wraps."""
+    half a step), as CDO decides that its longitude wraps.
+
+    Parameters
+    ----------
+    lon : np.ndarray
+        2-D longitudes (y, x).
+
+    Returns
+    -------
+    bool
+        Whether the longitude wraps.
+    """
     if lon.shape[1] < 2:
         return False
     step = np.mod(lon[:, 1] - lon[:, 0], 360.0)
@@ -110,7 +121,20 @@ def _local(
 def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     """Weights of CDO ``remapbil`` from the curvilinear ``src`` to ``dst`` (see the
     module's description), and the rows of inverse-distance weights (normalised by the
-    valid ones when applied)."""
+    valid ones when applied).
+
+    Parameters
+    ----------
+    src : Grid
+        The curvilinear source grid.
+    dst : Grid
+        The target grid.
+
+    Returns
+    -------
+    tuple[sp.csr_matrix, np.ndarray]
+        The weights, and the rows of inverse-distance weights.
+    """
     ny, nx = src.shape
     wraps = cyclic(src.lon)
     slat = np.deg2rad(src.lat).ravel()

@@ -89,7 +89,13 @@ class Grid:
             object.__setattr__(self, "lon_bounds", np.stack([west - shift, east - shift], 1))
 
     def identity(self) -> list[bytes]:
-        """The bytes a weights key is made of: every centre and edge, as float64."""
+        """The bytes a weights key is made of: every centre and edge, as float64.
+
+        Returns
+        -------
+        list[bytes]
+            The arrays' bytes.
+        """
         parts = [self.lat, self.lon, self.lat_bounds, self.lon_bounds]
         out = [str(self.shape).encode()]
         for a in parts:
@@ -100,6 +106,16 @@ class Grid:
 def target_grid(spec: Any) -> Grid:
     """The grid ``spec`` names: ``rNxM``, a ``{lat: [...], lon: [...]}`` mapping, or a path
     (see the module's description).
+
+    Parameters
+    ----------
+    spec : Any
+        ``rNxM``, a mapping of ``lat`` and ``lon``, or a path.
+
+    Returns
+    -------
+    Grid
+        The grid.
 
     Raises
     ------
@@ -200,7 +216,29 @@ def source_grid(
     lon_bounds: xr.DataArray | None = None,
 ) -> Grid:
     """The grid of ``obj``: its latitude and longitude, with edges from ``lat_bounds`` and
-    ``lon_bounds``, else from its bounds variables (a Dataset), else halfway between centres."""
+    ``lon_bounds``, else from its bounds variables (a Dataset), else halfway between centres.
+
+    Parameters
+    ----------
+    obj : xr.DataArray | xr.Dataset
+        Data on the grid.
+    name : str, optional
+        The data's name, for messages.
+    lat_bounds : xr.DataArray | None, optional
+        Latitude bounds, or ``None``.
+    lon_bounds : xr.DataArray | None, optional
+        Longitude bounds, or ``None``.
+
+    Returns
+    -------
+    Grid
+        The grid.
+
+    Raises
+    ------
+    InputError
+        When ``obj`` has no latitude/longitude grid.
+    """
     lat_name, lon_name = horizontal_names(obj)
     lat_c, lon_c = obj[lat_name], obj[lon_name]
     lat = np.asarray(lat_c.values, dtype="f8")

@@ -14,17 +14,28 @@ import scipy.sparse as sp
 
 from pangeo_hpc.recipes.regrid_grids import Grid
 
-__all__ = ["centres", "inverse_distance", "neighbours", "unit_vectors", "with_rows"]
+__all__ = ["centres", "inverse_distance", "neighbours", "with_rows"]
 
 
-def unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
+def _unit_vectors(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     """``(n, 3)`` points on the unit sphere of latitudes and longitudes in degrees."""
     phi, lam = np.deg2rad(lat.ravel()), np.deg2rad(lon.ravel())
     return np.stack([np.cos(phi) * np.cos(lam), np.cos(phi) * np.sin(lam), np.sin(phi)], 1)
 
 
 def centres(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
-    """Latitude and longitude of every cell, flattened in the data's order."""
+    """Latitude and longitude of every cell, flattened in the data's order.
+
+    Parameters
+    ----------
+    grid : Grid
+        A grid.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Latitudes and longitudes, flat.
+    """
     if grid.curvilinear:
         return grid.lat.ravel(), grid.lon.ravel()
     lat, lon = np.meshgrid(grid.lat, grid.lon, indexing="ij")
@@ -34,13 +45,28 @@ def centres(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
 def neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``k`` source centres nearest to each target centre on the sphere, and their
     great-circle distances (radians), nearest first; equally near ones (a target halfway
-    between two) in the source's order, as CDO's search returns them."""
+    between two) in the source's order, as CDO's search returns them.
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+    k : int
+        How many neighbours.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Source indices and great-circle distances (radians), ``(targets, k)`` each.
+    """
     from scipy.spatial import cKDTree
 
-    points = unit_vectors(*centres(src))
+    points = _unit_vectors(*centres(src))
     k = min(k, src.size)
     more = min(2 * k, src.size)
-    chord, near = cKDTree(points).query(unit_vectors(*centres(dst)), k=more)
+    chord, near = cKDTree(points).query(_unit_vectors(*centres(dst)), k=more)
     chord, near = chord.reshape(-1, more), near.reshape(-1, more)
     # ties: distances equal to 1e-9 relative form one rank, ordered by source index
     step = np.diff(chord, axis=1) > 1e-9 * np.maximum(chord[:, 1:], 1e-12)
@@ -52,7 +78,22 @@ def neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def inverse_distance(src: Grid, dst: Grid, rows: np.ndarray) -> sp.csr_matrix:
     """Rows ``rows`` of the weights 1/distance of the four nearest source centres, as
-    CDO ``remapbil`` falls back to where no four centres surround a target."""
+    CDO ``remapbil`` falls back to where no four centres surround a target.
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+    rows : np.ndarray
+        Target rows.
+
+    Returns
+    -------
+    sp.csr_matrix
+        Weights, one row per target cell.
+    """
     idx, dist = neighbours(src, dst, 4)
     idx, dist = idx[rows], dist[rows]
     w = 1.0 / np.maximum(dist, 1e-12)
@@ -63,7 +104,22 @@ def inverse_distance(src: Grid, dst: Grid, rows: np.ndarray) -> sp.csr_matrix:
 
 def with_rows(m: sp.csr_matrix, rows: np.ndarray, extra: sp.csr_matrix) -> sp.csr_matrix:
     """``m`` with its empty rows ``rows`` taken from ``extra`` (entries of weight 0 kept:
-    sparse products and sums would drop them)."""
+    sparse products and sums would drop them).
+
+    Parameters
+    ----------
+    m : sp.csr_matrix
+        Weights.
+    rows : np.ndarray
+        Its empty rows to fill.
+    extra : sp.csr_matrix
+        Weights to take them from.
+
+    Returns
+    -------
+    sp.csr_matrix
+        The combined weights.
+    """
     a, b = m.tocoo(), extra.tocoo()
     keep = np.isin(b.row, rows)
     data = np.concatenate([a.data, b.data[keep]])

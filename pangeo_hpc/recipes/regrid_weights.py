@@ -26,7 +26,7 @@ Methods:
   and in latitude between the four surrounding source centres; from a curvilinear
   source, the inverse of the bilinear map of the quadrilateral of centres around the
   target (:mod:`~pangeo_hpc.recipes.regrid_curvilinear`).
-* conservative from a curvilinear source is refused (:func:`refusal`).
+* conservative from a curvilinear source is refused (:func:`_refusal`).
 
 A target cell outside a regional source (no overlap; a centre outside the source's
 cells) is missing.
@@ -44,7 +44,7 @@ from pangeo_hpc.recipes import regrid_curvilinear
 from pangeo_hpc.recipes.regrid_grids import Grid
 from pangeo_hpc.recipes.regrid_search import inverse_distance, neighbours, with_rows
 
-__all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest", "refusal"]
+__all__ = ["METHODS", "Weights", "bilinear", "build", "conservative", "nearest"]
 
 #: the methods, as a recipe names them
 METHODS = ("conservative", "nearest", "bilinear")
@@ -70,7 +70,13 @@ class Weights:
     mean_rows: np.ndarray
 
     def arrays(self) -> dict[str, np.ndarray]:
-        """The CSR arrays, to store (no pickle)."""
+        """The CSR arrays, to store (no pickle).
+
+        Returns
+        -------
+        dict[str, np.ndarray]
+            Name -> array.
+        """
         m = self.matrix
         return {
             "data": m.data,
@@ -82,7 +88,23 @@ class Weights:
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray]) -> Weights:
-        """The weights :meth:`arrays` gave; ValueError if they are not well-formed."""
+        """The weights :meth:`arrays` gave; ValueError if they are not well-formed.
+
+        Parameters
+        ----------
+        arrays : dict[str, np.ndarray]
+            What :meth:`arrays` gave.
+
+        Returns
+        -------
+        Weights
+            The weights.
+
+        Raises
+        ------
+        ValueError
+            When the arrays are not well-formed.
+        """
         shape = tuple(int(n) for n in arrays["shape"])
         m = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
         if m.data.dtype != np.float64 or not np.isfinite(m.data).all():
@@ -97,12 +119,26 @@ class Weights:
 def build(src: Grid, dst: Grid, method: str) -> Weights:
     """The weights of ``method`` from ``src`` to ``dst``.
 
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+    method : str
+        ``bilinear``, ``conservative`` or ``nearest``.
+
+    Returns
+    -------
+    Weights
+        The weights.
+
     Raises
     ------
     InputError
-        For ``conservative`` from a curvilinear source (see :func:`refusal`).
+        For ``conservative`` from a curvilinear source (see :func:`_refusal`).
     """
-    why = refusal(src, method)
+    why = _refusal(src, method)
     if why is not None:
         raise InputError(why, param="method")
     if method == "conservative":
@@ -116,11 +152,24 @@ def build(src: Grid, dst: Grid, method: str) -> Weights:
     return Weights(m, mean_rows)
 
 
-def refusal(src: Grid, method: str) -> str | None:
+def _refusal(src: Grid, method: str) -> str | None:
     """Why ``method`` cannot regrid from ``src`` (one line naming the value and the fix),
     or ``None``. Conservative remapping needs the corners of each cell, which a
     curvilinear grid's 2-D centres do not give (CDO ``remapcon`` reads them from
-    ``lat_bnds``/``lon_bnds`` of shape (ny, nx, 4)); regrid does not take those."""
+    ``lat_bnds``/``lon_bnds`` of shape (ny, nx, 4)); regrid does not take those.
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    method : str
+        ``bilinear``, ``conservative`` or ``nearest``.
+
+    Returns
+    -------
+    str | None
+        One line, or ``None``.
+    """
     if src.curvilinear and method == "conservative":
         return (
             f"regrid: method={method!r} needs a rectilinear source grid; this one is "
@@ -148,7 +197,20 @@ def _interval_overlaps(dst: np.ndarray, src: np.ndarray, *, period: float | None
 
 
 def conservative(src: Grid, dst: Grid) -> sp.csr_matrix:
-    """Shared areas (steradians) of target and source cells (see the module's description)."""
+    """Shared areas (steradians) of target and source cells (see the module's description).
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+
+    Returns
+    -------
+    sp.csr_matrix
+        Weights, one row per target cell.
+    """
     sin_d = np.sin(np.deg2rad(dst.lat_bounds))
     sin_s = np.sin(np.deg2rad(src.lat_bounds))
     lat = _interval_overlaps(sin_d, sin_s, period=None)
@@ -172,7 +234,20 @@ def _inside(src: Grid, dst: Grid) -> np.ndarray:
 
 def nearest(src: Grid, dst: Grid) -> sp.csr_matrix:
     """One weight of 1 per target cell, on the source centre nearest to its centre on the
-    sphere (anywhere: beyond a regional source too, as CDO)."""
+    sphere (anywhere: beyond a regional source too, as CDO).
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+
+    Returns
+    -------
+    sp.csr_matrix
+        Weights, one row per target cell.
+    """
     idx, _ = neighbours(src, dst, 1)
     rows = np.arange(dst.size)  # as CDO's remapnn, beyond a regional source too
     return sp.csr_matrix((np.ones(rows.size), (rows, idx[rows, 0])), shape=(dst.size, src.size))
@@ -216,7 +291,20 @@ def _linear_1d(
 def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     """Weights linear in latitude and in longitude between the four source centres
     around each target centre (see the module's description), and the rows of
-    inverse-distance weights beyond the outermost latitudes of a global source."""
+    inverse-distance weights beyond the outermost latitudes of a global source.
+
+    Parameters
+    ----------
+    src : Grid
+        The source grid.
+    dst : Grid
+        The target grid.
+
+    Returns
+    -------
+    tuple[sp.csr_matrix, np.ndarray]
+        The weights, and the rows of inverse-distance weights.
+    """
     span = np.ptp(np.append(src.lon_bounds[:, 0], src.lon_bounds[:, 1]))
     periodic = span >= 360.0 - 1e-6
     lat = _linear_1d(dst.lat, src.lat, period=None)

@@ -32,7 +32,20 @@ INCOMPLETE = ("drop", "keep")
 
 def period_starts(coord: np.ndarray, options: Mapping[str, Any] | None = None) -> np.ndarray:
     """The labels of periods (their first instants) as int64 nanoseconds: the groups of a
-    resampling, or of days."""
+    resampling, or of days.
+
+    Parameters
+    ----------
+    coord : np.ndarray
+        Period labels (datetime64).
+    options : Mapping[str, Any] | None, optional
+        Not read: the labels are already the periods' first instants.
+
+    Returns
+    -------
+    np.ndarray
+        int64 nanoseconds, one per label.
+    """
     return coord.astype("datetime64[ns]").view("i8")
 
 
@@ -40,7 +53,20 @@ def periods(values: np.ndarray, alias: str) -> tuple[np.ndarray, np.ndarray]:
     """The periods of ``alias`` from the first to the last of the dates ``values`` (sorted;
     datetime64 or cftime), as xarray's and pandas' resampling cut them (anchored to the
     calendar: the same periods whatever the data's first date), and the index of each
-    date's period among them: ``(starts, at)``, read-only."""
+    date's period among them: ``(starts, at)``, read-only.
+
+    Parameters
+    ----------
+    values : np.ndarray
+        Sorted dates.
+    alias : str
+        A pandas frequency (``MS``, ``YS``).
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        ``(starts, at)``.
+    """
     values = np.asarray(values)
     if values.size == 0:
         return values[:0], np.zeros(0, np.intp)
@@ -144,6 +170,16 @@ def resample(
     numbers to the bit. Dask data stay lazy and keep their chunks (no rechunk along time);
     a series below 16 MB is reduced in one task, periods of a small field regrouped into
     bands of whole time series, about 16 MB each.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> resample(da, freq="annual").values.tolist()
+    [5.5, 17.5]
+    >>> resample(da, freq="annual", stat="max").values.tolist()
+    [11.0, 23.0]
     """
     check_dataarray(da, "resample")
     alias = FREQS.get(freq, freq)
@@ -251,6 +287,14 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
         gives NaN. Units as ``da``; ``cell_methods`` gains ``time: mean``. Each mean's time
         interval is its window's, from the start of its first step to the end of its
         last (CDO's ``time_bnds``: 2015-01-01 to 2016-01-01 for twelve months of 2015).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> running_mean(da, window=3).values[:3].tolist()
+    [1.0, 2.0, 3.0]
     """
     check_dataarray(da, "running_mean")
     t = time_name(da)
@@ -261,7 +305,7 @@ def running_mean(da: xr.DataArray, *, window: int, center: bool = True) -> xr.Da
             "(the data's length)",
             param="window",
         )
-    series = one_chunk_if_small(da, t)
+    series = _one_chunk_if_small(da, t)
     rolled = series.rolling({t: int(window)}, min_periods=1).mean()
     out = rolled.isel({t: slice(window - 1, None)})
     times = da[t].values
@@ -303,7 +347,7 @@ def _fewer_chunks(out: xr.DataArray, t: str) -> xr.DataArray:
     return out.chunk({t: -1, band: rows, **{d: -1 for d in out.dims if d not in (t, band)}})
 
 
-def one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
+def _one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
     """``da`` as one chunk along time when it is small (an area mean's series), else as
     it is: a big field chunked by file keeps its chunks."""
     if da.chunks is not None and da.nbytes <= SMALL_BYTES:
@@ -313,7 +357,24 @@ def one_chunk_if_small(da: xr.DataArray, t: str) -> xr.DataArray:
 
 def period_attrs(da: xr.DataArray, t: str, what: str, method: str) -> dict[str, str]:
     """Attributes of a statistic over time of ``da``: the same quantity and units, a
-    ``long_name`` saying ``what``, the input's cell methods followed by ``method``."""
+    ``long_name`` saying ``what``, the input's cell methods followed by ``method``.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    t : str
+        The time dimension.
+    what : str
+        Words for the statistic.
+    method : str
+        The ``cell_methods`` entry.
+
+    Returns
+    -------
+    dict[str, str]
+        The attributes.
+    """
     kept = ("units", "standard_name", "long_name", AREA_TYPE)
     attrs = {k: v for k, v in da.attrs.items() if k in kept}
     attrs["long_name"] = f"{attrs.get('long_name', da.name or 'field')}, {what}"

@@ -38,7 +38,7 @@ _LABEL_ATTRS = {
 
 def _calendar_groups(coord: np.ndarray, options: Mapping[str, Any]) -> np.ndarray:
     """The groups of a climatology's ``month`` (1-12) or ``season`` (DJF...) coordinate, as
-    :func:`group_index` numbers them."""
+    :func:`_group_index` numbers them."""
     if coord.dtype.kind in "USO":
         return np.array([SEASONS.index(str(s)) for s in coord], dtype="i8")
     return coord.astype("i8")
@@ -47,9 +47,9 @@ def _calendar_groups(coord: np.ndarray, options: Mapping[str, Any]) -> np.ndarra
 def _climatology_groups(
     time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset | None = None
 ) -> np.ndarray:
-    """Each time step's calendar month or season (:func:`group_index`); -1 outside the
+    """Each time step's calendar month or season (:func:`_group_index`); -1 outside the
     reference period."""
-    codes = group_index(time, options.get("freq", "monthly")).astype("i8")
+    codes = _group_index(time, options.get("freq", "monthly")).astype("i8")
     reference = options.get("reference")
     if reference is not None:
         first, last = _months(reference, "climatology")
@@ -97,12 +97,20 @@ def climatology(
     month or season in one compiled pass; per group, the left fold of the blocks that hold
     it; divided. NumPy or Dask, however chunked: the same values from the same numbers to
     float64 rounding, and to the bit from the same blocks.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> climatology(da).values[:3].tolist()  # January: (0 + 12) / 2
+    [6.0, 7.0, 8.0]
     """
     check_dataarray(da, "climatology")
     dim, words = _grouping(freq, "climatology")
     t = time_name(da)
-    ref = reference_period(da, reference, "climatology")  # checked: the data cover it
-    present = np.unique(group_index(ref[t], freq))
+    ref = _reference_period(da, reference, "climatology")  # checked: the data cover it
+    present = np.unique(_group_index(ref[t], freq))
     labels = present if dim == "month" else np.array([SEASONS[i] for i in present])
     steps = _climatology_groups(da[t], {"freq": freq, "reference": reference})
     codes = np.where(steps >= 0, np.searchsorted(present, steps), -1)
@@ -167,6 +175,14 @@ def anomaly(
     InputError
         A reference period the data do not cover, one without some month or season of
         the data, an unknown ``freq``, or both ``clim`` and ``reference``.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> anomaly(da).values[[0, 12]].tolist()  # the two Januaries
+    [-6.0, 6.0]
     """
     check_dataarray(da, "anomaly")
     t = time_name(da)
@@ -181,13 +197,13 @@ def anomaly(
         freq = "monthly" if "month" in clim.dims else "seasonal" if "season" in clim.dims else None
         freq = freq or "annual"
     elif freq is None:
-        freq = infer_grouping(da[t])
+        freq = _infer_grouping(da[t])
     # the reference period: as given, else all the data's months; unknown for a
     # climatology given
     period = "" if clim is not None else _period_words(reference, da[t], da.attrs)
     if freq == "annual":
         if clim is None:
-            ref = reference_period(da, reference, "anomaly")
+            ref = _reference_period(da, reference, "anomaly")
             clim = _mean(ref, t)
         out = da - clim
         what = "the mean"
@@ -196,7 +212,7 @@ def anomaly(
         own = clim is None  # of these data: the same grid, in the same layout
         if clim is None:
             clim = climatology(da, freq=freq, reference=reference)  # type: ignore[arg-type]
-        index = group_index(da[t], freq)
+        index = _group_index(da[t], freq)
         wanted = index if dim == "month" else np.array([SEASONS[i] for i in index])
         lacking = sorted(set(wanted.tolist()) - set(clim[dim].values.tolist()))
         if lacking:
@@ -236,7 +252,7 @@ def _mean(da: xr.DataArray, t: str) -> xr.DataArray:
     return xr.DataArray(value, dims=cells, coords=coords)
 
 
-def reference_period(
+def _reference_period(
     da: xr.DataArray, reference: Sequence[str] | None, recipe: str
 ) -> xr.DataArray:
     """The time steps of ``da`` whose labels fall in the months of ``reference``
@@ -257,14 +273,14 @@ def reference_period(
     return da.isel({t: np.flatnonzero((months >= first) & (months <= last))})
 
 
-def group_index(time: xr.DataArray, freq: str) -> np.ndarray:
+def _group_index(time: xr.DataArray, freq: str) -> np.ndarray:
     """Per time step: the calendar month (1..12) or the index of its season in
     :data:`SEASONS`."""
     month = np.asarray(time.dt.month.values, dtype=int)
     return month if freq == "monthly" else _SEASON_OF_MONTH[month - 1]
 
 
-def infer_grouping(time: xr.DataArray) -> Literal["monthly", "seasonal", "annual"]:
+def _infer_grouping(time: xr.DataArray) -> Literal["monthly", "seasonal", "annual"]:
     """``monthly``, ``seasonal`` or ``annual`` from the median number of months between
     time labels (below 3, 3 to 11, 12 or more)."""
     months = _month_numbers(time)

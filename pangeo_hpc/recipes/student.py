@@ -73,7 +73,20 @@ def _two_sided(t: np.ndarray, dof: np.ndarray) -> np.ndarray:  # pragma: no cove
 
 def t_two_sided_p(t: np.ndarray, dof: np.ndarray) -> np.ndarray:
     """P(|T| >= |t|) for Student's t with ``dof`` degrees of freedom, elementwise (float64;
-    NaN where ``t`` or ``dof`` is NaN or ``dof <= 0``; 0 for infinite ``t``)."""
+    NaN where ``t`` or ``dof`` is NaN or ``dof <= 0``; 0 for infinite ``t``).
+
+    Parameters
+    ----------
+    t : np.ndarray
+        t values.
+    dof : np.ndarray
+        Degrees of freedom.
+
+    Returns
+    -------
+    np.ndarray
+        p values.
+    """
     t, dof = np.broadcast_arrays(np.asarray(t, dtype="f8"), np.asarray(dof, dtype="f8"))
     flat = _two_sided(np.ascontiguousarray(t).ravel(), np.ascontiguousarray(dof).ravel())
     return flat.reshape(t.shape)

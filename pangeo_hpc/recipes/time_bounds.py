@@ -39,12 +39,34 @@ LOWER, UPPER = "_bnds_lower", "_bnds_upper"
 
 def bounds_names(t: str) -> tuple[str, str]:
     """Names of the coordinates that hold the lower and upper bounds of time dimension
-    ``t``: ``("time_bnds_lower", "time_bnds_upper")`` for ``time``."""
+    ``t``: ``("time_bnds_lower", "time_bnds_upper")`` for ``time``.
+
+    Parameters
+    ----------
+    t : str
+        A time dimension.
+
+    Returns
+    -------
+    tuple[str, str]
+        The two names.
+    """
     return f"{t}{LOWER}", f"{t}{UPPER}"
 
 
 def is_bounds_coord(name: str) -> bool:
-    """Whether ``name`` is one of the coordinates :func:`bounds_names` makes."""
+    """Whether ``name`` is one of the coordinates :func:`bounds_names` makes.
+
+    Parameters
+    ----------
+    name : str
+        A coordinate name.
+
+    Returns
+    -------
+    bool
+        Whether it holds bounds.
+    """
     return name.endswith((LOWER, UPPER))
 
 
@@ -64,7 +86,18 @@ def _values(index: pd.DatetimeIndex | xr.CFTimeIndex) -> np.ndarray:
 def step_of(values: np.ndarray) -> tuple[str, int | float]:
     """The length of one step of the dates ``values``: ``("months", n)`` for labels on the
     first of a month at midnight (n the smallest positive number of months between two),
-    else ``("seconds", median spacing)``; ``("seconds", 0)`` for fewer than two dates."""
+    else ``("seconds", median spacing)``; ``("seconds", 0)`` for fewer than two dates.
+
+    Parameters
+    ----------
+    values : np.ndarray
+        Dates.
+
+    Returns
+    -------
+    tuple[str, int | float]
+        The unit and the number.
+    """
     if values.size < 2:
         return "seconds", 0
     index = _index(values)
@@ -88,8 +121,21 @@ def _seconds(delta: Any) -> float:
     return float(np.timedelta64(delta, "ns").astype("i8")) / 1e9
 
 
-def shifted(values: np.ndarray, step: tuple[str, int | float]) -> np.ndarray:
-    """``values`` plus one ``step`` (:func:`step_of`), in their calendar."""
+def _shifted(values: np.ndarray, step: tuple[str, int | float]) -> np.ndarray:
+    """``values`` plus one ``step`` (:func:`step_of`), in their calendar.
+
+    Parameters
+    ----------
+    values : np.ndarray
+        Dates.
+    step : tuple[str, int | float]
+        What :func:`step_of` gave.
+
+    Returns
+    -------
+    np.ndarray
+        The shifted dates.
+    """
     kind, n = step
     index = _index(values)
     if kind == "months":
@@ -103,13 +149,24 @@ def shifted(values: np.ndarray, step: tuple[str, int | float]) -> np.ndarray:
 
 def intervals(time: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
     """Lower and upper bound of each step of the time coordinate ``time`` (``da[t]``,
-    whose coordinates hold the carried intervals, if any), else ``[label, label + step)``."""
+    whose coordinates hold the carried intervals, if any), else ``[label, label + step)``.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Lower and upper bounds.
+    """
     t = str(time.dims[0])
     lower, upper = bounds_names(t)
     if lower in time.coords and upper in time.coords:
         return _in_memory(time[lower]), _in_memory(time[upper])
     values = np.asarray(time.values)
-    return values, shifted(values, step_of(values))
+    return values, _shifted(values, step_of(values))
 
 
 def _in_memory(coord: xr.DataArray) -> np.ndarray:
@@ -126,25 +183,79 @@ def _in_memory(coord: xr.DataArray) -> np.ndarray:
 
 
 def with_intervals(da: xr.DataArray, t: str, lower: np.ndarray, upper: np.ndarray) -> xr.DataArray:
-    """``da`` with the intervals of its time dimension ``t`` (replacing any it had)."""
+    """``da`` with the intervals of its time dimension ``t`` (replacing any it had).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    t : str
+        The time dimension.
+    lower : np.ndarray
+        Lower bounds, one per step.
+    upper : np.ndarray
+        Upper bounds, one per step.
+
+    Returns
+    -------
+    xr.DataArray
+        A copy of ``da``.
+    """
     lo, up = bounds_names(t)
     return da.assign_coords({lo: (t, np.asarray(lower)), up: (t, np.asarray(upper))})
 
 
 def without_intervals(da: xr.DataArray, t: str) -> xr.DataArray:
-    """``da`` without the interval coordinates of ``t`` (before a reduction along it)."""
+    """``da`` without the interval coordinates of ``t`` (before a reduction along it).
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    t : str
+        The time dimension.
+
+    Returns
+    -------
+    xr.DataArray
+        A copy of ``da``.
+    """
     return da.drop_vars([n for n in bounds_names(t) if n in da.coords])
 
 
 def span(time: xr.DataArray) -> tuple[Any, Any]:
     """Start and end of all the steps of ``time``: the first lower and the last upper
-    bound of :func:`intervals` (the earliest and latest, whatever the order)."""
+    bound of :func:`intervals` (the earliest and latest, whatever the order).
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    tuple[Any, Any]
+        ``(start, end)``.
+    """
     lower, upper = intervals(time)
     return min(lower), max(upper)
 
 
 def middle(start: Any, end: Any) -> Any:
-    """The date halfway between ``start`` and ``end`` (datetime64 or cftime)."""
+    """The date halfway between ``start`` and ``end`` (datetime64 or cftime).
+
+    Parameters
+    ----------
+    start : Any
+        A date.
+    end : Any
+        A later date.
+
+    Returns
+    -------
+    Any
+        The middle date.
+    """
     if isinstance(start, np.datetime64):
         start, end = np.datetime64(start, "ns"), np.datetime64(end, "ns")
         return start + (end - start) // 2
@@ -156,14 +267,42 @@ def grouped(
 ) -> tuple[np.ndarray, np.ndarray]:
     """Intervals of values that each reduce the steps ``first[i]`` to ``last[i]``
     (positions, inclusive, steps in time order): from the first one's lower bound to the
-    last one's upper bound."""
+    last one's upper bound.
+
+    Parameters
+    ----------
+    lower : np.ndarray
+        Lower bound of each step.
+    upper : np.ndarray
+        Upper bound of each step.
+    first : np.ndarray
+        First step of each value.
+    last : np.ndarray
+        Last step of each value.
+
+    Returns
+    -------
+    tuple[np.ndarray, np.ndarray]
+        Lower and upper bounds, one per value.
+    """
     first, last = np.asarray(first, dtype=np.intp), np.asarray(last, dtype=np.intp)
     return np.asarray(lower)[first], np.asarray(upper)[last]
 
 
 def calendar_encoding(time: xr.DataArray) -> dict[str, str]:
     """``units`` and ``calendar`` of ``time`` as read from its file (its encoding), or the
-    calendar of its cftime dates: what a new time coordinate made from it is written in."""
+    calendar of its cftime dates: what a new time coordinate made from it is written in.
+
+    Parameters
+    ----------
+    time : xr.DataArray
+        A time coordinate.
+
+    Returns
+    -------
+    dict[str, str]
+        ``units`` and ``calendar``, those known.
+    """
     enc = {k: str(time.encoding[k]) for k in ("units", "calendar") if k in time.encoding}
     values = np.asarray(time.values)
     if "calendar" not in enc and values.size and hasattr(values.flat[0], "calendar"):
@@ -180,7 +319,6 @@ __all__ = [
     "intervals",
     "is_bounds_coord",
     "middle",
-    "shifted",
     "span",
     "step_of",
     "with_intervals",

@@ -86,18 +86,55 @@ class Reduction:
     partial_left_out: bool = False
 
     def kind(self, options: Mapping[str, Any]) -> str:
-        """The name of the state's aggregation for these options."""
+        """The name of the state's aggregation for these options.
+
+        Parameters
+        ----------
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+
+        Returns
+        -------
+        str
+            The aggregation's name.
+        """
         return self.state(options) if callable(self.state) else self.state
 
     def aggregation(self, options: Mapping[str, Any]) -> Aggregation:
         """What the states are and how they are computed, merged and finished, for these
-        options (:class:`~pangeo_hpc.recipes.aggregations.Aggregation`)."""
+        options (:class:`~pangeo_hpc.recipes.aggregations.Aggregation`).
+
+        Parameters
+        ----------
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+
+        Returns
+        -------
+        Aggregation
+            The aggregation.
+        """
         return AGGREGATIONS[self.kind(options)]
 
     def labels(
         self, time: xr.DataArray, options: Mapping[str, Any], data: xr.Dataset
     ) -> np.ndarray:
-        """The group of each time step of ``time`` (int64; -1: left out)."""
+        """The group of each time step of ``time`` (int64; -1: left out).
+
+        Parameters
+        ----------
+        time : xr.DataArray
+            A time coordinate.
+        options : Mapping[str, Any]
+            The step's options (``freq``, ``per``, ``q`` ...).
+        data : xr.Dataset
+            The input data.
+
+        Returns
+        -------
+        np.ndarray
+            int64, one per time step.
+        """
         if self.groups is None:
             return np.zeros(time.size, "i8")
         return np.asarray(self.groups(time, options, data), dtype="i8")
@@ -107,7 +144,20 @@ def step_by_step(
     fn: F | None = None, *, unless: Callable[[Mapping[str, Any]], str | None] | None = None
 ) -> Any:
     """Declare ``fn`` to work time step by time step (``@step_by_step``), or to do so
-    unless ``unless(options)`` gives a reason (``@step_by_step(unless=...)``)."""
+    unless ``unless(options)`` gives a reason (``@step_by_step(unless=...)``).
+
+    Parameters
+    ----------
+    fn : F | None, optional
+        The recipe function (the decorator without arguments).
+    unless : Callable[[Mapping[str, Any]], str | None] | None, optional
+        Options -> why not, or ``None``.
+
+    Returns
+    -------
+    Any
+        The function, or the decorator.
+    """
 
     def mark(f: F) -> F:
         setattr(f, STEP_BY_STEP, True if unless is None else unless)
@@ -117,7 +167,18 @@ def step_by_step(
 
 
 def reduces(reduction: Reduction) -> Callable[[F], F]:
-    """Declare ``fn`` a reduction along time whose partial states merge (``reduction``)."""
+    """Declare ``fn`` a reduction along time whose partial states merge (``reduction``).
+
+    Parameters
+    ----------
+    reduction : Reduction
+        What the states are.
+
+    Returns
+    -------
+    Callable[[F], F]
+        The decorator.
+    """
 
     def mark(f: F) -> F:
         setattr(f, REDUCTION, reduction)
@@ -127,7 +188,18 @@ def reduces(reduction: Reduction) -> Callable[[F], F]:
 
 
 def whole_series(why: str) -> Callable[[F], F]:
-    """Declare that ``fn`` needs the whole series at once, and why (one sentence)."""
+    """Declare that ``fn`` needs the whole series at once, and why (one sentence).
+
+    Parameters
+    ----------
+    why : str
+        One sentence.
+
+    Returns
+    -------
+    Callable[[F], F]
+        The decorator.
+    """
 
     def mark(f: F) -> F:
         setattr(f, WHOLE_SERIES, why)

@@ -71,6 +71,14 @@ def trend(
     the blocks; the slope is ``Stx / Stt``, the residual sum of squares ``Sxx - slope Stx``
     (S: sums of products of departures from the means); this loses digits only where the
     data's variance is below ~1e-10 of their squared mean.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> sorted(trend(da, per="year", stats=True).data_vars)
+    ['trend', 'trend_p_value', 'trend_stderr']
     """
     check_dataarray(da, "trend")
     if per not in _YEARS:
@@ -140,6 +148,15 @@ def linear_trend(
     -------
     DataArray
         The slope per cell, in ``units`` of ``da`` per ``per`` (``K/(10 year)``).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")  # two years, monthly
+    >>> da = xr.DataArray(np.arange(24.0), coords={"time": time}, dims="time", attrs={"units": "K"})
+    >>> t = linear_trend(da, per="year")  # 1 K a month
+    >>> round(float(t), 2), t.attrs["units"]
+    (12.0, 'K/year')
     """
     check_dataarray(da, "linear_trend")
     if per not in _YEARS:
@@ -161,6 +178,20 @@ def trend_global_mean(trend: xr.DataArray) -> xr.DataArray:
     -------
     DataArray
         A scalar, in the map's units.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> time = pd.date_range("2000-01-01", periods=24, freq="MS")
+    >>> values = np.arange(24.0)[:, None, None] + np.array([[0.0, 1.0], [2.0, 3.0]])
+    >>> da = xr.DataArray(
+    ...     values, coords={"time": time, "lat": lat, "lon": lon}, dims=("time", "lat", "lon"),
+    ...     attrs={"units": "K"},
+    ... )
+    >>> round(float(trend_global_mean(linear_trend(da, per="year"))), 2)
+    12.0
     """
     check_dataarray(trend, "trend_global_mean")
     out = global_mean(trend)

@@ -111,6 +111,18 @@ def units_of(obj: xr.DataArray | str, *, step: str = "units_of") -> pint.Quantit
     :func:`~pangeo_hpc.recipes.linear_trend`, are a number times a unit (0.1 K/year), which
     a ``pint.Unit`` cannot hold. Plain units have magnitude 1; ``.units`` is the unit.
 
+    Parameters
+    ----------
+    obj : xr.DataArray | str
+        Data with ``units``, or units text.
+    step : str, optional
+        The step's name, for errors.
+
+    Returns
+    -------
+    pint.Quantity
+        The units.
+
     Raises
     ------
     InputError
@@ -140,7 +152,20 @@ def _affine(src: pint.Quantity, dst: pint.Quantity) -> tuple[float, float]:
 
 def same_units(a: xr.DataArray | str, b: xr.DataArray | str) -> bool:
     """True when the units of ``a`` and ``b`` are the same units however spelled
-    (``m s-1`` and ``m/s``; ``K/(10 year)`` and ``0.1 K/year``); ``K`` and ``degC`` are not."""
+    (``m s-1`` and ``m/s``; ``K/(10 year)`` and ``0.1 K/year``); ``K`` and ``degC`` are not.
+
+    Parameters
+    ----------
+    a : xr.DataArray | str
+        Data, or units text.
+    b : xr.DataArray | str
+        Data, or units text.
+
+    Returns
+    -------
+    bool
+        Whether they are the same units.
+    """
     qa, qb = units_of(a, step="same_units"), units_of(b, step="same_units")
     if qa.dimensionality != qb.dimensionality:
         return False
@@ -149,7 +174,20 @@ def same_units(a: xr.DataArray | str, b: xr.DataArray | str) -> bool:
 
 
 def compatible_units(a: xr.DataArray | str, b: xr.DataArray | str) -> bool:
-    """True when values in the units of ``a`` convert to those of ``b`` (same dimension)."""
+    """True when values in the units of ``a`` convert to those of ``b`` (same dimension).
+
+    Parameters
+    ----------
+    a : xr.DataArray | str
+        Data, or units text.
+    b : xr.DataArray | str
+        Data, or units text.
+
+    Returns
+    -------
+    bool
+        Whether ``a`` converts to ``b``.
+    """
     qa, qb = units_of(a, step="compatible_units"), units_of(b, step="compatible_units")
     return bool(qa.dimensionality == qb.dimensionality)
 
@@ -163,6 +201,16 @@ def is_difference(da: xr.DataArray) -> bool:
     words anomaly, difference, departure, deviation, change, trend, bias, increment or
     range in the name, ``long_name`` or ``standard_name``; a ``cell_methods`` entry
     ``range`` or ``standard_deviation``. Else a value on a scale.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+
+    Returns
+    -------
+    bool
+        True for a difference.
     """
     meta = " ".join(str(da.attrs.get("units_metadata", "")).split()).lower()
     if meta in (DIFFERENCE, ON_SCALE):
@@ -180,7 +228,18 @@ def is_difference(da: xr.DataArray) -> bool:
 
 def spell(q: pint.Quantity) -> str:
     """UDUNITS spelling of the units ``q`` (magnitude: a scale factor), as pint and CDO
-    print them: ``mm day-1``, ``km h-1``, ``degC``, ``K/(10 year)``."""
+    print them: ``mm day-1``, ``km h-1``, ``degC``, ``K/(10 year)``.
+
+    Parameters
+    ----------
+    q : pint.Quantity
+        Units.
+
+    Returns
+    -------
+    str
+        UDUNITS text.
+    """
     reg = _registry()
     unit, scale = q.units, float(q.magnitude)
     if not np.isclose(scale, 1.0, rtol=1e-12, atol=0):
@@ -219,7 +278,31 @@ def convert(
     period: str | None = None,
     bounds: xr.DataArray | None = None,
 ) -> xr.DataArray:
-    """:func:`convert_units` for other recipes: errors name ``step`` instead."""
+    """:func:`convert_units` for other recipes: errors name ``step`` instead.
+
+    Parameters
+    ----------
+    da : xr.DataArray
+        The data.
+    to : str
+        The units wanted.
+    step : str
+        The step's name, for errors.
+    period : str | None, optional
+        An accumulation's period (``1h``), or ``None``.
+    bounds : xr.DataArray | None, optional
+        Time bounds, or ``None``.
+
+    Returns
+    -------
+    xr.DataArray
+        The data in ``to``.
+
+    Raises
+    ------
+    InputError
+        When the units do not convert.
+    """
     src = units_of(da, step=step)
     dst = _parse(to, step=step, what="the target units", param="to")
     difference = is_difference(da) if src.dimensionality == {"[temperature]": 1} else False
@@ -307,6 +390,14 @@ def convert_units(
     bounds from the first to the last sample (23 h for a day of hourly values): give no
     ``bounds`` for its totals, their ``time: sum`` and spacing say 24 h. The rate is the
     mean over that time: ``cell_methods`` says ``time: mean`` where it said ``time: sum``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([273.15, 283.15], dims="x", attrs={"units": "K"})
+    >>> c = convert_units(da, to="degC")
+    >>> c.values.round(6).tolist(), c.attrs["units"]
+    ([0.0, 10.0], 'degC')
     """
     check_dataarray(da, "convert_units")
     return convert(da, to, step="convert_units", period=period, bounds=bounds)

@@ -66,6 +66,14 @@ def magnitude(da: xr.DataArray, *, other: xr.DataArray, name: str | None = None)
     InputError
         Units of different kinds (``m s-1`` and ``K``), units on one component only, or
         components on different grids or times.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> u = xr.DataArray([3.0, -6.0], dims="x", attrs={"units": "m s-1"})
+    >>> v = xr.DataArray([4.0, 8.0], dims="x", attrs={"units": "m s-1"})
+    >>> magnitude(u, other=v).values.tolist()
+    [5.0, 10.0]
     """
     return _magnitude(da, other, name, step="magnitude")
 
@@ -126,5 +134,13 @@ def wind_speed(u: xr.DataArray, *, v: xr.DataArray) -> xr.DataArray:
         :func:`magnitude` of ``u`` and ``v``: named ``wind_speed`` with that standard name
         when their standard names (or era5-pds names) say they are the eastward and
         northward wind; else, as the names come from the data, ``magnitude``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> u = xr.DataArray([3.0, -6.0], dims="x", attrs={"units": "m s-1"})
+    >>> v = xr.DataArray([4.0, 8.0], dims="x", attrs={"units": "m s-1"})
+    >>> wind_speed(u, v=v).values.tolist()
+    [5.0, 10.0]
     """
     return _magnitude(u, v, None, step="wind_speed")

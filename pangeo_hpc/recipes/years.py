@@ -31,11 +31,11 @@ CALENDAR_YEAR_DAYS = {
 _PER_DAY = {"D": 1.0, "h": 24.0, "m": 1440.0, "s": 86400.0}
 
 
-def year_days(calendar: str | None) -> float:
+def _year_days(calendar: str | None) -> float:
     """Days in a (mean) year of ``calendar``; :data:`DAYS_PER_YEAR` for the Gregorian ones
     and ``None`` (datetime64).
 
-    >>> year_days("noleap"), year_days("360_day"), year_days("standard")
+    >>> _year_days("noleap"), _year_days("360_day"), _year_days("standard")
     (365.0, 360.0, 365.2425)
     """
     return CALENDAR_YEAR_DAYS.get((calendar or "standard").lower(), DAYS_PER_YEAR)
@@ -43,7 +43,18 @@ def year_days(calendar: str | None) -> float:
 
 def calendar_of(times: Any) -> str | None:
     """The CF calendar of cftime dates (``times`` an array, a DataArray or a date), ``None``
-    for datetime64."""
+    for datetime64.
+
+    Parameters
+    ----------
+    times : Any
+        Dates, or one date.
+
+    Returns
+    -------
+    str | None
+        The calendar, or ``None``.
+    """
     values = np.asarray(getattr(times, "values", times))
     if values.size == 0 or values.dtype.kind == "M":
         return None
@@ -54,16 +65,28 @@ def year_phrase(calendar: str | None) -> str:
     """What a year is, for a ``long_name``: empty for the Gregorian calendars, else
     `` of 365-day years (noleap calendar)`` and the like.
 
+    Parameters
+    ----------
+    calendar : str | None
+        A CF calendar, or ``None``.
+
+    Returns
+    -------
+    str
+        The phrase.
+
+    Examples
+    --------
     >>> year_phrase("360_day"), year_phrase("julian"), year_phrase(None)
     (' of 360-day years (360_day calendar)', ' of 365.25-day years (julian calendar)', '')
     """
     if calendar is None or calendar.lower() not in CALENDAR_YEAR_DAYS:
         return ""
-    return f" of {year_days(calendar):g}-day years ({calendar} calendar)"
+    return f" of {_year_days(calendar):g}-day years ({calendar} calendar)"
 
 
 def decimal_years(times: Any, since: Any = None, *, unit: str = "s") -> np.ndarray:
-    """Years of the dates' calendar (:func:`year_days`) from ``since`` to each of ``times``.
+    """Years of the dates' calendar (:func:`_year_days`) from ``since`` to each of ``times``.
 
     Parameters
     ----------
@@ -92,7 +115,7 @@ def decimal_years(times: Any, since: Any = None, *, unit: str = "s") -> np.ndarr
         delta = (values - np.datetime64(origin)).astype(f"timedelta64[{unit}]").astype("f8")
         return delta / (DAYS_PER_YEAR * _PER_DAY[unit])
     seconds = np.array([(v - origin).total_seconds() for v in values.ravel()], dtype="f8")
-    return seconds.reshape(values.shape) / (year_days(calendar_of(values)) * _PER_DAY["s"])
+    return seconds.reshape(values.shape) / (_year_days(calendar_of(values)) * _PER_DAY["s"])
 
 
 __all__ = [
@@ -100,6 +123,5 @@ __all__ = [
     "DAYS_PER_YEAR",
     "calendar_of",
     "decimal_years",
-    "year_days",
     "year_phrase",
 ]

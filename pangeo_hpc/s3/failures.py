@@ -41,7 +41,18 @@ def _retries(exc: BaseException) -> int:
 def timed_out(exc: BaseException) -> str | None:
     """``"connect"`` or ``"read"`` if ``exc`` (or an error it was raised from) is a
     time-out of that phase, as obstore (reqwest's ``TimedOut``), botocore
-    (``ConnectTimeoutError``, ``ReadTimeoutError``) or aiohttp report it; else ``None``."""
+    (``ConnectTimeoutError``, ``ReadTimeoutError``) or aiohttp report it; else ``None``.
+
+    Parameters
+    ----------
+    exc : BaseException
+        An exception.
+
+    Returns
+    -------
+    str | None
+        The phase, or ``None``.
+    """
     link: BaseException | None = exc
     while link is not None:
         name, text = type(link).__name__, str(link)
@@ -59,6 +70,20 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     (or not in time: the time-out to raise is named), and throttling or server errors (5xx)
     that outlasted the retries. Works on obstore,
     s3fs and botocore errors.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The failure.
+    url : str
+        The URL that was read.
+    opts : S3Options
+        The S3 options used.
+
+    Returns
+    -------
+    InputError | None
+        The error to raise, or ``None``.
     """
     text = str(exc)
     code = next(iter(_CODE.findall(text)), "")

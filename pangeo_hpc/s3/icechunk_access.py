@@ -45,7 +45,20 @@ def _keys(opts: S3Options) -> dict[str, Any]:
 
 
 def storage(url: str, opts: S3Options) -> Any:
-    """The ``icechunk.Storage`` of the repository at ``s3://bucket/prefix``."""
+    """The ``icechunk.Storage`` of the repository at ``s3://bucket/prefix``.
+
+    Parameters
+    ----------
+    url : str
+        ``s3://bucket/prefix``.
+    opts : S3Options
+        How to reach S3.
+
+    Returns
+    -------
+    icechunk.Storage
+        The storage.
+    """
     require("stores", "Icechunk repositories")
     import icechunk
 
@@ -56,14 +69,38 @@ def storage(url: str, opts: S3Options) -> Any:
 
 
 def container_prefix(url: str) -> str:
-    """The URL prefix of a virtual chunk container for the objects of ``url``'s bucket."""
+    """The URL prefix of a virtual chunk container for the objects of ``url``'s bucket.
+
+    Parameters
+    ----------
+    url : str
+        An ``s3://`` URL.
+
+    Returns
+    -------
+    str
+        ``s3://bucket/``.
+    """
     bucket, _ = split_url(url)
     return f"s3://{bucket}/"
 
 
 def virtual_container(prefix: str, opts: S3Options) -> Any:
     """An ``icechunk.VirtualChunkContainer`` for the objects under ``prefix``
-    (``s3://bucket/``), reached with ``opts``' endpoint and region."""
+    (``s3://bucket/``), reached with ``opts``' endpoint and region.
+
+    Parameters
+    ----------
+    prefix : str
+        ``s3://bucket/``.
+    opts : S3Options
+        How to reach S3.
+
+    Returns
+    -------
+    icechunk.VirtualChunkContainer
+        The container.
+    """
     require("stores", "Icechunk virtual references")
     import icechunk
 
@@ -80,7 +117,20 @@ def virtual_container(prefix: str, opts: S3Options) -> Any:
 
 def credentials(prefixes: list[str], opts: S3Options) -> dict[str, Any]:
     """``authorize_virtual_chunk_access`` of ``icechunk.Repository.open``/``create``: the
-    keys of ``opts`` (or anonymous access) for the virtual chunk containers ``prefixes``."""
+    keys of ``opts`` (or anonymous access) for the virtual chunk containers ``prefixes``.
+
+    Parameters
+    ----------
+    prefixes : list[str]
+        The containers' prefixes.
+    opts : S3Options
+        How to reach S3.
+
+    Returns
+    -------
+    dict[str, Any]
+        Prefix -> credentials.
+    """
     require("stores", "Icechunk virtual references")
     import icechunk
 

@@ -91,6 +91,17 @@ class Lister:
     """The listing state of one run: the store, the pool of listers, counts, progress.
 
     ``take`` callbacks and ``progress`` are called under a lock, one at a time.
+
+    Parameters
+    ----------
+    store : S3Store
+        The bucket's store.
+    concurrency : int
+        Listings in flight.
+    progress : Progress | None
+        Called with the number of objects listed so far, or ``None``.
+    answered : Callable[[], None] | None, optional
+        Called after each answered request, or ``None``.
     """
 
     def __init__(
@@ -111,7 +122,15 @@ class Lister:
         self._stop = threading.Event()
 
     def took(self, requests: int, objects: int) -> None:
-        """Count requests and objects, and report progress (call it holding :attr:`lock`)."""
+        """Count requests and objects, and report progress (call it holding :attr:`lock`).
+
+        Parameters
+        ----------
+        requests : int
+            Requests answered.
+        objects : int
+            Objects they listed.
+        """
         if self.answered is not None:
             self.answered()
         self.requests += requests
@@ -120,7 +139,18 @@ class Lister:
             self.progress(self.objects)
 
     def children(self, prefix: str) -> tuple[list[str], Sequence[ObjectMeta]]:
-        """Sub-prefixes (``a/b``, without a trailing ``/``) and objects directly at ``prefix``."""
+        """Sub-prefixes (``a/b``, without a trailing ``/``) and objects directly at ``prefix``.
+
+        Parameters
+        ----------
+        prefix : str
+            A prefix (``""``: the bucket's root).
+
+        Returns
+        -------
+        tuple[list[str], Sequence[ObjectMeta]]
+            The sub-prefixes, and the objects.
+        """
         import obstore
 
         found = obstore.list_with_delimiter(self.store, prefix or None)
@@ -135,6 +165,15 @@ class Lister:
 
         With ``arrow``, batches are Arrow record batches (columns ``path``, ``size``,
         ``e_tag``, ...) rather than lists of dicts: no Python object per key.
+
+        Parameters
+        ----------
+        prefix : str
+            A prefix.
+        take : Take
+            Called with ``(prefix, batch)``.
+        arrow : bool, optional
+            Hand over Arrow record batches.
         """
         import obstore
 
@@ -155,6 +194,18 @@ class Lister:
 
         The first failure stops the rest (those not started are cancelled, running
         listings stop at their next page) and is raised.
+
+        Parameters
+        ----------
+        fn : Callable[[str], T]
+            A function of one prefix.
+        prefixes : Sequence[str]
+            The prefixes.
+
+        Returns
+        -------
+        list[T]
+            The results, in order.
         """
         futures = [self.pool.submit(fn, p) for p in prefixes]
         try:
@@ -212,6 +263,24 @@ def scan(lister: Lister, root: str, min_depth: int, take: Take, *, arrow: bool =
     ``take(prefix, batch)`` gets every object once: ``prefix`` is the fully listed prefix the
     batch comes from (at least ``min_depth`` levels below ``root``), or ``None`` for objects
     found by discovery (always a list of dicts; with ``arrow``, the others are Arrow).
+
+    Parameters
+    ----------
+    lister : Lister
+        The listing state.
+    root : str
+        The prefix listed.
+    min_depth : int
+        Levels below ``root`` at which to list in parallel.
+    take : Take
+        Called with ``(prefix, batch)``.
+    arrow : bool, optional
+        Hand over Arrow record batches.
+
+    Returns
+    -------
+    int
+        The prefixes listed.
     """
     tasks = _plan(lister, root, min_depth, take)
     lister.run(lambda prefix: lister.walk(prefix, take, arrow=arrow), tasks)
@@ -256,7 +325,31 @@ def listing(
     progress: Progress | None,
     body: Callable[[Lister, str], T],
 ) -> T:
-    """Resolve the URL, options and store; run ``body(lister, prefix)``; explain S3 errors."""
+    """Resolve the URL, options and store; run ``body(lister, prefix)``; explain S3 errors.
+
+    Parameters
+    ----------
+    url : str
+        ``s3://bucket/prefix``.
+    opts : S3Options | None
+        How to reach S3 (``None``: from config).
+    concurrency : int | None
+        Listings in flight (``None``: from config).
+    progress : Progress | None
+        Called with the number of objects listed so far, or ``None``.
+    body : Callable[[Lister, str], T]
+        What to run.
+
+    Returns
+    -------
+    T
+        What ``body`` returns.
+
+    Raises
+    ------
+    InputError
+        For a bad URL, or an S3 failure a user can fix (explained).
+    """
     bucket, prefix = split_url(url)
     opts = opts if opts is not None else S3Options.resolve()
     limit = int(config.get("s3.list-concurrency", concurrency))

@@ -31,12 +31,33 @@ _SCHEME = "s3://"
 
 
 def is_s3(path: object) -> bool:
-    """Whether ``path`` is an ``s3://`` URL."""
+    """Whether ``path`` is an ``s3://`` URL.
+
+    Parameters
+    ----------
+    path : object
+        Anything.
+
+    Returns
+    -------
+    bool
+        True for a string starting with ``s3://``.
+    """
     return isinstance(path, str) and path.startswith(_SCHEME)
 
 
 def split_url(url: str) -> tuple[str, str]:
     """``s3://bucket/some/prefix/`` as ``("bucket", "some/prefix")``.
+
+    Parameters
+    ----------
+    url : str
+        An ``s3://`` URL.
+
+    Returns
+    -------
+    tuple[str, str]
+        The bucket and the prefix.
 
     Raises
     ------
@@ -69,6 +90,14 @@ class S3Options:
         Default: from the AWS chain (``AWS_REGION``, the profile), else ``us-east-1``.
     profile : str, optional
         A named profile of ``~/.aws/config``; default ``AWS_PROFILE`` or ``default``.
+
+    Examples
+    --------
+    >>> opts = S3Options(endpoint_url="http://localhost:8333", anon=True)
+    >>> opts.anon, opts.endpoint_url
+    (True, 'http://localhost:8333')
+    >>> S3Options.resolve(anon=True).anon  # the rest from dask config pangeo-hpc.s3
+    True
     """
 
     endpoint_url: str | None = None
@@ -98,7 +127,24 @@ class S3Options:
         region: str | None = None,
         profile: str | None = None,
     ) -> S3Options:
-        """Options from the arguments given, the rest from dask config ``pangeo-hpc.s3``."""
+        """Options from the arguments given, the rest from dask config ``pangeo-hpc.s3``.
+
+        Parameters
+        ----------
+        endpoint_url : str | None, optional
+            The S3 endpoint (default: AWS).
+        anon : bool | None, optional
+            Read without credentials.
+        region : str | None, optional
+            The region.
+        profile : str | None, optional
+            The AWS profile.
+
+        Returns
+        -------
+        S3Options
+            The options.
+        """
         endpoint = (
             config.get("s3.endpoint-url", endpoint_url)
             or os.environ.get("AWS_ENDPOINT_URL_S3")
@@ -113,7 +159,13 @@ class S3Options:
 
     def for_writing(self) -> S3Options:
         """These options with credentials: an output is never written anonymously, even
-        when the inputs are read so (``--anon`` on a public bucket)."""
+        when the inputs are read so (``--anon`` on a public bucket).
+
+        Returns
+        -------
+        S3Options
+            The options.
+        """
         return S3Options(self.endpoint_url, False, self.region, self.profile)
 
     def storage_options(self) -> dict[str, Any]:
@@ -124,6 +176,11 @@ class S3Options:
         times, as the obstore stores of :meth:`store` do; each attempt connects within
         ``pangeo-hpc.s3.connect-timeout`` and waits ``pangeo-hpc.s3.read-timeout`` seconds
         at most for the next bytes of an answer.
+
+        Returns
+        -------
+        dict[str, Any]
+            The keyword arguments.
         """
         retries = {"max_attempts": int(config.get("s3.max-retries")), "mode": "standard"}
         timeouts = client_timeouts()
@@ -147,7 +204,13 @@ class S3Options:
         return opts
 
     def filesystem(self) -> s3fs.S3FileSystem:
-        """An s3fs file system with these options (cached by s3fs per process)."""
+        """An s3fs file system with these options (cached by s3fs per process).
+
+        Returns
+        -------
+        s3fs.S3FileSystem
+            The file system.
+        """
         require("s3", "S3 access")
         import s3fs
 
@@ -161,12 +224,28 @@ class S3Options:
         ``pangeo-hpc.s3.retry-timeout`` seconds; each attempt connects within
         ``pangeo-hpc.s3.connect-timeout`` and waits ``pangeo-hpc.s3.read-timeout`` seconds at
         most for the next bytes of an answer.
+
+        Parameters
+        ----------
+        bucket : str
+            The bucket.
+
+        Returns
+        -------
+        S3Store
+            The store.
         """
         require("s3", "S3 access")
         return _store(self, bucket, int(config.get("s3.max-retries")), client_timeouts())
 
     def resolved_region(self) -> str:
-        """The region requests are signed for."""
+        """The region requests are signed for.
+
+        Returns
+        -------
+        str
+            The region.
+        """
         if self.region:
             return self.region
         return _botocore_session(self.profile).get_config_variable("region") or "us-east-1"
@@ -263,7 +342,17 @@ class _BotocoreCredentials:
 class Timeouts(NamedTuple):
     """Seconds, from config ``pangeo-hpc.s3.*``: ``connect-timeout`` (each attempt's
     connection), ``read-timeout`` (each attempt's wait for the next bytes) and
-    ``retry-timeout`` (after a request's first attempt, no more retries)."""
+    ``retry-timeout`` (after a request's first attempt, no more retries).
+
+    Attributes
+    ----------
+    connect : float
+        ``connect-timeout``.
+    read : float
+        ``read-timeout``.
+    retry : float
+        ``retry-timeout``.
+    """
 
     connect: float
     read: float
@@ -272,6 +361,11 @@ class Timeouts(NamedTuple):
 
 def client_timeouts() -> Timeouts:
     """The time-outs of S3 requests, from config (:class:`Timeouts`).
+
+    Returns
+    -------
+    Timeouts
+        The time-outs.
 
     Raises
     ------

@@ -61,7 +61,13 @@ class Notice:
         self._timer.daemon = True  # never holds up the end of the process
 
     def line(self) -> str:
-        """The line it logs."""
+        """The line it logs.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         read = float(config.get("s3.read-timeout"))
         return (
             f"waiting for {self.endpoint} ({self.what}): no answer in {self.after:g} s; a "

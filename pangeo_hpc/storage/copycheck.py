@@ -49,12 +49,12 @@ _PLAIN_MD5 = re.compile(r"[0-9a-f]{32}")
 BLOCK = 8 << 20
 
 
-def plain_md5(etag: str | None) -> str | None:
+def _plain_md5(etag: str | None) -> str | None:
     """The MD5 in an ETag that is one (32 hex digits, quoted or not), else ``None``.
 
-    >>> plain_md5('"9b2cf535f27731c974343645a3985328"')
+    >>> _plain_md5('"9b2cf535f27731c974343645a3985328"')
     '9b2cf535f27731c974343645a3985328'
-    >>> plain_md5('"d41d8cd98f00b204e9800998ecf8427e-3"') is None  # multipart
+    >>> _plain_md5('"d41d8cd98f00b204e9800998ecf8427e-3"') is None  # multipart
     True
     """
     if etag is None:
@@ -63,24 +63,35 @@ def plain_md5(etag: str | None) -> str | None:
     return text if _PLAIN_MD5.fullmatch(text) else None
 
 
-def how_checked(etag: str | None, *, folder: bool) -> str:
+def _how_checked(etag: str | None, *, folder: bool) -> str:
     """What a copy of a source with this ETag is checked by, as a report line says it.
 
-    >>> how_checked('"d41d8cd98f00b204e9800998ecf8427e"', folder=False)
+    >>> _how_checked('"d41d8cd98f00b204e9800998ecf8427e"', folder=False)
     'size and MD5 = ETag'
-    >>> how_checked('"d41d8cd98f00b204e9800998ecf8427e-3"', folder=False)
+    >>> _how_checked('"d41d8cd98f00b204e9800998ecf8427e-3"', folder=False)
     'size and re-read checksum (multipart ETag)'
     """
     if folder:
         return f"{REREAD} ({FOLDER})"
-    if plain_md5(etag) is not None:
+    if _plain_md5(etag) is not None:
         return MD5_ETAG
     multipart = etag is not None and re.fullmatch(r"[0-9a-f]{32}-\d+", etag.strip('"').lower())
     return f"{REREAD} ({MULTIPART if multipart else NOT_MD5})"
 
 
 def digest(data: bytes | memoryview) -> bytes:
-    """The checksum of one range's bytes (BLAKE2b, 128 bits)."""
+    """The checksum of one range's bytes (BLAKE2b, 128 bits).
+
+    Parameters
+    ----------
+    data : bytes | memoryview
+        The bytes.
+
+    Returns
+    -------
+    bytes
+        16 bytes.
+    """
     return hashlib.blake2b(data, digest_size=16).digest()
 
 
@@ -91,7 +102,7 @@ class Checked:
     Attributes
     ----------
     how : str
-        :func:`how_checked`'s text, e.g. ``"size and MD5 = ETag"``.
+        :func:`_how_checked`'s text, e.g. ``"size and MD5 = ETag"``.
     from_memory : bool
         The kernel kept the copy's pages after the drop (tmpfs, or a file system that
         ignores ``POSIX_FADV_DONTNEED``): it was re-read from memory.
@@ -177,7 +188,7 @@ def verify(
     OSError
         If the size, the MD5 (against the ETag) or a range's checksum differs.
     """
-    how = how_checked(etag, folder=folder)
+    how = _how_checked(etag, folder=folder)
     fd = os.open(path, os.O_RDONLY)
     try:
         on_disk = os.fstat(fd).st_size
@@ -185,7 +196,7 @@ def verify(
             raise OSError(f"the copy has {on_disk} bytes, the source {size}")
         drop(fd)
         from_memory = bool(resident_bytes(fd))
-        want = None if folder else plain_md5(etag)
+        want = None if folder else _plain_md5(etag)
         if want is None:
             differs = _first_difference(ranges, read, _digests_back(fd, ranges))
             if differs is not None:
@@ -210,4 +221,4 @@ def verify(
     )
 
 
-__all__ = ["MD5_ETAG", "REREAD", "Checked", "digest", "how_checked", "plain_md5", "verify"]
+__all__ = ["MD5_ETAG", "REREAD", "Checked", "digest", "verify"]

@@ -30,6 +30,12 @@ class FsInfo:
         The file system's magic number (``statfs``).
     mount_point, mount_type, source : str
         The mount that holds the path, from ``/proc/self/mountinfo``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.storage.detect import detect
+    >>> detect("/fsx/era5").kind  # doctest: +SKIP
+    'lustre'
     """
 
     path: str
@@ -46,7 +52,13 @@ class FsInfo:
 
 
 def mounts() -> list[tuple[str, str, str]]:
-    """(mount point, type, source) of every mount, from /proc/self/mountinfo."""
+    """(mount point, type, source) of every mount, from /proc/self/mountinfo.
+
+    Returns
+    -------
+    list[tuple[str, str, str]]
+        One tuple per mount, in the file's order.
+    """
     out = []
     with open("/proc/self/mountinfo") as f:
         for line in f:

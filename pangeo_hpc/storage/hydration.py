@@ -40,6 +40,11 @@ class FileState:
         The bytes present on this file system.
     state : {"released", "partial", "loaded", "missing"}
         What follows.
+
+    Examples
+    --------
+    >>> FileState("/fsx/era5/a.nc", size=100, loaded=40, state="partial")
+    FileState(path='/fsx/era5/a.nc', size=100, loaded=40, state='partial')
     """
 
     path: str
@@ -62,6 +67,15 @@ class HydrationReport:
         How the states were read (``lfs hsm_state``, rclone's cache, allocated blocks).
     files : list of FileState
         One per file.
+
+    Examples
+    --------
+    >>> files = [
+    ...     FileState("/fsx/era5/a.nc", 100, 100, "loaded"),
+    ...     FileState("/fsx/era5/b.nc", 100, 0, "released"),
+    ... ]
+    >>> HydrationReport("/fsx/era5", "lustre", "hsm", files).summary()
+    '/fsx/era5 (lustre, by hsm): 2 files (1 released, 1 loaded); 100 B of 200 B loaded (50.0 %)'
     """
 
     root: str
@@ -83,7 +97,13 @@ class HydrationReport:
         return {s: c.get(s, 0) for s in STATES}
 
     def summary(self) -> str:
-        """One line: files by state and bytes loaded of bytes total."""
+        """One line: files by state and bytes loaded of bytes total.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         pct = 100 * self.bytes_loaded / self.bytes_total if self.bytes_total else 100.0
         counts = ", ".join(f"{n} {s}" for s, n in self.counts.items() if n)
         return (
@@ -93,6 +113,13 @@ class HydrationReport:
         )
 
     def to_dict(self) -> dict:
+        """The report as plain data (JSON-ready): totals, and each file's state.
+
+        Returns
+        -------
+        dict
+            The data.
+        """
         return {
             "root": self.root,
             "filesystem": self.filesystem,
@@ -105,7 +132,7 @@ class HydrationReport:
         }
 
 
-def list_files(path: str | Path) -> list[Path]:
+def _list_files(path: str | Path) -> list[Path]:
     """Every regular file under ``path`` (or ``path`` itself), sorted."""
     p = Path(path)
     if not p.exists():
@@ -144,7 +171,7 @@ def hydration(path: str | Path, files: Iterable[str | Path] | None = None) -> Hy
     1
     """
     info = detect(path)
-    paths = [Path(f) for f in files] if files is not None else list_files(path)
+    paths = [Path(f) for f in files] if files is not None else _list_files(path)
     if info.kind == "lustre" and shutil.which("lfs"):
         return HydrationReport(info.path, info.kind, "lfs hsm_state", _lustre(paths))
     cache = RcloneCache.for_mount(info) if info.mount_type.startswith("fuse.rclone") else None
@@ -191,4 +218,4 @@ def _lustre(paths: list[Path], batch: int = 1000) -> list[FileState]:
     return out
 
 
-__all__ = ["FileState", "HydrationReport", "hydration", "list_files"]
+__all__ = ["FileState", "HydrationReport", "hydration"]

@@ -101,7 +101,13 @@ class Inventory:
         }
 
     def to_json(self) -> str:
-        """:meth:`to_dict` as indented JSON text."""
+        """:meth:`to_dict` as indented JSON text.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
     def to_table(self) -> str:

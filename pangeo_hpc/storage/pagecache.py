@@ -79,6 +79,11 @@ def drop(fd: int) -> None:
     Dirty pages (a file just written) are written back first: the kernel drops only clean
     pages. On a FUSE mount (rclone) this empties the kernel's page cache of the file, not
     the FUSE daemon's own cache; on Lustre, the client's cached pages of the file.
+
+    Parameters
+    ----------
+    fd : int
+        An open file descriptor.
     """
     try:
         os.fdatasync(fd)
@@ -89,7 +94,13 @@ def drop(fd: int) -> None:
 
 def drop_file(path: str | os.PathLike[str]) -> None:
     """:func:`drop` the pages of the file at ``path``: its next read comes from the disk
-    (or the network), not from memory."""
+    (or the network), not from memory.
+
+    Parameters
+    ----------
+    path : str | os.PathLike[str]
+        A file.
+    """
     fd = os.open(path, os.O_RDONLY)
     try:
         drop(fd)
@@ -102,6 +113,18 @@ def read_through(path: str | os.PathLike[str], block_size: int = 16 << 20) -> in
 
     On a lazily loaded file system (FSx for Lustre, an rclone mount) this loads the file;
     everywhere it leaves the file's pages in the page cache.
+
+    Parameters
+    ----------
+    path : str | os.PathLike[str]
+        A file.
+    block_size : int, optional
+        Bytes per read.
+
+    Returns
+    -------
+    int
+        The bytes read.
     """
     view = memoryview(bytearray(block_size))
     total = 0

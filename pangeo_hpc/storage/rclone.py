@@ -36,7 +36,17 @@ def _option(args: list[str], name: str) -> str | None:
 
 @dataclass
 class RcloneCache:
-    """The VFS cache of one rclone mount (``--vfs-cache-mode full``)."""
+    """The VFS cache of one rclone mount (``--vfs-cache-mode full``).
+
+    Attributes
+    ----------
+    mount_point : Path
+        Where the bucket is mounted.
+    cache_dir : Path
+        rclone's ``--cache-dir``.
+    bucket : str
+        The bucket (and prefix) mounted.
+    """
 
     mount_point: Path
     cache_dir: Path
@@ -45,6 +55,19 @@ class RcloneCache:
 
     @classmethod
     def for_mount(cls, info: FsInfo) -> RcloneCache | None:
+        """The cache of the rclone mount ``info`` describes, from the command line of its rclone
+        process; ``None`` when that is not found.
+
+        Parameters
+        ----------
+        info : FsInfo
+            A mount, as :func:`~pangeo_hpc.storage.detect.detect` describes it.
+
+        Returns
+        -------
+        RcloneCache or None
+            The cache, or ``None``.
+        """
         args = _rclone_args(info.mount_point)
         if args is None:
             return None
@@ -59,6 +82,16 @@ class RcloneCache:
         rclone 1.60 keeps the bytes in ``CACHE/vfs/REMOTE/BUCKET/PATH``: a sparse file of the
         object's size whose allocated blocks are the ranges it has downloaded (an on-the-fly
         remote's name is ``:s3{HASH}``).
+
+        Parameters
+        ----------
+        path : Path
+            A file below the mount point.
+
+        Returns
+        -------
+        Path | None
+            The cache file, or ``None``.
         """
         rel = Path(os.path.realpath(path)).relative_to(self.mount_point)
         if self._root is None:
@@ -72,7 +105,20 @@ class RcloneCache:
         return candidate if candidate.exists() else None
 
     def cached_bytes(self, path: Path, size: int) -> int:
-        """Bytes of ``path`` present in the cache (its data file is sparse)."""
+        """Bytes of ``path`` present in the cache (its data file is sparse).
+
+        Parameters
+        ----------
+        path : Path
+            A file below the mount point.
+        size : int
+            Its size.
+
+        Returns
+        -------
+        int
+            Bytes.
+        """
         data = self.data_file(path)
         if data is None:
             return 0

@@ -61,6 +61,15 @@ class ReadSpeed:
         Files that vanished or could not be read during the survey, with why.
     label : str
         The name shown in tables and plots (default: ``path``).
+
+    Examples
+    --------
+    >>> r = ReadSpeed(
+    ...     "/scratch/era5", "lustre", files=4, bytes=800_000_000, seconds=2.0, cold=True,
+    ...     method="pread", threads=8, block_size=16 * 2**20,
+    ... )
+    >>> r.to_dict()["mb_per_s"]
+    400.0
     """
 
     path: str
@@ -86,7 +95,13 @@ class ReadSpeed:
         return self.bytes / 1e6 / self.seconds if self.seconds > 0 else 0.0
 
     def to_dict(self) -> dict[str, Any]:
-        """The measurement as plain data (JSON-ready), with ``mb_per_s``."""
+        """The measurement as plain data (JSON-ready), with ``mb_per_s``.
+
+        Returns
+        -------
+        dict[str, Any]
+            The data.
+        """
         out = asdict(self)
         out["failed"] = [{"path": p, "error": e} for p, e in self.failed]
         out["mb_per_s"] = round(self.mb_per_s, 3)
@@ -157,6 +172,32 @@ def _read_one(path: Path, block_size: int) -> tuple[int, str | None]:
 
 
 def read_files(path: str | Path, budget: int, n: int, bs: int, cold: bool) -> ReadSpeed:
+    """Read up to ``budget`` bytes of the files below ``path`` with ``n`` threads in reads of ``bs``
+    bytes, and measure the speed.
+
+    Parameters
+    ----------
+    path : str | Path
+        A folder or a file.
+    budget : int
+        Bytes to read (the last file whole).
+    n : int
+        Reads in flight.
+    bs : int
+        Bytes per read.
+    cold : bool
+        Drop the files from the page cache first.
+
+    Returns
+    -------
+    ReadSpeed
+        The measurement.
+
+    Raises
+    ------
+    InputError
+        When ``path`` does not exist, or holds no readable file.
+    """
     if not Path(path).exists():
         raise InputError(MISSING.format(path=str(path)))
     info = detect(path)
@@ -216,6 +257,32 @@ def _mib(n: int) -> str:
 
 
 def read_s3(url: str, budget: int, n: int, bs: int, opts: S3Options) -> ReadSpeed:
+    """Read up to ``budget`` bytes of the objects below ``url`` with ``n`` ranged GETs in flight of
+    ``bs`` bytes, and measure the speed.
+
+    Parameters
+    ----------
+    url : str
+        ``s3://BUCKET/PREFIX``.
+    budget : int
+        Bytes to read (the last object whole).
+    n : int
+        Requests in flight.
+    bs : int
+        Bytes per request.
+    opts : S3Options
+        How to reach S3.
+
+    Returns
+    -------
+    ReadSpeed
+        The measurement.
+
+    Raises
+    ------
+    InputError
+        When the prefix holds no object, or S3 refuses (explained).
+    """
     require("s3", f"reading {url!r}")
     import obstore
     from obstore.exceptions import NotFoundError

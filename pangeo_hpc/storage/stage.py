@@ -104,7 +104,13 @@ class StageReport:
         return self.bytes / 1e6 / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
-        """One line (plus a line per failure): what was staged, and what was checked."""
+        """One line (plus a line per failure): what was staged, and what was checked.
+
+        Returns
+        -------
+        str
+            The text.
+        """
         line = (
             f"staged {self.files} files ({self.bytes / 1e9:.2f} GB) in {self.seconds:.1f} s "
             f"({self.mb_per_s:.0f} MB/s)"
@@ -247,6 +253,13 @@ def stage(
         For a source that does not exist, S3 options for a folder, a destination that is
         not stage's, bad numbers, or an S3 failure that would fail every file (refused
         credentials, an endpoint that does not answer, throttling beyond the retries).
+
+    Examples
+    --------
+    >>> report = stage(
+    ...     "s3://era5-pds/2020/01", "/scratch/era5/2020/01", s3=S3Options(anon=True)
+    ... )  # doctest: +SKIP
+    >>> print(report.summary())  # doctest: +SKIP
     """
     if is_s3(dst):  # before the source is listed
         raise InputError(

@@ -44,7 +44,13 @@ class Entry(NamedTuple):
 
 class SourceError(Exception):
     """A failure of the source a user must fix (credentials, endpoint, throttling), which
-    would fail every file alike: it stops the stage. ``error`` is the explained one."""
+    would fail every file alike: it stops the stage. ``error`` is the explained one.
+
+    Parameters
+    ----------
+    error : InputError
+        The explained error.
+    """
 
     def __init__(self, error: InputError) -> None:
         super().__init__(str(error))
@@ -57,9 +63,32 @@ class Source(Protocol):
     #: a local folder (no ETags)
     folder: bool
 
-    def entries(self) -> list[Entry]: ...
+    def entries(self) -> list[Entry]:
+        """Every file or object of the source, with its size (and ETag).
 
-    def read(self, entry: Entry, start: int, end: int) -> bytes | memoryview: ...
+        Returns
+        -------
+        list[Entry]
+            The entries.
+        """
+
+    def read(self, entry: Entry, start: int, end: int) -> bytes | memoryview:
+        """The bytes ``start:end`` of ``entry``.
+
+        Parameters
+        ----------
+        entry : Entry
+            A file or object :meth:`entries` listed.
+        start : int
+            First byte.
+        end : int
+            Byte after the last.
+
+        Returns
+        -------
+        bytes | memoryview
+            The bytes.
+        """
 
 
 def _missing(src: str) -> InputError:
@@ -67,7 +96,13 @@ def _missing(src: str) -> InputError:
 
 
 class Folder:
-    """The files below a local folder (or one file)."""
+    """The files below a local folder (or one file).
+
+    Parameters
+    ----------
+    src : str
+        A folder or a file.
+    """
 
     folder = True
 
@@ -78,6 +113,13 @@ class Folder:
             raise _missing(src)
 
     def entries(self) -> list[Entry]:
+        """Every file below the folder (or the file), with its size.
+
+        Returns
+        -------
+        list[Entry]
+            The entries.
+        """
         if self.root.is_file():
             return [Entry(str(self.root), self.root.name, self.root.stat().st_size, None)]
         found = []
@@ -89,6 +131,22 @@ class Folder:
         return sorted(found)
 
     def read(self, entry: Entry, start: int, end: int) -> bytes:
+        """The bytes ``start:end`` of the file ``entry`` (fewer if it is shorter than listed).
+
+        Parameters
+        ----------
+        entry : Entry
+            A file or object :meth:`entries` listed.
+        start : int
+            First byte.
+        end : int
+            Byte after the last.
+
+        Returns
+        -------
+        bytes
+            The bytes.
+        """
         parts = []
         fd = os.open(entry.name, os.O_RDONLY)
         try:
@@ -104,7 +162,15 @@ class Folder:
 
 
 class Bucket:
-    """The objects below ``s3://bucket/prefix`` (or one object)."""
+    """The objects below ``s3://bucket/prefix`` (or one object).
+
+    Parameters
+    ----------
+    src : str
+        ``s3://bucket/prefix`` (or one object).
+    opts : S3Options
+        How to reach S3.
+    """
 
     folder = False
 
@@ -118,6 +184,18 @@ class Bucket:
         return self.opts.store(self.bucket)
 
     def entries(self) -> list[Entry]:
+        """Every object below the prefix (or the object), with its size and ETag.
+
+        Returns
+        -------
+        list[Entry]
+            The entries.
+
+        Raises
+        ------
+        SourceError
+            When the listing fails in a way a user must fix.
+        """
         import obstore
         from obstore.exceptions import NotFoundError
 
@@ -149,6 +227,29 @@ class Bucket:
         return [Entry(url, name, int(meta["size"]), meta["e_tag"])]
 
     def read(self, entry: Entry, start: int, end: int) -> memoryview:
+        """The bytes ``start:end`` of the object ``entry``, of the ETag listed.
+
+        Parameters
+        ----------
+        entry : Entry
+            A file or object :meth:`entries` listed.
+        start : int
+            First byte.
+        end : int
+            Byte after the last.
+
+        Returns
+        -------
+        memoryview
+            The bytes.
+
+        Raises
+        ------
+        SourceError
+            When S3 fails in a way a user must fix.
+        OSError
+            When the object changed or went away since it was listed.
+        """
         import obstore
         from obstore.exceptions import BaseError, NotFoundError, PreconditionError
 
@@ -173,6 +274,18 @@ class Bucket:
 
 def source(src: str, s3: S3Options | None) -> Source:
     """The source of ``src``: :class:`Bucket` for ``s3://``, else :class:`Folder`.
+
+    Parameters
+    ----------
+    src : str
+        A folder, a file, or an ``s3://`` URL.
+    s3 : S3Options | None
+        How to reach S3 (``None``: from config; with a folder: nothing).
+
+    Returns
+    -------
+    Source
+        The source.
 
     Raises
     ------

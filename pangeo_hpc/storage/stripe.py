@@ -42,7 +42,7 @@ def stripe_count(
     return min(count, osts) if osts else count
 
 
-def ost_count(path: str | Path) -> int | None:
+def _ost_count(path: str | Path) -> int | None:
     """OSTs of the Lustre file system holding ``path`` (``lfs df``)."""
     r = subprocess.run(["lfs", "df", str(path)], capture_output=True, text=True)
     n = sum(1 for line in r.stdout.splitlines() if "[OST:" in line)
@@ -64,20 +64,37 @@ def prepare_output(path: str | Path, nbytes: int) -> int | None:
     -------
     int or None
         The stripe count set, None off Lustre.
+
+    Examples
+    --------
+    >>> prepare_output("/lustre/out/sst.nc", 50 * 2**30)  # doctest: +SKIP
     """
     return _setstripe(Path(path), Path(path), nbytes)
 
 
 def stripe_file(path: str | Path, nbytes: int) -> int | None:
     """Create the empty file ``path`` with a layout for ``nbytes`` on Lustre (``lfs
-    setstripe -c N FILE``) before it is written; a no-op elsewhere."""
+    setstripe -c N FILE``) before it is written; a no-op elsewhere.
+
+    Parameters
+    ----------
+    path : str | Path
+        The file to create.
+    nbytes : int
+        The bytes it will hold.
+
+    Returns
+    -------
+    int | None
+        The stripe count set, or ``None`` (not Lustre, or no ``lfs``).
+    """
     return _setstripe(Path(path), Path(path).parent, nbytes)
 
 
 def _setstripe(target: Path, folder: Path, nbytes: int) -> int | None:
     if detect(folder).kind != "lustre" or shutil.which("lfs") is None:
         return None
-    count = stripe_count(nbytes, osts=ost_count(folder))
+    count = stripe_count(nbytes, osts=_ost_count(folder))
     subprocess.run(
         ["lfs", "setstripe", "-c", str(count), str(target)],
         check=True,

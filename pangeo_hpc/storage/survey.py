@@ -144,6 +144,13 @@ def survey(
     InputError
         As :func:`read_speed`; every path is checked for existence (local) or form
         (``s3://``) before any is read.
+
+    Examples
+    --------
+    >>> results = survey(
+    ...     {"scratch": "/scratch/era5", "home": "/home/me/era5"}, max_bytes="1GB"
+    ... )  # doctest: +SKIP
+    >>> print(table(results))  # doctest: +SKIP
     """
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -184,6 +191,11 @@ def _cache(r: ReadSpeed) -> str:
 
 def table(results: Sequence[ReadSpeed]) -> str:
     """An aligned plain-text table of :func:`survey` results, one row per path.
+
+    Parameters
+    ----------
+    results : Sequence[ReadSpeed]
+        What :func:`survey` measured.
 
     Returns
     -------

@@ -48,6 +48,11 @@ class WarmupReport:
         Files that could not be read, each with why.
     not_restored : list of str
         Files left released (to keep config ``pangeo-hpc.storage.reserve-fraction`` free).
+
+    Examples
+    --------
+    >>> WarmupReport("read", files=2, bytes=2_000_000_000, seconds=4.0).summary()
+    'warmed 2 files (2.00 GB) in 4.0 s (500 MB/s) by read; 0 already loaded'
     """
 
     method: str
@@ -63,6 +68,14 @@ class WarmupReport:
         return self.bytes / 1e6 / self.seconds if self.seconds else 0.0
 
     def summary(self) -> str:
+        """One line: files and bytes warmed, how fast and how, and what was skipped or left
+        released.
+
+        Returns
+        -------
+        str
+            The line.
+        """
         line = (
             f"warmed {self.files} files ({self.bytes / 1e9:.2f} GB) in {self.seconds:.1f} s "
             f"({self.mb_per_s:.0f} MB/s) by {self.method}; {self.skipped} already loaded"
@@ -109,6 +122,10 @@ def warmup(
     -------
     WarmupReport
         What was warmed, skipped and failed, bytes and seconds.
+
+    Examples
+    --------
+    >>> print(warmup("/fsx/era5/2020").summary())  # doctest: +SKIP
     """
     t0 = time.perf_counter()
     before = hydration(path, files)
