@@ -12,7 +12,7 @@ from pangeo_hpc import config
 from pangeo_hpc.errors import InputError
 from pangeo_hpc.s3.options import S3Options, client_timeouts
 
-__all__ = ["explain", "timed_out"]
+__all__ = ["denied", "explain", "timed_out"]
 
 _CODE = re.compile(r"<Code>([A-Za-z]+)</Code>")
 #: obstore's "Server returned non-2xx status code: 500 Internal Server Error"
@@ -20,6 +20,36 @@ _SERVER_STATUS = re.compile(r"status code: (5\d\d [A-Za-z ]*[A-Za-z])")
 #: obstore's "Error performing GET ... after 3 retries, max_retries: 3, ...", or (no retry
 #: said in the message) its debug text's "retries: 0,"
 _RETRIES = re.compile(r"after (\d+) retries|\bretries: (\d+),")
+
+
+#: S3 error codes, and client error types, of credentials refused for what they asked
+_DENIED_CODES = ("AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch", "AllAccessDisabled")
+_DENIED_TYPES = ("PermissionDeniedError", "UnauthenticatedError", "PermissionError")
+
+
+def denied(exc: BaseException) -> str | None:
+    """The code of an S3 refusal of the credentials (``AccessDenied``, ...; ``forbidden``
+    when obstore or s3fs say only that), or ``None`` for any other failure.
+
+    Parameters
+    ----------
+    exc : BaseException
+        The failure.
+
+    Returns
+    -------
+    str or None
+        The code.
+
+    Examples
+    --------
+    >>> denied(OSError("<Code>AccessDenied</Code>")), denied(OSError("timed out"))
+    ('AccessDenied', None)
+    """
+    code = next(iter(_CODE.findall(str(exc))), "")
+    if code in _DENIED_CODES or type(exc).__name__ in _DENIED_TYPES:
+        return code or "forbidden"
+    return None
 
 
 def _retries(exc: BaseException) -> int:
@@ -96,18 +126,14 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
             f"{url!r} does not exist on {where}: check the prefix with {call}",
             commands={call: ["inventory", url]},
         )
-    if code in (
-        "AccessDenied",
-        "InvalidAccessKeyId",
-        "SignatureDoesNotMatch",
-        "AllAccessDisabled",
-    ) or type(exc).__name__ in ("PermissionDeniedError", "UnauthenticatedError", "PermissionError"):
+    refused = denied(exc)
+    if refused is not None:
         fix = (
             "the bucket is not public; drop anon=True and use credentials"
             if opts.anon
             else "check AWS_PROFILE / AWS_ACCESS_KEY_ID, or pass anon=True for a public bucket"
         )
-        return InputError(f"access to {url!r} denied ({code or 'forbidden'}): {fix}", param="anon")
+        return InputError(f"access to {url!r} denied ({refused}): {fix}", param="anon")
     if (
         code in ("SlowDown", "Throttling", "TooManyRequests", "RequestLimitExceeded")
         or " 503 " in text

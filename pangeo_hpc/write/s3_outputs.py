@@ -45,6 +45,7 @@ from typing import Any
 
 from pangeo_hpc import config
 from pangeo_hpc.errors import InputError, StorageError, redact
+from pangeo_hpc.s3.failures import denied
 from pangeo_hpc.s3.options import S3Options
 from pangeo_hpc.write.marks import WRITTEN_BY
 from pangeo_hpc.write.s3_guard import (
@@ -213,9 +214,10 @@ def publish(
     ------
     InputError
         If the target may not receive the run
-        (:func:`~pangeo_hpc.write.s3_guard.check_prefix`).
+        (:func:`~pangeo_hpc.write.s3_guard.check_prefix`), or the server refuses the
+        credentials a write (they may read but not write there).
     StorageError
-        If an upload fails, or another writer changed the manifest meanwhile.
+        If an upload fails otherwise, or another writer changed the manifest meanwhile.
     """
 
     summary: dict[str, Any] = {}
@@ -278,6 +280,14 @@ def publish(
             raise
         if not isinstance(exc, Exception):
             raise
+        refused = denied(exc)
+        if refused is not None:  # keys that may read (the prefix was listed) but not write
+            raise InputError(
+                f"writing {target.url} was refused ({refused}): these credentials may not "
+                "write there; use credentials that may (AWS_PROFILE, AWS_ACCESS_KEY_ID) or "
+                "write elsewhere (nothing of this run was made visible)",
+                param=(flag,) if flag.isidentifier() else (),
+            ) from exc
         raise StorageError(
             f"writing {target.url} failed ({_first_line(exc)}): nothing of this run was made "
             f"visible; when the server answers again, run: pangeo-hpc cleanup {target.url}"

@@ -227,6 +227,9 @@ class SeaweedFS:
     public_buckets
         Buckets that anyone may read and list without credentials (like era5-pds on AWS):
         the server gets an ``anonymous`` identity with Read and List on just these.
+    readers
+        Credentials (access key: secret) that may read and list every bucket but write none,
+        as a user's read-only keys.
     volume_size_limit_mb
         Size at which a volume is full. Small, so that the number of volumes (``-volume.max=0``:
         free disk over this size) does not run out: each bucket gets volumes of its own, and
@@ -257,6 +260,7 @@ class SeaweedFS:
         weed: str | None = None,
         timeout: float = 60.0,
         public_buckets: Collection[str] = ("era5-public",),
+        readers: Mapping[str, str] | None = None,
         volume_size_limit_mb: int = 128,
         min_free_space: str = "256MiB",
     ) -> None:
@@ -268,6 +272,7 @@ class SeaweedFS:
         self.volume_size_limit_mb = volume_size_limit_mb
         self.min_free_space = min_free_space
         self.public_buckets = tuple(public_buckets)
+        self.readers = dict(readers or {})
         self.s3_port = self.master_port = self.volume_port = self.filer_port = 0
         self.startup_seconds: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
@@ -341,6 +346,14 @@ class SeaweedFS:
                     "name": "anonymous",
                     "actions": [f"{a}:{b}" for b in self.public_buckets for a in ("Read", "List")],
                 },
+                *(
+                    {
+                        "name": f"reader-{key}",
+                        "credentials": [{"accessKey": key, "secretKey": secret}],
+                        "actions": ["Read", "List"],
+                    }
+                    for key, secret in self.readers.items()
+                ),
             ]
         }
         path = self.workdir / "s3.json"

@@ -210,6 +210,35 @@ def own_server(tmp_path, monkeypatch):
         shutil.rmtree(tmp_path / "weed", ignore_errors=True)
 
 
+def test_read_only_credentials_get_one_line_and_nothing_is_visible(tmp_path, demo_tree, monkeypatch):  # fmt: skip
+    """Keys that may list the prefix (so the guard passes) but not write: exit 2's one line
+    naming the refusal and the fix, not "the server failed, run cleanup" (a StorageError,
+    exit 1: what a writer that reports every upload failure alike says), and no object."""
+    from pangeo_hpc.batch.chains.recipe_yaml import find, from_dict, read_yaml
+    from pangeo_hpc.batch.pipeline.execute import run_recipe
+
+    server = SeaweedFS(tmp_path / "weed", readers={"reader": "reader-secret"}).start()
+    try:
+        aws_environment(monkeypatch, server, tmp_path)
+        boto3_client(server).create_bucket(Bucket=BUCKET)
+        monkeypatch.setenv("AWS_ACCESS_KEY_ID", "reader")
+        monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "reader-secret")
+        forget_s3_clients()
+        spec = from_dict(read_yaml(find("era5-sst-mean")), find("era5-sst-mean"))
+        url = f"s3://{BUCKET}/read-only"
+        with pytest.raises(InputError) as err:
+            run_recipe(spec, data=demo_tree, start=START, end=END, out=url, cache=False,
+                       workers=1, s3=s3.S3Options(endpoint_url=server.endpoint_url))  # fmt: skip
+        message = str(err.value)
+        assert message.startswith(f"writing {url} was refused (AccessDenied)"), message
+        assert "\n" not in message and "AWS_ACCESS_KEY_ID" in message
+        assert _objects(server, "") == {}
+    finally:
+        server.stop()
+        forget_s3_clients()
+        shutil.rmtree(tmp_path / "weed", ignore_errors=True)
+
+
 def test_a_server_stopped_mid_upload_leaves_nothing_visible(own_server, demo_tree, monkeypatch):
     from pangeo_hpc.batch.chains.recipe_yaml import find, from_dict, read_yaml
     from pangeo_hpc.batch.pipeline.execute import run_recipe
