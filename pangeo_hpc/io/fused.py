@@ -103,9 +103,24 @@ def _chunk_sums(
         out[t_out + t - t0, 1] += d
 
 
-def _fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
+def fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
     """Whether :func:`_weighted_sums_of` decodes these chunks itself: float32 stored and
-    read, shuffled and/or deflated, three axes, every chunk present, a little-endian host."""
+    read, shuffled and/or deflated, three axes, every chunk present, a little-endian host.
+
+    Parameters
+    ----------
+    fetched : Fetched
+        The chunks of a block, as :meth:`~pangeo_hpc.io.reader.H5Source.fetch` gives them.
+    decoding : Decoding
+        The variable's CF decoding (packed or filled data are not fused).
+    dtype : numpy.dtype
+        The dtype the values are read as.
+
+    Returns
+    -------
+    bool
+        True when the fused path takes them; else the general block path reads them.
+    """
     table = fetched.table
     decoder = ChunkDecoder(table.codecs, table.chunks, table.dtype)
     return (
@@ -147,7 +162,7 @@ def _weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarra
     """``(stop - start, 2)`` float64: per time step ``start:stop`` of ``array`` (time and a
     2-D field), ``Σ w x`` and ``Σ w`` over the valid values, ``w`` on the field's grid.
 
-    Each file's chunks are read and summed chunk by chunk where :func:`_fusable`; others
+    Each file's chunks are read and summed chunk by chunk where :func:`fusable`; others
     are read as a block and summed by :func:`~pangeo_hpc.recipes.kernels.weighted_sums`.
     """
     w = np.ascontiguousarray(w, dtype="f8")
@@ -164,7 +179,7 @@ def _weighted_sums_of(array: MultiFileArray, start: int, stop: int, w: np.ndarra
             fetched = source.read(key)
         decoding = array.decodings[i]
         part = out[at : at + b - a]
-        if isinstance(fetched, Fetched) and _fusable(fetched, decoding, array.dtype):
+        if isinstance(fetched, Fetched) and fusable(fetched, decoding, array.dtype):
             try:
                 _sum_chunks(fetched, decoding, w, part)
                 continue
