@@ -134,8 +134,8 @@ def fused_read_tasks(size: int, chunk: int) -> int:
 
     Examples
     --------
-    >>> fused_read_tasks(1_900_000_000, 8_000_000)  # 238 chunks, at least 32 tasks
-    32
+    >>> fused_read_tasks(1_900_000_000, 8_000_000)  # 238 chunks: 34 tasks of 7, at least 32
+    34
     """
     from pangeo_hpc.recipes.fusion import task_spans
 
