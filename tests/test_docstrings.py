@@ -97,13 +97,20 @@ def test_docstring(name):
 FOLDERS = ["batch", "cli", "clusters", "demo", "inputs", "io", "lab", "planning", "recipes", "s3", "storage", "write"]  # fmt: skip
 #: folders of pangeo_hpc/ whose public classes' public methods are validated as well
 METHOD_FOLDERS = FOLDERS
+#: folders whose public names and methods must also have an Examples section (EX01; each
+#: runs in tests/test_examples.py)
+EXAMPLE_FOLDERS: list[str] = []
+
+
+def _codes(folder: str) -> tuple[str, ...]:
+    return REFERENCE_CODES if folder in EXAMPLE_FOLDERS else CODES
 
 
 @pytest.mark.parametrize("folder", FOLDERS)
 def test_every_public_name_of_a_folder_is_documented(folder):
     names = public_names(folder)
     assert names, f"pangeo_hpc/{folder}/ has no public name"
-    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: problems(public_object(name), _codes(folder)) for name in names}
     bad = {name: found for name, found in bad.items() if found}
     assert bad == {}, f"{len(bad)} of {len(names)} public names of {folder}/: fix their docstrings"
 
@@ -112,7 +119,7 @@ def test_every_public_name_of_a_folder_is_documented(folder):
 def test_every_public_method_of_a_folder_is_documented(folder):
     names = public_methods(folder)
     assert names, f"pangeo_hpc/{folder}/ has no public method"
-    bad = {name: problems(public_object(name)) for name in names}
+    bad = {name: problems(public_object(name), _codes(folder)) for name in names}
     bad = {name: found for name, found in bad.items() if found}
     assert bad == {}, f"{len(bad)} of {len(names)} public methods of {folder}/: fix them"
 
