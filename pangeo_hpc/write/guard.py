@@ -195,9 +195,9 @@ def folder_in(root: str | os.PathLike[str], name: str, *, what: str, flag: str =
     Examples
     --------
     >>> from pathlib import Path
-    >>> Path("results").mkdir()
-    >>> folder_in("results", "era5-sst", what="recipe 'x.yaml': name")
-    PosixPath('results/era5-sst')
+    >>> Path("outputs").mkdir()
+    >>> folder_in("outputs", "era5-sst", what="recipe 'x.yaml': name")
+    PosixPath('outputs/era5-sst')
     """
     check_label(name, what)
     base = local_path(root, flag)
