@@ -140,8 +140,8 @@ def draw_coastlines(ax: Axes, *, east: bool = False, **style) -> None:
     >>> fig, ax = plt.subplots()
     >>> _ = ax.set_xlim(-10, 30), ax.set_ylim(35, 60)
     >>> draw_coastlines(ax, color="grey")
-    >>> ax.get_xlim()  # the limits stay
-    (np.float64(-10.0), np.float64(30.0))
+    >>> tuple(float(x) for x in ax.get_xlim())  # the limits stay
+    (-10.0, 30.0)
     """
     x, y = joined_coastlines(east)
     limits = ax.get_xlim(), ax.get_ylim()
