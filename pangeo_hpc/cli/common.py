@@ -84,6 +84,13 @@ def program_name(argv0: str | None = None) -> str:
     str
         ``pangeo-hpc`` for the console script, else ``python -m pangeo_hpc.run`` (or
         ``python -m pangeo_hpc.cli.main``, run as that module).
+
+    Examples
+    --------
+    >>> program_name("/home/ana/.local/bin/pangeo-hpc")
+    'pangeo-hpc'
+    >>> program_name("/home/ana/pangeo_hpc/run.py")
+    'python -m pangeo_hpc.run'
     """
     path = Path(sys.argv[0] if argv0 is None else argv0)
     if path.name.startswith("pangeo-hpc"):
@@ -116,6 +123,17 @@ def for_cli(exc: BaseException, prog: str, verb: str | None = None) -> str:
     str
         One line for ``error: ...`` on stderr, with the credentials of any URL in it hidden
         (:func:`pangeo_hpc.errors.redact`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.errors import InputError
+    >>> for_cli(InputError("price='abc' is not a number: pass price=0.05", param="price"),
+    ...         "pangeo-hpc")
+    "--price 'abc' is not a number: pass --price 0.05"
+    >>> err = InputError("no calibration: run calibrate('hpc')",
+    ...                  commands={"calibrate('hpc')": ["calibrate", "hpc"]})
+    >>> for_cli(err, "pangeo-hpc")
+    'no calibration: run `pangeo-hpc calibrate hpc`'
     """
     text = str(exc)
     for call, words in getattr(exc, "commands", {}).items():
@@ -151,6 +169,17 @@ class Verb(NamedTuple):
         Adds the verb's arguments to its parser.
     run : Callable[[argparse.Namespace], int]
         Runs the verb on the parsed arguments and returns the exit code.
+
+    Examples
+    --------
+    >>> def add_name(parser):
+    ...     parser.add_argument("name")
+    >>> verb = Verb(name="hello", help="say hello", description="Say hello to NAME.",
+    ...             args=add_name, run=lambda a: print("hello", a.name))
+    >>> parser = Parser(prog="pangeo-hpc hello", description=verb.description)
+    >>> verb.args(parser)
+    >>> verb.run(parser.parse_args(["ana"]))
+    hello ana
     """
 
     name: str
@@ -170,6 +199,14 @@ class Parser(argparse.ArgumentParser):
 fromfile_prefix_chars, argument_default, conflict_handler, add_help, allow_abbrev, \
 exit_on_error : optional
         As :class:`argparse.ArgumentParser`'s.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="pangeo-hpc")
+    >>> parser.parse_args(["--nope"])
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: unrecognized arguments: --nope (see `pangeo-hpc --help`)
     """
 
     def error(self, message: str) -> None:  # type: ignore[override]
@@ -185,6 +222,13 @@ exit_on_error : optional
         ------
         InputError
             Always.
+
+        Examples
+        --------
+        >>> Parser(prog="pangeo-hpc plan").error("the following arguments are required: recipe")
+        Traceback (most recent call last):
+        ...
+        pangeo_hpc.errors.InputError: the following ... recipe (see `pangeo-hpc plan --help`)
         """
         raise InputError(f"{message} (see `{self.prog} --help`)")
 
@@ -206,6 +250,15 @@ def positive_int(text: str) -> int:
     ------
     argparse.ArgumentTypeError
         If ``text`` is not a whole number of at least 1 (argparse names the option).
+
+    Examples
+    --------
+    >>> positive_int("4")
+    4
+    >>> positive_int("0")
+    Traceback (most recent call last):
+    ...
+    argparse.ArgumentTypeError: '0' is not a positive whole number, e.g. 2
     """
     try:
         value = int(text)
@@ -232,6 +285,14 @@ def add_cluster_args(p: argparse.ArgumentParser) -> None:
     ----------
     p : argparse.ArgumentParser
         The verb's parser; the options go in its group ``cluster``.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="pangeo-hpc run")
+    >>> add_cluster_args(parser)
+    >>> a = parser.parse_args(["--workers", "4", "--queue", "normal"])
+    >>> a.cluster, a.workers, a.queue
+    ('local', 4, 'normal')
     """
     g = p.add_argument_group("cluster")
     g.add_argument(
@@ -271,6 +332,13 @@ def batch_options_from(a: argparse.Namespace) -> dict:
     dict
         Option name -> value, for the cluster's keyword arguments (they override the
         profile).
+
+    Examples
+    --------
+    >>> parser = Parser(prog="pangeo-hpc run")
+    >>> add_cluster_args(parser)
+    >>> batch_options_from(parser.parse_args(["--queue", "normal", "--walltime", "01:00:00"]))
+    {'queue': 'normal', 'walltime': '01:00:00'}
     """
     keys = ("queue", "account", "walltime", "memory", "interface", "cores", "processes")
     return {k: getattr(a, k) for k in keys if getattr(a, k) is not None}
@@ -288,6 +356,13 @@ def add_s3_args(p: argparse.ArgumentParser, *, index: bool = False) -> None:
     index : bool, optional
         Whether to add ``--index`` too (the verbs that read NetCDF from ``s3://``
         through a reference index).
+
+    Examples
+    --------
+    >>> parser = Parser(prog="pangeo-hpc inventory")
+    >>> add_s3_args(parser)
+    >>> parser.parse_args(["--endpoint-url", "http://localhost:8333", "--anon"])
+    Namespace(endpoint_url='http://localhost:8333', anon=True)
     """
     g = p.add_argument_group(
         "S3 (for s3:// sources and outputs; credentials from the usual AWS chain)"
@@ -343,6 +418,14 @@ def s3_options_from(
     InputError
         If an S3 flag is given and neither ``source`` nor ``out`` is ``s3://`` (nor
         ``always``), or ``--index`` without an ``s3://`` source.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="pangeo-hpc inventory")
+    >>> add_s3_args(parser)
+    >>> a = parser.parse_args(["--endpoint-url", "http://localhost:8333", "--anon"])
+    >>> s3_options_from(a, "s3://era5-pds/2019")
+    S3Options(endpoint_url='http://localhost:8333', anon=True, region=None, profile=None)
     """
     from pangeo_hpc.s3.options import S3Options, is_s3
 
@@ -371,6 +454,14 @@ def running_cluster_from(a: argparse.Namespace):
     contextmanager
         The context of :func:`~pangeo_hpc.clusters.start.running_cluster` for those
         flags: entered, it yields the Dask client.
+
+    Examples
+    --------
+    >>> parser = Parser(prog="pangeo-hpc run")
+    >>> add_cluster_args(parser)
+    >>> a = parser.parse_args(["--workers", "2"])
+    >>> with running_cluster_from(a) as client:  # doctest: +SKIP
+    ...     print(client.dashboard_link)
     """
     from pangeo_hpc.clusters.start import running_cluster
 

@@ -58,6 +58,13 @@ def library_lines(name: str = "pangeo_hpc", level: int = logging.INFO) -> Iterat
     ------
     None
         Control, while the records are printed.
+
+    Examples
+    --------
+    >>> import contextlib, logging, sys
+    >>> with contextlib.redirect_stderr(sys.stdout), library_lines():
+    ...     logging.getLogger("pangeo_hpc.storage").info("staged 3 files")
+    staged 3 files
     """
     logger = logging.getLogger(name)
     handler = _PlainLines(level)

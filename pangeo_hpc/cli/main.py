@@ -112,6 +112,14 @@ def build_parser(
     -------
     (parser, dict)
         The top-level parser (``--help`` lists the verbs) and the verbs' parsers.
+
+    Examples
+    --------
+    >>> parser, verbs = build_parser(prog="pangeo-hpc")
+    >>> verbs["plan"].prog
+    'pangeo-hpc plan'
+    >>> "inventory" in verbs
+    True
     """
     prog = prog or program_name()
     parser = Parser(
@@ -164,6 +172,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     int
         The exit code: 0 done, 2 bad input (one line on stderr), others as the verb
         says.
+
+    Examples
+    --------
+    >>> main(["plan", "--nope"])  # bad input: one line on stderr, exit code 2
+    2
     """
     _interruptible()
     args = list(sys.argv[1:] if argv is None else argv)
@@ -223,7 +236,12 @@ def _killed_worker(exc: BaseException) -> bool:
 
 def console() -> None:
     """The ``pangeo-hpc`` command and ``python -m pangeo_hpc.run``: :func:`main`, then the
-    process ends without tearing the interpreter down (:func:`exit_now`)."""
+    process ends without tearing the interpreter down (:func:`exit_now`).
+
+    Examples
+    --------
+    >>> console()  # as `pangeo-hpc plan recipe.yaml`, then the process ends  # doctest: +SKIP
+    """
     exit_now(main())
 
 
@@ -242,6 +260,10 @@ def exit_now(code: int) -> None:
     ----------
     code : int
         The process's exit code.
+
+    Examples
+    --------
+    >>> exit_now(main(["plan", "recipe.yaml"]))  # the process ends  # doctest: +SKIP
     """
     if any(not t.daemon for t in threading.enumerate() if t is not threading.main_thread()):
         sys.exit(code)

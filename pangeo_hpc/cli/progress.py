@@ -40,6 +40,16 @@ class ProgressLine:
         percent, and the last one.
     every : float, optional
         Without a fraction: seconds between lines (default 0.1 on a terminal, else 10).
+
+    Examples
+    --------
+    >>> import sys
+    >>> line = ProgressLine(sys.stdout, step=50)
+    >>> for done in range(1, 5):
+    ...     line.update(f"{done}/4 files", done / 4, last=done == 4)
+    2/4 files
+    4/4 files
+    >>> line.end()
     """
 
     def __init__(
@@ -69,6 +79,14 @@ class ProgressLine:
             How far (0 to 1), or ``None``.
         last : bool, optional
             The final line (always shown).
+
+        Examples
+        --------
+        >>> import sys
+        >>> line = ProgressLine(sys.stdout, step=50)
+        >>> line.update("1/4 files", 0.25)
+        >>> line.update("2/4 files", 0.5)
+        2/4 files
         """
         now = time.perf_counter()
         if self.tty:
@@ -94,6 +112,14 @@ class ProgressLine:
         ----------
         clear : bool, optional
             Clear the line instead of keeping it.
+
+        Examples
+        --------
+        >>> import sys
+        >>> line = ProgressLine(sys.stdout)
+        >>> line.update("4/4 files", 1.0, last=True)
+        4/4 files
+        >>> line.end(clear=True)
         """
         if self._open:
             self._write("\r\033[K" if clear else "\n")
@@ -114,6 +140,11 @@ def show_progress(future: Any) -> None:
     ----------
     future : distributed.Future
         A Dask future of the client in use.
+
+    Examples
+    --------
+    >>> future = client.compute(result.to_zarr("out.zarr", compute=False))  # doctest: +SKIP
+    >>> show_progress(future)  # progress:  40% of 1234 tasks, 12.3s  # doctest: +SKIP
     """
     done = threading.Event()
     future.add_done_callback(lambda _: done.set())
@@ -195,6 +226,12 @@ def byte_progress(what: str) -> Callable[[int, int, int, int], None]:
     -------
     Callable[[int, int, int, int], None]
         The callback.
+
+    Examples
+    --------
+    >>> progress = byte_progress("warm-up")
+    >>> progress(1_200_000_000, 4_000_000_000, 3, 10)
+    warm-up: 3/10 files, 1.20/4.00 GB, ... MB/s
     """
     line = ProgressLine()
 
@@ -223,6 +260,14 @@ def step_progress(what: str, unit: str) -> Callable[[int, int], None]:
     -------
     Callable[[int, int], None]
         The callback.
+
+    Examples
+    --------
+    >>> progress = step_progress("stage", "files")
+    >>> progress(1, 3)
+    stage: 1/3 files
+    >>> progress(3, 3)
+    stage: 3/3 files
     """
     line = ProgressLine()
 
@@ -247,6 +292,12 @@ def count_progress(what: str) -> tuple[Callable[[int], None], Callable[[], None]
     -------
     (callable, callable)
         The callback, and the function that clears its line.
+
+    Examples
+    --------
+    >>> progress, clear = count_progress("listing s3://era5-pds/2019")
+    >>> progress(1234)  # on stderr: listing s3://era5-pds/2019: 1,234 objects, ... /s
+    >>> clear()
     """
     line = ProgressLine(sys.stderr)
 

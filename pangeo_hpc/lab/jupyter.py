@@ -44,6 +44,13 @@ class LabJob:
         Its access token.
     ip : str
         The address it listens on.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.jupyter import LabJob
+    >>> job = LabJob(job_id="4242", node="cn042", port=8888, token="abc123", ip="127.0.0.1")
+    >>> job.node, job.port
+    ('cn042', 8888)
     """
 
     job_id: str
@@ -95,6 +102,15 @@ def lab_job_script(
     -------
     str
         The script.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.lab.jupyter import lab_job_script
+    >>> script = lab_job_script(folder=Path("/tmp/lab"), walltime="04:00:00", cores=4, memory="16G")
+    >>> [line for line in script.splitlines() if line.startswith("#SBATCH")]
+    ['#SBATCH -J pangeo-lab', '#SBATCH -t 04:00:00', '#SBATCH --cpus-per-task=4',
+     '#SBATCH --mem=16G', '#SBATCH -o /tmp/lab/lab-%j.log']
     """
     py = shlex.quote(python or sys.executable)
     lines = [
@@ -247,6 +263,17 @@ def instructions(job: LabJob, *, login: str | None, user: str | None) -> str:
     -------
     str
         The text.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.jupyter import LabJob, instructions
+    >>> job = LabJob(job_id="4242", node="cn042", port=8888, token="abc123", ip="127.0.0.1")
+    >>> print(instructions(job, login="hpc.example.org", user="ana"))
+    JupyterLab job 4242 runs on cn042, port 8888
+    on your laptop: ssh -N -J ana@hpc.example.org -L 8888:127.0.0.1:8888 cn042
+    then open: http://localhost:8888/lab?token=abc123
+    the Dask dashboard of clusters started there: http://localhost:8888/proxy/PORT/status
+    stop it: scancel 4242
     """
     if _ip_is_loopback(job.ip):
         tunnel = tunnel_command(

@@ -57,6 +57,15 @@ def lab_settings(data_root: str | Path | None, link: str = PROXY_LINK) -> dict[s
     -------
     dict
         ``{"distributed.dashboard.link": ..., "labextension.factory": ..., ...}``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.setup import lab_settings
+    >>> settings = lab_settings("/scratch/era5")
+    >>> settings["pangeo-hpc.data.root"], settings["distributed.dashboard.link"]
+    ('/scratch/era5', '/proxy/{port}/status')
+    >>> settings["labextension.factory"]["class"]
+    'LocalCluster'
     """
     if not isinstance(link, str) or "{port}" not in link:
         raise InputError(
@@ -159,6 +168,12 @@ def lab_environment(settings: dict[str, Any]) -> dict[str, str]:
     -------
     dict[str, str]
         Variable name -> value.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.setup import lab_environment
+    >>> lab_environment({"distributed.dashboard.link": "/proxy/{port}/status"})
+    {'DASK_DISTRIBUTED__DASHBOARD__LINK': '/proxy/{port}/status'}
     """
     return {
         "DASK_" + key.upper().replace(".", "__").replace("-", "_"): (
@@ -182,6 +197,12 @@ class LocalLab:
         Its access token.
     log : Path
         Its log file.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.setup import start_local_lab
+    >>> lab = start_local_lab(notebook_dir="notebooks")  # doctest: +SKIP
+    >>> lab.port, lab.log  # doctest: +SKIP
     """
 
     process: subprocess.Popen[bytes]
@@ -201,6 +222,12 @@ class LocalLab:
         ----------
         grace : float, optional
             Seconds to wait before killing it.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.lab.setup import start_local_lab
+        >>> lab = start_local_lab(notebook_dir="notebooks")  # doctest: +SKIP
+        >>> lab.stop(grace=5.0)  # doctest: +SKIP
         """
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGTERM)
@@ -342,6 +369,12 @@ def local_instructions(lab: LocalLab) -> str:
     -------
     str
         The text.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.lab.setup import local_instructions, start_local_lab
+    >>> lab = start_local_lab(notebook_dir="notebooks")  # doctest: +SKIP
+    >>> print(local_instructions(lab))  # the URL with its token, and an ssh line  # doctest: +SKIP
     """
     host = socket.gethostname()
     return "\n".join(

@@ -96,6 +96,13 @@ def dashboard_port(cluster: Any) -> int:
     ------
     InputError
         When the cluster runs no dashboard (bokeh missing).
+
+    Examples
+    --------
+    >>> from dask.distributed import LocalCluster
+    >>> from pangeo_hpc.lab.tunnel import dashboard_port
+    >>> cluster = LocalCluster(n_workers=1, dashboard_address=":8787")  # doctest: +SKIP
+    >>> dashboard_port(cluster)  # the port given above  # doctest: +SKIP
     """
     port = cluster.scheduler_info.get("services", {}).get("dashboard")
     if not port:
@@ -134,6 +141,13 @@ def cluster_tunnel(
     -------
     str
         The command, then the URL of each service on the laptop.
+
+    Examples
+    --------
+    >>> from dask.distributed import LocalCluster
+    >>> from pangeo_hpc.lab.tunnel import cluster_tunnel
+    >>> cluster = LocalCluster(n_workers=1)  # doctest: +SKIP
+    >>> print(cluster_tunnel(cluster, login="hpc.example.org", user="ana"))  # doctest: +SKIP
     """
     here = socket.getfqdn()
     if here.startswith("localhost"):  # no DNS name: the host name is what ssh knows

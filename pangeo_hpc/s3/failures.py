@@ -82,6 +82,14 @@ def timed_out(exc: BaseException) -> str | None:
     -------
     str | None
         The phase, or ``None``.
+
+    Examples
+    --------
+    >>> from botocore.exceptions import ConnectTimeoutError
+    >>> timed_out(ConnectTimeoutError(endpoint_url="http://localhost:8333"))
+    'connect'
+    >>> timed_out(TimeoutError()), timed_out(ValueError())
+    ('read', None)
     """
     link: BaseException | None = exc
     while link is not None:
@@ -114,6 +122,15 @@ def explain(exc: BaseException, url: str, opts: S3Options) -> InputError | None:
     -------
     InputError | None
         The error to raise, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(endpoint_url="http://localhost:8333", anon=True)
+    >>> print(explain(FileNotFoundError("era5-pds/x.nc"), "s3://era5-pds/x.nc", opts))
+    's3://era5-pds/x.nc' does not exist on http://localhost:8333: check the prefix with ...
+    >>> explain(ValueError("a bug"), "s3://era5-pds/x.nc", opts) is None
+    True
     """
     text = str(exc)
     code = next(iter(_CODE.findall(text)), "")

@@ -58,6 +58,14 @@ def storage(url: str, opts: S3Options) -> Any:
     -------
     icechunk.Storage
         The storage.
+
+    Examples
+    --------
+    >>> import icechunk
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(endpoint_url="http://localhost:8333", anon=True)
+    >>> isinstance(storage("s3://results/era5-sst", opts), icechunk.Storage)
+    True
     """
     require("stores", "Icechunk repositories")
     import icechunk
@@ -80,6 +88,11 @@ def container_prefix(url: str) -> str:
     -------
     str
         ``s3://bucket/``.
+
+    Examples
+    --------
+    >>> container_prefix("s3://era5-pds/2019/01/data/air_temperature_at_2_metres.nc")
+    's3://era5-pds/'
     """
     bucket, _ = split_url(url)
     return f"s3://{bucket}/"
@@ -100,6 +113,13 @@ def virtual_container(prefix: str, opts: S3Options) -> Any:
     -------
     icechunk.VirtualChunkContainer
         The container.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(endpoint_url="http://localhost:8333", anon=True)
+    >>> virtual_container("s3://era5-pds/", opts).url_prefix
+    's3://era5-pds/'
     """
     require("stores", "Icechunk virtual references")
     import icechunk
@@ -130,6 +150,13 @@ def credentials(prefixes: list[str], opts: S3Options) -> dict[str, Any]:
     -------
     dict[str, Any]
         Prefix -> credentials.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(endpoint_url="http://localhost:8333", anon=True)
+    >>> list(credentials(["s3://era5-pds/"], opts))
+    ['s3://era5-pds/']
     """
     require("stores", "Icechunk virtual references")
     import icechunk

@@ -78,6 +78,13 @@ class ObjectInfo(NamedTuple):
         When the object was written (timezone-aware, UTC).
     version : str or None
         Its version id, in a bucket that keeps versions.
+
+    Examples
+    --------
+    >>> info = ObjectInfo(key="2019/01/data/sst.nc", size=1024, etag=None, last_modified=None,
+    ...                   version=None)
+    >>> info.key, info.size
+    ('2019/01/data/sst.nc', 1024)
     """
 
     key: str
@@ -102,6 +109,15 @@ class Lister:
         Called with the number of objects listed so far, or ``None``.
     answered : Callable[[], None] | None, optional
         Called after each answered request, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> store = S3Options(endpoint_url="http://localhost:8333", anon=True).store("era5-pds")
+    >>> lister = Lister(store, concurrency=4, progress=None)
+    >>> lister.run(len, ["2019/", "2019/01/"])  # any function of a prefix, in the pool
+    [5, 8]
+    >>> lister.close()
     """
 
     def __init__(
@@ -130,6 +146,18 @@ class Lister:
             Requests answered.
         objects : int
             Objects they listed.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> store = S3Options(anon=True).store("era5-pds")
+        >>> lister = Lister(store, concurrency=4, progress=lambda n: print(n, "objects"))
+        >>> with lister.lock:
+        ...     lister.took(requests=1, objects=1000)
+        1000 objects
+        >>> lister.requests, lister.objects
+        (1, 1000)
+        >>> lister.close()
         """
         if self.answered is not None:
             self.answered()
@@ -150,6 +178,13 @@ class Lister:
         -------
         tuple[list[str], Sequence[ObjectMeta]]
             The sub-prefixes, and the objects.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> lister = Lister(S3Options(anon=True).store("era5-pds"), concurrency=4, progress=None)
+        >>> prefixes, objects = lister.children("2019/01/")  # doctest: +SKIP
+        >>> prefixes  # ['2019/01/data'], and objects the keys right at 2019/01/  # doctest: +SKIP
         """
         import obstore
 
@@ -174,6 +209,14 @@ class Lister:
             Called with ``(prefix, batch)``.
         arrow : bool, optional
             Hand over Arrow record batches.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> lister = Lister(S3Options(anon=True).store("era5-pds"), concurrency=4, progress=None)
+        >>> found = []
+        >>> lister.walk("2019/01/", lambda prefix, batch: found.extend(batch))  # doctest: +SKIP
+        >>> len(found)  # every object below 2019/01/  # doctest: +SKIP
         """
         import obstore
 
@@ -206,6 +249,15 @@ class Lister:
         -------
         list[T]
             The results, in order.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> lister = Lister(S3Options(anon=True).store("era5-pds"), concurrency=4, progress=None)
+        >>> lister.run(lambda prefix: prefix + "/data", ["2019/01", "2019/02"])
+        ['2019/01/data', '2019/02/data']
+        >>> lister.run(lister.children, ["2019/01/", "2019/02/"])  # listings  # doctest: +SKIP
+        >>> lister.close()
         """
         futures = [self.pool.submit(fn, p) for p in prefixes]
         try:
@@ -221,7 +273,14 @@ class Lister:
             raise
 
     def close(self) -> None:
-        """Stop listing and let the threads go."""
+        """Stop listing and let the threads go.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> lister = Lister(S3Options(anon=True).store("era5-pds"), concurrency=4, progress=None)
+        >>> lister.close()
+        """
         self._stop.set()
         self.pool.shutdown(wait=False, cancel_futures=True)
 
@@ -281,6 +340,14 @@ def scan(lister: Lister, root: str, min_depth: int, take: Take, *, arrow: bool =
     -------
     int
         The prefixes listed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> lister = Lister(S3Options(anon=True).store("era5-pds"), concurrency=8, progress=None)
+    >>> keys = []
+    >>> take = lambda prefix, batch: keys.extend(o["path"] for o in batch)
+    >>> scan(lister, "2019/", 2, take)  # 2019/MM/data listed in parallel  # doctest: +SKIP
     """
     tasks = _plan(lister, root, min_depth, take)
     lister.run(lambda prefix: lister.walk(prefix, take, arrow=arrow), tasks)
@@ -349,6 +416,13 @@ def listing(
     ------
     InputError
         For a bad URL, or an S3 failure a user can fix (explained).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(anon=True)
+    >>> top = lambda lister, prefix: lister.children(prefix)
+    >>> prefixes, objects = listing("s3://era5-pds/2019", opts, 8, None, top)  # doctest: +SKIP
     """
     bucket, prefix = split_url(url)
     opts = opts if opts is not None else S3Options.resolve()

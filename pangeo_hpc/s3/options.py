@@ -42,6 +42,11 @@ def is_s3(path: object) -> bool:
     -------
     bool
         True for a string starting with ``s3://``.
+
+    Examples
+    --------
+    >>> is_s3("s3://era5-pds/2019"), is_s3("/scratch/era5"), is_s3(None)
+    (True, False, False)
     """
     return isinstance(path, str) and path.startswith(_SCHEME)
 
@@ -63,6 +68,11 @@ def split_url(url: str) -> tuple[str, str]:
     ------
     InputError
         If ``url`` is not ``s3://BUCKET[/PREFIX]`` with a valid bucket name.
+
+    Examples
+    --------
+    >>> split_url("s3://era5-pds/2019/01/")
+    ('era5-pds', '2019/01')
     """
     if not is_s3(url):
         raise InputError(f"{url!r} is not an S3 URL: write s3://BUCKET[/PREFIX]")
@@ -144,6 +154,11 @@ class S3Options:
         -------
         S3Options
             The options.
+
+        Examples
+        --------
+        >>> S3Options.resolve(endpoint_url="http://localhost:8333", anon=True)
+        S3Options(endpoint_url='http://localhost:8333', anon=True, region=None, profile=None)
         """
         endpoint = (
             config.get("s3.endpoint-url", endpoint_url)
@@ -165,6 +180,11 @@ class S3Options:
         -------
         S3Options
             The options.
+
+        Examples
+        --------
+        >>> S3Options(endpoint_url="http://localhost:8333", anon=True).for_writing()
+        S3Options(endpoint_url='http://localhost:8333', anon=False, region=None, profile=None)
         """
         return S3Options(self.endpoint_url, False, self.region, self.profile)
 
@@ -181,6 +201,14 @@ class S3Options:
         -------
         dict[str, Any]
             The keyword arguments.
+
+        Examples
+        --------
+        >>> kwargs = S3Options(endpoint_url="http://localhost:8333", anon=True).storage_options()
+        >>> kwargs["anon"], kwargs["client_kwargs"]
+        (True, {'endpoint_url': 'http://localhost:8333'})
+        >>> kwargs["config_kwargs"]["retries"]["mode"]
+        'standard'
         """
         retries = {"max_attempts": int(config.get("s3.max-retries")), "mode": "standard"}
         timeouts = client_timeouts()
@@ -210,6 +238,13 @@ class S3Options:
         -------
         s3fs.S3FileSystem
             The file system.
+
+        Examples
+        --------
+        >>> fs = S3Options(endpoint_url="http://localhost:8333", anon=True).filesystem()
+        >>> type(fs).__name__
+        'S3FileSystem'
+        >>> fs.ls("era5-pds/2019")  # doctest: +SKIP
         """
         require("s3", "S3 access")
         import s3fs
@@ -234,6 +269,12 @@ class S3Options:
         -------
         S3Store
             The store.
+
+        Examples
+        --------
+        >>> store = S3Options(endpoint_url="http://localhost:8333", anon=True).store("era5-pds")
+        >>> type(store).__name__
+        'S3Store'
         """
         require("s3", "S3 access")
         return _store(self, bucket, int(config.get("s3.max-retries")), client_timeouts())
@@ -245,6 +286,11 @@ class S3Options:
         -------
         str
             The region.
+
+        Examples
+        --------
+        >>> S3Options(region="eu-west-1").resolved_region()
+        'eu-west-1'
         """
         if self.region:
             return self.region
@@ -304,6 +350,13 @@ def obstore_credential(creds: botocore.credentials.Credentials) -> S3Credential:
         refresh (``RefreshableCredentials``: roles, SSO, ``credential_process``) expire for
         obstore :data:`CREDENTIAL_RECHECK` from now, so that it asks again in time; fixed
         keys never expire.
+
+    Examples
+    --------
+    >>> from botocore.credentials import Credentials
+    >>> cred = obstore_credential(Credentials("AKIDEXAMPLE", "EXAMPLEKEY"))
+    >>> cred["access_key_id"], cred["expires_at"]  # fixed keys never expire
+    ('AKIDEXAMPLE', None)
     """
     from botocore.credentials import RefreshableCredentials
 
@@ -352,6 +405,12 @@ class Timeouts(NamedTuple):
         ``read-timeout``.
     retry : float
         ``retry-timeout``.
+
+    Examples
+    --------
+    >>> t = Timeouts(connect=10.0, read=30.0, retry=60.0)
+    >>> t.read
+    30.0
     """
 
     connect: float
@@ -371,6 +430,11 @@ def client_timeouts() -> Timeouts:
     ------
     InputError
         For a value that is not a positive number of seconds.
+
+    Examples
+    --------
+    >>> client_timeouts()  # the defaults of pangeo-hpc.yaml
+    Timeouts(connect=10.0, read=30.0, retry=60.0)
     """
     values = []
     for name in ("connect", "read", "retry"):

@@ -67,6 +67,14 @@ class Notice:
         -------
         str
             The line.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> opts = S3Options(endpoint_url="http://localhost:8333")
+        >>> print(Notice(opts, "listing s3://era5-pds/2019", after=5).line())
+        waiting for http://localhost:8333 (listing s3://era5-pds/2019): no answer in 5 s; a
+        request gives up after 30 s without one (pangeo-hpc.s3.read-timeout) ...
         """
         read = float(config.get("s3.read-timeout"))
         return (
@@ -78,7 +86,15 @@ class Notice:
         log.warning(self.line())
 
     def answered(self) -> None:
-        """An answer came: no line (any longer)."""
+        """An answer came: no line (any longer).
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> opts = S3Options(endpoint_url="http://localhost:8333")
+        >>> with Notice(opts, "listing s3://era5-pds/2019") as notice:
+        ...     notice.answered()  # the first answer came: no line is logged
+        """
         self._timer.cancel()
 
     def __enter__(self) -> Self:

@@ -91,6 +91,11 @@ def digest(data: bytes | memoryview) -> bytes:
     -------
     bytes
         16 bytes.
+
+    Examples
+    --------
+    >>> digest(b"abc").hex()
+    'cf4ab791c62b8d2b2109c90275287816'
     """
     return hashlib.blake2b(data, digest_size=16).digest()
 
@@ -106,6 +111,11 @@ class Checked:
     from_memory : bool
         The kernel kept the copy's pages after the drop (tmpfs, or a file system that
         ignores ``POSIX_FADV_DONTNEED``): it was re-read from memory.
+
+    Examples
+    --------
+    >>> Checked(how="size and MD5 = ETag", from_memory=False).how
+    'size and MD5 = ETag'
     """
 
     how: str
@@ -187,6 +197,20 @@ def verify(
     ------
     OSError
         If the size, the MD5 (against the ETag) or a range's checksum differs.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("copy.nc").write_bytes(b"y" * 100)
+    >>> checked = verify("copy.nc", size=100, etag=None, ranges=[(0, 100)],
+    ...                  read=[digest(b"y" * 100)], folder=True)
+    >>> checked.how
+    'size and re-read checksum (folder: no ETag)'
+    >>> verify("copy.nc", size=100, etag=None, ranges=[(0, 100)], read=[digest(b"z" * 100)],
+    ...        folder=True)
+    Traceback (most recent call last):
+    ...
+    OSError: ...
     """
     how = _how_checked(etag, folder=folder)
     fd = os.open(path, os.O_RDONLY)

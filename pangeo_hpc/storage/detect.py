@@ -58,6 +58,11 @@ def mounts() -> list[tuple[str, str, str]]:
     -------
     list[tuple[str, str, str]]
         One tuple per mount, in the file's order.
+
+    Examples
+    --------
+    >>> any(point == "/proc" and kind == "proc" for point, kind, source in mounts())
+    True
     """
     out = []
     with open("/proc/self/mountinfo") as f:

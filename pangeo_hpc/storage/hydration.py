@@ -103,6 +103,12 @@ class HydrationReport:
         -------
         str
             The line.
+
+        Examples
+        --------
+        >>> files = [FileState("/fsx/era5/a.nc", 100, 100, "loaded")]
+        >>> HydrationReport("/fsx/era5", "lustre", "hsm", files).summary()
+        '/fsx/era5 (lustre, by hsm): 1 files (1 loaded); 100 B of 100 B loaded (100.0 %)'
         """
         pct = 100 * self.bytes_loaded / self.bytes_total if self.bytes_total else 100.0
         counts = ", ".join(f"{n} {s}" for s, n in self.counts.items() if n)
@@ -119,6 +125,13 @@ class HydrationReport:
         -------
         dict
             The data.
+
+        Examples
+        --------
+        >>> files = [FileState("/fsx/era5/a.nc", 100, 40, "partial")]
+        >>> data = HydrationReport("/fsx/era5", "lustre", "hsm", files).to_dict()
+        >>> data["bytes_loaded"], data["counts"]["partial"], data["per_file"][0]["state"]
+        (40, 1, 'partial')
         """
         return {
             "root": self.root,

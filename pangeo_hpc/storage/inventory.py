@@ -36,6 +36,11 @@ class PrefixTotals:
     objects, bytes : int
         Counted below ``prefix`` (or, for a prefix shallower than the inventory's ``depth``,
         directly in it: the deeper ones have rows of their own).
+
+    Examples
+    --------
+    >>> PrefixTotals("1979/", objects=12, bytes=4_000_000)
+    PrefixTotals(prefix='1979/', objects=12, bytes=4000000)
     """
 
     prefix: str
@@ -66,6 +71,14 @@ class Inventory:
         LIST requests allowed in flight.
     tasks : int
         Prefixes listed fully, in parallel, after discovery.
+
+    Examples
+    --------
+    >>> inv = Inventory("s3://era5-pds/2019", objects=3, bytes=3000,
+    ...                 prefixes=[PrefixTotals("01/", 2, 2000), PrefixTotals("02/", 1, 1000)],
+    ...                 depth=1, seconds=0.5, requests=2, concurrency=8, tasks=2)
+    >>> inv.objects, [p.prefix for p in inv.prefixes]
+    (3, ['01/', '02/'])
     """
 
     url: str
@@ -87,6 +100,14 @@ class Inventory:
             ``url``, ``objects``, ``bytes``, ``depth``, ``seconds``, ``requests``,
             ``concurrency``, ``tasks`` and ``prefixes``: ``{prefix: {"objects": n,
             "bytes": b}}`` with ``""`` for the objects directly at the URL.
+
+        Examples
+        --------
+        >>> inv = Inventory("s3://era5-pds/2019", objects=2, bytes=2000,
+        ...                 prefixes=[PrefixTotals("01/", 2, 2000)],
+        ...                 depth=1, seconds=0.5, requests=1, concurrency=8, tasks=1)
+        >>> inv.to_dict()["prefixes"]
+        {'01/': {'objects': 2, 'bytes': 2000}}
         """
         return {
             "url": self.url,
@@ -107,6 +128,18 @@ class Inventory:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> inv = Inventory("s3://era5-pds/2019", objects=2, bytes=2000,
+        ...                 prefixes=[PrefixTotals("01/", 2, 2000)],
+        ...                 depth=1, seconds=0.5, requests=1, concurrency=8, tasks=1)
+        >>> print(inv.to_json())
+        {
+          "url": "s3://era5-pds/2019",
+          "objects": 2,
+        ...
+        }
         """
         return json.dumps(self.to_dict(), indent=2) + "\n"
 
@@ -117,6 +150,21 @@ class Inventory:
         -------
         str
             Lines ending with a totals line and how long the listing took.
+
+        Examples
+        --------
+        >>> inv = Inventory("s3://era5-pds/2019", objects=3, bytes=3000,
+        ...                 prefixes=[PrefixTotals("01/", 2, 2000), PrefixTotals("02/", 1, 1000)],
+        ...                 depth=1, seconds=0.5, requests=2, concurrency=8, tasks=2)
+        >>> print(inv.to_table())
+        s3://era5-pds/2019
+        prefix  objects  bytes      size
+        ------  -------  -----  --------
+        01/           2  2,000  1.95 kiB
+        02/           1  1,000  0.98 kiB
+        ------  -------  -----  --------
+        total         3  3,000  2.93 kiB
+        listed in 0.50 s: 2 LIST requests, 2 prefixes in parallel (concurrency 8)
         """
         rows = [
             (p.prefix or TOP, f"{p.objects:,}", f"{p.bytes:,}", format_bytes(p.bytes))

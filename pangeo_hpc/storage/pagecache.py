@@ -52,6 +52,18 @@ def resident_bytes(fd: int) -> int | None:
     int or None
         Resident pages times the page size (at most the file's size); ``None`` where the
         file system cannot be mapped (some FUSE file systems) or mincore refuses.
+
+    Examples
+    --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> _ = Path("a.nc").write_bytes(b"x" * 65536)
+    >>> read_through("a.nc")
+    65536
+    >>> fd = os.open("a.nc", os.O_RDONLY)
+    >>> resident_bytes(fd)  # all of it, just read
+    65536
+    >>> os.close(fd)
     """
     size = os.fstat(fd).st_size
     libc = _libc()
@@ -84,6 +96,15 @@ def drop(fd: int) -> None:
     ----------
     fd : int
         An open file descriptor.
+
+    Examples
+    --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> _ = Path("a.nc").write_bytes(b"x" * 65536)
+    >>> fd = os.open("a.nc", os.O_RDONLY)
+    >>> drop(fd)  # the next read of a.nc comes from the disk
+    >>> os.close(fd)
     """
     try:
         os.fdatasync(fd)
@@ -100,6 +121,12 @@ def drop_file(path: str | os.PathLike[str]) -> None:
     ----------
     path : str | os.PathLike[str]
         A file.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("a.nc").write_bytes(b"x" * 65536)
+    >>> drop_file("a.nc")  # the next read of a.nc comes from the disk
     """
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -125,6 +152,13 @@ def read_through(path: str | os.PathLike[str], block_size: int = 16 << 20) -> in
     -------
     int
         The bytes read.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("a.nc").write_bytes(b"x" * 65536)
+    >>> read_through("a.nc")
+    65536
     """
     view = memoryview(bytearray(block_size))
     total = 0

@@ -46,6 +46,13 @@ class RcloneCache:
         rclone's ``--cache-dir``.
     bucket : str
         The bucket (and prefix) mounted.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> cache = RcloneCache(Path("/mnt/era5"), Path.home() / ".cache/rclone", "era5-pds")
+    >>> cache.bucket
+    'era5-pds'
     """
 
     mount_point: Path
@@ -67,6 +74,12 @@ class RcloneCache:
         -------
         RcloneCache or None
             The cache, or ``None``.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.storage.detect import detect
+        >>> cache = RcloneCache.for_mount(detect("/mnt/era5"))  # an rclone mount  # doctest: +SKIP
+        >>> cache.cache_dir  # rclone's --cache-dir  # doctest: +SKIP
         """
         args = _rclone_args(info.mount_point)
         if args is None:
@@ -92,6 +105,18 @@ class RcloneCache:
         -------
         Path | None
             The cache file, or ``None``.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> data = Path("rc/cache/vfs/:s3abc/era5-pds/2019/a.nc")
+        >>> data.parent.mkdir(parents=True); _ = data.write_bytes(b"x" * 8192)
+        >>> Path("rc/mnt/2019").mkdir(parents=True)
+        >>> cache = RcloneCache(Path("rc/mnt").resolve(), Path("rc/cache"), "era5-pds")
+        >>> cache.data_file(Path("rc/mnt/2019/a.nc"))
+        PosixPath('rc/cache/vfs/:s3abc/era5-pds/2019/a.nc')
+        >>> cache.data_file(Path("rc/mnt/2019/b.nc")) is None
+        True
         """
         rel = Path(os.path.realpath(path)).relative_to(self.mount_point)
         if self._root is None:
@@ -118,6 +143,16 @@ class RcloneCache:
         -------
         int
             Bytes.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> data = Path("rc2/cache/vfs/:s3abc/era5-pds/2019/a.nc")
+        >>> data.parent.mkdir(parents=True); _ = data.write_bytes(b"x" * 8192)
+        >>> Path("rc2/mnt/2019").mkdir(parents=True)
+        >>> cache = RcloneCache(Path("rc2/mnt").resolve(), Path("rc2/cache"), "era5-pds")
+        >>> cache.cached_bytes(Path("rc2/mnt/2019/a.nc"), 8192)
+        8192
         """
         data = self.data_file(path)
         if data is None:

@@ -101,6 +101,14 @@ class ReadSpeed:
         -------
         dict[str, Any]
             The data.
+
+        Examples
+        --------
+        >>> r = ReadSpeed("/scratch/era5", "lustre", files=4, bytes=800_000_000, seconds=2.0,
+        ...               cold=True, method="pread", threads=8, block_size=16 * 2**20)
+        >>> data = r.to_dict()
+        >>> data["kind"], data["mb_per_s"]
+        ('lustre', 400.0)
         """
         out = asdict(self)
         out["failed"] = [{"path": p, "error": e} for p, e in self.failed]
@@ -197,6 +205,14 @@ def read_files(path: str | Path, budget: int, n: int, bs: int, cold: bool) -> Re
     ------
     InputError
         When ``path`` does not exist, or holds no readable file.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("measured").mkdir(); _ = Path("measured/a.nc").write_bytes(b"x" * 65536)
+    >>> r = read_files("measured", budget=2**20, n=2, bs=2**16, cold=True)
+    >>> r.files, r.bytes, r.method
+    (1, 65536, '2 threads, 64 KiB reads, page cache dropped')
     """
     if not Path(path).exists():
         raise InputError(MISSING.format(path=str(path)))
@@ -282,6 +298,13 @@ def read_s3(url: str, budget: int, n: int, bs: int, opts: S3Options) -> ReadSpee
     ------
     InputError
         When the prefix holds no object, or S3 refuses (explained).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(anon=True)
+    >>> r = read_s3("s3://era5-pds/2019/01", 2**30, 16, 2**24, opts)  # doctest: +SKIP
+    >>> r.to_dict()["mb_per_s"]  # doctest: +SKIP
     """
     require("s3", f"reading {url!r}")
     import obstore

@@ -89,6 +89,13 @@ class StageReport:
     from_memory : int
         Copies re-read from memory because the kernel kept their pages after the drop
         (tmpfs): their check proves the write, not the storage underneath.
+
+    Examples
+    --------
+    >>> report = StageReport(files=2, bytes=2_000_000_000, seconds=4.0,
+    ...                      checks={"size and MD5 = ETag": 2})
+    >>> report.files, report.failed
+    (2, [])
     """
 
     files: int = 0
@@ -110,6 +117,14 @@ class StageReport:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> report = StageReport(files=2, bytes=2_000_000_000, seconds=4.0,
+        ...                      checks={"size and MD5 = ETag": 2})
+        >>> print(report.summary())
+        staged 2 files (2.00 GB) in 4.0 s (500 MB/s); checked size and MD5 = ETag for 2 files;
+        0 already there
         """
         line = (
             f"staged {self.files} files ({self.bytes / 1e9:.2f} GB) in {self.seconds:.1f} s "

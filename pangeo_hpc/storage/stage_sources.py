@@ -34,6 +34,12 @@ class Entry(NamedTuple):
         Bytes, as listed.
     etag : str or None
         The object's ETag as listed (quoted); ``None`` for a file of a folder.
+
+    Examples
+    --------
+    >>> Entry(name="s3://era5-pds/2019/01/sst.nc", rel="2019/01/sst.nc", size=1024,
+    ...       etag='"9b2cf535f27731c974343645a3985328"').rel
+    '2019/01/sst.nc'
     """
 
     name: str
@@ -50,6 +56,13 @@ class SourceError(Exception):
     ----------
     error : InputError
         The explained error.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.errors import InputError
+    >>> err = SourceError(InputError("s3://era5-pds refused the credentials: pass --anon"))
+    >>> print(err.error)
+    s3://era5-pds refused the credentials: pass --anon
     """
 
     def __init__(self, error: InputError) -> None:
@@ -58,7 +71,16 @@ class SourceError(Exception):
 
 
 class Source(Protocol):
-    """What :func:`~pangeo_hpc.storage.stage.stage` needs of a source."""
+    """What :func:`~pangeo_hpc.storage.stage.stage` needs of a source.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("staged_a").mkdir(); _ = Path("staged_a/a.nc").write_bytes(b"CDF1")
+    >>> src: Source = source("staged_a", None)  # a Folder; a Bucket for s3://
+    >>> [entry.rel for entry in src.entries()]
+    ['a.nc']
+    """
 
     #: a local folder (no ETags)
     folder: bool
@@ -70,6 +92,13 @@ class Source(Protocol):
         -------
         list[Entry]
             The entries.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> Path("staged_b").mkdir(); _ = Path("staged_b/a.nc").write_bytes(b"CDF1")
+        >>> [(entry.rel, entry.size) for entry in source("staged_b", None).entries()]
+        [('a.nc', 4)]
         """
 
     def read(self, entry: Entry, start: int, end: int) -> bytes | memoryview:
@@ -88,6 +117,14 @@ class Source(Protocol):
         -------
         bytes | memoryview
             The bytes.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> Path("staged_c").mkdir(); _ = Path("staged_c/a.nc").write_bytes(b"CDF1")
+        >>> src = source("staged_c", None)
+        >>> bytes(src.read(src.entries()[0], 0, 3))
+        b'CDF'
         """
 
 
@@ -102,6 +139,13 @@ class Folder:
     ----------
     src : str
         A folder or a file.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("staged_d").mkdir(); _ = Path("staged_d/a.nc").write_bytes(b"CDF1")
+    >>> Folder("staged_d").entries()
+    [Entry(name='staged_d/a.nc', rel='a.nc', size=4, etag=None)]
     """
 
     folder = True
@@ -119,6 +163,13 @@ class Folder:
         -------
         list[Entry]
             The entries.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> Path("staged_e").mkdir(); _ = Path("staged_e/a.nc").write_bytes(b"CDF1")
+        >>> Folder("staged_e").entries()
+        [Entry(name='staged_e/a.nc', rel='a.nc', size=4, etag=None)]
         """
         if self.root.is_file():
             return [Entry(str(self.root), self.root.name, self.root.stat().st_size, None)]
@@ -146,6 +197,14 @@ class Folder:
         -------
         bytes
             The bytes.
+
+        Examples
+        --------
+        >>> from pathlib import Path
+        >>> Path("staged_f").mkdir(); _ = Path("staged_f/a.nc").write_bytes(b"CDF1")
+        >>> folder = Folder("staged_f")
+        >>> folder.read(folder.entries()[0], 0, 3)
+        b'CDF'
         """
         parts = []
         fd = os.open(entry.name, os.O_RDONLY)
@@ -170,6 +229,12 @@ class Bucket:
         ``s3://bucket/prefix`` (or one object).
     opts : S3Options
         How to reach S3.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> bucket = Bucket("s3://era5-pds/2019/01", S3Options(anon=True))
+    >>> entries = bucket.entries()  # doctest: +SKIP
     """
 
     folder = False
@@ -195,6 +260,13 @@ class Bucket:
         ------
         SourceError
             When the listing fails in a way a user must fix.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> bucket = Bucket("s3://era5-pds/2019/01", S3Options(anon=True))
+        >>> entries = bucket.entries()  # doctest: +SKIP
+        >>> entries[0].name  # 's3://era5-pds/2019/01/...'  # doctest: +SKIP
         """
         import obstore
         from obstore.exceptions import NotFoundError
@@ -249,6 +321,13 @@ class Bucket:
             When S3 fails in a way a user must fix.
         OSError
             When the object changed or went away since it was listed.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> bucket = Bucket("s3://era5-pds/2019/01", S3Options(anon=True))
+        >>> entry = bucket.entries()[0]  # doctest: +SKIP
+        >>> bytes(bucket.read(entry, 0, 4))  # the object's first 4 bytes  # doctest: +SKIP
         """
         import obstore
         from obstore.exceptions import BaseError, NotFoundError, PreconditionError
@@ -291,6 +370,17 @@ def source(src: str, s3: S3Options | None) -> Source:
     ------
     InputError
         For another URL scheme, S3 options with a folder, or a source that does not exist.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("staged_g").mkdir()
+    >>> type(source("staged_g", None)).__name__
+    'Folder'
+    >>> source("ftp://host/era5", None)
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: source 'ftp://host/era5' is not s3://BUCKET[/PREFIX] or a ...
     """
     if is_s3(src):
         return Bucket(src, s3 if s3 is not None else S3Options.resolve())

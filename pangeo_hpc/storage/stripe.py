@@ -87,6 +87,12 @@ def stripe_file(path: str | Path, nbytes: int) -> int | None:
     -------
     int | None
         The stripe count set, or ``None`` (not Lustre, or no ``lfs``).
+
+    Examples
+    --------
+    >>> stripe_file("/lustre/out/sst.nc", 50 * 2**30)  # on Lustre: the count set  # doctest: +SKIP
+    >>> stripe_file("sst.nc", 50 * 2**30) is None  # not Lustre: nothing done
+    True
     """
     return _setstripe(Path(path), Path(path).parent, nbytes)
 

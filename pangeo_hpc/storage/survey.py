@@ -203,6 +203,16 @@ def table(results: Sequence[ReadSpeed]) -> str:
         Columns label, kind, files, GB, s, MB/s, cache (cold or warm, and the share of the
         bytes that was in the page cache when reading began); then one line per file that
         failed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.storage.readspeed import ReadSpeed
+    >>> r = ReadSpeed("/scratch/era5", "lustre", files=4, bytes=800_000_000, seconds=2.0,
+    ...               cold=True, method="pread", threads=8, block_size=16 * 2**20, cached=0)
+    >>> print(table([r]))
+    label          kind    files    GB     s  MB/s  cache
+    -------------  ------  -----  ----  ----  ----  -----
+    /scratch/era5  lustre      4  0.80  2.00   400  cold
     """
     head = ("label", "kind", "files", "GB", "s", "MB/s", "cache")
     rows = [
@@ -236,6 +246,16 @@ def plot(results: Sequence[ReadSpeed], ax: Axes | None = None) -> Axes:
     Returns
     -------
     matplotlib Axes
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> from pangeo_hpc.storage.readspeed import ReadSpeed
+    >>> r = ReadSpeed("/scratch/era5", "lustre", files=4, bytes=800_000_000, seconds=2.0,
+    ...               cold=True, method="pread", threads=8, block_size=16 * 2**20)
+    >>> plot([r]).get_xlabel()
+    'read throughput (MB/s)'
     """
     if ax is None:
         import matplotlib.pyplot as plt

@@ -75,6 +75,12 @@ class WarmupReport:
         -------
         str
             The line.
+
+        Examples
+        --------
+        >>> WarmupReport("lfs hsm_restore", files=3, skipped=1, bytes=3_000_000_000,
+        ...              seconds=6.0).summary()
+        'warmed 3 files (3.00 GB) in 6.0 s (500 MB/s) by lfs hsm_restore; 1 already loaded'
         """
         line = (
             f"warmed {self.files} files ({self.bytes / 1e9:.2f} GB) in {self.seconds:.1f} s "

@@ -43,6 +43,11 @@ def build_coastlines(path: Path | None = None) -> list[np.ndarray]:
     -------
     list of ndarray
         One ``(n, 2)`` array of longitudes (-180..180) and latitudes per line.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> lines = build_coastlines(Path("coastlines.npz"))  # needs global-land-mask  # doctest: +SKIP
     """
     import contourpy
     from global_land_mask import globe  # 1 GB, 5-10 s: only to build the file
@@ -61,14 +66,28 @@ def build_coastlines(path: Path | None = None) -> list[np.ndarray]:
 @lru_cache(maxsize=1)
 def stored_coastlines() -> tuple[np.ndarray, np.ndarray]:
     """The shipped file as stored: int16 ``(n, 2)`` longitude (-180..180) and latitude in
-    1/:data:`SCALE` degree, and each line's end (``report.html`` sends them as they are)."""
+    1/:data:`SCALE` degree, and each line's end (``report.html`` sends them as they are).
+
+    Examples
+    --------
+    >>> points, ends = stored_coastlines()
+    >>> points.dtype, points.shape[1], int(ends[-1]) == len(points)
+    (dtype('int16'), 2, True)
+    """
     with np.load(FILE) as f:
         return f["points"], f["ends"]
 
 
 @lru_cache(maxsize=1)
 def coastlines() -> tuple[np.ndarray, ...]:
-    """The shipped lines: one ``(n, 2)`` array of longitude (-180..180) and latitude each."""
+    """The shipped lines: one ``(n, 2)`` array of longitude (-180..180) and latitude each.
+
+    Examples
+    --------
+    >>> lines = coastlines()
+    >>> len(lines), lines[0].shape[1]
+    (182, 2)
+    """
     points, ends = stored_coastlines()
     return tuple(np.split(points.astype("f8") / SCALE, ends[:-1]))
 
@@ -83,6 +102,13 @@ def joined_coastlines(east: bool = False) -> tuple[np.ndarray, np.ndarray]:
     ----------
     east : bool, optional
         Longitudes in 0..360 (else -180..180).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lon, lat = joined_coastlines(east=True)
+    >>> lon.shape == lat.shape, float(np.nanmin(lon)) >= 0, float(np.nanmax(lon)) <= 360
+    (True, True, True)
     """
     parts = []
     for line in coastlines():
@@ -105,6 +131,17 @@ def draw_coastlines(ax: Axes, *, east: bool = False, **style) -> None:
         Longitudes 0..360 (a map across the date line).
     **style
         Line style for ``ax.plot`` (default thin black).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> _ = ax.set_xlim(-10, 30), ax.set_ylim(35, 60)
+    >>> draw_coastlines(ax, color="grey")
+    >>> tuple(float(x) for x in ax.get_xlim())  # the limits stay
+    (-10.0, 30.0)
     """
     x, y = joined_coastlines(east)
     limits = ax.get_xlim(), ax.get_ylim()

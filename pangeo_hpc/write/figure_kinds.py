@@ -70,6 +70,14 @@ def long_name(da: xr.DataArray) -> str:
     -------
     str
         The name.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> long_name(xr.DataArray(1.0, name="tas", attrs={"long_name": "air temperature"}))
+    'air temperature'
+    >>> long_name(xr.DataArray(1.0, name="tas"))
+    'tas'
     """
     return str(da.attrs.get("long_name") or da.name or "result")
 
@@ -86,6 +94,12 @@ def units(da: xr.DataArray) -> str:
     -------
     str
         The units, ``""`` without any.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> units(xr.DataArray(1.0, attrs={"units": "K"})), units(xr.DataArray(1.0))
+    ('K', '')
     """
     return str(da.attrs.get("units", "") or "").strip()
 
@@ -107,6 +121,14 @@ def is_difference(da: xr.DataArray) -> bool:
     -------
     bool
         Whether it is a difference (drawn on a scale centred on zero).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> is_difference(xr.DataArray(0.2, name="tas_trend", attrs={"units": "K/(10 year)"}))
+    True
+    >>> is_difference(xr.DataArray(288.0, name="tas", attrs={"units": "K"}))
+    False
     """
     text = " ".join(str(s) for s in (da.name, da.attrs.get("long_name"), da.attrs.get("units")))
     return bool(_DIFFERENCE.search(text) or _RATE.search(units(da)))
@@ -127,6 +149,15 @@ def colours(da: xr.DataArray, values: np.ndarray) -> dict:
     -------
     dict
         Keyword arguments of ``pcolormesh`` and the colour bar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas")
+    >>> style = colours(da, da.values)
+    >>> style["cmap"].name, style["vmin"], style["vmax"], style["extend"]
+    ('viridis', 0.1, 4.9, 'both')
     """
     cmap, lo, hi, extend = colour_scale(da, values)
     bad: Colormap = colormaps[cmap].with_extremes(bad=MISSING)
@@ -148,6 +179,14 @@ def colour_scale(da: xr.DataArray, values: np.ndarray) -> tuple[str, float, floa
     -------
     (str, float, float, str)
         ``cmap``, ``vmin``, ``vmax`` and ``extend``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas")
+    >>> colour_scale(da, da.values)
+    ('viridis', 0.1, 4.9, 'both')
     """
     finite = values[np.isfinite(values)]
     lo, hi = np.percentile(finite, ROBUST) if finite.size else (0.0, 1.0)
@@ -369,6 +408,11 @@ def columns(n: int) -> int:
     -------
     int
         The columns.
+
+    Examples
+    --------
+    >>> columns(4), columns(12), columns(3)
+    (2, 4, 3)
     """
     return {1: 1, 2: 2, 3: 3, 4: 2}.get(n, 3 if n <= 9 else 4)
 
@@ -419,6 +463,17 @@ def draw_missing(sub: FigureBase, shape: Shape, heading: str) -> None:
         The result variable and its kind.
     heading : str
         The panel's title.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from pangeo_hpc.write.result_shape import result_shape
+    >>> da = xr.DataArray(np.full((2, 3), np.nan), dims=("lat", "lon"), name="tas")
+    >>> draw_missing(plt.figure().subfigures(), result_shape(da), "(a) tas")
     """
     _text(sub, heading, "not plotted: every value is missing (NaN)")
 

@@ -51,6 +51,11 @@ def preload() -> threading.Thread:
     -------
     threading.Thread
         The thread.
+
+    Examples
+    --------
+    >>> thread = preload()  # then read and compute; drawing waits for it
+    >>> thread.join()
     """
     global _preloading
     thread = threading.Thread(target=_import_drawing, name="pangeo-hpc-preload", daemon=True)
@@ -198,6 +203,18 @@ def draw_result(
         With one subfigure per variable, in the order of ``result.data_vars``, each
         titled ``(a) short title`` (:func:`_panel_texts`), and a last one holding the
         caption: each variable's ``long_name`` and units.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas",
+    ...                   coords={"lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
+    >>> fig = draw_result(da.to_dataset(), "ERA5 air temperature")
+    >>> len(fig.subfigs)  # the map, and the caption
+    2
     """
     _preloaded()
     from matplotlib.figure import Figure
@@ -248,6 +265,15 @@ def plot_format(fmt: str | None) -> str:
     ------
     InputError
         Naming the format and the choices.
+
+    Examples
+    --------
+    >>> plot_format(None), plot_format("pdf")
+    ('png', 'pdf')
+    >>> plot_format("bmp")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: plot format 'bmp' is not one of png, svg, pdf: give ...
     """
     from pangeo_hpc.errors import InputError
 
@@ -277,6 +303,19 @@ def plot_result(result: xr.Dataset, path: Path, title: str, *, view: MapView | N
         The figure's title.
     view : MapView, optional
         The maps' projection and extent, or ``None``.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from pathlib import Path
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas",
+    ...                   coords={"lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
+    >>> plot_result(da.to_dataset(), Path("tas.png"), "ERA5 air temperature")
+    >>> Path("tas.png").stat().st_size > 0
+    True
     """
     _preloaded()
     fmt = plot_format(Path(path).suffix[1:] or "png")

@@ -64,6 +64,11 @@ def is_url(target: object) -> bool:
     -------
     bool
         True for a string that starts with ``scheme://``.
+
+    Examples
+    --------
+    >>> is_url("s3://era5-pds/2019"), is_url("results/era5"), is_url(None)
+    (True, False, False)
     """
     return isinstance(target, str) and _URL.match(target) is not None
 
@@ -94,6 +99,15 @@ def local_path(target: str | os.PathLike[str], flag: str) -> Path:
     ------
     InputError
         If ``target`` is a URL.
+
+    Examples
+    --------
+    >>> local_path("results/era5", "out")
+    PosixPath('results/era5')
+    >>> local_path("s3://bucket/era5", "out")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='s3://bucket/era5' is a URL, and outputs are written to ...
     """
     if is_url(target):
         raise _refused(
@@ -134,6 +148,15 @@ def check_label(value: str, what: str) -> str:
     InputError
         If ``value`` is not a label: letters, digits, ``-``, ``_`` and ``.``, not ``.``
         first, at most 100 characters.
+
+    Examples
+    --------
+    >>> check_label("era5-sst_2019.v1", "recipe 'x.yaml': name")
+    'era5-sst_2019.v1'
+    >>> check_label("../etc", "recipe 'x.yaml': name")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: recipe 'x.yaml': name '../etc' is not a label: ...
     """
     if not LABEL.fullmatch(value):
         raise InputError(
@@ -168,6 +191,13 @@ def folder_in(root: str | os.PathLike[str], name: str, *, what: str, flag: str =
     InputError
         For a name that is not a label, or a ``root/name`` that is a link leading out of
         ``root``; nothing is changed.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("outputs").mkdir()
+    >>> folder_in("outputs", "era5-sst", what="recipe 'x.yaml': name")
+    PosixPath('outputs/era5-sst')
     """
     check_label(name, what)
     base = local_path(root, flag)
@@ -203,6 +233,15 @@ def check_inputs(target: Path, inputs: Iterable[object], flag: str) -> None:
     ------
     InputError
         If the output is, contains or lies inside an input.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> check_inputs(Path("results/era5"), ["data/era5", "s3://era5-pds/2019"], "out")
+    >>> check_inputs(Path("data/era5/out"), ["data/era5"], "out")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='data/era5/out' lies inside the input 'data/era5': ...
     """
     out = _real(target)
     for given in inputs:
@@ -243,6 +282,16 @@ def folder_kind(folder: Path) -> str | None:
     -------
     str or None
         The kind, or ``None``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.outputs import claim_tree
+    >>> folder_kind(claim_tree("demo_tree", kind="demo-data"))
+    'demo-data'
+    >>> Path("notes").mkdir()
+    >>> folder_kind(Path("notes")) is None  # a user's folder
+    True
     """
     return _examine(folder)[0]
 
@@ -355,6 +404,15 @@ def check_folder(
     InputError
         For a URL, an input, a file, or a folder that holds anything this package did not
         write; nothing is changed.
+
+    Examples
+    --------
+    >>> check_folder("results/era5-sst", kind="result")  # new: may be written
+    PosixPath('results/era5-sst')
+    >>> check_folder("data/era5/out", kind="result", inputs=["data/era5"])
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='data/era5/out' lies inside the input 'data/era5': ...
     """
     path = local_path(target, flag)
     check_inputs(path, inputs, flag)
@@ -419,6 +477,11 @@ def check_tree(
     InputError
         For a URL, an input, a file, or a folder that holds anything else; nothing is
         changed.
+
+    Examples
+    --------
+    >>> check_tree("demo", kind="demo-data")  # new, so not marked yet
+    (PosixPath('demo'), False)
     """
     path = local_path(root, flag)
     check_inputs(path, inputs, flag)
@@ -486,6 +549,17 @@ def check_file(
     InputError
         For a URL, an input, a folder, or an existing file without this package's marker;
         nothing is changed. (A missing parent folder is created by the writer.)
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> check_file("stats.json")  # new: may be written
+    PosixPath('stats.json')
+    >>> _ = Path("notes.txt").write_text("mine")
+    >>> check_file("notes.txt")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='notes.txt' exists and was not written by pangeo-hpc: ...
     """
     path = local_path(target, flag)
     check_inputs(path, inputs, flag)

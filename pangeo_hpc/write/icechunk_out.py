@@ -93,6 +93,15 @@ class Committed:
         Whether a commit was made.
     why : str
         Why no commit was made (empty when one was).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> ds = xr.Dataset({"tas": (("lat", "lon"), np.zeros((2, 3)))})
+    >>> done = commit_dataset("committed_repo", ds, message="era5 mean", metadata={})
+    >>> done.where, done.parent, done.new
+    ('committed_repo', None, True)
     """
 
     where: str
@@ -141,6 +150,15 @@ def check_repository(
     InputError
         For an input, a file, or a folder or prefix holding anything but a repository of
         this package; nothing is changed.
+
+    Examples
+    --------
+    >>> check_repository("results/era5-sst.icechunk")  # new: may receive a commit
+    PosixPath('results/era5-sst.icechunk')
+    >>> check_repository("data/era5/repo", inputs=["data/era5"])
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='data/era5/repo' lies inside the input 'data/era5': ...
     """
     inputs = list(inputs)
     if not is_s3(target):
@@ -225,6 +243,17 @@ def commit_dataset(
     InputError
         If ``target`` may not be written, or ``main`` moved under this run (another
         writer); nothing is committed.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> ds = xr.Dataset({"tas": (("lat", "lon"), np.zeros((2, 3)))})
+    >>> commit_dataset("sst_repo", ds, message="era5 mean", metadata={"recipe": "sst"}).new
+    True
+    >>> again = commit_dataset("sst_repo", ds, message="era5 mean", metadata={"recipe": "sst"})
+    >>> again.new, again.why
+    (False, "the result equals snapshot ...'s (only its history differs)")
     """
     require("stores", "--format icechunk")
     import icechunk
@@ -282,6 +311,13 @@ def s3_repository(
     ------
     tuple
         ``(icechunk.Repository, created)``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> opts = S3Options(endpoint_url="http://localhost:8333").for_writing()
+    >>> with s3_repository("s3://results/era5-sst", opts) as (repo, new):  # doctest: +SKIP
+    ...     session = repo.writable_session("main")
     """
     import icechunk
 

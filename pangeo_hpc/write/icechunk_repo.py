@@ -61,6 +61,11 @@ def commit_mark(kind: str = KIND) -> dict[str, str]:
     -------
     dict[str, str]
         Key -> value.
+
+    Examples
+    --------
+    >>> commit_mark()
+    {'written_by': 'pangeo-hpc ...', 'kind': 'icechunk'}
     """
     return {"written_by": f"{WRITTEN_BY} {version('pangeo-hpc')}", "kind": kind}
 
@@ -78,6 +83,13 @@ def only_entries(names: Iterable[str]) -> bool:
     -------
     bool
         Whether they are a repository's alone.
+
+    Examples
+    --------
+    >>> only_entries({"config.yaml", "refs", "snapshots", "manifests", "transactions", "chunks"})
+    True
+    >>> only_entries({"refs", "snapshots", "notes.txt"})
+    False
     """
     names = set(names)
     return {"refs", "snapshots"} <= names and names <= ENTRIES
@@ -95,6 +107,18 @@ def tip(repo: Any) -> Any:
     -------
     icechunk.SnapshotInfo
         The snapshot.
+
+    Examples
+    --------
+    >>> import icechunk, os
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from pangeo_hpc.write.icechunk_out import commit_dataset
+    >>> ds = xr.Dataset({"tas": (("lat", "lon"), np.zeros((2, 3)))})
+    >>> _ = commit_dataset("tip_repo", ds, message="era5 mean", metadata={})
+    >>> repo = open_repository(icechunk.local_filesystem_storage(os.path.abspath("tip_repo")))
+    >>> tip(repo).message
+    'era5 mean'
     """
     return next(iter(repo.ancestry(branch=BRANCH)))
 
@@ -114,6 +138,18 @@ def tip_is_ours(repo: Any, kind: str = KIND) -> bool:
     -------
     bool
         Whether the tip carries :func:`commit_mark` of ``kind``.
+
+    Examples
+    --------
+    >>> import icechunk, os
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from pangeo_hpc.write.icechunk_out import commit_dataset
+    >>> ds = xr.Dataset({"tas": (("lat", "lon"), np.zeros((2, 3)))})
+    >>> _ = commit_dataset("ours_repo", ds, message="era5 mean", metadata={})
+    >>> repo = open_repository(icechunk.local_filesystem_storage(os.path.abspath("ours_repo")))
+    >>> tip_is_ours(repo), tip_is_ours(repo, kind=REFERENCES)
+    (True, False)
     """
     meta = tip(repo).metadata or {}
     return str(meta.get("written_by", "")).startswith(WRITTEN_BY) and meta.get("kind") == kind
@@ -131,6 +167,12 @@ def open_repository(storage: Any) -> Any | None:
     -------
     icechunk.Repository or None
         The repository, or ``None``.
+
+    Examples
+    --------
+    >>> import icechunk, os
+    >>> open_repository(icechunk.local_filesystem_storage(os.path.abspath("no_repo"))) is None
+    True
     """
     import icechunk
 
@@ -155,6 +197,17 @@ def is_our_repository(folder: Path, names: set[str] | None = None) -> bool:
     -------
     bool
         Whether it is ours.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.icechunk_out import commit_dataset
+    >>> ds = xr.Dataset({"tas": (("lat", "lon"), np.zeros((2, 3)))})
+    >>> _ = commit_dataset("our_repo", ds, message="era5 mean", metadata={})
+    >>> is_our_repository(Path("our_repo"))
+    True
     """
     names = {p.name for p in folder.iterdir()} if names is None else names
     if not only_entries(names) or missing("stores"):

@@ -123,6 +123,17 @@ def fill_in_place(
     InputError
         If ``target`` may not be written (:func:`pangeo_hpc.write.guard.check_folder`), or
         changed while the outputs were made; nothing of it is changed then.
+
+    Examples
+    --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.outputs import write_json
+    >>> Path("mounted").mkdir()  # e.g. a mount point, which cannot be renamed
+    >>> with fill_in_place("mounted") as tmp:
+    ...     _ = write_json(tmp / "summary.json", {"mean": 2.5})
+    >>> os.listdir("mounted")
+    ['summary.json']
     """
     inputs = list(inputs)
     target = check_folder(target, kind=kind, inputs=inputs, flag=flag, overwrite=overwrite)

@@ -59,6 +59,12 @@ def temporary_name(target: Path, what: str) -> Path:
     -------
     Path
         The name (nothing is created).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> temporary_name(Path("results/era5-sst"), "tmp")
+    PosixPath('results/.era5-sst.tmp-...')
     """
     return target.with_name(f".{target.name}.{what}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}")
 
@@ -75,6 +81,12 @@ def lock_name(target: Path) -> Path:
     -------
     Path
         The lock file's path.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> lock_name(Path("results/era5-sst"))
+    PosixPath('results/.era5-sst.pangeo-hpc-lock')
     """
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 
@@ -145,6 +157,12 @@ def remove_stale(parent: Path) -> list[Path]:
     -------
     list of Path
         What was removed; a missing ``parent`` holds nothing.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> remove_stale(Path("results"))  # nothing left by killed writers
+    []
     """
     removed: list[Path] = []
     try:

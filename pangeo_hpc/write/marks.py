@@ -43,6 +43,16 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
     -------
     dict or None
         The marker's document, or ``None``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.outputs import claim_tree
+    >>> read_marker(claim_tree("marked_tree", kind="demo-data"))["kind"]
+    'demo-data'
+    >>> Path("plain").mkdir()
+    >>> read_marker(Path("plain")) is None
+    True
     """
     try:
         doc = json.loads((folder / MARKER).read_text())
@@ -66,6 +76,12 @@ def marker_doc(kind: str) -> dict[str, Any]:
     -------
     dict[str, Any]
         The marker's document.
+
+    Examples
+    --------
+    >>> doc = marker_doc("demo-data")
+    >>> doc["kind"], doc["written_by"]
+    ('demo-data', 'pangeo-hpc ...')
     """
     from datetime import UTC, datetime
     from importlib.metadata import version
@@ -97,6 +113,15 @@ def is_our_store(folder: Path, names: set[str] | None = None) -> bool:
     -------
     bool
         Whether it is ours.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> from pathlib import Path
+    >>> _ = xr.Dataset({"tas": ("x", np.zeros(3))}).to_zarr("users.zarr", consolidated=False)
+    >>> is_our_store(Path("users.zarr"))  # not written by convert
+    False
     """
     names = {p.name for p in folder.iterdir()} if names is None else names
     attrs: Any = {}
@@ -132,6 +157,16 @@ def file_is_ours(path: Path) -> bool:
     -------
     bool
         Whether it carries the marker.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.outputs import write_json
+    >>> file_is_ours(write_json("stats.json", {"mean": 2.5}))
+    True
+    >>> _ = Path("notes.json").write_text('{"mean": 2.5}')
+    >>> file_is_ours(Path("notes.json"))
+    False
     """
     suffix = path.suffix.lower()
     try:
@@ -161,6 +196,11 @@ def figure_mark() -> str:
     -------
     str
         The text.
+
+    Examples
+    --------
+    >>> figure_mark()
+    'written by pangeo-hpc'
     """
     return f"written by {WRITTEN_BY}"
 
@@ -177,6 +217,11 @@ def figure_metadata(fmt: str) -> dict[str, str]:
     -------
     dict[str, str]
         The metadata.
+
+    Examples
+    --------
+    >>> figure_metadata("png"), figure_metadata("pdf")
+    ({'Software': 'written by pangeo-hpc ...'}, {'Creator': 'written by pangeo-hpc ...'})
     """
     from importlib.metadata import version
 

@@ -99,6 +99,14 @@ def atomic_dir(
     StorageError
         If the file system ran out of space (``ENOSPC``, ``EDQUOT``, or a failed write with
         less than :data:`FULL_BELOW` bytes left), naming ``target`` and the fix.
+
+    Examples
+    --------
+    >>> import os
+    >>> with atomic_dir("results/era5-sst") as tmp:  # a hidden folder beside it
+    ...     _ = write_json(tmp / "summary.json", {"mean": 2.5})
+    >>> os.listdir("results/era5-sst")
+    ['summary.json']
     """
     inputs = list(inputs)
     if is_mount_point(target):  # it cannot be renamed (EBUSY): filled file by file
@@ -155,6 +163,15 @@ def mark_folder(folder: Path, kind: str) -> None:
         The temporary folder.
     kind : str
         The output's kind (``result``, ``zarr``, ``demo-data``, ...).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.marks import read_marker
+    >>> Path("repo_tmp").mkdir()
+    >>> mark_folder(Path("repo_tmp"), "icechunk")
+    >>> read_marker(Path("repo_tmp"))["kind"]
+    'icechunk'
     """
     _write_marker(Path(folder), marker_doc(kind))
 
@@ -248,6 +265,14 @@ def atomic_file(
     ------
     InputError
         If ``target`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> with atomic_file("table.csv") as tmp:
+    ...     _ = Path(tmp).write_text("lat,mean")
+    >>> Path("table.csv").read_text()
+    'lat,mean'
     """
     inputs = list(inputs)
     target = check_file(target, inputs=inputs, flag=flag, ours=ours)
@@ -307,6 +332,17 @@ def write_json(
     ------
     InputError
         If ``path`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> write_json("answer.json", {"answer": 42})
+    PosixPath('answer.json')
+    >>> print(Path("answer.json").read_text())
+    {
+      "written_by": "pangeo-hpc ...",
+      "answer": 42
+    }
     """
     from importlib.metadata import version
 
@@ -340,6 +376,15 @@ def save_figure(fig: Any, path: str | Path, *, flag: str = "path", dpi: int = 12
     ------
     InputError
         If ``path`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots()
+    >>> save_figure(fig, "figure.png")
+    PosixPath('figure.png')
     """
     fmt = Path(path).suffix[1:].lower() or "png"
     with atomic_file(path, flag=flag) as tmp:
@@ -389,6 +434,14 @@ def claim_tree(
     ------
     InputError
         If the folder may not be claimed (:func:`pangeo_hpc.write.guard.check_tree`).
+
+    Examples
+    --------
+    >>> import os
+    >>> claim_tree("demo", kind="demo-data")
+    PosixPath('demo')
+    >>> os.listdir("demo")  # the marker, so that a later run knows the tree
+    ['.pangeo-hpc.json']
     """
     path, marked = check_tree(root, kind=kind, inputs=inputs, flag=flag, ours=ours)
     if marked:
@@ -408,6 +461,15 @@ def append_line(path: Path, doc: dict[str, Any]) -> None:
         The log file.
     doc : dict[str, Any]
         The record.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> append_line(Path("log.jsonl"), {"file": "a.nc", "bytes": 4})
+    >>> append_line(Path("log.jsonl"), {"file": "b.nc", "bytes": 8})
+    >>> print(Path("log.jsonl").read_text())
+    {"file":"a.nc","bytes":4}
+    {"file":"b.nc","bytes":8}
     """
     line = (json.dumps(doc, separators=(",", ":")) + "\n").encode()
     fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -443,6 +505,14 @@ def remove_file(path: str | Path, *, ours: Callable[[Path], bool], flag: str) ->
     ------
     InputError
         For a folder, a link, or a file that ``ours`` does not recognise (nothing removed).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = claim_tree("cache", kind="state-cache")
+    >>> _ = Path("cache/entry.npz").write_bytes(b"...")
+    >>> remove_file("cache/entry.npz", ours=lambda p: p.suffix == ".npz", flag="cache")
+    True
     """
     path = local_path(path, flag)
     if not path.exists() and not path.is_symlink():

@@ -42,9 +42,6 @@ def nice_units(units: str) -> str:
     """``units`` for a label: powers as superscripts, trends per decade in words, nothing
     for a number without units (CF's ``1``: a correlation, a fraction).
 
-    >>> nice_units("m s-1"), nice_units("K/(10 year)"), nice_units("mm day-1"), nice_units("1")
-    ('m s⁻¹', 'K per decade', 'mm day⁻¹', '')
-
     Parameters
     ----------
     units : str
@@ -54,6 +51,11 @@ def nice_units(units: str) -> str:
     -------
     str
         The label's units.
+
+    Examples
+    --------
+    >>> nice_units("m s-1"), nice_units("K/(10 year)"), nice_units("mm day-1"), nice_units("1")
+    ('m s⁻¹', 'K per decade', 'mm day⁻¹', '')
     """
     u = units.strip()
     if u == "1":
@@ -68,9 +70,6 @@ def period_text(start: str, end: str) -> str:
     """``2000-2019`` for whole years, else ``2002-01 to 2002-06`` (dates as ISO text; an
     end on the first of a month is the day after the data).
 
-    >>> period_text("2000-01-01", "2019-12-31"), period_text("2002-01-01", "2002-07-01")
-    ('2000-2019', '2002-01 to 2002-06')
-
     Parameters
     ----------
     start : str
@@ -82,6 +81,11 @@ def period_text(start: str, end: str) -> str:
     -------
     str
         The period's words.
+
+    Examples
+    --------
+    >>> period_text("2000-01-01", "2019-12-31"), period_text("2002-01-01", "2002-07-01")
+    ('2000-2019', '2002-01 to 2002-06')
     """
     s, e = pd.Timestamp(start), pd.Timestamp(end)
     if e.day == 1 and e > s:  # an end as the first day after the data
@@ -104,6 +108,14 @@ def winters(values: np.ndarray) -> list[str] | None:
     -------
     list of str or None
         The labels, or ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> winters(np.array(["2000-12-01", "2001-12-01"], dtype="datetime64[ns]"))
+    ['2000/01', '2001/02']
+    >>> winters(np.array(["2000-01-01"], dtype="datetime64[ns]")) is None
+    True
     """
     if not np.issubdtype(np.asarray(values).dtype, np.datetime64) or not len(values):
         return None
@@ -144,6 +156,13 @@ def short_title(da: xr.DataArray, period: str | None, *, single: bool = False) -
     -------
     str
         The title.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray(288.0, name="tas", attrs={"long_name": "air temperature"})
+    >>> short_title(da, "2000-2019")
+    'tas, 2000-2019'
     """
     long_name = str(da.attrs.get("long_name") or "")
     methods = str(da.attrs.get("cell_methods") or "")
@@ -185,6 +204,12 @@ def caption(entries: list[tuple[str, str]], width: int) -> str:
     -------
     str
         The caption.
+
+    Examples
+    --------
+    >>> print(caption([("a", "air temperature (K)"), ("b", "precipitation (mm day⁻¹)")], 40))
+    (a) air temperature (K); (b)
+    precipitation (mm day⁻¹)
     """
     text = "; ".join(f"({letter}) {words}" for letter, words in entries)
     return textwrap.fill(text, width)
@@ -202,6 +227,11 @@ def letters(n: int) -> list[str]:
     -------
     list[str]
         The letters.
+
+    Examples
+    --------
+    >>> letters(3), letters(28)[-2:]
+    (['a', 'b', 'c'], ['aa', 'ab'])
     """
     abc = "abcdefghijklmnopqrstuvwxyz"
     return [abc[i] if i < 26 else abc[i // 26 - 1] + abc[i % 26] for i in range(n)]

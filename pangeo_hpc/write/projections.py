@@ -62,6 +62,11 @@ class Projection:
         pole to ``boundary_latitude``.
     whole : bool
         Always shows its whole globe (orthographic: one hemisphere), whatever the data cover.
+
+    Examples
+    --------
+    >>> PROJECTIONS["robinson"]
+    Projection(name='robinson', crs='Robinson', options=('central_longitude',), pole=0, whole=False)
     """
 
     name: str
@@ -106,6 +111,12 @@ class MapView:
     boundary_latitude : float, optional
         Polar maps: their edge towards the equator (default: the data's, at most config
         ``pangeo-hpc.plot.boundary-latitude`` from the pole's side).
+
+    Examples
+    --------
+    >>> view = MapView("orthographic", central_latitude=60.0)
+    >>> type(view.crs()).__name__
+    'Orthographic'
     """
 
     projection: str = "platecarree"
@@ -137,6 +148,12 @@ class MapView:
         -------
         cartopy.crs.Projection
             The projection.
+
+        Examples
+        --------
+        >>> crs = MapView("robinson").crs(east=True)  # data across the date line
+        >>> type(crs).__name__, crs.proj4_params["lon_0"]
+        ('Robinson', 180.0)
         """
         require("plot", f"a map in the {self.projection} projection")
         import cartopy.crs as ccrs
@@ -246,6 +263,12 @@ def default_view() -> MapView:
     -------
     MapView
         The view.
+
+    Examples
+    --------
+    >>> default_view()  # config pangeo-hpc.plot.projection
+    MapView(projection='platecarree', central_longitude=None, central_latitude=None,
+            boundary_latitude=None)
     """
     return map_view({"projection": config.get("plot.projection")}, "config pangeo-hpc.plot") or (
         MapView()
@@ -319,6 +342,19 @@ def draw_projected(
     -------
     QuadMesh
         The values' mesh, for the colour bar.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> view = MapView("robinson")
+    >>> ax = plt.figure().add_subplot(projection=view.crs())
+    >>> lon, lat, values = np.array([0.0, 10, 20]), np.array([0.0, 10]), np.ones((2, 3))
+    >>> mesh = draw_projected(ax, lon, lat, values, view, {"cmap": plt.get_cmap("viridis")})
+    >>> type(mesh).__name__
+    'GeoQuadMesh'
     """
     import cartopy.crs as ccrs
     import numpy as np  # (recipes are read without NumPy: the command line starts fast)

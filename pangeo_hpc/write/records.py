@@ -54,6 +54,13 @@ def file_record(path: Path) -> dict[str, Any]:
     -------
     dict[str, Any]
         ``bytes`` and ``sha256`` (and ``files`` for a folder), or ``{}``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("hello.txt").write_text("hello")
+    >>> file_record(Path("hello.txt"))
+    {'bytes': 5, 'sha256': '2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824'}
     """
     st = path.lstat()
     if stat.S_ISREG(st.st_mode):
@@ -89,6 +96,14 @@ def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]
     -------
     dict[str, dict[str, Any]]
         Name -> record.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("recorded").mkdir()
+    >>> _ = Path("recorded/hello.txt").write_text("hello")
+    >>> file_records(Path("recorded"), ["hello.txt"])["hello.txt"]["bytes"]
+    5
     """
     return {name: file_record(folder / name) for name in names}
 
@@ -108,6 +123,15 @@ def result_changes(folder: Path, names: set[str]) -> str | None:
     -------
     str or None
         ``""``, the reason, or ``None``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.outputs import atomic_dir, write_json
+    >>> with atomic_dir("results/era5-sst") as tmp:
+    ...     _ = write_json(tmp / "summary.json", {"mean": 2.5})
+    >>> result_changes(Path("results/era5-sst"), {"summary.json"})  # as written
+    ''
     """
     try:
         doc = json.loads((folder / "summary.json").read_text())

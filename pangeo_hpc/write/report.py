@@ -83,6 +83,15 @@ class MapLayer:
         Its upper limit.
     step : int, optional
         The stride the field was thinned by.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> layer = MapLayer("tas", "air temperature", "K", lat=np.array([10.0, 0.0]),
+    ...                  lon=np.array([0.0, 10.0, 20.0]), panels=(("", np.ones((2, 3))),),
+    ...                  cmap="viridis", vmin=0.0, vmax=5.0)
+    >>> layer.name, layer.step
+    ('tas', 1)
     """
 
     name: str
@@ -136,6 +145,15 @@ def map_layers(result: xr.Dataset, *, max_values: int | None = None) -> list[Map
     -------
     list of MapLayer
         In the order of ``result.data_vars``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas",
+    ...                   coords={"lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
+    >>> [(layer.name, layer.cmap, layer.lat.tolist()) for layer in map_layers(da.to_dataset())]
+    [('tas', 'viridis', [10.0, 0.0])]
     """
     from pangeo_hpc.write.figure_kinds import colour_scale, long_name, units
 
@@ -286,6 +304,13 @@ def report_html(
     -------
     str
         A complete HTML document with no external reference.
+
+    Examples
+    --------
+    >>> page = report_html(title="ERA5 mean", lines=["tas: 288.1 K"], figure=None,
+    ...                    provenance={"recipe": "era5-mean"}, layers=[])
+    >>> page.startswith("<!DOCTYPE html>"), "tas: 288.1 K" in page
+    (True, True)
     """
     script, style = _assets()
     e = html.escape
@@ -347,6 +372,16 @@ def write_report(
     ------
     InputError
         If ``path`` may not be written (:func:`pangeo_hpc.write.guard.check_file`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas",
+    ...                   coords={"lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
+    >>> write_report("report.html", da.to_dataset(), title="ERA5 mean", lines=["tas: 2.5"],
+    ...              figure=None, provenance={})
+    PosixPath('report.html')
     """
     page = report_html(
         title=title,

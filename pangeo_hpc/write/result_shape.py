@@ -67,6 +67,14 @@ class Shape:
         The longitude coordinate, or ``None``.
     lead : str, optional
         The other dimension of small multiples, or ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.zeros((2, 3)), dims=("lat", "lon"), name="tas")
+    >>> Shape("map", da, lat="lat", lon="lon").kind
+    'map'
     """
 
     kind: str
@@ -127,6 +135,16 @@ def result_shape(da: xr.DataArray) -> Shape:
     -------
     Shape
         Never raises: what fits no kind is ``other``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.zeros((1, 2, 3)), dims=("time", "lat", "lon"), name="tas",
+    ...                   coords={"lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
+    >>> shape = result_shape(da)  # time of size 1 dropped: a map
+    >>> shape.kind, shape.lat, shape.lon
+    ('map', 'lat', 'lon')
     """
     sq = da.squeeze()
     if not (np.issubdtype(sq.dtype, np.number) and not np.issubdtype(sq.dtype, np.complexfloating)):
@@ -169,6 +187,14 @@ def years_along(da: xr.DataArray, dim: str) -> np.ndarray | None:
     -------
     ndarray or None
         The years, or ``None``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=3, freq="YS")
+    >>> years_along(xr.DataArray([1.0, 2.0, 3.0], dims="time", coords={"time": time}), "time")
+    array([0.        , 1.00207396, 2.00141002])
     """
     if dim in CYCLIC or dim not in da.coords:
         return None
@@ -199,6 +225,15 @@ def trend_per_decade(da: xr.DataArray, dim: str) -> float | None:
     -------
     float or None
         The slope per decade, or ``None``.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=4, freq="YS")
+    >>> da = xr.DataArray([1.0, 2.0, 3.0, 4.0], dims="time", coords={"time": time})
+    >>> round(trend_per_decade(da, "time"), 2)  # 1 a year
+    10.0
     """
     years = years_along(da, dim)
     if years is None:
@@ -223,6 +258,11 @@ def per_decade(units: str | None) -> str:
     -------
     str
         The trend's units.
+
+    Examples
+    --------
+    >>> per_decade("mm/day"), per_decade(None)
+    ('mm/day per decade', 'per decade')
     """
     u = (units or "").strip()
     return f"{u} per decade" if u else "per decade"
@@ -243,6 +283,13 @@ def labels(da: xr.DataArray, dim: str) -> list[str]:
     -------
     list[str]
         The labels.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([1.0, 2.0, 3.0], dims="month", coords={"month": [1, 2, 3]})
+    >>> labels(da, "month")
+    ['Jan', 'Feb', 'Mar']
     """
     if dim not in da.coords:
         return [str(i) for i in range(da.sizes[dim])]

@@ -72,6 +72,11 @@ def mark_value(kind: str) -> str:
     -------
     str
         The value.
+
+    Examples
+    --------
+    >>> mark_value("result")
+    'written-by pangeo-hpc ... kind result'
     """
     from importlib.metadata import version
 
@@ -97,6 +102,11 @@ def is_marked(attributes: Mapping[str, Any] | None) -> bool:
     -------
     bool
         Whether it carries the mark.
+
+    Examples
+    --------
+    >>> is_marked({MARK: mark_value("result")}), is_marked({}), is_marked(None)
+    (True, False, False)
     """
     value = str((attributes or {}).get(MARK, ""))
     return value.startswith(f"written-by {WRITTEN_BY}")
@@ -116,6 +126,13 @@ class S3Target:
         The prefix (no trailing ``/``).
     s3 : S3Options
         The endpoint and credentials.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst/", S3Options(endpoint_url="http://localhost:8333"))
+    >>> target.url, target.bucket, target.prefix
+    ('s3://results/era5-sst', 'results', 'era5-sst')
     """
 
     url: str
@@ -140,6 +157,16 @@ class S3Target:
         ------
         InputError
             If ``url`` names a whole bucket (no prefix).
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> S3Target.of("s3://results/era5-sst", S3Options()).prefix
+        'era5-sst'
+        >>> S3Target.of("s3://results", S3Options())
+        Traceback (most recent call last):
+        ...
+        pangeo_hpc.errors.InputError: ...
         """
         bucket, prefix = split_url(url)
         if not prefix:
@@ -162,6 +189,13 @@ class S3Target:
         -------
         str
             The key.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+        >>> target.key("run-1", "result.nc")
+        'era5-sst/run-1/result.nc'
         """
         return "/".join((self.prefix, *parts))
 
@@ -177,6 +211,12 @@ class S3Target:
         -------
         str
             The URL.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> S3Target.of("s3://results/era5-sst", S3Options()).url_of("summary.json")
+        's3://results/era5-sst/summary.json'
         """
         return f"s3://{self.bucket}/{self.key(*parts)}"
 
@@ -199,6 +239,13 @@ class Listed:
         The manifest read, or ``None``.
     manifest_etag : str or None
         The manifest's ETag, or ``None``.
+
+    Examples
+    --------
+    >>> objects = {"sst/run-1/a.nc": (4, '"etag"')}
+    >>> listed = Listed(objects=objects, manifest=None, manifest_etag=None)
+    >>> listed.objects["sst/run-1/a.nc"]
+    (4, '"etag"')
     """
 
     objects: dict[str, tuple[int, str]]
@@ -218,6 +265,12 @@ def list_objects(target: S3Target) -> dict[str, tuple[int, str]]:
     -------
     dict[str, tuple[int, str]]
         Key -> (size, ETag).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> list_objects(target)  # {key: (size, etag)}  # doctest: +SKIP
     """
     import obstore
 
@@ -242,6 +295,12 @@ def head(target: S3Target, key: str) -> dict[str, Any] | None:
     -------
     dict or None
         The attributes, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> head(target, "era5-sst/summary.json")  # its attributes, or None  # doctest: +SKIP
     """
     import obstore
     from obstore.exceptions import NotFoundError
@@ -266,6 +325,12 @@ def stat(target: S3Target, key: str) -> tuple[dict[str, Any], str] | None:
     -------
     (dict, str) or None
         The attributes and ETag, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> attributes, etag = stat(target, "era5-sst/summary.json")  # doctest: +SKIP
     """
     import obstore
     from obstore.exceptions import NotFoundError
@@ -292,6 +357,12 @@ def marked(target: S3Target, keys: Iterable[str]) -> Iterator[tuple[str, bool]]:
     -------
     iterator of (str, bool)
         Each key and whether it carries the mark.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> dict(marked(target, ["era5-sst/run-1/result.nc"]))  # doctest: +SKIP
     """
     keys = list(keys)
     if not keys:
@@ -320,6 +391,12 @@ def read_manifest(target: S3Target) -> tuple[dict[str, Any], str] | None:
     -------
     (dict, str) or None
         The manifest and its ETag, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> manifest, etag = read_manifest(target)  # doctest: +SKIP
     """
     import json
 
@@ -354,6 +431,11 @@ def runs_named(doc: Mapping[str, Any]) -> dict[str, tuple[int, str]]:
     -------
     dict[str, tuple[int, str]]
         Key -> (size, ETag).
+
+    Examples
+    --------
+    >>> runs_named({"objects": {"sst/run-1/a.nc": {"bytes": 4, "etag": '"e1"'}}})
+    {'sst/run-1/a.nc': (4, '"e1"')}
     """
     objects = doc.get("objects")
     if not isinstance(objects, dict):
@@ -408,6 +490,12 @@ def check_place(target: S3Target, inputs: Iterable[object], flag: str) -> None:
     ------
     InputError
         If the target is an input, or the key of an object.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> check_place(target, ["s3://era5-pds/2019"], "out")  # doctest: +SKIP
     """
     _check_s3_inputs(target, inputs, flag)
     if head(target, target.prefix) is not None:
@@ -453,6 +541,13 @@ def check_prefix(
         For an input, a "file" at the prefix's key, an object this package did not write,
         another kind of output, or (``overwrite=False``) any earlier output; nothing is
         changed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> listed = check_prefix(target, kind="result", overwrite=True)  # doctest: +SKIP
+    >>> listed.manifest  # the run to replace, or None  # doctest: +SKIP
     """
     check_place(target, inputs, flag)
     objects = list_objects(target)
@@ -517,6 +612,12 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
         For an input, a key with objects under it (a "folder"), an object this package did
         not write, or an object of a run (a result's file, listed by its manifest); nothing
         is changed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst/plot.png", S3Options())
+    >>> check_key(target)  # None: the key is free  # doctest: +SKIP
     """
     import obstore
 

@@ -115,6 +115,12 @@ def s3_folder(
     StorageError
         If the upload failed: no manifest was written, so nothing of it is visible; what was
         put is removed (or left for :func:`cleanup` if the server is gone).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.write.outputs import write_json
+    >>> with s3_folder("s3://results/era5-sst", kind="result") as tmp:  # doctest: +SKIP
+    ...     write_json(tmp / "summary.json", {"mean": 2.5})
     """
     inputs = list(inputs)
     target = S3Target.of(url, s3, flag=flag)
@@ -156,6 +162,13 @@ def put_marked(
     -------
     dict[str, Any]
         obstore's answer.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> key = target.key("run-1", "notes.txt")
+    >>> put_marked(target, key, b"hello", kind="result", mode="create")  # doctest: +SKIP
     """
     import obstore
 
@@ -170,6 +183,11 @@ def new_run_id() -> str:
     -------
     str
         The id.
+
+    Examples
+    --------
+    >>> new_run_id()
+    'run-...Z-...'
     """
     return f"{RUN_PREFIX}{datetime.now(UTC):%Y%m%dT%H%M%SZ}-{secrets.token_hex(4)}"
 
@@ -218,6 +236,13 @@ def publish(
         credentials a write (they may read but not write there).
     StorageError
         If an upload fails otherwise, or another writer changed the manifest meanwhile.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> manifest = publish(target, Path("results/era5-sst"), kind="result")  # doctest: +SKIP
     """
 
     summary: dict[str, Any] = {}
@@ -367,6 +392,15 @@ class Run:
     target : S3Target
     manifest : dict
         ``PREFIX/summary.json`` as written.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> from pangeo_hpc.write.s3_guard import S3Target
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> run = Run(target, {"run": "run-20240101T000000Z-0123abcd"})
+    >>> run.url
+    's3://results/era5-sst/run-20240101T000000Z-0123abcd'
     """
 
     def __init__(self, target: S3Target, manifest: dict[str, Any]) -> None:
@@ -390,6 +424,14 @@ class Run:
         -------
         str
             The URL.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.s3.options import S3Options
+        >>> from pangeo_hpc.write.s3_guard import S3Target
+        >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+        >>> Run(target, {"run": "run-1"}).url_of("result.zarr")
+        's3://results/era5-sst/run-1/result.zarr'
         """
         return f"{self.url}/{name}"
 
@@ -417,6 +459,11 @@ def current_run(url: str, s3: S3Options | None = None, *, flag: str = "result") 
     InputError
         If there is no manifest of this package, or an object is missing or changed (a run
         replaced and cleaned up since, or a user's edit): one line naming it and the fix.
+
+    Examples
+    --------
+    >>> run = current_run("s3://results/era5-sst")  # doctest: +SKIP
+    >>> run.url_of("result.nc")  # 's3://results/era5-sst/run-.../result.nc'  # doctest: +SKIP
     """
     target = S3Target.of(url, s3, flag=flag)
     found = read_manifest(target)
@@ -464,6 +511,10 @@ def cleanup(
     -------
     (list of str, list of str)
         The keys removed, and the keys left because they are not this package's.
+
+    Examples
+    --------
+    >>> removed, foreign = cleanup("s3://results/era5-sst", min_age=3600)  # doctest: +SKIP
     """
     target = S3Target.of(url, s3, flag="prefix")
     age = float(config.get("s3.cleanup-min-age", min_age))

@@ -60,7 +60,16 @@ _DIGITS = frozenset(b"0123456789abcdef")
 
 
 class Damaged(ValueError):
-    """A sealed entry whose head, length or digest is not what was written."""
+    """A sealed entry whose head, length or digest is not what was written.
+
+    Examples
+    --------
+    >>> blob = seal_json({"n": 1})
+    >>> unseal_json(blob[:-1] + b"x")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.write.sealed.Damaged: its sha256 digest does not match its 6 bytes
+    """
 
 
 def seal(
@@ -117,6 +126,13 @@ def seal_head(
     -------
     bytes
         The head, digest and separator.
+
+    Examples
+    --------
+    >>> seal_head(b"abc", b"kind sha256 ")[:20]  # then the digest's 64 hex digits
+    b'kind sha256 ba7816bf'
+    >>> seal_head(b"abc", b"kind sha256 ") + b"abc" == seal(b"abc", b"kind sha256 ")
+    True
     """
     return b"".join((head, DIGESTS[digest][0](payload).encode(), sep))
 
@@ -224,6 +240,11 @@ def unseal_json(data: bytes) -> dict[str, Any]:
     ------
     Damaged
         As :func:`_unseal`, or if the checked bytes are not a JSON object.
+
+    Examples
+    --------
+    >>> unseal_json(seal_json({"format": "x", "n": 1}))
+    {'format': 'x', 'n': 1}
     """
     body = _unseal(data, JSON_HEAD, _JSON_SEP)
     try:
@@ -248,6 +269,12 @@ def sealed_json(data: bytes) -> bool:
     -------
     bool
         Whether they look like :func:`seal_json`'s.
+
+    Examples
+    --------
+    >>> blob = seal_json({"n": 1})
+    >>> sealed_json(blob), sealed_json(blob[:-1] + b"x"), sealed_json(b'{"n": 1}')
+    (True, True, False)
     """
     head = data[: len(JSON_HEAD)]
     if len(head) != len(JSON_HEAD):

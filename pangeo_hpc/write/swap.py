@@ -59,7 +59,17 @@ HELD = (signal.SIGINT, signal.SIGTERM)
 
 
 class LockWarning(UserWarning):
-    """Writers of one output could not lock it (a file system without ``flock``)."""
+    """Writers of one output could not lock it (a file system without ``flock``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from pathlib import Path
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", LockWarning)  # this job writes alone
+    ...     with target_lock(Path("alone")) as locked:
+    ...         pass
+    """
 
 
 def _find_renameat2() -> Any:
@@ -91,6 +101,14 @@ def exchange(a: Path, b: Path) -> bool:
     -------
     bool
         Whether they were exchanged.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("a.txt").write_text("A"), Path("b.txt").write_text("B")
+    >>> done = exchange(Path("a.txt"), Path("b.txt"))  # False where the kernel cannot
+    >>> Path("a.txt").read_text() == ("B" if done else "A")
+    True
     """
     if _renameat2 is None:
         return False
@@ -119,6 +137,17 @@ def swap_in(new: Path, target: Path) -> Path | None:
     Path or None
         Where the replaced folder now is (``new``'s name after an exchange, a hidden
         ``.NAME.old-*`` otherwise), for the caller to remove; ``None`` if there was none.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> for name, text in (("new_folder", "new"), ("in_place", "old")):
+    ...     Path(name).mkdir()
+    ...     _ = Path(name, "a.txt").write_text(text)
+    >>> with target_lock(Path("in_place")), deferred_signals():
+    ...     old = swap_in(Path("new_folder"), Path("in_place"))
+    >>> Path("in_place/a.txt").read_text(), Path(old, "a.txt").read_text()
+    ('new', 'old')
     """
     if not os.path.lexists(target):
         os.rename(new, target)
@@ -146,6 +175,14 @@ class HeldSignals:
     ----------
     signums : tuple[int, ...], optional
         The signals held.
+
+    Examples
+    --------
+    >>> held = HeldSignals()
+    >>> with held:
+    ...     held.hold()  # Ctrl-C from here on waits for the end of the block
+    ...     print("renamed into place")
+    renamed into place
     """
 
     __slots__ = ("before", "caught", "signums")
@@ -161,6 +198,13 @@ class HeldSignals:
     def hold(self) -> None:
         """Start holding the signals: each caught one is kept until the block ends (in the
         main thread only: elsewhere signals cannot be handled, and nothing is held).
+
+        Examples
+        --------
+        >>> import signal
+        >>> held = HeldSignals((signal.SIGINT,))
+        >>> with held:
+        ...     held.hold()
         """
         if threading.current_thread() is not threading.main_thread():
             return
@@ -193,6 +237,12 @@ def deferred_signals(signums: tuple[int, ...] = HELD) -> Iterator[None]:
     ------
     None
         Control, with the signals held.
+
+    Examples
+    --------
+    >>> with deferred_signals():  # a Ctrl-C in here is raised after the block
+    ...     print("swapped")
+    swapped
     """
     with HeldSignals(signums) as held:
         held.hold()
@@ -221,6 +271,14 @@ def target_lock(target: Path) -> Iterator[bool]:
     ------
     bool
         Whether the lock is held.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("locked_results").mkdir()
+    >>> with target_lock(Path("locked_results/era5-sst")) as locked:
+    ...     print(locked)  # False on a file system without flock
+    True
     """
     path = lock_name(target)
     while True:

@@ -88,6 +88,12 @@ def check_output(
     InputError
         As :func:`~pangeo_hpc.write.guard.check_folder` or
         :func:`~pangeo_hpc.write.s3_guard.check_prefix` do; nothing is changed.
+
+    Examples
+    --------
+    >>> check_output("results/era5-sst", kind="result")
+    PosixPath('results/era5-sst')
+    >>> check_output("s3://results/era5-sst", kind="result")  # lists the prefix  # doctest: +SKIP
     """
     if is_s3(target):
         dest = S3Target.of(str(target), s3, flag=flag)
@@ -139,6 +145,15 @@ def output_folder(
     ------
     InputError
         If ``target`` may not receive the output (:func:`check_output`).
+
+    Examples
+    --------
+    >>> import os
+    >>> from pangeo_hpc.write.outputs import write_json
+    >>> with output_folder("results/era5-sst", kind="result") as tmp:  # or s3://bucket/prefix
+    ...     _ = write_json(tmp / "summary.json", {"mean": 2.5})
+    >>> os.listdir("results/era5-sst")
+    ['summary.json']
     """
     if is_s3(target):
         with s3_folder(
@@ -164,6 +179,13 @@ def where_in(target: str | os.PathLike[str]) -> tuple[str | None, str]:
     -------
     (str or None, str)
         The run id and the place.
+
+    Examples
+    --------
+    >>> where_in("results/era5-sst")
+    (None, 'results/era5-sst')
+    >>> where_in("s3://results/era5-sst")
+    ('run-...', 's3://results/era5-sst/run-...')
     """
     if is_s3(target):
         run = new_run_id()
@@ -184,6 +206,11 @@ def suffix_of(target: str | os.PathLike[str]) -> str:
     -------
     str
         The suffix, ``""`` without one.
+
+    Examples
+    --------
+    >>> suffix_of("results/Plot.PNG"), suffix_of("s3://bucket/x/plot.svg"), suffix_of("results/x")
+    ('.png', '.svg', '')
     """
     return PurePosixPath(str(target)).suffix.lower()
 
@@ -223,6 +250,15 @@ def check_output_file(
     InputError
         As :func:`~pangeo_hpc.write.guard.check_file` or
         :func:`~pangeo_hpc.write.s3_guard.check_key` do; nothing is changed.
+
+    Examples
+    --------
+    >>> check_output_file("stats.json")
+    PosixPath('stats.json')
+    >>> check_output_file("data/era5/stats.json", inputs=["data/era5"])
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='data/era5/stats.json' lies inside the input 'data/era5': ...
     """
     if is_s3(target):
         dest = S3Target.of(str(target), s3, flag=flag)
@@ -274,6 +310,16 @@ def output_file(
         If ``target`` may not be written, before the block or at its end (nothing written).
     StorageError
         If the PUT failed (the object before it, if any, is unchanged).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.write.marks import file_is_ours
+    >>> from pangeo_hpc.write.outputs import write_json
+    >>> with output_file("stats.json") as path:  # or s3://bucket/key
+    ...     _ = write_json(path, {"mean": 2.5})
+    >>> file_is_ours(Path("stats.json"))
+    True
     """
     inputs = list(inputs)
     if not is_s3(target):

@@ -32,6 +32,13 @@ def nearest_existing(path: Path) -> Path:
     -------
     Path
         The path or folder.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> Path("figures").mkdir()
+    >>> nearest_existing(Path("figures/era5/2019/plot.png"))
+    PosixPath('figures')
     """
     while not os.path.lexists(path) and path.parent != path:
         path = path.parent
@@ -50,6 +57,12 @@ def read_only(path: Path) -> bool:
     -------
     bool
         Whether its file system is read-only.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> read_only(Path("."))  # the current folder can be written
+    False
     """
     try:
         return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
@@ -112,6 +125,16 @@ def check_writable(target: str | os.PathLike[str], *, in_place: bool, flag: str 
     InputError
         For a path that is not UTF-8, or whose folder is read-only or not writable by
         this user, or is a file; one line naming it and the fix; nothing is written.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> check_writable("results/era5-sst", in_place=False)  # its parent can be written
+    >>> _ = Path("notes.txt").write_text("mine")
+    >>> check_writable("notes.txt/out", in_place=False)
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out='notes.txt/out' cannot be made: 'notes.txt' is a file, ...
     """
     check_utf8(target, flag)
     path = Path(target).expanduser()

@@ -45,6 +45,13 @@ class ConvertReport:
         Bytes of the store's files.
     seconds : float
         Seconds taken.
+
+    Examples
+    --------
+    >>> report = ConvertReport("tas.zarr", "tas", time_steps=12, chunks=(1, 180, 360),
+    ...                        bytes_uncompressed=3_110_400, bytes_written=1_000_000, seconds=2.0)
+    >>> report.chunks
+    (1, 180, 360)
     """
 
     store: str
@@ -63,6 +70,15 @@ class ConvertReport:
         -------
         str
             The line.
+
+        Examples
+        --------
+        >>> report = ConvertReport("tas.zarr", "tas", time_steps=12, chunks=(1, 180, 360),
+        ...                        bytes_uncompressed=3_110_400, bytes_written=1_000_000,
+        ...                        seconds=2.0)
+        >>> print(report.summary())
+        convert: 12 time steps of tas -> tas.zarr (chunks (1, 180, 360)), 0.00 GB uncompressed
+        in 0.00 GB (3.1:1), 2.0 s (2 MB/s)
         """
         ratio = self.bytes_uncompressed / max(self.bytes_written, 1)
         return (
@@ -117,6 +133,18 @@ def write_store(
     Returns
     -------
     ConvertReport
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import pandas as pd
+    >>> import xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=4)
+    >>> ds = xr.Dataset({"tas": (("time", "lat", "lon"), np.zeros((4, 2, 3), "f4"))},
+    ...                 coords={"time": time, "lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
+    >>> report = write_store(ds.chunk(), "tas", "tas.zarr", inputs=["data/era5"])
+    >>> report.time_steps, xr.open_zarr(report.store).tas.shape
+    (4, (4, 2, 3))
     """
     from zarr.codecs import BloscCodec
 
@@ -183,6 +211,14 @@ def write_zarr(ds: Any, store: str | Path, **kwargs: Any) -> None:
         The store's folder.
     **kwargs : Any
         More arguments of :meth:`xarray.Dataset.to_zarr`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import xarray as xr
+    >>> write_zarr(xr.Dataset({"tas": ("x", np.zeros(3))}), "plain.zarr")
+    >>> xr.open_zarr("plain.zarr").tas.shape
+    (3,)
     """
     with warnings.catch_warnings():
         warnings.filterwarnings(
