@@ -11,6 +11,7 @@ from __future__ import annotations
 import doctest
 import importlib
 import io
+import tempfile
 
 import pytest
 
@@ -52,6 +53,7 @@ def failures(module: str) -> tuple[int, list[str]]:
 @pytest.mark.parametrize("folder", FOLDERS, ids=[f or "top-level" for f in FOLDERS])
 def test_the_examples_of_a_folder_run(folder, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # an example that writes a file writes it here
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # and its mkdtemp() folders
     failed = [report for module in modules(folder) for report in failures(module)[1]]
     assert failed == [], "\n".join(failed)
 
