@@ -37,6 +37,12 @@ class Budget:
     unit : {"USD", "node-hours"}
     text : str
         As the user wrote it (``5USD``), for messages.
+
+    Examples
+    --------
+    >>> b = Budget(2.0, "node-hours", "2h")
+    >>> b.dollars, b.node_hours(None)
+    (False, 2.0)
     """
 
     amount: float
@@ -66,6 +72,13 @@ class Budget:
         ------
         InputError
             For a dollar budget without a price.
+
+        Examples
+        --------
+        >>> parse_budget("5USD").node_hours(2.5)  # $5 at $2.50 per node-hour
+        2.0
+        >>> parse_budget("90min").node_hours(None)
+        1.5
         """
         if not self.dollars:
             return self.amount

@@ -29,6 +29,15 @@ def check_path(value: Any, name: str = "path") -> str | Path:
     ------
     InputError
         When ``value`` is not a path.
+
+    Examples
+    --------
+    >>> check_path("/scratch/run")
+    '/scratch/run'
+    >>> check_path(None, "out")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: out None is not a path: give a folder or file name, ...
     """
     if isinstance(value, str | os.PathLike) and str(value):
         return value

@@ -74,6 +74,14 @@ def statfs_magic(path: str | Path) -> int:
     ------
     InputError
         When ``path`` cannot be examined.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> MAGIC.get(statfs_magic(tempfile.gettempdir()), "other") in {*MAGIC.values(), "other"}
+    True
+    >>> hex(statfs_magic("/proc"))  # procfs
+    '0x9fa0'
     """
     libc = _libc()
     buf = _Statfs()

@@ -21,6 +21,12 @@ class Month:
         The year.
     month : int
         The month, 1..12.
+
+    Examples
+    --------
+    >>> m = Month(2008, 12)
+    >>> str(m), str(m.next())
+    ('2008-12', '2009-01')
     """
 
     year: int
@@ -36,6 +42,11 @@ class Month:
         -------
         Month
             The next month.
+
+        Examples
+        --------
+        >>> Month(2008, 12).next()
+        Month(year=2009, month=1)
         """
         return Month(self.year + self.month // 12, self.month % 12 + 1)
 
@@ -145,6 +156,11 @@ def month_ranges(ms: list[Month]) -> str:
     ------
     InputError
         For no months.
+
+    Examples
+    --------
+    >>> month_ranges(months("2008-01", "2008-05") + [Month(2009, 2)])
+    '2008-01..2008-05, 2009-02'
     """
     if not ms:
         raise InputError("no months")

@@ -140,6 +140,11 @@ def format_bytes(n: int) -> str:
     -------
     str
         The text.
+
+    Examples
+    --------
+    >>> format_bytes(1610612736)
+    '1.50 GiB'
     """
     from dask.utils import format_bytes as dask_format_bytes
 

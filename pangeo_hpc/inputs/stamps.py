@@ -52,6 +52,12 @@ class Stamp:
         A digest of the file's storage map and sampled bytes, for a file on a file system
         that does not keep ctime and inode (FUSE: :mod:`pangeo_hpc.io.fingerprint`);
         ``None`` elsewhere.
+
+    Examples
+    --------
+    >>> s = Stamp.of_object("s3://bucket/tas.nc", 1024, '"9b2cf535f27731c974343645a3985328"')
+    >>> s.size, s.etag, s.inode
+    (1024, '"9b2cf535f27731c974343645a3985328"', None)
     """
 
     path: str
@@ -79,6 +85,16 @@ class Stamp:
         -------
         Stamp
             The stamp.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "tas.nc")
+        ...     _ = open(path, "wb").write(b"1234")
+        ...     stamp = Stamp.of_stat(path, os.stat(path))
+        >>> stamp.size, stamp.inode is not None, stamp.etag
+        (4, True, None)
         """
         return cls(
             os.fspath(path),
@@ -107,6 +123,16 @@ class Stamp:
         ------
         FileNotFoundError
             If it does not exist.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     path = os.path.join(tmp, "tas.nc")
+        ...     _ = open(path, "wb").write(b"1234")
+        ...     stamp = Stamp.of_file(path)
+        >>> stamp.path == path, stamp.size, stamp.ctime_ns > 0
+        (True, 4, True)
         """
         local = os.path.abspath(os.path.expanduser(os.fspath(path)))
         return cls.of_stat(local, os.stat(local))
@@ -130,6 +156,11 @@ class Stamp:
         -------
         Stamp
             The stamp.
+
+        Examples
+        --------
+        >>> Stamp.of_object("s3://bucket/tas.nc", 1024, '"abc"', version="v1").fields
+        ['s3://bucket/tas.nc', 1024, None, None, None, None, '"abc"', 'v1', None]
         """
         return cls(
             url,

@@ -70,6 +70,11 @@ def format_walltime(seconds: int) -> str:
     -------
     str
         The text.
+
+    Examples
+    --------
+    >>> format_walltime(90061)
+    '25:01:01'
     """
     h, rest = divmod(int(seconds), 3600)
     return f"{h:02d}:{rest // 60:02d}:{rest % 60:02d}"
@@ -91,6 +96,13 @@ def lifetime(walltime: object) -> tuple[int, int]:
     -------
     tuple[int, int]
         ``(lifetime, stagger)`` seconds.
+
+    Examples
+    --------
+    >>> lifetime("02:00:00")  # 10 minutes of margin, a stagger of 5
+    (6600, 300)
+    >>> lifetime("30m")
+    (1620, 90)
     """
     wall = parse_walltime(walltime)
     margin = min(max(wall // 10, 60), 600)
