@@ -88,10 +88,10 @@ class Stamp:
 
         Examples
         --------
-        >>> import os, tempfile
+        >>> import os, pathlib, tempfile
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = os.path.join(tmp, "tas.nc")
-        ...     _ = open(path, "wb").write(b"1234")
+        ...     _ = pathlib.Path(path).write_bytes(b"1234")
         ...     stamp = Stamp.of_stat(path, os.stat(path))
         >>> stamp.size, stamp.inode is not None, stamp.etag
         (4, True, None)
@@ -126,10 +126,10 @@ class Stamp:
 
         Examples
         --------
-        >>> import os, tempfile
+        >>> import os, pathlib, tempfile
         >>> with tempfile.TemporaryDirectory() as tmp:
         ...     path = os.path.join(tmp, "tas.nc")
-        ...     _ = open(path, "wb").write(b"1234")
+        ...     _ = pathlib.Path(path).write_bytes(b"1234")
         ...     stamp = Stamp.of_file(path)
         >>> stamp.path == path, stamp.size, stamp.ctime_ns > 0
         (True, 4, True)

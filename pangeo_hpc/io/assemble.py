@@ -84,6 +84,10 @@ def lazy_dataset(
     ------
     InputError
         When a file's grid or dtype differs from the first file's.
+
+    Examples
+    --------
+    >>> lazy_dataset("t2m", files, infos, sources, head, 128, name="open_files")  # doctest: +SKIP
     """
     ref = infos[0]
     time_dim, *field_dims = head.dims
@@ -170,6 +174,10 @@ def decode_times(
     ------
     InputError
         When the files' calendars differ, or their dates decode to different types.
+
+    Examples
+    --------
+    >>> ds = decode_times("time", values, infos, attrs, files)  # doctest: +SKIP
     """
     keys = [
         (info.time_units or attrs.get("units"), info.calendar or attrs.get("calendar"))
@@ -246,6 +254,10 @@ def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
     ------
     InputError
         When two variables differ in grid or time axis.
+
+    Examples
+    --------
+    >>> ds = merge_variables([("t2m", t2m, files[0]), ("tp", tp, other[0])])  # doctest: +SKIP
     """
     v0, ds0, f0 = parts[0]
     a = ds0[v0]
@@ -293,6 +305,11 @@ def file_spans(files: Sequence[str], lengths: Sequence[int]) -> list[tuple[int, 
     -------
     list[tuple[int, int, str]]
         ``(first, stop, file)`` each.
+
+    Examples
+    --------
+    >>> file_spans(["2008-01.nc", "2008-02.nc"], [31, 29])
+    [(0, 31, '2008-01.nc'), (31, 60, '2008-02.nc')]
     """
     ends = np.cumsum(lengths)
     return [(int(e - n), int(e), f) for f, n, e in zip(files, lengths, ends, strict=True)]
@@ -317,6 +334,13 @@ def time_pieces(spans: Sequence[Sequence[tuple[int, int, str]]], n: int) -> list
     -------
     list[Piece]
         The pieces, in time order.
+
+    Examples
+    --------
+    >>> t2m = file_spans(["t2m-01.nc", "t2m-02.nc"], [31, 29])
+    >>> tp = file_spans(["tp-01-02.nc"], [60])
+    >>> time_pieces([t2m, tp], 60)
+    [(0, 31, ('t2m-01.nc', 'tp-01-02.nc')), (31, 60, ('t2m-02.nc', 'tp-01-02.nc'))]
     """
     cuts = sorted(
         {0, n, *(a for v in spans for a, _, _ in v), *(b for v in spans for _, b, _ in v)}
@@ -354,6 +378,12 @@ def clip_spans(
     -------
     list[tuple[int, int, str]]
         The spans that overlap, shifted by ``lo``.
+
+    Examples
+    --------
+    >>> spans = file_spans(["2008-01.nc", "2008-02.nc"], [31, 29])
+    >>> clip_spans(spans, 20, 40)  # days 20 to 39 opened
+    [(0, 11, '2008-01.nc'), (11, 20, '2008-02.nc')]
     """
     out = []
     for a, b, f in spans:
@@ -400,6 +430,11 @@ def variable_names(variable: object, param: str) -> list[str]:
     ------
     InputError
         When ``variable`` is neither, or names a variable twice.
+
+    Examples
+    --------
+    >>> variable_names("t2m", "variable"), variable_names(["t2m", "tp"], "variable")
+    (['t2m'], ['t2m', 'tp'])
     """
     names = [variable] if isinstance(variable, str) else variable
     if (

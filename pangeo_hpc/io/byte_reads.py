@@ -38,6 +38,13 @@ def count_read(n: int) -> None:
     ----------
     n : int
         Bytes just read.
+
+    Examples
+    --------
+    >>> before = bytes_read()
+    >>> count_read(100)
+    >>> bytes_read() - before
+    100
     """
     with _read_lock:
         _read[0] += n
@@ -53,6 +60,13 @@ def bytes_read() -> int:
     -------
     int
         Bytes.
+
+    Examples
+    --------
+    >>> before = bytes_read()
+    >>> count_read(4096)
+    >>> bytes_read() - before
+    4096
     """
     return _read[0]
 
@@ -86,6 +100,18 @@ def pread_ranges(fd: int, ranges: Sequence[tuple[int, int]], name: str) -> list[
     ------
     DamagedInputError
         When the file ends before a range does.
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "t.nc")
+    ...     _ = pathlib.Path(path).write_bytes(b"abcdefghij")
+    ...     fd = os.open(path, os.O_RDONLY)
+    ...     views = pread_ranges(fd, [(0, 3), (5, 2), (-1, 0)], "t.nc")
+    ...     os.close(fd)
+    >>> [None if v is None else bytes(v) for v in views]
+    [b'abc', b'fg', None]
     """
     out: list[memoryview | None] = [None] * len(ranges)
     order = sorted((off, n, i) for i, (off, n) in enumerate(ranges) if off >= 0)
@@ -123,6 +149,17 @@ class ChunkStream:
         The file.
     ranges : sequence of (int, int)
         Byte offset and length of each chunk.
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "t.nc")
+    ...     _ = pathlib.Path(path).write_bytes(b"abcdefghij")
+    ...     stream = ChunkStream(path, [(0, 3), (-1, 0), (7, 3)])
+    ...     chunks = [None if c is None else bytes(c) for c in stream]
+    >>> chunks
+    [b'abc', None, b'hij']
     """
 
     __slots__ = ("path", "ranges")

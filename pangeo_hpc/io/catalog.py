@@ -65,6 +65,13 @@ class Catalog:
     access : str
         ``local``, ``s3-indexed`` (every file through its index), ``s3-direct`` (none) or
         ``s3-mixed``.
+
+    Examples
+    --------
+    >>> sst = "sea_surface_temperature"
+    >>> cat = catalog("/data/era5-pds", sst, "2008-01", "2008-12")  # doctest: +SKIP
+    >>> len(cat.files), cat.access  # doctest: +SKIP
+    (12, 'local')
     """
 
     root: str
@@ -115,6 +122,13 @@ def catalog(
     -------
     Catalog
         The files and how to read them.
+
+    Examples
+    --------
+    >>> sst = "sea_surface_temperature"
+    >>> cat = catalog("s3://era5-pds", sst, "2008-01", "2008-03")  # doctest: +SKIP
+    >>> cat.files[0]  # doctest: +SKIP
+    's3://era5-pds/2008/01/data/sea_surface_temperature.nc'
     """
     if is_s3(str(root)):
         require("s3", f"reading {str(root)!r}")

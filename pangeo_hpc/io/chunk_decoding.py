@@ -47,6 +47,11 @@ def chunks_in(box: Sequence[tuple[int, int]], chunks: Sequence[int]) -> list[tup
     -------
     list[tuple[int, ...]]
         Chunk grid indices.
+
+    Examples
+    --------
+    >>> chunks_in([(0, 5), (2, 7)], [4, 4])  # a 5x5 box on a grid of 4x4 chunks
+    [(0, 0), (0, 1), (1, 0), (1, 1)]
     """
     ranges = [range(lo // c, -(-hi // c)) for (lo, hi), c in zip(box, chunks, strict=True)]
     return [
@@ -73,6 +78,11 @@ def overlap(
     -------
     tuple[tuple[slice, ...], tuple[slice, ...]]
         Slices into the chunk, and into the box's array.
+
+    Examples
+    --------
+    >>> overlap([(0, 5), (2, 7)], (1, 0), [4, 4])  # chunk (1, 0): rows 4..7, columns 0..3
+    ((slice(0, 1, None), slice(2, 4, None)), (slice(4, 5, None), slice(0, 2, None)))
     """
     src, dst = [], []
     for (lo, hi), i, c in zip(box, idx, chunks, strict=True):
@@ -92,6 +102,11 @@ class CorruptChunkError(ValueError):
     chunk : str
         Which chunk: ``"a chunk of 90658 bytes"``, or where it is once known
         (:meth:`pangeo_hpc.io.chunk_table.ChunkTable.assemble`).
+
+    Examples
+    --------
+    >>> str(CorruptChunkError("does not inflate", "a chunk of 12 bytes"))
+    'a chunk of 12 bytes does not inflate'
     """
 
     def __init__(self, reason: str, chunk: str = "a chunk") -> None:
@@ -129,6 +144,16 @@ def inflate(payload: Any, nbytes: int) -> bytes:
     ------
     CorruptChunkError
         When the stream does not inflate to ``nbytes``.
+
+    Examples
+    --------
+    >>> import zlib
+    >>> inflate(zlib.compress(b"abcd"), 4)
+    bytearray(b'abcd')
+    >>> inflate(b"xx", 4)
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.io.chunk_decoding.CorruptChunkError: a chunk of 2 bytes does not inflate (...)
     """
     try:
         if _libdeflate is not None:
@@ -192,6 +217,14 @@ class ChunkDecoder:
         The chunk shape.
     dtype : numpy.dtype
         The stored dtype.
+
+    Examples
+    --------
+    >>> import zlib, numpy as np
+    >>> decoder = ChunkDecoder([{"id": "zlib"}], (2, 3), np.dtype("<f4"))
+    >>> decoder.decode(zlib.compress(np.arange(6, dtype="<f4").tobytes()))
+    array([[0., 1., 2.],
+           [3., 4., 5.]], dtype=float32)
     """
 
     def __init__(
@@ -226,6 +259,13 @@ class ChunkDecoder:
         ------
         CorruptChunkError
             If the bytes do not decode, or decode to fewer bytes than a chunk holds.
+
+        Examples
+        --------
+        >>> import zlib, numpy as np
+        >>> decoder = ChunkDecoder([{"id": "zlib"}], (4,), np.dtype("<f4"))
+        >>> decoder.decode(zlib.compress(np.arange(4, dtype="<f4").tobytes()))
+        array([0., 1., 2., 3.], dtype=float32)
         """
         if self.fast:
             raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
@@ -260,6 +300,17 @@ class ChunkDecoder:
             The part of the chunk wanted.
         out : np.ndarray
             Where it goes (a view of that shape).
+
+        Examples
+        --------
+        >>> import zlib, numpy as np
+        >>> decoder = ChunkDecoder([{"id": "zlib"}], (2, 3), np.dtype("<f4"))
+        >>> out = np.zeros((2, 2), dtype="<f4")
+        >>> payload = zlib.compress(np.arange(6, dtype="<f4").tobytes())
+        >>> decoder.decode_into(payload, np.s_[:, 1:], out)
+        >>> out
+        array([[1., 2.],
+               [4., 5.]], dtype=float32)
         """
         if (
             self.fast

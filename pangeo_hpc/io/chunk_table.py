@@ -37,6 +37,17 @@ class ChunkTable:
         is absent or stored inline.
     inline : dict
         Chunk grid index -> bytes, for chunks kept in the index itself.
+
+    Examples
+    --------
+    >>> import json
+    >>> zarray = {"shape": [8], "chunks": [4], "dtype": "<f4", "fill_value": None,
+    ...           "compressor": {"id": "zlib"}, "filters": None}
+    >>> refs = {"t2m/.zarray": json.dumps(zarray), "t2m/0": ["s3://b/t.nc", 100, 18],
+    ...         "t2m/1": ["s3://b/t.nc", 118, 21]}
+    >>> table = ChunkTable.from_refs(refs, "t2m")
+    >>> table.shape, table.chunks, table.offsets.tolist(), table.lengths.tolist()
+    ((8,), (4,), [100, 118], [18, 21])
     """
 
     shape: tuple[int, ...]
@@ -70,6 +81,16 @@ class ChunkTable:
             When ``variable`` is not in ``refs``.
         ValueError
             When a reference has no byte range.
+
+        Examples
+        --------
+        >>> import json
+        >>> zarray = {"shape": [8], "chunks": [4], "dtype": "<f4", "fill_value": None,
+        ...           "compressor": {"id": "zlib"}, "filters": None}
+        >>> refs = {"t2m/.zarray": json.dumps(zarray), "t2m/0": ["s3://b/t.nc", 100, 18]}
+        >>> table = ChunkTable.from_refs(refs, "t2m")
+        >>> table.offsets.tolist(), table.lengths.tolist()  # chunk 1 never written
+        ([100, -1], [18, -1])
         """
         r = refs.get("refs", refs)
         zarray = r.get(f"{variable}/.zarray")
@@ -125,6 +146,16 @@ class ChunkTable:
         -------
         list[tuple[tuple[int, ...], int, int]]
             ``(grid index, offset, length)`` each.
+
+        Examples
+        --------
+        >>> import json
+        >>> zarray = {"shape": [8], "chunks": [4], "dtype": "<f4", "fill_value": None,
+        ...           "compressor": {"id": "zlib"}, "filters": None}
+        >>> refs = {"t2m/.zarray": json.dumps(zarray), "t2m/0": ["s3://b/t.nc", 100, 18],
+        ...         "t2m/1": ["s3://b/t.nc", 118, 21]}
+        >>> ChunkTable.from_refs(refs, "t2m").plan([(2, 6)])  # elements 2..5 span both chunks
+        [((0,), 100, 18), ((1,), 118, 21)]
         """
         from pangeo_hpc.io.chunk_decoding import chunks_in
 
@@ -149,6 +180,16 @@ class ChunkTable:
         -------
         ChunkTable or None
             The table, or ``None``.
+
+        Examples
+        --------
+        >>> import os, tempfile, h5py, numpy as np
+        >>> with tempfile.TemporaryDirectory() as tmp:
+        ...     with h5py.File(os.path.join(tmp, "t.nc"), "w") as f:
+        ...         dset = f.create_dataset("t2m", data=np.arange(8.0), chunks=(4,), compression=4)
+        ...         table = ChunkTable.from_h5(dset)
+        >>> table.chunks, table.offsets.shape, [c["id"] for c in table.codecs]
+        ((4,), (2,), ['zlib'])
         """
         import h5py
 
@@ -219,6 +260,20 @@ class ChunkTable:
         CorruptChunkError
             Naming the chunk that does not decode: its grid index, first element, byte
             offset and size (``chunk (1, 0, 1) at [24, 0, 100] (byte 702662, 90658 bytes)``).
+
+        Examples
+        --------
+        >>> import json, zlib, numpy as np
+        >>> a = zlib.compress(np.arange(4, dtype="<f4").tobytes())
+        >>> b = zlib.compress(np.arange(4, 8, dtype="<f4").tobytes())
+        >>> zarray = {"shape": [8], "chunks": [4], "dtype": "<f4", "fill_value": None,
+        ...           "compressor": {"id": "zlib"}, "filters": None}
+        >>> refs = {"t2m/.zarray": json.dumps(zarray), "t2m/0": ["t.nc", 0, len(a)],
+        ...         "t2m/1": ["t.nc", len(a), len(b)]}
+        >>> table = ChunkTable.from_refs(refs, "t2m")
+        >>> plan = table.plan([(2, 6)])
+        >>> table.assemble([(2, 6)], plan, [a, b])
+        array([2., 3., 4., 5.], dtype=float32)
         """
         from pangeo_hpc.io.chunk_decoding import ChunkDecoder, CorruptChunkError, overlap
 

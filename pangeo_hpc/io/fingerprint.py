@@ -61,6 +61,16 @@ def stamp(path: str) -> Stamp:
     ------
     FileNotFoundError
         If it does not exist.
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     path = os.path.join(tmp, "t2m.nc")
+    ...     _ = pathlib.Path(path).write_bytes(b"1234")
+    ...     found = stamp(path)
+    >>> found.size, found.fingerprint  # no fingerprint off FUSE: ctime and inode suffice
+    (4, None)
     """
     plain = Stamp.of_file(path)
     if not needs_fingerprint(plain):
@@ -81,6 +91,13 @@ def needs_fingerprint(plain: Stamp) -> bool:
     -------
     bool
         Whether its file system does not keep ctime and inode.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pangeo_hpc.inputs.stamps import Stamp
+    >>> needs_fingerprint(Stamp.of_file(tempfile.gettempdir()))  # not on a FUSE mount
+    False
     """
     if plain.device is None:
         return False

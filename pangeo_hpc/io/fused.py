@@ -120,6 +120,22 @@ def fusable(fetched: Fetched, decoding: Decoding, dtype: np.dtype) -> bool:
     -------
     bool
         True when the fused path takes them; else the general block path reads them.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> from pangeo_hpc.io.reader import Decoding, H5Source
+    >>> fetched = H5Source(path, "t2m").fetch((slice(0, 2), slice(None), slice(None)))
+    >>> fusable(fetched, Decoding(), np.dtype("f4")), fusable(fetched, Decoding(), np.dtype("f8"))
+    (True, False)
+    >>> tmp.cleanup()
     """
     table = fetched.table
     decoder = ChunkDecoder(table.codecs, table.chunks, table.dtype)
@@ -210,6 +226,23 @@ class SummingArray(MultiFileArray):
         The dtype of the decoded values.
     decoding : Decoding | Sequence[Decoding]
         One decoding for all files, or one per file.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> from pangeo_hpc.io.reader import Decoding, H5Source
+    >>> array = SummingArray([H5Source(path, "t2m")], [3], (2, 4), np.dtype("f4"), Decoding())
+    >>> array.weighted_sums(0, 2, np.ones((2, 4)))  # Σ w x and Σ w of steps 0 and 1
+    array([[28.,  8.],
+           [92.,  8.]])
+    >>> tmp.cleanup()
     """
 
     __slots__ = ()
@@ -231,5 +264,22 @@ class SummingArray(MultiFileArray):
         -------
         ``(stop - start, 2)`` float64
             ``Σ w x`` and ``Σ w``.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> from pangeo_hpc.io.reader import Decoding, H5Source
+        >>> array = SummingArray([H5Source(path, "t2m")], [3], (2, 4), np.dtype("f4"), Decoding())
+        >>> array.weighted_sums(1, 3, np.full((2, 4), 0.5))
+        array([[46.,  4.],
+               [78.,  4.]])
+        >>> tmp.cleanup()
         """
         return _weighted_sums_of(self, start, stop, w)

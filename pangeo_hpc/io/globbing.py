@@ -31,6 +31,16 @@ def expand(pattern: object) -> list[str]:
         When ``pattern`` is no glob, or names an S3 URL.
     DataNotFoundError
         When nothing matches (saying what the folder holds).
+
+    Examples
+    --------
+    >>> import os, pathlib, tempfile
+    >>> with tempfile.TemporaryDirectory() as tmp:
+    ...     for name in ("t2m-2008.nc", "t2m-2009.nc", "tp-2008.nc"):
+    ...         _ = pathlib.Path(os.path.join(tmp, name)).write_bytes(b"")
+    ...     found = expand(os.path.join(tmp, "t2m-*.nc"))
+    >>> [os.path.basename(f) for f in found]
+    ['t2m-2008.nc', 't2m-2009.nc']
     """
     items = [pattern] if isinstance(pattern, str | os.PathLike) else pattern
     if not isinstance(items, list | tuple) or not items:

@@ -67,6 +67,21 @@ class FileInfo:
         The time axis' ``calendar``.
     grid : str
         The grid's coordinates in short (``lat -90..90 (181), lon 0..359 (360) #crc``).
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> info = scan_file(path, "t2m")
+    >>> info.length, info.field_shape, info.dtype, info.chunk_time, info.units
+    (3, (2, 4), dtype('<f4'), 1, 'K')
+    >>> tmp.cleanup()
     """
 
     length: int
@@ -106,6 +121,21 @@ class Head:
         The file's attributes.
     bounds_dims : tuple[str, ...]
         The dimensions of the time bounds.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> head = Head.of(path, "t2m")
+    >>> head.dims, head.var_attrs
+    (('time', 'lat', 'lon'), {'units': 'K'})
+    >>> tmp.cleanup()
     """
 
     dims: tuple[str, ...]
@@ -131,6 +161,20 @@ class Head:
         -------
         Head
             What the file tells.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> Head.of(path, "t2m").dims
+        ('time', 'lat', 'lon')
+        >>> tmp.cleanup()
         """
         with xr.open_dataset(file, engine="h5netcdf", decode_times=False) as ds:
             dims = tuple(ds[variable].dims)
@@ -205,6 +249,21 @@ def scan_file(path: Any, variable: str, *, name: str | None = None) -> FileInfo:
     ------
     InputError
         When the file is not a readable NetCDF4/HDF5 file.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> info = scan_file(path, "t2m")
+    >>> info.length, info.field_shape, info.times, info.time_units
+    (3, (2, 4), array([0, 1, 2]), 'days since 2008-01-01 00:00:00')
+    >>> tmp.cleanup()
     """
     name = name or str(path)
     try:
@@ -237,6 +296,21 @@ def scan_variables(path: str, variables: Sequence[str]) -> tuple[dict[str, FileI
     ------
     InputError
         When the file is not a readable NetCDF4/HDF5 file.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> scans, names = scan_variables(path, ["t2m", "tp"])
+    >>> sorted(scans), names  # tp is not in this file
+    (['t2m'], ['t2m'])
+    >>> tmp.cleanup()
     """
     try:
         with h5py.File(path, "r") as f:
@@ -348,6 +422,19 @@ def prefetch_head(path: str) -> None:
     ----------
     path : str
         A local file.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> prefetch_head(path)  # returns at once; the kernel reads ahead
+    >>> tmp.cleanup()
     """
     if not hasattr(os, "posix_fadvise"):
         return
@@ -377,6 +464,22 @@ def cache_entry(info: FileInfo, stamp: Stamp) -> dict[str, Any]:
     -------
     dict[str, Any]
         JSON-ready.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> from pangeo_hpc.inputs.stamps import Stamp
+    >>> entry = cache_entry(scan_file(path, "t2m"), Stamp.of_file(path))
+    >>> entry["length"], entry["field_shape"], entry["time_units"]
+    (3, [2, 4], 'days since 2008-01-01 00:00:00')
+    >>> tmp.cleanup()
     """
     d = info.decoding
     return {
@@ -409,6 +512,23 @@ def from_cache_entry(entry: dict[str, Any]) -> FileInfo:
     -------
     FileInfo
         The scan.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> from pangeo_hpc.inputs.stamps import Stamp
+    >>> entry = cache_entry(scan_file(path, "t2m"), Stamp.of_file(path))
+    >>> info = from_cache_entry(entry)
+    >>> info.length, info.field_shape, info.times
+    (3, (2, 4), array([0, 1, 2]))
+    >>> tmp.cleanup()
     """
     fills, scale, offset, wide = entry["decoding"]
     return FileInfo(
@@ -451,6 +571,21 @@ def scan_like(path: str, variable: str, first: FileInfo) -> FileInfo:
     ------
     InputError
         When the file is not a readable NetCDF4/HDF5 file.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> first = scan_file(path, "t2m")
+    >>> scan_like(path, "t2m", first).length  # a later month's file, laid out like the first
+    3
+    >>> tmp.cleanup()
     """
     try:
         fid = h5py.h5f.open(os.fsencode(path), h5py.h5f.ACC_RDONLY)

@@ -30,6 +30,13 @@ def full_key(key: object, ndim: int) -> tuple:
     ------
     TypeError
         When ``key`` holds ``None``: these arrays do not add axes.
+
+    Examples
+    --------
+    >>> full_key((0, ...), 3)
+    (0, slice(None, None, None), slice(None, None, None))
+    >>> full_key(slice(2), 3)
+    (slice(None, 2, None), slice(None, None, None), slice(None, None, None))
     """
     key = key if isinstance(key, tuple) else (key,)
     if any(k is None for k in key):
@@ -58,6 +65,14 @@ def bounding_box(key: tuple, shape: tuple[int, ...]) -> tuple[list[tuple[int, in
     post : tuple
         The index that takes the key's elements, in the key's order, out of that block
         (a step, a reversal, or ``0`` for an integer axis, which it drops).
+
+    Examples
+    --------
+    >>> box, post = bounding_box((1, slice(None, None, -1), slice(0, 4, 2)), (3, 2, 4))
+    >>> box  # read row 1, both lats, lons 0..2
+    [(1, 2), (0, 2), (0, 3)]
+    >>> post  # then drop the time axis, reverse lat, take every other lon
+    (0, slice(1, None, -1), slice(None, None, 2))
     """
     box: list[tuple[int, int]] = []
     post: list[slice | int] = []

@@ -63,6 +63,11 @@ def month_path(root: str | Path, variable: str, month: Month, *, layout: str | N
     -------
     Path
         The file's path.
+
+    Examples
+    --------
+    >>> month_path("/data/era5", "t2m", Month(2008, 1))  # layout {year}/{month}/data/{variable}.nc
+    PosixPath('/data/era5/2008/01/data/t2m.nc')
     """
     pattern = config.get("data.layout", layout)
     return Path(root) / pattern.format(year=month.year, month=month.month, variable=variable)
@@ -106,6 +111,13 @@ def key_month(
     -------
     tuple[Month, str] | None
         The month and variable, or ``None``.
+
+    Examples
+    --------
+    >>> key_month("2008/01/data/t2m.nc")
+    (Month(year=2008, month=1), 't2m')
+    >>> key_month("2008/01/data/t2m.nc", "tp") is None
+    True
     """
     match = _layout_regex(config.get("data.layout", layout)).match(key)
     if match is None:
@@ -144,6 +156,18 @@ def find_files(
     DataNotFoundError
         When the root does not exist, holds no such variable, or months are missing; the
         message lists what is there and how to make it.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> for m in months("2008-01", "2008-02"):
+    ...     month_path(tmp.name, "t2m", m).parent.mkdir(parents=True)
+    ...     _ = month_path(tmp.name, "t2m", m).write_bytes(b"")
+    >>> [str(p.relative_to(tmp.name)) for p in find_files(tmp.name, "t2m", "2008-01", "2008-02")]
+    ['2008/01/data/t2m.nc', '2008/02/data/t2m.nc']
+    >>> tmp.cleanup()
     """
     root = Path(root)
     wanted = months(start, end)

@@ -48,6 +48,13 @@ class Decoding:
         ``add_offset``, or ``None``.
     wide : bool
         Whether the packing attributes are float64 (CF 8.1 and xarray unpack to their type).
+
+    Examples
+    --------
+    >>> attrs = {"_FillValue": -32767, "scale_factor": 0.01, "add_offset": 273.15}
+    >>> decoding = Decoding.from_attrs(attrs)
+    >>> decoding.apply(np.array([0, 100, -32767], dtype="i2"), np.dtype("f8"))
+    array([273.15, 274.15,    nan])
     """
 
     fill_values: tuple[float, ...] = ()
@@ -74,6 +81,11 @@ class Decoding:
         -------
         Decoding
             The decoding.
+
+        Examples
+        --------
+        >>> Decoding.from_attrs({"_FillValue": np.float32(-9999.0), "units": "K"})
+        Decoding(fill_values=(-9999.0,), scale_factor=None, add_offset=None, wide=False)
         """
         fills: list[float] = []
         for key in ("_FillValue", "missing_value"):
@@ -102,6 +114,13 @@ class Decoding:
         -------
         np.dtype
             The decoded dtype.
+
+        Examples
+        --------
+        >>> Decoding().value_dtype(np.dtype("i2")), Decoding().value_dtype(np.dtype("f8"))
+        (dtype('float32'), dtype('float64'))
+        >>> Decoding(scale_factor=0.01, wide=True).value_dtype(np.dtype("i2"))  # float64 packing
+        dtype('float64')
         """
         if self.wide or not (stored.kind in "fiu" and stored.itemsize <= 4):
             return np.dtype("f8")
@@ -121,6 +140,12 @@ class Decoding:
         -------
         np.ndarray
             The values.
+
+        Examples
+        --------
+        >>> packed = Decoding(fill_values=(-32767.0,), scale_factor=0.5, add_offset=10.0)
+        >>> packed.apply(np.array([0, 4, -32767], dtype="i2"), np.dtype("f4"))
+        array([10., 12., nan], dtype=float32)
         """
         out = raw.astype(dtype, copy=False)
         if self.fill_values:
@@ -155,6 +180,21 @@ class Fetched(NamedTuple):
         Each chunk's grid index, byte offset and length.
     payloads : list or ChunkStream
         Each chunk's bytes (``None``: never written), or a ``ChunkStream``.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> fetched = H5Source(path, "t2m").fetch((slice(0, 2), slice(None), slice(None)))
+    >>> fetched.box, len(fetched.plan), fetched.complete()
+    ([(0, 2), (0, 2), (0, 4)], 2, True)
+    >>> tmp.cleanup()
     """
 
     table: ChunkTable
@@ -170,6 +210,20 @@ class Fetched(NamedTuple):
         -------
         bool
             True when no chunk is missing.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> H5Source(path, "t2m").fetch((0, slice(None), slice(None))).complete()
+        True
+        >>> tmp.cleanup()
         """
         if isinstance(self.payloads, ChunkStream):
             return self.payloads.complete
@@ -177,7 +231,23 @@ class Fetched(NamedTuple):
 
 
 class Source(Protocol):
-    """Reads a hyperslab of one variable of one file, as stored (before CF decoding)."""
+    """Reads a hyperslab of one variable of one file, as stored (before CF decoding).
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> source: Source = H5Source(path, "t2m")  # any class with read(key) is a Source
+    >>> source.read((0, 0, slice(None)))
+    array([0., 1., 2., 3.], dtype=float32)
+    >>> tmp.cleanup()
+    """
 
     def read(self, key: tuple[slice | int, ...]) -> np.ndarray:
         """The hyperslab ``key`` of the variable, as stored.
@@ -191,6 +261,21 @@ class Source(Protocol):
         -------
         np.ndarray
             The values.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> source: Source = H5Source(path, "t2m")
+        >>> source.read((slice(0, 3), 1, 3))
+        array([ 7., 15., 23.], dtype=float32)
+        >>> tmp.cleanup()
         """
 
 
@@ -209,6 +294,20 @@ class H5Source:
         A local or mounted file.
     variable : str
         The variable's name.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> H5Source(path, "t2m").read((slice(1, 2), 0, slice(None)))
+    array([[ 8.,  9., 10., 11.]], dtype=float32)
+    >>> tmp.cleanup()
     """
 
     path: str
@@ -229,6 +328,21 @@ class H5Source:
         -------
         np.ndarray
             The values.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> H5Source(path, "t2m").read((2, slice(None), slice(0, 2)))
+        array([[16., 17.],
+               [20., 21.]], dtype=float32)
+        >>> tmp.cleanup()
         """
         fetched = self.fetch(key)
         if not isinstance(fetched, Fetched):  # read by h5py (a NumPy scalar for one value)
@@ -261,6 +375,21 @@ class H5Source:
             When the file ends before its chunks do.
         StorageError
             When reading fails otherwise.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> fetched = H5Source(path, "t2m").fetch((slice(1, 3), slice(None), slice(None)))
+        >>> [(index, length > 0) for index, offset, length in fetched.plan]
+        [((1, 0, 0), True), ((2, 0, 0), True)]
+        >>> tmp.cleanup()
         """
         try:
             with h5py.File(self.path, "r") as f:
@@ -304,6 +433,14 @@ class S3H5Source:
         The variable's name.
     opts : S3Options
         How to reach S3.
+
+    Examples
+    --------
+    >>> url = "s3://era5-pds/2008/01/data/air_temperature_at_2_metres.nc"
+    >>> opts = S3Options(anon=True)
+    >>> source = S3H5Source(url, "air_temperature_at_2_metres", opts)  # doctest: +SKIP
+    >>> source.read((0, slice(None), slice(None))).shape  # doctest: +SKIP
+    (721, 1440)
     """
 
     url: str
@@ -327,6 +464,11 @@ class S3H5Source:
         ------
         StorageError
             When S3 fails while reading.
+
+        Examples
+        --------
+        >>> source = S3H5Source("s3://era5-pds/2008/01/data/t2m.nc", "t2m", opts)  # doctest: +SKIP
+        >>> source.read((slice(0, 24), 0, 0))  # doctest: +SKIP
         """
         from botocore.exceptions import BotoCoreError
 
@@ -355,6 +497,12 @@ class RefSource:
         Its byte-range index.
     opts : S3Options
         How to reach S3.
+
+    Examples
+    --------
+    >>> table = ChunkTable.from_refs(load_refs(stamp), "t2m")  # doctest: +SKIP
+    >>> source = RefSource(stamp.path, table, S3Options.resolve())  # doctest: +SKIP
+    >>> source.read((slice(0, 24), 0, 0))  # doctest: +SKIP
     """
 
     url: str
@@ -373,6 +521,11 @@ class RefSource:
         -------
         np.ndarray
             The values.
+
+        Examples
+        --------
+        >>> source = RefSource("s3://era5-pds/2008/01/data/t2m.nc", table, opts)  # doctest: +SKIP
+        >>> source.read((slice(0, 24), 0, slice(None)))  # doctest: +SKIP
         """
         return _assemble(*self.fetch(key), self.url)
 
@@ -393,6 +546,11 @@ class RefSource:
         ------
         StorageError
             When S3 fails while reading.
+
+        Examples
+        --------
+        >>> source = RefSource("s3://era5-pds/2008/01/data/t2m.nc", table, opts)  # doctest: +SKIP
+        >>> fetched = source.fetch((slice(0, 24), slice(None), slice(None)))  # doctest: +SKIP
         """
         import obstore
 
@@ -462,6 +620,22 @@ class MultiFileArray:
         The dtype of the decoded values.
     decoding : Decoding | Sequence[Decoding]
         One decoding for all files, or one per file.
+
+    Examples
+    --------
+    >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = os.path.join(tmp.name, "t2m.nc")
+    >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+    >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+    ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+    >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+    >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+    >>> source = H5Source(path, "t2m")  # the same file twice stands for two months
+    >>> array = MultiFileArray([source, source], [3, 3], (2, 4), np.dtype("f4"), Decoding())
+    >>> array.shape, array[2:4, 0, 0]  # rows 2 and 3 come from the first and the second file
+    ((6, 2, 4), array([16.,  0.], dtype=float32))
+    >>> tmp.cleanup()
     """
 
     __slots__ = ("_offsets", "decodings", "dtype", "lengths", "ndim", "shape", "sources")
@@ -517,6 +691,12 @@ class MultiFileArray:
         -------
         list[tuple[int, int, int, int]]
             ``(file, first, stop, at)`` each.
+
+        Examples
+        --------
+        >>> array = MultiFileArray([None, None], [3, 3], (2, 4), np.dtype("f4"), Decoding())
+        >>> array.spans(2, 5)  # (file, first, stop, at)
+        [(0, 2, 3, 0), (1, 0, 2, 1)]
         """
         out = []
         first = int(np.searchsorted(self._offsets, start, side="right")) - 1

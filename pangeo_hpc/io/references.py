@@ -56,6 +56,11 @@ class IndexReport:
         The cache folder.
     failed : list[tuple[str, str]]
         ``(url, why)`` of each object not indexed.
+
+    Examples
+    --------
+    >>> print(IndexReport(built=2, reused=10, seconds=1.5, cache="/tmp/index").summary())
+    index: 2 built, 10 up to date, in 1.5 s; cache /tmp/index
     """
 
     built: int = 0
@@ -71,6 +76,14 @@ class IndexReport:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> report = IndexReport(built=1, seconds=0.4, cache="/tmp/index",
+        ...                      failed=[("s3://bucket/x.nc", "not an HDF5 file")])
+        >>> print(report.summary())
+        index: 1 built, 0 up to date, in 0.4 s; cache /tmp/index; 1 failed:
+          s3://bucket/x.nc: not an HDF5 file
         """
         line = (
             f"index: {self.built} built, {self.reused} up to date, in {self.seconds:.1f} s; "
@@ -100,6 +113,13 @@ def cache_file(url: str) -> Path:
     -------
     Path
         A file of the index cache.
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"pangeo-hpc.s3.index-cache": "/tmp/index"}):
+    ...     print(cache_file("s3://era5-pds/2008/01/data/t2m.nc"))
+    /tmp/index/67/672706dcd69523ac5a2d6e93746af32a.json
     """
     digest = hashlib.sha256(url.encode()).hexdigest()[:32]
     return _cache_root() / digest[:2] / f"{digest}.json"
@@ -119,6 +139,19 @@ def load_refs(stamp: Stamp) -> dict[str, Any] | None:
     -------
     dict[str, Any] | None
         The references, or ``None``.
+
+    Examples
+    --------
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.inputs.stamps import Stamp
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> stamp = Stamp.of_object("s3://era5-pds/2008/01/data/t2m.nc", 1024, '"abc"')
+    >>> with dask.config.set({"pangeo-hpc.s3.index-cache": tmp.name}):
+    ...     _ = save_refs(stamp, {"version": 1, "refs": {}})
+    ...     newer = Stamp.of_object(stamp.path, 1024, '"def"')  # the object written again
+    ...     load_refs(stamp)["refs"], load_refs(newer)
+    ({}, None)
+    >>> tmp.cleanup()
     """
     path = cache_file(stamp.path)
     try:
@@ -146,6 +179,15 @@ def claim_cache() -> Path:
     ------
     InputError
         When the folder holds files this package did not write.
+
+    Examples
+    --------
+    >>> import dask, pathlib, tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> with dask.config.set({"pangeo-hpc.s3.index-cache": tmp.name}):
+    ...     claim_cache() == pathlib.Path(tmp.name)
+    True
+    >>> tmp.cleanup()
     """
     from pangeo_hpc.write.outputs import claim_tree
 
@@ -184,6 +226,18 @@ def save_refs(stamp: Stamp, refs: dict[str, Any]) -> Path:
     -------
     Path
         The file written.
+
+    Examples
+    --------
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.inputs.stamps import Stamp
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> stamp = Stamp.of_object("s3://era5-pds/2008/01/data/t2m.nc", 1024, '"abc"')
+    >>> with dask.config.set({"pangeo-hpc.s3.index-cache": tmp.name}):
+    ...     path = save_refs(stamp, {"version": 1, "refs": {}})
+    >>> path.relative_to(tmp.name).as_posix()
+    '67/672706dcd69523ac5a2d6e93746af32a.json'
+    >>> tmp.cleanup()
     """
     from pangeo_hpc.write.outputs import atomic_file
 

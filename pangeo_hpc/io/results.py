@@ -44,6 +44,14 @@ def result_summary(where: str | Path, s3: S3Options | None = None) -> dict[str, 
     ------
     InputError
         For a folder without ``summary.json``, or a prefix without a complete run.
+
+    Examples
+    --------
+    >>> summary = result_summary("out/sst-trend")  # doctest: +SKIP
+    >>> result_summary(".")  # no run finished here
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: '.' has no summary.json: give the --out folder of a run ...
     """
     if is_s3(where):
         from pangeo_hpc.write.s3_outputs import current_run

@@ -64,6 +64,14 @@ def objects_to_index(
     ------
     DataNotFoundError
         When months are missing, or the prefix holds no such object.
+
+    Examples
+    --------
+    >>> opts = S3Options(anon=True)  # doctest: +SKIP
+    >>> url, sst = "s3://era5-pds", "sea_surface_temperature"
+    >>> stamps = objects_to_index(url, opts, variable=sst, end="2008-12")  # doctest: +SKIP
+    >>> stamps[-1].path  # doctest: +SKIP
+    's3://era5-pds/2008/12/data/sea_surface_temperature.nc'
     """
     url = run_location(url, opts, flag="url").url
     if variable is not None:
@@ -212,6 +220,11 @@ def map_threads(fn: Any, items: Sequence[Any] | range) -> list[Any]:
     -------
     list[Any]
         The results, in order.
+
+    Examples
+    --------
+    >>> map_threads(lambda x: x * x, range(5))
+    [0, 1, 4, 9, 16]
     """
     items = list(items)
     if len(items) < 4:

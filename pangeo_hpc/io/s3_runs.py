@@ -48,6 +48,11 @@ class Located(NamedTuple):
         Where to read.
     kind : str or None
         ``demo``, ``zarr``, ``result``, or ``None``.
+
+    Examples
+    --------
+    >>> Located("s3://bucket/sst.zarr/runs/0001", "zarr")
+    Located(url='s3://bucket/sst.zarr/runs/0001', kind='zarr')
     """
 
     url: str

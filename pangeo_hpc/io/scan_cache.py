@@ -48,6 +48,16 @@ def cache_path(root: Path, variable: str, *, kind: str = "") -> Path | None:
     -------
     Path | None
         The file, or ``None``.
+
+    Examples
+    --------
+    >>> import dask, pathlib
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": "/tmp/catalog"}):
+    ...     print(cache_path(pathlib.Path("/data/era5"), "t2m").parent)
+    /tmp/catalog
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):
+    ...     print(cache_path(pathlib.Path("/data/era5"), "t2m"))
+    None
     """
     folder = config.get("catalog.cache")
     if folder in (None, False, "", "false", "none"):
@@ -69,6 +79,18 @@ def load(path: Path | None) -> dict[str, Any]:
     -------
     dict[str, Any]
         The entries.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "t2m.json"
+    >>> load(path)  # no cache yet
+    {}
+    >>> save(path, {"2008/01/data/t2m.nc": {"length": 744}})
+    >>> load(path)
+    {'2008/01/data/t2m.nc': {'length': 744}}
+    >>> tmp.cleanup()
     """
     if path is None:
         return {}
@@ -90,6 +112,16 @@ def save(path: Path | None, entries: dict[str, Any]) -> None:
         The cache file, or ``None`` (nothing written).
     entries : dict[str, Any]
         The entries.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "t2m.json"
+    >>> save(path, {"2008/01/data/t2m.nc": {"length": 744}})
+    >>> load(path)["2008/01/data/t2m.nc"]
+    {'length': 744}
+    >>> tmp.cleanup()
     """
     from pangeo_hpc.errors import InputError
     from pangeo_hpc.write.outputs import atomic_file
@@ -131,6 +163,11 @@ def encode_times(times: np.ndarray) -> dict[str, Any]:
     -------
     dict[str, Any]
         JSON-ready.
+
+    Examples
+    --------
+    >>> encode_times(np.array(["2008-01-01", "2008-01-02"], dtype="datetime64[ns]"))
+    {'dtype': '<M8[ns]', 'values': [1199145600000000000, 1199232000000000000]}
     """
     return {"dtype": times.dtype.str, "values": times.tolist()}
 
@@ -147,5 +184,12 @@ def decode_times(doc: dict[str, Any]) -> np.ndarray:
     -------
     np.ndarray
         The times.
+
+    Examples
+    --------
+    >>> times = np.array(["2008-01-01", "2008-01-02"], dtype="datetime64[ns]")
+    >>> decode_times(encode_times(times))
+    array(['2008-01-01T00:00:00.000000000', '2008-01-02T00:00:00.000000000'],
+          dtype='datetime64[ns]')
     """
     return np.asarray(doc["values"], dtype=np.dtype(doc["dtype"]))

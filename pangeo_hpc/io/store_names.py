@@ -132,6 +132,15 @@ def as_accumulation(ds: xr.Dataset, variable: str, name: str, t: str) -> xr.Data
     ------
     InputError
         If the store's ``units`` are not era5-pds's (the values would be off by a factor).
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> hours = pd.date_range("2008-01-01T01", periods=2, freq="h")
+    >>> ds = xr.Dataset({"tp": ("time", np.zeros(2, "f4"), {"units": "m"})}, coords={"time": hours})
+    >>> out = as_accumulation(ds, "tp", "total_precipitation", "time")
+    >>> str(out["time_bounds"].values[0, 0]), out.tp.attrs["cell_methods"]  # hour ending 01:00
+    ('2008-01-01T00:00:00.000000', 'time: sum')
     """
     if name not in ACCUMULATED:
         return ds

@@ -27,6 +27,11 @@ class StoreRef:
         An Icechunk branch; default ``main`` when no ``snapshot`` is given.
     snapshot : str, optional
         An Icechunk snapshot id (then ``branch`` must not be given).
+
+    Examples
+    --------
+    >>> StoreRef("s3://bucket/era5.icechunk", snapshot="1CECHNKREP0F1RSTCMT0")
+    StoreRef(location='s3://bucket/era5.icechunk', branch=None, snapshot='1CECHNKREP0F1RSTCMT0')
     """
 
     location: str

@@ -55,6 +55,17 @@ def store_kind(location: str | Path, s3: S3Options | None = None) -> str | None:
     -------
     str | None
         The kind, or ``None``.
+
+    Examples
+    --------
+    >>> import os, tempfile, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = os.path.join(tmp.name, "t2m.zarr")
+    >>> xr.Dataset({"t2m": ("time", [1.0, 2.0])}).to_zarr(store, zarr_format=3, consolidated=False)
+    <xarray.backends.zarr.ZarrStore object at 0x...>
+    >>> store_kind(store), store_kind(tmp.name)  # a Zarr store; a plain folder
+    ('zarr', None)
+    >>> tmp.cleanup()
     """
     loc = str(location)
     if is_s3(loc):
@@ -167,6 +178,11 @@ def open_any_store(
     ------
     DataNotFoundError
         No store there, a variable or a month it does not hold, an unknown branch.
+
+    Examples
+    --------
+    >>> t2m = ["air_temperature_at_2_metres"]
+    >>> ds = open_any_store("s3://bucket/era5.icechunk", t2m, "2008-01")  # doctest: +SKIP
     """
     ref = StoreRef(ref) if isinstance(ref, str) else ref
     s3 = s3 or S3Options.resolve()

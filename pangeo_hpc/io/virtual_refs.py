@@ -67,6 +67,11 @@ class VirtualReport:
         The snapshot id.
     seconds : float
         Time taken.
+
+    Examples
+    --------
+    >>> print(VirtualReport("s3://bucket/t2m.icechunk", 12, "ABCD1234", 3.2).summary())
+    index: Icechunk virtual references to 12 objects in s3://bucket/t2m.icechunk ..., in 3.2 s
     """
 
     out: str
@@ -81,6 +86,11 @@ class VirtualReport:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> VirtualReport("/scratch/t2m.icechunk", 1, "ABCD", 0.5).summary()
+        'index: Icechunk virtual references to 1 objects in /scratch/t2m.icechunk ... in 0.5 s'
         """
         return (
             f"index: Icechunk virtual references to {self.objects} objects in {self.out} "
@@ -151,6 +161,13 @@ def build_icechunk(
     InputError
         For no objects, objects whose chunks do not tile the time axis, or an ``out`` that
         may not be written (an input, a folder or prefix of yours); nothing is written.
+
+    Examples
+    --------
+    >>> sst, source = "sea_surface_temperature", "s3://era5-pds"
+    >>> stamps = objects_to_index(source, opts, variable=sst)  # doctest: +SKIP
+    >>> out = "/scratch/sst.icechunk"
+    >>> report = build_icechunk(stamps, opts, out, variable=sst, source=source)  # doctest: +SKIP
     """
     require("stores", "Icechunk virtual references")
     import icechunk

@@ -58,6 +58,20 @@ class ZarrChunks:
         The chunk key separator.
     blosc : bool
         Whether chunks are Blosc-compressed.
+
+    Examples
+    --------
+    >>> import os, tempfile, xarray as xr, zarr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = os.path.join(tmp.name, "t2m.zarr")
+    >>> ds = xr.Dataset({"t2m": (("time", "lat"), np.arange(6, dtype="f4").reshape(3, 2))})
+    >>> enc = {"t2m": {"chunks": (2, 2), "compressors": [zarr.codecs.BloscCodec()]}}
+    >>> _ = ds.to_zarr(store, zarr_format=3, consolidated=False, encoding=enc)
+    >>> array = ZarrChunks.open(store, "t2m")
+    >>> array.shape, array.chunks, array[1:3]
+    ((3, 2), (2, 2), array([[2., 3.],
+           [4., 5.]], dtype=float32))
+    >>> tmp.cleanup()
     """
 
     __slots__ = ("blosc", "chunks", "dtype", "fill_value", "ndim", "path", "separator", "shape")
@@ -95,6 +109,18 @@ class ZarrChunks:
         -------
         ZarrChunks or None
             The array, or ``None``.
+
+        Examples
+        --------
+        >>> import os, tempfile, xarray as xr, zarr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> store = os.path.join(tmp.name, "t2m.zarr")
+        >>> ds = xr.Dataset({"t2m": (("time", "lat"), np.arange(6, dtype="f4").reshape(3, 2))})
+        >>> enc = {"t2m": {"chunks": (2, 2), "compressors": [zarr.codecs.BloscCodec()]}}
+        >>> _ = ds.to_zarr(store, zarr_format=3, consolidated=False, encoding=enc)
+        >>> ZarrChunks.open(store, "t2m").blosc, ZarrChunks.open(store, "tp")
+        (True, None)
+        >>> tmp.cleanup()
         """
         try:
             meta = json.loads((Path(store) / name / "zarr.json").read_text())
@@ -191,6 +217,17 @@ def is_zarr_store(path: str | Path) -> bool:
     -------
     bool
         Whether it is a Zarr store.
+
+    Examples
+    --------
+    >>> import os, tempfile, xarray as xr
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = os.path.join(tmp.name, "t2m.zarr")
+    >>> ds = xr.Dataset({"t2m": ("time", [1.0, 2.0])})
+    >>> _ = ds.to_zarr(store, zarr_format=3, consolidated=False)
+    >>> is_zarr_store(store), is_zarr_store(tmp.name)
+    (True, False)
+    >>> tmp.cleanup()
     """
     p = Path(path)
     return p.is_dir() and any((p / n).is_file() for n in ("zarr.json", ".zgroup", ".zmetadata"))
@@ -223,6 +260,10 @@ def open_store(
     ------
     DataNotFoundError
         When the store lacks the variable or the period.
+
+    Examples
+    --------
+    >>> ds = open_store("data/era5.zarr", "sea_surface_temperature", "2008-01")  # doctest: +SKIP
     """
     ds = xr.open_zarr(store, consolidated=False)
     if variable not in ds.data_vars:
