@@ -49,6 +49,17 @@ def reference_of(ds: xr.Dataset, reference: str, step: str) -> xr.DataArray:
     InputError
         When ``ds`` is not a Dataset, or ``reference`` is not one of its variables (naming
         those there are).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset({"era5": ("x", [1.0]), "model": ("x", [2.0])})
+    >>> reference_of(ds, "era5", "bias").name
+    'era5'
+    >>> reference_of(ds, "obs", "bias")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: bias: reference='obs' is not one of the datasets [...]: ...
     """
     if not isinstance(ds, xr.Dataset):
         raise InputError(f"{step}() needs a Dataset of one variable per dataset, not {shown(ds)}")
@@ -75,6 +86,13 @@ def others(ds: xr.Dataset, reference: str) -> list[Hashable]:
     -------
     list[Hashable]
         The names of the other variables.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> ds = xr.Dataset({"era5": ("x", [1.0]), "model_a": ("x", [2.0]), "model_b": ("x", [3.0])})
+    >>> others(ds, "era5")
+    ['model_a', 'model_b']
     """
     return [n for n in ds.data_vars if n != reference]
 
@@ -111,6 +129,16 @@ def area_weights(da: xr.DataArray, step: str) -> xr.DataArray:
     ------
     InputError
         When ``da`` has no 1-D latitude and longitude.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> lat = xr.DataArray([-45.0, 45.0], dims="lat", attrs={"units": "degrees_north"})
+    >>> lon = xr.DataArray([0.0, 180.0], dims="lon", attrs={"units": "degrees_east"})
+    >>> da = xr.DataArray([[1.0, 2.0], [3.0, 4.0]], coords={"lat": lat, "lon": lon})
+    >>> w = area_weights(da, "fldmean")
+    >>> w.attrs, bool((w == w[0, 0]).all())  # four equal quarters of the sphere
+    ({'units': 'm2', 'standard_name': 'cell_area'}, True)
     """
     lat, lon = _spatial_dims(da, step)
     return cell_area(da[lat], da[lon])
@@ -129,6 +157,14 @@ def base_name(da: xr.DataArray) -> str:
     -------
     str
         Words for what ``da`` is.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> base_name(xr.DataArray([1.0], attrs={"standard_name": "air_temperature"}))
+    'air temperature'
+    >>> base_name(xr.DataArray([1.0], attrs={"long_name": "2 metre temperature"}))
+    '2 metre temperature'
     """
     text = da.attrs.get("long_name") or da.attrs.get("standard_name") or da.name or "value"
     return str(text).replace("_", " ")
@@ -151,6 +187,15 @@ def named(da: xr.DataArray, name: str, attrs: dict) -> xr.DataArray:
     -------
     xr.DataArray
         A renamed copy of ``da``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> attrs = {"units": "K", "standard_name": "air_temperature"}
+    >>> da = xr.DataArray([1.0], name="t2m", attrs=attrs)
+    >>> out = named(da, "bias", {"units": "K"})
+    >>> out.name, out.attrs
+    ('bias', {'units': 'K'})
     """
     out = da.rename(name)
     out.attrs = dict(attrs)
@@ -177,6 +222,14 @@ def is_temperature(da: xr.DataArray, step: str) -> bool:
     ------
     InputError
         When ``da``'s units cannot be read.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> is_temperature(xr.DataArray([1.0], attrs={"units": "K"}), "sub")
+    True
+    >>> is_temperature(xr.DataArray([1.0], attrs={"units": "m"}), "sub")
+    False
     """
     if "units" not in da.attrs:
         return False

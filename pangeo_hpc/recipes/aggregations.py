@@ -79,6 +79,11 @@ def years_since_epoch(times: Any) -> np.ndarray:
     -------
     np.ndarray
         float64 years, one per date.
+
+    Examples
+    --------
+    >>> years_since_epoch(np.array(["2000-01-01", "2001-01-01"], dtype="datetime64[ns]"))
+    array([0.        , 1.00207396])
     """
     values = np.asarray(getattr(times, "values", times))
     if values.size == 0 or np.issubdtype(values.dtype, np.datetime64):
@@ -93,6 +98,16 @@ class Aggregation:
     Subclasses set :attr:`name` and :attr:`fields` and define :meth:`_add_run` (the state
     of a run of time steps of one group) and :meth:`finalize`; fields named in
     :attr:`extremes` are merged by their function, every other field is added.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> mean = Sums("mean", divide=True)  # an Aggregation
+    >>> x = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])  # 3 time steps of 2 cells
+    >>> state = mean.chunk(x, labels=np.array([0, 0, 1]))  # steps 0, 1 in group 0
+    >>> mean.finalize(mean.combine([state]), {})
+    {'value': array([[2., 2.],
+           [5., 6.]])}
     """
 
     name: str
@@ -129,6 +144,13 @@ class Aggregation:
         -------
         State
             Per field, zeros (NaN for an extreme) for each group.
+
+        Examples
+        --------
+        >>> Sums("sum", divide=False).blank(2, (3,))
+        {'sum': array([[0., 0., 0.],
+               [0., 0., 0.]]), 'count': array([[0, 0, 0],
+               [0, 0, 0]], dtype=int32)}
         """
         out: State = {}
         for f in self.fields:
@@ -148,6 +170,12 @@ class Aggregation:
         -------
         State
             A state without groups.
+
+        Examples
+        --------
+        >>> Sums("mean", divide=True).empty((2,))
+        {'labels': array([], dtype=int64), 'sum': array([], shape=(0, 2), dtype=float64),
+         'count': array([], shape=(0, 2), dtype=int32)}
         """
         return {"labels": np.zeros(0, "i8"), **self.blank(0, cells)}
 
@@ -168,6 +196,15 @@ class Aggregation:
         -------
         State
             The block's state: its labels and, per group, the fields of this aggregation.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])
+        >>> Sums("mean", divide=True).chunk(x, np.array([0, 0, 1]))
+        {'labels': array([0, 1]), 'sum': array([[4., 2.],
+               [5., 6.]]), 'count': array([[2, 1],
+               [1, 1]], dtype=int32)}
         """
         x = np.asarray(x)
         keep = labels >= 0
@@ -207,6 +244,15 @@ class Aggregation:
         ------
         ValueError
             When no state holds a time step.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> mean = Sums("mean", divide=True)
+        >>> x = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])
+        >>> first, second = mean.chunk(x[:2], np.array([0, 0])), mean.chunk(x[2:], np.array([0]))
+        >>> mean.combine([first, second])  # as one block of all three steps
+        {'labels': array([0]), 'sum': array([[9., 8.]]), 'count': array([[3, 2]], dtype=int32)}
         """
         states = [s for s in states if s["labels"].size]
         if not states:
@@ -252,6 +298,14 @@ class Aggregation:
         ------
         NotImplementedError
             In the base class: each aggregation finalizes its own way.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> mean = Sums("mean", divide=True)
+        >>> state = mean.chunk(np.array([[1.0], [3.0]]), np.array([0, 0]))
+        >>> mean.finalize(state, {})
+        {'value': array([[2.]])}
         """
         raise NotImplementedError
 
@@ -283,6 +337,14 @@ class Aggregation:
         ------
         TypeError
             For the extremes, whose states do not add.
+
+        Examples
+        --------
+        >>> import numpy as np, dask.array as da
+        >>> x = da.from_array(np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]]), chunks=(2, 2))
+        >>> out = Sums("mean", divide=True).reduce(x, {})  # lazy
+        >>> out["value"].compute()
+        array([3., 4.])
         """
         if self.extremes:
             raise TypeError(f"{self!r}: reduce() adds the blocks' states; {self.name} does not")
@@ -340,6 +402,14 @@ class Aggregation:
         -------
         dict[str, Any]
             Output name -> its values, group axis first (Dask arrays for Dask data).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])
+        >>> Sums("mean", divide=True).reduce_groups(x, np.array([0, 0, 1]), {})
+        {'value': array([[2., 2.],
+               [5., 6.]])}
         """
         return fold_groups(self, x, codes, options, t, dtype, per_group=per_group)
 
@@ -355,6 +425,11 @@ class Aggregation:
         -------
         tuple[str, ...]
             The output names, in order.
+
+        Examples
+        --------
+        >>> Sums("mean", divide=True).outputs({}), Trend().outputs({"stats": True})
+        (('value',), ('trend', 'trend_stderr', 'trend_p_value'))
         """
         return ("value",)
 
@@ -384,6 +459,13 @@ class Sums(Aggregation):
         The aggregation's name (``mean``, ``sum``).
     divide : bool
         True for a mean (sums divided by counts), False for a sum.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])
+    >>> Sums("mean", divide=True).reduce(x, {}), Sums("sum", divide=False).reduce(x, {})
+    ({'value': array([3., 4.])}, {'value': array([9., 8.])})
     """
 
     fields = ("sum", "count")
@@ -409,6 +491,13 @@ class Sums(Aggregation):
         -------
         State
             The block's state.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> x = np.array([[1.0], [np.nan], [5.0]])
+        >>> Sums("sum", divide=False).chunk(x, np.array([0, 0, -1]))  # step 2 left out
+        {'labels': array([0]), 'sum': array([[1.]]), 'count': array([[1]], dtype=int32)}
         """
         x = np.asarray(x)
         keep = labels >= 0
@@ -446,6 +535,14 @@ class Sums(Aggregation):
         -------
         dict[str, np.ndarray]
             Output name -> values, group axis first.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> mean = Sums("mean", divide=True)
+        >>> state = mean.chunk(np.array([[1.0, np.nan], [3.0, np.nan]]), np.array([0, 0]))
+        >>> mean.finalize(state, {})  # NaN where a cell has no valid value
+        {'value': array([[ 2., nan]])}
         """
         count = state["count"]
         if self.divide:  # a group without valid values has sum 0: 0 / 0 is NaN
@@ -485,6 +582,14 @@ class Trend(Aggregation):
     The slope is ``Stx / Stt``, the residual sum of squares ``Sxx - slope Stx`` (S: sums of
     products of departures from the means, from the raw sums); this loses digits only where
     the data's variance is below ~1e-10 of their squared mean.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> times = np.array(["2000-01-01", "2001-01-01", "2002-01-01"], dtype="datetime64[ns]")
+    >>> x = np.array([[0.0], [0.3], [0.6]])  # 0.3 K a year
+    >>> Trend().reduce(x, {"per": "decade"}, years_since_epoch(times))  # per decade (leap years)
+    {'trend': array([2.99788459])}
     """
 
     name = "trend"
@@ -509,6 +614,11 @@ class Trend(Aggregation):
         -------
         tuple[str, ...]
             The output names, in order.
+
+        Examples
+        --------
+        >>> Trend().outputs({}), Trend().outputs({"stats": True})
+        (('trend',), ('trend', 'trend_stderr', 'trend_p_value'))
         """
         stats = ("trend_stderr", "trend_p_value") if options.get("stats", False) else ()
         return ("trend", *stats)
@@ -534,6 +644,14 @@ class Trend(Aggregation):
         -------
         dict[str, np.ndarray]
             Output name -> values, group axis first.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> t = np.array([0.0, 1.0, 2.0])  # years since the epoch
+        >>> state = Trend().chunk(np.array([[0.0], [0.3], [0.6]]), np.zeros(3, dtype=int), t)
+        >>> Trend().finalize(state, {"per": "year"})
+        {'trend': array([[0.3]])}
         """
         n, st, sx = state["n"], state["st"], state["sx"]
         stats = bool(options.get("stats", False))

@@ -61,6 +61,16 @@ def align_datasets(
     InputError
         For units of different kinds, different grids, no overlapping period, or daily
         data of different calendars: each naming the datasets and the fix.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=3, freq="D")
+    >>> era5 = xr.DataArray([1.0, 2.0, 3.0], coords={"time": time}, attrs={"units": "K"})
+    >>> model = xr.DataArray([0.0, 1.0], coords={"time": time[1:]}, attrs={"units": "degC"})
+    >>> out = align_datasets({"era5": era5, "model": model}, reference="era5")
+    >>> out.era5.values, out.model.values  # the common days, in kelvin
+    (array([2., 3.]), array([273.15, 274.15]))
     """
     ref = values[reference]
     out = {n: _in_units(da, n, ref, reference) for n, da in values.items()}

@@ -65,6 +65,12 @@ class Region:
         The IPCC's type of the region.
     parts : tuple of rings
         The polygon's parts, each a ring of (longitude, latitude) in -180..180.
+
+    Examples
+    --------
+    >>> wna = region("WNA")
+    >>> wna.number, wna.abbrev, wna.name, wna.surface
+    (3, 'WNA', 'W.North-America', 'Land')
     """
 
     number: int

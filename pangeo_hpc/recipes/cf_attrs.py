@@ -63,6 +63,13 @@ def per_time_units(units: str | None, per: str) -> str:
     -------
     str
         UDUNITS text.
+
+    Examples
+    --------
+    >>> per_time_units("K", "decade"), per_time_units("m s-1", "year")
+    ('K/(10 year)', '(m s-1)/year')
+    >>> per_time_units(None, "century")  # dimensionless
+    '1/(100 year)'
     """
     u = (units or "").strip() or "1"
     if not _SIMPLE_UNIT.match(u):
@@ -84,6 +91,14 @@ def area_where(da: xr.DataArray) -> str:
     -------
     str
         `` where sea``, `` where land`` or ``""``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> area_where(xr.DataArray([1.0], attrs={"standard_name": "sea_surface_temperature"}))
+    ' where sea'
+    >>> area_where(xr.DataArray([1.0], attrs={"standard_name": "air_temperature"}))
+    ''
     """
     inherited = re.search(r"area:[^:]*\bwhere\s+(\S+)", str(da.attrs.get("cell_methods", "")))
     if inherited:
@@ -116,6 +131,13 @@ def cell_methods(da: xr.DataArray, method: str, *, gone: Mapping[str, str] | Non
     -------
     str
         The new ``cell_methods``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([1.0], attrs={"cell_methods": "time0: mean"})
+    >>> cell_methods(da, "area: mean", gone={"time0": "time"})
+    'time: mean area: mean'
     """
     before = renamed_in_cell_methods(str(da.attrs.get("cell_methods", "")).strip(), gone or {})
     # the mean of monthly means over the same months is still that: no second entry
@@ -140,6 +162,11 @@ def renamed_in_cell_methods(methods: str, names: Mapping[str, str]) -> str:
     -------
     str
         The renamed ``cell_methods``.
+
+    Examples
+    --------
+    >>> renamed_in_cell_methods("time0: mean area: mean", {"time0": "time"})
+    'time: mean area: mean'
     """
     for old, new in names.items():
         methods = re.sub(rf"(?<!\S){re.escape(old)}:", f"{new}:", methods)
@@ -161,6 +188,14 @@ def time_span(time: xr.DataArray) -> tuple[Any, Any]:
     -------
     tuple[Any, Any]
         ``(start, end)``.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = xr.DataArray(pd.date_range("2000-01-01", periods=3, freq="MS"), dims="time")
+    >>> start, end = time_span(time)
+    >>> str(start)[:10], str(end)[:10]  # the last month runs to April 1st
+    ('2000-01-01', '2000-04-01')
     """
     return time_bounds.span(time)
 
@@ -188,6 +223,14 @@ def period_coord(time: xr.DataArray, what: str) -> xr.DataArray:
     -------
     xr.DataArray
         A scalar time coordinate.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = xr.DataArray(pd.date_range("2000-01-01", periods=24, freq="MS"), dims="time")
+    >>> mid = period_coord(time, "mean")
+    >>> str(mid.values), mid.attrs["period_start"], mid.attrs["period_end"]
+    ('2000-12-31T12:00:00.000000000', '2000-01-01T00:00:00', '2002-01-01T00:00:00')
     """
     start, end = time_span(time)
     out = xr.DataArray(
@@ -219,6 +262,14 @@ def period_words(time: xr.DataArray) -> str:
     -------
     str
         The period in words.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> period_words(xr.DataArray(pd.date_range("2000-01-01", periods=24, freq="MS"), dims="time"))
+    '2000-2001'
+    >>> period_words(xr.DataArray(pd.date_range("2000-12-01", periods=3, freq="MS"), dims="time"))
+    '2000-12 to 2001-02'
     """
     values = np.asarray(time.values)
     if values.size == 0:
@@ -285,6 +336,17 @@ def prepare_for_file(ds: xr.Dataset, *, history: str, title: str | None = None) 
     -------
     xr.Dataset
         A copy ready to write.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=3, freq="D")
+    >>> ds = xr.Dataset({"tas": ("time", [1.0, 2.0, 3.0], {"units": "K"})}, coords={"time": time})
+    >>> out = prepare_for_file(ds, history="fldmean", title="Daily mean")
+    >>> out.attrs
+    {'Conventions': 'CF-1.8', 'history': 'fldmean', 'title': 'Daily mean'}
+    >>> out.time.attrs
+    {'standard_name': 'time', 'axis': 'T'}
     """
     from pangeo_hpc.recipes.grid import horizontal_names
 
@@ -425,6 +487,13 @@ def rate_attrs(da: xr.DataArray, per: str, long_name: str) -> dict[str, Any]:
     -------
     dict[str, Any]
         The attributes.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([1.0], attrs={"units": "K", "standard_name": "sea_surface_temperature"})
+    >>> rate_attrs(da, "decade", "trend of sea surface temperature")
+    {'units': 'K/(10 year)', 'long_name': 'trend of sea surface temperature'}
     """
     return {"units": per_time_units(da.attrs.get("units"), per), "long_name": long_name}
 
@@ -444,6 +513,13 @@ def with_attrs(da: xr.DataArray, attrs: Mapping[str, Any]) -> xr.DataArray:
     -------
     xr.DataArray
         A copy of ``da``.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([1.0], attrs={"units": "K", "cell_methods": "time: mean"})
+    >>> with_attrs(da, {"units": "K", "long_name": "bias"}).attrs
+    {'units': 'K', 'long_name': 'bias'}
     """
     out = da.copy(deep=False)
     out.attrs = dict(attrs)

@@ -29,6 +29,16 @@ def check_dataarray(value: Any, recipe: str) -> xr.DataArray:
     ------
     InputError
         When ``value`` is not a DataArray.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> check_dataarray(xr.DataArray([1.0], name="sst"), "fldmean").name
+    'sst'
+    >>> check_dataarray(xr.Dataset({"sst": ("x", [1.0])}), "fldmean")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: fldmean() needs an xarray DataArray, not Dataset ...
     """
     if isinstance(value, xr.DataArray):
         return value
