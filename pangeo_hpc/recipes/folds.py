@@ -40,7 +40,16 @@ State = dict[str, np.ndarray]
 
 class Aggregation(Protocol):
     """What a fold uses of an :class:`~pangeo_hpc.recipes.aggregations.Aggregation`
-    (which imports this module: named here by what it does, not imported)."""
+    (which imports this module: named here by what it does, not imported).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.recipes.aggregations import Sums
+    >>> agg: Aggregation = Sums("mean", divide=True)  # what fold_groups folds with
+    >>> agg.outputs({})
+    ('value',)
+    """
 
     name: str
     fields: tuple[str, ...]
@@ -59,6 +68,12 @@ class Aggregation(Protocol):
         -------
         State
             The state.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.aggregations import Sums
+        >>> Sums("mean", divide=True).blank(1, (2,))
+        {'sum': array([[0., 0.]]), 'count': array([[0, 0]], dtype=int32)}
         """
 
     def empty(self, cells: tuple[int, ...]) -> State:
@@ -73,6 +88,12 @@ class Aggregation(Protocol):
         -------
         State
             The state.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.aggregations import Sums
+        >>> Sums("sum", divide=False).empty((1,))["labels"]
+        array([], dtype=int64)
         """
 
     def chunk(self, x: np.ndarray, labels: np.ndarray, t: np.ndarray | None = None) -> State:
@@ -91,6 +112,15 @@ class Aggregation(Protocol):
         -------
         State
             The state.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.recipes.aggregations import Sums
+        >>> Sums("sum", divide=False).chunk(np.array([[1.0], [2.0], [4.0]]), np.array([1, 1, 0]))
+        {'labels': array([0, 1]), 'sum': array([[4.],
+               [3.]]), 'count': array([[1],
+               [2]], dtype=int32)}
         """
 
     def combine(self, states: Sequence[State]) -> State:
@@ -105,6 +135,16 @@ class Aggregation(Protocol):
         -------
         State
             The merged state.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.recipes.aggregations import Sums
+        >>> agg = Sums("sum", divide=False)
+        >>> a = agg.chunk(np.array([[1.0]]), np.array([0]))
+        >>> b = agg.chunk(np.array([[2.0]]), np.array([0]))
+        >>> agg.combine([a, b])["sum"]
+        array([[3.]])
         """
 
     def outputs(self, options: Mapping[str, Any]) -> tuple[str, ...]:
@@ -119,6 +159,12 @@ class Aggregation(Protocol):
         -------
         tuple[str, ...]
             The output names.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.aggregations import Trend
+        >>> Trend().outputs({"stats": True})
+        ('trend', 'trend_stderr', 'trend_p_value')
         """
 
     def finalize(
@@ -139,6 +185,14 @@ class Aggregation(Protocol):
         -------
         dict[str, np.ndarray]
             Output name -> values, group axis first.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.recipes.aggregations import Sums
+        >>> agg = Sums("mean", divide=True)
+        >>> agg.finalize(agg.chunk(np.array([[1.0], [2.0]]), np.array([0, 0])), {})
+        {'value': array([[1.5]])}
         """
 
 
@@ -190,6 +244,16 @@ def fold_groups(
     -------
     Any
         Output name -> values, group axis first (Dask arrays for Dask data).
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> from pangeo_hpc.recipes.aggregations import Sums
+    >>> x = da.from_array(np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]]), chunks=(1, 2))
+    >>> out = fold_groups(Sums("mean", divide=True), x, np.array([0, 1, 0]), {})  # lazy
+    >>> out["value"].compute()  # group 0: steps 0 and 2
+    array([[ 3.,  4.],
+           [ 3., nan]])
     """
     codes = np.asarray(codes, dtype="i8")
     if codes.shape != (x.shape[0],):
@@ -407,6 +471,17 @@ def pick(agg: Aggregation, state: State, wanted: Sequence[int], cells: tuple[int
     -------
     State
         The state of those groups.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.recipes.aggregations import Sums
+    >>> agg = Sums("sum", divide=False)
+    >>> state = agg.chunk(np.array([[1.0], [5.0]]), np.array([0, 2]))
+    >>> pick(agg, state, [2, 1], (1,))  # group 1 holds no data
+    {'labels': array([2, 1]), 'sum': array([[5.],
+           [0.]]), 'count': array([[1],
+           [0]], dtype=int32)}
     """
     wanted_ = np.asarray(wanted, dtype="i8")
     labels = state["labels"]

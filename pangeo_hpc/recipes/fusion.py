@@ -46,7 +46,22 @@ FUSED = "weighted-nanmean-read-"
 
 @runtime_checkable
 class WeightedSums(Protocol):
-    """A reader that sums time steps of a 2-D field as it reads them."""
+    """A reader that sums time steps of a 2-D field as it reads them.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> class Reader:  # a reader that sums as it reads
+    ...     shape, dtype, ndim = (4, 2, 3), np.dtype("f8"), 3
+    ...     def __getitem__(self, key):
+    ...         return np.arange(24.0).reshape(self.shape)[key]
+    ...     def weighted_sums(self, start, stop, w):
+    ...         x = self[start:stop].reshape(stop - start, -1)
+    ...         return np.stack([x @ w.ravel(), np.full(stop - start, w.sum())], axis=1)
+    >>> x = da.from_array(Reader(), chunks=(2, 2, 3))
+    >>> isinstance(Reader(), WeightedSums)
+    True
+    """
 
     def weighted_sums(self, start: int, stop: int, w: np.ndarray) -> np.ndarray:
         """``(stop - start, 2)`` float64: ``Σ w x`` and ``Σ w`` over the values that are
@@ -65,6 +80,18 @@ class WeightedSums(Protocol):
         -------
         ``(stop - start, 2)`` float64
             ``Σ w x`` and ``Σ w``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> class Reader:  # a reader of 4 steps of a 2x3 field that sums as it reads
+        ...     def weighted_sums(self, start, stop, w):
+        ...         x = np.arange(24.0).reshape(4, -1)[start:stop]
+        ...         return np.stack([x @ w.ravel(), np.full(stop - start, w.sum())], axis=1)
+        >>> reader: WeightedSums = Reader()
+        >>> reader.weighted_sums(1, 3, np.ones((2, 3)))  # Σ w x and Σ w of steps 1 and 2
+        array([[51.,  6.],
+               [87.,  6.]])
         """
         ...
 
@@ -100,6 +127,15 @@ def task_spans(blocks: tuple[int, ...], itemsize_per_step: float) -> list[tuple[
     -------
     list[tuple[int, int]]
         ``(start, stop)`` time steps of each task.
+
+    Examples
+    --------
+    >>> task_spans((31, 29, 31), 4.0)  # small months: one task each (fused-tasks)
+    [(0, 31), (31, 60), (60, 91)]
+    >>> import dask
+    >>> with dask.config.set({"pangeo-hpc.data.fused-tasks": 2}):
+    ...     task_spans((31, 29, 31, 30), 4.0)
+    [(0, 60), (60, 91), (91, 121)]
     """
     total = sum(blocks) * itemsize_per_step
     cap = float(config.get("data.fused-task-mb")) * 1e6
@@ -140,6 +176,23 @@ def fused_weighted_nanmean(
     -------
     da.Array | None
         The means (one per time step), or ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> class Reader:  # a reader that sums as it reads
+    ...     shape, dtype, ndim = (4, 2, 3), np.dtype("f8"), 3
+    ...     def __getitem__(self, key):
+    ...         return np.arange(24.0).reshape(self.shape)[key]
+    ...     def weighted_sums(self, start, stop, w):
+    ...         x = self[start:stop].reshape(stop - start, -1)
+    ...         return np.stack([x @ w.ravel(), np.full(stop - start, w.sum())], axis=1)
+    >>> x = da.from_array(Reader(), chunks=(2, 2, 3))
+    >>> from pangeo_hpc.recipes.kernels import mean_of_sums
+    >>> fused_weighted_nanmean(x, np.ones((2, 3)), 0.0, mean_of_sums).compute()
+    array([ 2.5,  8.5, 14.5, 20.5])
+    >>> fused_weighted_nanmean(x + 1, np.ones((2, 3)), 0.0, mean_of_sums) is None  # not a read
+    True
     """
     if not config.get("data.fuse-reads"):
         return None
@@ -188,6 +241,22 @@ def fused_spans(graph: Any) -> dict[str, list[tuple[int, int]]]:
     -------
     dict[str, list[tuple[int, int]]]
         Array name -> spans ``(start, stop)``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> class Reader:  # a reader that sums as it reads
+    ...     shape, dtype, ndim = (4, 2, 3), np.dtype("f8"), 3
+    ...     def __getitem__(self, key):
+    ...         return np.arange(24.0).reshape(self.shape)[key]
+    ...     def weighted_sums(self, start, stop, w):
+    ...         x = self[start:stop].reshape(stop - start, -1)
+    ...         return np.stack([x @ w.ravel(), np.full(stop - start, w.sum())], axis=1)
+    >>> x = da.from_array(Reader(), chunks=(2, 2, 3))
+    >>> from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
+    >>> means = weighted_nanmean_blocks(x, np.ones((2, 3)))
+    >>> list(fused_spans(means.__dask_graph__()).values())  # two tasks read and sum
+    [[(0, 2), (2, 4)]]
     """
     out: dict[str, list[tuple[int, int]]] = {}
     for name, layer in graph.layers.items():
@@ -212,6 +281,22 @@ def reads_twice(arrays: Any) -> bool:
     -------
     bool
         Whether some data would be read twice.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> class Reader:  # a reader that sums as it reads
+    ...     shape, dtype, ndim = (4, 2, 3), np.dtype("f8"), 3
+    ...     def __getitem__(self, key):
+    ...         return np.arange(24.0).reshape(self.shape)[key]
+    ...     def weighted_sums(self, start, stop, w):
+    ...         x = self[start:stop].reshape(stop - start, -1)
+    ...         return np.stack([x @ w.ravel(), np.full(stop - start, w.sum())], axis=1)
+    >>> x = da.from_array(Reader(), chunks=(2, 2, 3))
+    >>> from pangeo_hpc.recipes.kernels import weighted_nanmean_blocks
+    >>> means = weighted_nanmean_blocks(x, np.ones((2, 3)))
+    >>> reads_twice([means]), reads_twice([means, x])  # x's blocks are read besides
+    (False, True)
     """
     from dask.highlevelgraph import HighLevelGraph as Graph
 

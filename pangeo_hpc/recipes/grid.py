@@ -133,6 +133,14 @@ def horizontal_names(obj: xr.DataArray | xr.Dataset) -> tuple[str, str]:
     ------
     InputError
         When one of them is not found; the message lists the names there are.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> dims = ("latitude", "longitude")
+    >>> da = xr.DataArray([[0.0]], coords={"latitude": [0.0], "longitude": [0.0]}, dims=dims)
+    >>> horizontal_names(da)
+    ('latitude', 'longitude')
     """
     return _find(obj, "latitude"), _find(obj, "longitude")
 
@@ -163,6 +171,13 @@ def rectilinear_names(
     ------
     InputError
         On a curvilinear grid, or when there is no latitude or longitude.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([[0.0]], coords={"lat": [0.0], "lon": [0.0]}, dims=("lat", "lon"))
+    >>> rectilinear_names(da, "fldmean")
+    ('lat', 'lon')
     """
     lat, lon = horizontal_names(obj)
     if obj[lat].ndim != 1 or obj[lon].ndim != 1:
@@ -202,6 +217,13 @@ def time_name(obj: xr.DataArray | xr.Dataset) -> str:
     ------
     InputError
         When there is no such dimension.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> da = xr.DataArray([0.0, 1.0], coords={"time0": pd.date_range("2000-01-01", periods=2)})
+    >>> time_name(da)
+    'time0'
     """
     dims = [str(d) for d in obj.dims if d in obj.coords]
     described = _described(obj, dims)
@@ -257,6 +279,13 @@ def cell_edges(
     ------
     InputError
         For a single centre without ``spacing``.
+
+    Examples
+    --------
+    >>> cell_edges(np.array([-45.0, 45.0]), clip=(-90, 90), period=None)
+    (array([-90.,   0.]), array([ 0., 90.]))
+    >>> cell_edges(np.array([0.0, 90.0, 180.0, 270.0]), clip=None, period=360.0)
+    (array([-45.,  45., 135., 225.]), array([ 45., 135., 225., 315.]))
     """
     order = np.argsort(centers)
     c = centers[order].astype("f8")
@@ -301,6 +330,11 @@ def longitude_edges(lon: np.ndarray, spacing: float | None = None) -> tuple[np.n
     -------
     tuple[np.ndarray, np.ndarray]
         West and east edges, in ``lon``'s order.
+
+    Examples
+    --------
+    >>> longitude_edges(np.array([170.0, 180.0, -170.0]))  # across the seam: made contiguous
+    (array([165., 175., 185.]), array([175., 185., 195.]))
     """
     u = np.mod(np.asarray(lon, dtype="f8"), 360.0)
     s = np.sort(u)
@@ -332,6 +366,14 @@ def cell_area(lat: xr.DataArray, lon: xr.DataArray) -> xr.DataArray:
     ------
     InputError
         For 2-D (curvilinear) coordinates.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> lat, lon = xr.DataArray([-45.0, 45.0], dims="lat"), xr.DataArray([0.0, 180.0], dims="lon")
+    >>> area = cell_area(lat, lon)
+    >>> round(float(area.sum() / (4 * np.pi * 6371e3**2)), 12)  # the whole sphere, R = 6371 km
+    1.0
     """
     if lat.ndim != 1 or lon.ndim != 1:
         raise InputError(

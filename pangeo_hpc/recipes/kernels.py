@@ -69,6 +69,14 @@ def weighted_nanmean(x: np.ndarray, w: np.ndarray, min_share: float = 0.0) -> np
     -------
     np.ndarray
         float64, ``x``'s leading axes.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 2.0], [3.0, np.nan]])  # two fields of two cells
+    >>> weighted_nanmean(x, np.array([1.0, 3.0]))
+    array([1.75, 3.  ])
+    >>> weighted_nanmean(x, np.array([1.0, 3.0]), min_share=0.5)
+    array([1.75,  nan])
     """
     lead = x.shape[: x.ndim - w.ndim]
     wf = np.ascontiguousarray(w, dtype="f8").ravel()
@@ -92,6 +100,12 @@ def weighted_sums(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     -------
     ``(n, 2)`` float64
         ``Σ w x`` and ``Σ w`` per row.
+
+    Examples
+    --------
+    >>> weighted_sums(np.array([[1.0, 2.0], [3.0, np.nan]]), np.array([1.0, 3.0]))  # Σ w x, Σ w
+    array([[7., 4.],
+           [3., 1.]])
     """
     flat = np.ascontiguousarray(x)
     wf = np.ascontiguousarray(w, dtype="f8")
@@ -116,6 +130,12 @@ def mean_of_sums(sums: np.ndarray, total: float, min_share: float = 0.0) -> np.n
     -------
     np.ndarray
         One mean per row.
+
+    Examples
+    --------
+    >>> sums = weighted_sums(np.array([[1.0, 2.0], [3.0, np.nan]]), np.array([1.0, 3.0]))
+    >>> mean_of_sums(sums, 4.0), mean_of_sums(sums, 4.0, min_share=0.5)
+    (array([1.75, 3.  ]), array([1.75,  nan]))
     """
     enough = sums[:, 1] > 0
     if min_share > 0:
@@ -155,6 +175,13 @@ def weighted_nanmean_blocks(x: Any, w: np.ndarray, min_share: float = 0.0) -> An
     ------
     ValueError
         When a Dask block does not hold whole fields.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> x = da.from_array(np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]]), chunks=(1, 2))
+    >>> weighted_nanmean_blocks(x, np.array([1.0, 3.0])).compute()
+    array([1.75, 3.  , 5.75])
     """
 
     if not isinstance(x, da.Array):
@@ -225,6 +252,14 @@ def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np
     -------
     tuple[np.ndarray, np.ndarray]
         Sums ``(k, cells)`` float64 and counts int32.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0, 2.0], [3.0, np.nan], [5.0, 6.0]])
+    >>> group_sums(x, np.array([0, 1, 0]), 2)
+    (array([[6., 8.],
+           [3., 0.]]), array([[2, 2],
+           [1, 0]], dtype=int32))
     """
     return _group_sums(x, codes, k)
 
@@ -266,6 +301,11 @@ def trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         ``(6, *x.shape[1:])`` float64.
+
+    Examples
+    --------
+    >>> trend_block(np.array([[0.0], [0.3], [0.6]]), np.array([0.0, 1.0, 2.0]))[:, 0]
+    array([3.  , 3.  , 5.  , 0.9 , 1.5 , 0.45])
     """
     x = np.asarray(x)
     flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
@@ -295,6 +335,13 @@ def trend_sums(x: Any, t: np.ndarray) -> Any:
     -------
     Any
         ``(6, *x.shape[1:])`` float64 (Dask for Dask).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> x = da.from_array(np.array([[0.0], [0.3], [np.nan]]), chunks=1)
+    >>> trend_sums(x, np.array([0.0, 1.0, 2.0])).compute()[:, 0]  # n, Σt, Σt², Σx, Σtx, Σx²
+    array([2.  , 1.  , 1.  , 0.3 , 0.3 , 0.09])
     """
     return stacked_sums(_trend_of_block, len(TREND_SUMS), x, t)
 
@@ -327,6 +374,16 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray) -> Any:
     ------
     ValueError
         When ``t`` is not one value per row.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> def count_and_sum(block, t_block):
+    ...     return np.stack([np.isfinite(block).sum(0), np.nansum(block, 0)]).astype("f8")
+    >>> x = da.from_array(np.array([[1.0], [np.nan], [3.0]]), chunks=1)
+    >>> stacked_sums(count_and_sum, 2, x, np.zeros(3)).compute()
+    array([[2.],
+           [4.]])
     """
     t = np.asarray(t, dtype="f8")
     if t.shape != (x.shape[0],):
@@ -390,6 +447,15 @@ def group_subtract(x: Any, ref: Any, codes: np.ndarray) -> Any:
     ------
     ValueError
         When the shapes do not fit.
+
+    Examples
+    --------
+    >>> x = np.array([[1.0], [5.0], [3.0]])  # three months
+    >>> climatology = np.array([[1.0], [4.0]])  # two calendar months
+    >>> group_subtract(x, climatology, np.array([0, 1, 0]))
+    array([[0.],
+           [1.],
+           [2.]])
     """
     codes = np.asarray(codes)
     if codes.shape != (x.shape[0],) or tuple(ref.shape[1:]) != tuple(x.shape[1:]):
@@ -452,6 +518,13 @@ def take_blocks(x: Any, index: np.ndarray, axis: int = 0) -> Any:
     -------
     Any
         The selection (Dask for Dask).
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> x = da.from_array(np.arange(6.0), chunks=3)  # two files of three steps
+    >>> take_blocks(x, np.array([0, 1, 4])).chunks  # dask's x[index] gives ((3,),)
+    ((2, 1),)
     """
     index = np.asarray(index, dtype=np.intp)
     if not isinstance(x, da.Array) or index.size == 0:
