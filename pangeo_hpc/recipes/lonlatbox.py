@@ -66,6 +66,11 @@ def lat_indices(lats: np.ndarray, lat: Sequence[float], recipe: str) -> np.ndarr
     ------
     InputError
         When the box holds no latitude.
+
+    Examples
+    --------
+    >>> lat_indices(np.array([60.0, 30.0, 0.0, -30.0]), [45, 0], "sellonlatbox")
+    array([1, 2])
     """
     south, north = sorted(_pair(lat, "lat", recipe))
     idx = np.flatnonzero((lats >= south) & (lats <= north))
@@ -101,6 +106,12 @@ def box_indices(lons: np.ndarray, lon: Sequence[float], recipe: str) -> np.ndarr
     ------
     InputError
         When ``lons`` do not increase, or the box holds no longitude.
+
+    Examples
+    --------
+    >>> lons = np.array([0.0, 90.0, 180.0, 270.0])
+    >>> box_indices(lons, [-100, 10], "sellonlatbox")  # 270 (as -90) first, then 0
+    array([3, 0])
     """
     west, east = _pair(lon, "lon", recipe)
     x = np.asarray(lons, dtype="f8")
@@ -145,6 +156,11 @@ def cdo_longitudes(values: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         The longitudes CDO would write.
+
+    Examples
+    --------
+    >>> cdo_longitudes(np.array([270.0, 0.0]))  # a box across the meridian
+    array([-90.,   0.])
     """
     x = np.array(values, dtype="f8")
     if x.size > 1 and x[0] == x[-1]:

@@ -144,6 +144,13 @@ def band_chunks(da: xr.DataArray, t: str, budget: float) -> dict[str, int]:
     -------
     dict[str, int]
         Dimension -> chunk size.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray(np.zeros((100, 10, 20)), dims=("time", "lat", "lon"))
+    >>> band_chunks(da, "time", budget=3 * 100 * 20 * 8)  # three latitude rows of all times
+    {'time': -1, 'lon': -1, 'lat': 3}
     """
     cells = max(1, int(budget // (da.sizes[t] * 8)))
     chunks = {t: -1}
@@ -170,6 +177,11 @@ def sorted_percentile(x: Any, *, q: float, method: str) -> np.ndarray:
     -------
     np.ndarray
         float64, ``x`` without its last axis.
+
+    Examples
+    --------
+    >>> sorted_percentile(np.array([[1.0, 2.0, 3.0, np.nan, 5.0]]), q=50, method="linear")
+    array([2.5])
     """
     s = np.sort(np.asarray(x, dtype="f8"), axis=-1)  # NaN sort last
     n = (~np.isnan(s)).sum(axis=-1)

@@ -140,6 +140,17 @@ def accumulation_period(
     ------
     InputError
         When none of them tells, naming what was looked at and ``period=`` as the fix.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01T01", periods=3, freq="h")
+    >>> tp = xr.DataArray([1e-3, 2e-3, 0.0], coords={"time": time}, attrs={"units": "m"},
+    ...                   name="precipitation_amount_1hour_Accumulation")
+    >>> accumulation_period(tp, None, None, step="to_rate")  # from the ERA5 name
+    (3600.0, 'name')
+    >>> accumulation_period(tp, "3h", None, step="to_rate")
+    (10800.0, 'given')
     """
     if period is not None:
         return _given(period, step), "given"
@@ -186,6 +197,16 @@ def rate_attrs(da: xr.DataArray, how: str, seconds: float | xr.DataArray) -> dic
     -------
     dict[str, Any]
         The rate's attributes.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=2, freq="D")
+    >>> tp = xr.DataArray([1e-3, 2e-3], coords={"time": time}, name="tp", attrs={"units": "m",
+    ...     "standard_name": "lwe_thickness_of_precipitation_amount", "cell_methods": "time: sum"})
+    >>> attrs = rate_attrs(tp, "sum", 86400.0)
+    >>> attrs["standard_name"], attrs["long_name"], attrs["cell_methods"]
+    ('lwe_precipitation_rate', 'mean rate of tp over 1 day', 'time: mean')
     """
     attrs = {k: v for k, v in da.attrs.items() if k not in ("standard_name", "units_metadata")}
     if da.attrs.get("standard_name") in RATE_NAMES:

@@ -55,7 +55,26 @@ _MEMO_SIZE = 8
 
 
 class WeightsStore(Protocol):
-    """Where built weights are kept between runs (a recipe run: the state cache)."""
+    """Where built weights are kept between runs (a recipe run: the state cache).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> class Store:  # weights kept in a dict
+    ...     def __init__(self):
+    ...         self.kept = {}
+    ...     def get(self, key):
+    ...         return self.kept.get(key)
+    ...     def put(self, key, arrays, meta):
+    ...         self.kept[key] = arrays
+    >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 90.0, 180.0, 270.0]}
+    >>> da = xr.DataArray(np.ones((2, 4)), coords=coords, dims=("lat", "lon"))
+    >>> store: WeightsStore = Store()
+    >>> with using_store(store):
+    ...     out = regrid(da, grid={"lat": [-90, 90, 60], "lon": [0, 360, 120]}, method="nearest")
+    >>> len(store.kept)  # built once, kept for the next run
+    1
+    """
 
     def get(self, key: str) -> dict[str, np.ndarray] | None:
         """The arrays stored under ``key``, or ``None`` (a miss, a damaged entry).
@@ -69,6 +88,26 @@ class WeightsStore(Protocol):
         -------
         dict or None
             The arrays, or ``None``.
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> class Store:  # weights kept in a dict
+        ...     def __init__(self):
+        ...         self.kept = {}
+        ...     def get(self, key):
+        ...         return self.kept.get(key)
+        ...     def put(self, key, arrays, meta):
+        ...         self.kept[key] = arrays
+        >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 90.0, 180.0, 270.0]}
+        >>> da = xr.DataArray(np.ones((2, 4)), coords=coords, dims=("lat", "lon"))
+        >>> store: WeightsStore = Store()
+        >>> with using_store(store):
+        ...     grid = {"lat": [-90, 90, 45], "lon": [0, 360, 120]}
+        ...     out = regrid(da, grid=grid, method="nearest")
+        >>> key = next(iter(store.kept))
+        >>> sorted(store.get(key))  # what a later run finds under that key
+        ['data', 'indices', 'indptr', 'mean_rows', 'shape']
         """
 
     def put(self, key: str, arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> None:
@@ -82,6 +121,24 @@ class WeightsStore(Protocol):
             Name -> array.
         meta : dict[str, Any]
             What they are (grids, method).
+
+        Examples
+        --------
+        >>> import numpy as np, xarray as xr
+        >>> class Store:  # weights kept in a dict
+        ...     def __init__(self):
+        ...         self.kept = {}
+        ...     def get(self, key):
+        ...         return self.kept.get(key)
+        ...     def put(self, key, arrays, meta):
+        ...         self.kept[key] = arrays
+        >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 90.0, 180.0, 270.0]}
+        >>> da = xr.DataArray(np.ones((2, 4)), coords=coords, dims=("lat", "lon"))
+        >>> store: WeightsStore = Store()
+        >>> with using_store(store):  # regrid builds the weights and puts them
+        ...     out = regrid(da, grid={"lat": [-90, 90, 90], "lon": [0, 360, 90]}, method="nearest")
+        >>> len(store.kept)
+        1
         """
 
 
@@ -103,6 +160,24 @@ def using_store(store: WeightsStore | None) -> Iterator[None]:
     ------
     None
         Nothing; the block runs with the store.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> class Store:  # weights kept in a dict
+    ...     def __init__(self):
+    ...         self.kept = {}
+    ...     def get(self, key):
+    ...         return self.kept.get(key)
+    ...     def put(self, key, arrays, meta):
+    ...         self.kept[key] = arrays
+    >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 90.0, 180.0, 270.0]}
+    >>> da = xr.DataArray(np.ones((2, 4)), coords=coords, dims=("lat", "lon"))
+    >>> store = Store()
+    >>> with using_store(store):
+    ...     out = regrid(da, grid={"lat": [-90, 90, 36], "lon": [0, 360, 72]}, method="bilinear")
+    >>> len(store.kept), out.shape
+    (1, (5, 5))
     """
     token = _STORE.set(store)
     try:
@@ -136,6 +211,13 @@ def weights_key(src: Grid, dst: Grid, method: str) -> str:
     -------
     str
         64 hex digits.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> key = weights_key(target_grid("r4x2"), target_grid("r2x2"), "conservative")
+    >>> len(key), key == weights_key(target_grid("r4x2"), target_grid("r2x2"), "nearest")
+    (64, False)
     """
     h = hashlib.sha256(_code().encode() + b"\0" + method.encode())
     for part in [*src.identity(), b"\0->\0", *dst.identity()]:

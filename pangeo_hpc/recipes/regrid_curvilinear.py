@@ -54,6 +54,12 @@ def cyclic(lon: np.ndarray) -> bool:
     -------
     bool
         Whether the longitude wraps.
+
+    Examples
+    --------
+    >>> lon = np.array([[0.0, 90.0, 180.0, 270.0]] * 2)
+    >>> cyclic(lon), cyclic(lon[:, :3])  # 270 -> 0 is one step; 180 -> 0 is not
+    (True, False)
     """
     if lon.shape[1] < 2:
         return False
@@ -134,6 +140,18 @@ def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     -------
     tuple[sp.csr_matrix, np.ndarray]
         The weights, and the rows of inverse-distance weights.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pangeo_hpc.recipes.regrid_grids import source_grid, target_grid
+    >>> lat = np.array([[0.0] * 4, [10.0] * 4])  # 2-D: curvilinear
+    >>> lon = np.array([[0.0, 90.0, 180.0, 270.0]] * 2)
+    >>> src = source_grid(xr.DataArray(np.zeros((2, 4)), coords={"nav_lat": (("y", "x"), lat),
+    ...                                 "nav_lon": (("y", "x"), lon)}, dims=("y", "x")))
+    >>> weights, fallback = bilinear(src, target_grid({"lat": [0, 10, 10], "lon": [40, 60, 20]}))
+    >>> weights.toarray().round(4), fallback  # centre (5, 50) between (0..10, 0..90)
+    (array([[0.2222, 0.2778, 0.    , 0.    , 0.2222, 0.2778, 0.    , 0.    ]]), array([False]))
     """
     ny, nx = src.shape
     wraps = cyclic(src.lon)

@@ -60,6 +60,15 @@ class Grid:
         The names of its latitude and longitude dimensions.
     attrs : dict
         The attributes of its latitude and longitude coordinates, by ``"lat"``/``"lon"``.
+
+    Examples
+    --------
+    >>> grid = target_grid("r4x2")
+    >>> grid.name, grid.lat, grid.lon, grid.dims
+    ('r4x2', array([-45.,  45.]), array([  0.,  90., 180., 270.]), ('lat', 'lon'))
+    >>> grid.lat_bounds
+    array([[-90.,   0.],
+           [  0.,  90.]])
     """
 
     lat: np.ndarray
@@ -95,6 +104,11 @@ class Grid:
         -------
         list[bytes]
             The arrays' bytes.
+
+        Examples
+        --------
+        >>> [len(b) for b in target_grid("r4x2").identity()]  # name, centres and edges
+        [6, 16, 32, 32, 64]
         """
         parts = [self.lat, self.lon, self.lat_bounds, self.lon_bounds]
         out = [str(self.shape).encode()]
@@ -122,6 +136,14 @@ def target_grid(spec: Any) -> Grid:
     InputError
         For anything else, a box whose width is not a whole number of steps, or a file
         without a latitude/longitude grid.
+
+    Examples
+    --------
+    >>> target_grid("r144x72").lat[:2]  # CDO's 2.5 degree grid
+    array([-88.75, -86.25])
+    >>> grid = target_grid({"lat": [-10, 10, 20], "lon": [30, 60, 30]})  # one cell
+    >>> grid.name, grid.lat, grid.lon
+    ('20 x 30 degree cells, lat -10..10, lon 30..60', array([0.]), array([45.]))
     """
     if isinstance(spec, Mapping):
         return _box(spec)
@@ -238,6 +260,15 @@ def source_grid(
     ------
     InputError
         When ``obj`` has no latitude/longitude grid.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 90.0, 180.0, 270.0]}
+    >>> grid = source_grid(xr.DataArray(np.zeros((2, 4)), coords=coords, dims=("lat", "lon")))
+    >>> grid.lat_bounds  # halfway between centres, to the poles
+    array([[-90.,   0.],
+           [  0.,  90.]])
     """
     lat_name, lon_name = horizontal_names(obj)
     lat_c, lon_c = obj[lat_name], obj[lon_name]

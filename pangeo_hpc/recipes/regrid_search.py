@@ -35,6 +35,15 @@ def centres(grid: Grid) -> tuple[np.ndarray, np.ndarray]:
     -------
     tuple[np.ndarray, np.ndarray]
         Latitudes and longitudes, flat.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> lat, lon = centres(target_grid("r4x2"))
+    >>> lat
+    array([-45., -45., -45., -45.,  45.,  45.,  45.,  45.])
+    >>> lon
+    array([  0.,  90., 180., 270.,   0.,  90., 180., 270.])
     """
     if grid.curvilinear:
         return grid.lat.ravel(), grid.lon.ravel()
@@ -60,6 +69,15 @@ def neighbours(src: Grid, dst: Grid, k: int) -> tuple[np.ndarray, np.ndarray]:
     -------
     tuple[np.ndarray, np.ndarray]
         Source indices and great-circle distances (radians), ``(targets, k)`` each.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> src = target_grid("r4x2")  # 4 x 2 cells: lat -45, 45; lon 0, 90, 180, 270
+    >>> dst = target_grid({"lat": [-10, 10, 20], "lon": [30, 60, 30]})  # one cell at (0, 45)
+    >>> index, distance = neighbours(src, dst, 2)
+    >>> index, distance.round(6)  # two of four equally near: the source's order
+    (array([[0, 1]]), array([[1.047198, 1.047198]]))
     """
     from scipy.spatial import cKDTree
 
@@ -93,6 +111,14 @@ def inverse_distance(src: Grid, dst: Grid, rows: np.ndarray) -> sp.csr_matrix:
     -------
     sp.csr_matrix
         Weights, one row per target cell.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> src = target_grid("r4x2")  # 4 x 2 cells: lat -45, 45; lon 0, 90, 180, 270
+    >>> dst = target_grid({"lat": [-10, 10, 20], "lon": [30, 60, 30]})  # one cell at (0, 45)
+    >>> inverse_distance(src, dst, np.array([0])).toarray()  # four equally near
+    array([[0.25, 0.25, 0.  , 0.  , 0.25, 0.25, 0.  , 0.  ]])
     """
     idx, dist = neighbours(src, dst, 4)
     idx, dist = idx[rows], dist[rows]
@@ -119,6 +145,15 @@ def with_rows(m: sp.csr_matrix, rows: np.ndarray, extra: sp.csr_matrix) -> sp.cs
     -------
     sp.csr_matrix
         The combined weights.
+
+    Examples
+    --------
+    >>> import scipy.sparse as sp
+    >>> m = sp.csr_matrix(np.array([[1.0, 0.0], [0.0, 0.0]]))  # row 1 empty
+    >>> extra = sp.csr_matrix(np.array([[0.0, 0.0], [0.5, 0.5]]))
+    >>> with_rows(m, np.array([1]), extra).toarray()
+    array([[1. , 0. ],
+           [0.5, 0.5]])
     """
     a, b = m.tocoo(), extra.tocoo()
     keep = np.isin(b.row, rows)

@@ -64,6 +64,13 @@ class Weights:
     mean_rows : numpy.ndarray
         Bool per target cell: normalised by the valid weights (else missing if any
         weighted source value is).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> w = build(target_grid("r4x2"), target_grid("r2x2"), "conservative")
+    >>> w.matrix.shape, w.mean_rows
+    ((4, 8), array([ True,  True,  True,  True]))
     """
 
     matrix: sp.csr_matrix
@@ -76,6 +83,13 @@ class Weights:
         -------
         dict[str, np.ndarray]
             Name -> array.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+        >>> w = build(target_grid("r4x2"), target_grid("r2x2"), "nearest")
+        >>> sorted(w.arrays())
+        ['data', 'indices', 'indptr', 'mean_rows', 'shape']
         """
         m = self.matrix
         return {
@@ -104,6 +118,13 @@ class Weights:
         ------
         ValueError
             When the arrays are not well-formed.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+        >>> w = build(target_grid("r4x2"), target_grid("r2x2"), "nearest")
+        >>> Weights.from_arrays(w.arrays()).matrix.shape
+        (4, 8)
         """
         shape = tuple(int(n) for n in arrays["shape"])
         m = sp.csr_matrix((arrays["data"], arrays["indices"], arrays["indptr"]), shape=shape)
@@ -137,6 +158,14 @@ def build(src: Grid, dst: Grid, method: str) -> Weights:
     ------
     InputError
         For ``conservative`` from a curvilinear source (see :func:`_refusal`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> w = build(target_grid("r4x2"), target_grid("r2x2"), "conservative")
+    >>> m = w.matrix.toarray()  # shared areas; a row divided by its sum gives the mean
+    >>> (m @ np.arange(8.0) / m.sum(axis=1)).round(6)  # cell 0: (0 + 1 / 2 + 3 / 2) / 2
+    array([1., 2., 5., 6.])
     """
     why = _refusal(src, method)
     if why is not None:
@@ -210,6 +239,13 @@ def conservative(src: Grid, dst: Grid) -> sp.csr_matrix:
     -------
     sp.csr_matrix
         Weights, one row per target cell.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> shared = conservative(target_grid("r4x2"), target_grid("r2x2"))
+    >>> (shared.toarray()[0] / (4 * np.pi)).round(4)  # shares of the sphere's area
+    array([0.125 , 0.0625, 0.    , 0.0625, 0.    , 0.    , 0.    , 0.    ])
     """
     sin_d = np.sin(np.deg2rad(dst.lat_bounds))
     sin_s = np.sin(np.deg2rad(src.lat_bounds))
@@ -247,6 +283,13 @@ def nearest(src: Grid, dst: Grid) -> sp.csr_matrix:
     -------
     sp.csr_matrix
         Weights, one row per target cell.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> src = target_grid("r4x2")  # 4 x 2 cells: lat -45, 45; lon 0, 90, 180, 270
+    >>> nearest(src, target_grid({"lat": [-10, 10, 20], "lon": [30, 60, 30]})).toarray()
+    array([[1., 0., 0., 0., 0., 0., 0., 0.]])
     """
     idx, _ = neighbours(src, dst, 1)
     rows = np.arange(dst.size)  # as CDO's remapnn, beyond a regional source too
@@ -304,6 +347,14 @@ def bilinear(src: Grid, dst: Grid) -> tuple[sp.csr_matrix, np.ndarray]:
     -------
     tuple[sp.csr_matrix, np.ndarray]
         The weights, and the rows of inverse-distance weights.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.regrid_grids import target_grid
+    >>> src = target_grid("r4x2")  # 4 x 2 cells: lat -45, 45; lon 0, 90, 180, 270
+    >>> weights, fallback = bilinear(src, target_grid({"lat": [-10, 10, 20], "lon": [30, 60, 30]}))
+    >>> weights.toarray(), fallback  # (0, 45): halfway between four centres
+    (array([[0.25, 0.25, 0.  , 0.  , 0.25, 0.25, 0.  , 0.  ]]), array([False]))
     """
     span = np.ptp(np.append(src.lon_bounds[:, 0], src.lon_bounds[:, 1]))
     periodic = span >= 360.0 - 1e-6

@@ -45,6 +45,11 @@ def period_starts(coord: np.ndarray, options: Mapping[str, Any] | None = None) -
     -------
     np.ndarray
         int64 nanoseconds, one per label.
+
+    Examples
+    --------
+    >>> period_starts(np.array(["2000-01-01", "2000-02-01"], dtype="datetime64[ns]"))
+    array([946684800000000000, 949363200000000000])
     """
     return coord.astype("datetime64[ns]").view("i8")
 
@@ -66,6 +71,13 @@ def periods(values: np.ndarray, alias: str) -> tuple[np.ndarray, np.ndarray]:
     -------
     tuple[np.ndarray, np.ndarray]
         ``(starts, at)``.
+
+    Examples
+    --------
+    >>> dates = np.array(["2000-01-15", "2000-02-10", "2000-02-20"], dtype="datetime64[ns]")
+    >>> starts, at = periods(dates, "MS")
+    >>> starts.astype("datetime64[D]"), at
+    (array(['2000-01-01', '2000-02-01'], dtype='datetime64[D]'), array([0, 1, 1]))
     """
     values = np.asarray(values)
     if values.size == 0:
@@ -374,6 +386,14 @@ def period_attrs(da: xr.DataArray, t: str, what: str, method: str) -> dict[str, 
     -------
     dict[str, str]
         The attributes.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = pd.date_range("2000-01-01", periods=3, freq="D")
+    >>> da = xr.DataArray([1.0, 2.0, 3.0], coords={"time": time}, attrs={"units": "K"})
+    >>> period_attrs(da, "time", "monthly mean", "time: mean")
+    {'units': 'K', 'long_name': 'field, monthly mean', 'cell_methods': 'time: mean'}
     """
     kept = ("units", "standard_name", "long_name", AREA_TYPE)
     attrs = {k: v for k, v in da.attrs.items() if k in kept}

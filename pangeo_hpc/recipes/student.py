@@ -86,6 +86,11 @@ def t_two_sided_p(t: np.ndarray, dof: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         p values.
+
+    Examples
+    --------
+    >>> t_two_sided_p(np.array([0.0, 2.0, np.inf]), np.array([10.0, 10.0, 10.0]))
+    array([1.        , 0.07338803, 0.        ])
     """
     t, dof = np.broadcast_arrays(np.asarray(t, dtype="f8"), np.asarray(dof, dtype="f8"))
     flat = _two_sided(np.ascontiguousarray(t).ravel(), np.ascontiguousarray(dof).ravel())
