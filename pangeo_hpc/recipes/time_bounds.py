@@ -50,6 +50,11 @@ def bounds_names(t: str) -> tuple[str, str]:
     -------
     tuple[str, str]
         The two names.
+
+    Examples
+    --------
+    >>> bounds_names("time0")
+    ('time0_bnds_lower', 'time0_bnds_upper')
     """
     return f"{t}{LOWER}", f"{t}{UPPER}"
 
@@ -66,6 +71,11 @@ def is_bounds_coord(name: str) -> bool:
     -------
     bool
         Whether it holds bounds.
+
+    Examples
+    --------
+    >>> is_bounds_coord("time_bnds_lower"), is_bounds_coord("time")
+    (True, False)
     """
     return name.endswith((LOWER, UPPER))
 
@@ -97,6 +107,14 @@ def step_of(values: np.ndarray) -> tuple[str, int | float]:
     -------
     tuple[str, int | float]
         The unit and the number.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> step_of(pd.date_range("2000-01-01", periods=3, freq="MS").values)
+    ('months', 1)
+    >>> step_of(pd.date_range("2000-01-01", periods=3, freq="6h").values)
+    ('seconds', 21600.0)
     """
     if values.size < 2:
         return "seconds", 0
@@ -160,6 +178,16 @@ def intervals(time: xr.DataArray) -> tuple[np.ndarray, np.ndarray]:
     -------
     tuple[np.ndarray, np.ndarray]
         Lower and upper bounds.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> months = pd.date_range("2000-01-01", periods=2, freq="MS")
+    >>> lower, upper = intervals(xr.DataArray(months, coords={"time": months}))
+    >>> lower.astype("datetime64[D]")
+    array(['2000-01-01', '2000-02-01'], dtype='datetime64[D]')
+    >>> upper.astype("datetime64[D]")  # each month to the next
+    array(['2000-02-01', '2000-03-01'], dtype='datetime64[D]')
     """
     t = str(time.dims[0])
     lower, upper = bounds_names(t)
@@ -200,6 +228,15 @@ def with_intervals(da: xr.DataArray, t: str, lower: np.ndarray, upper: np.ndarra
     -------
     xr.DataArray
         A copy of ``da``.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> months = pd.date_range("2000-01-01", periods=3, freq="MS")
+    >>> da = xr.DataArray([1.0, 2.0, 3.0], coords={"time": months})
+    >>> lower, upper = intervals(da["time"])
+    >>> list(with_intervals(da, "time", lower, upper).coords)
+    ['time', 'time_bnds_lower', 'time_bnds_upper']
     """
     lo, up = bounds_names(t)
     return da.assign_coords({lo: (t, np.asarray(lower)), up: (t, np.asarray(upper))})
@@ -219,6 +256,15 @@ def without_intervals(da: xr.DataArray, t: str) -> xr.DataArray:
     -------
     xr.DataArray
         A copy of ``da``.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> months = pd.date_range("2000-01-01", periods=3, freq="MS")
+    >>> da = xr.DataArray([1.0, 2.0, 3.0], coords={"time": months})
+    >>> carried = with_intervals(da, "time", *intervals(da["time"]))
+    >>> list(without_intervals(carried, "time").coords)
+    ['time']
     """
     return da.drop_vars([n for n in bounds_names(t) if n in da.coords])
 
@@ -236,6 +282,14 @@ def span(time: xr.DataArray) -> tuple[Any, Any]:
     -------
     tuple[Any, Any]
         ``(start, end)``.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> months = pd.date_range("2000-01-01", periods=3, freq="MS")
+    >>> start, end = span(xr.DataArray(months, coords={"time": months}))
+    >>> str(start)[:10], str(end)[:10]  # the last month ends on April 1st
+    ('2000-01-01', '2000-04-01')
     """
     lower, upper = intervals(time)
     return min(lower), max(upper)
@@ -255,6 +309,14 @@ def middle(start: Any, end: Any) -> Any:
     -------
     Any
         The middle date.
+
+    Examples
+    --------
+    >>> middle(np.datetime64("2000-01-01"), np.datetime64("2000-01-03"))
+    np.datetime64('2000-01-02T00:00:00.000000000')
+    >>> import cftime
+    >>> middle(cftime.DatetimeNoLeap(2000, 2, 28), cftime.DatetimeNoLeap(2000, 3, 1))  # no Feb 29
+    cftime.DatetimeNoLeap(2000, 2, 28, 12, 0, 0, 0, has_year_zero=True)
     """
     if isinstance(start, np.datetime64):
         start, end = np.datetime64(start, "ns"), np.datetime64(end, "ns")
@@ -284,6 +346,17 @@ def grouped(
     -------
     tuple[np.ndarray, np.ndarray]
         Lower and upper bounds, one per value.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> months = pd.date_range("2000-01-01", periods=3, freq="MS")
+    >>> lower, upper = intervals(xr.DataArray(months, coords={"time": months}))
+    >>> start, end = grouped(lower, upper, first=np.array([0, 2]), last=np.array([1, 2]))
+    >>> start.astype("datetime64[D]")  # Jan-Feb, and March
+    array(['2000-01-01', '2000-03-01'], dtype='datetime64[D]')
+    >>> end.astype("datetime64[D]")
+    array(['2000-03-01', '2000-04-01'], dtype='datetime64[D]')
     """
     first, last = np.asarray(first, dtype=np.intp), np.asarray(last, dtype=np.intp)
     return np.asarray(lower)[first], np.asarray(upper)[last]
@@ -302,6 +375,16 @@ def calendar_encoding(time: xr.DataArray) -> dict[str, str]:
     -------
     dict[str, str]
         ``units`` and ``calendar``, those known.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> time = xr.DataArray(pd.date_range("2000-01-01", periods=2), dims="time")
+    >>> time.encoding = {"units": "hours since 1900-01-01", "calendar": "gregorian"}  # as read
+    >>> calendar_encoding(time)
+    {'units': 'hours since 1900-01-01', 'calendar': 'gregorian'}
+    >>> calendar_encoding(xr.DataArray(xr.date_range("2000-01-01", periods=2, calendar="noleap")))
+    {'calendar': 'noleap'}
     """
     enc = {k: str(time.encoding[k]) for k in ("units", "calendar") if k in time.encoding}
     values = np.asarray(time.values)

@@ -77,6 +77,12 @@ class Reduction:
         states. Which ones the function decides on the whole data; the states hold every
         group (a file's state must not depend on the other files: a later month may
         complete a season).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.seasonal import climatology
+    >>> climatology.reduction.kind({}), climatology.reduction.periods  # months of the year
+    ('mean', False)
     """
 
     state: str | Callable[[Mapping[str, Any]], str]
@@ -97,6 +103,12 @@ class Reduction:
         -------
         str
             The aggregation's name.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.resample import resample
+        >>> resample.reduction.kind({"stat": "max", "freq": "MS"})  # the state follows the stat
+        'max'
         """
         return self.state(options) if callable(self.state) else self.state
 
@@ -113,6 +125,12 @@ class Reduction:
         -------
         Aggregation
             The aggregation.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.recipes.resample import resample
+        >>> type(resample.reduction.aggregation({"stat": "mean"})).__name__
+        'Sums'
         """
         return AGGREGATIONS[self.kind(options)]
 
@@ -134,6 +152,14 @@ class Reduction:
         -------
         np.ndarray
             int64, one per time step.
+
+        Examples
+        --------
+        >>> import pandas as pd, xarray as xr
+        >>> from pangeo_hpc.recipes.seasonal import climatology
+        >>> time = xr.DataArray(pd.date_range("2000-01-01", periods=14, freq="MS"), dims="time")
+        >>> climatology.reduction.labels(time, {"freq": "monthly"}, None)  # the calendar month
+        array([ 1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12,  1,  2])
         """
         if self.groups is None:
             return np.zeros(time.size, "i8")
@@ -157,6 +183,14 @@ def step_by_step(
     -------
     Any
         The function, or the decorator.
+
+    Examples
+    --------
+    >>> @step_by_step
+    ... def to_celsius(da):
+    ...     return da - 273.15
+    >>> to_celsius.step_by_step
+    True
     """
 
     def mark(f: F) -> F:
@@ -178,6 +212,14 @@ def reduces(reduction: Reduction) -> Callable[[F], F]:
     -------
     Callable[[F], F]
         The decorator.
+
+    Examples
+    --------
+    >>> @reduces(Reduction("max"))
+    ... def hottest(da):
+    ...     return da.max("time")
+    >>> hottest.reduction.aggregation({}).name
+    'max'
     """
 
     def mark(f: F) -> F:
@@ -199,6 +241,14 @@ def whole_series(why: str) -> Callable[[F], F]:
     -------
     Callable[[F], F]
         The decorator.
+
+    Examples
+    --------
+    >>> @whole_series("a running mean needs the steps on either side")
+    ... def running_mean(da):
+    ...     return da.rolling(time=3, center=True).mean()
+    >>> running_mean.needs_whole_series
+    'a running mean needs the steps on either side'
     """
 
     def mark(f: F) -> F:

@@ -127,6 +127,12 @@ def units_of(obj: xr.DataArray | str, *, step: str = "units_of") -> pint.Quantit
     ------
     InputError
         When ``obj`` has no ``units`` attribute, or pint cannot read it.
+
+    Examples
+    --------
+    >>> q = units_of("K/(10 year)")
+    >>> float(q.magnitude), str(q.units)
+    (0.1, 'kelvin / year')
     """
     if isinstance(obj, xr.DataArray):
         if "units" not in obj.attrs:
@@ -165,6 +171,11 @@ def same_units(a: xr.DataArray | str, b: xr.DataArray | str) -> bool:
     -------
     bool
         Whether they are the same units.
+
+    Examples
+    --------
+    >>> same_units("m s-1", "m/s"), same_units("K/(10 year)", "0.1 K/year"), same_units("K", "degC")
+    (True, True, False)
     """
     qa, qb = units_of(a, step="same_units"), units_of(b, step="same_units")
     if qa.dimensionality != qb.dimensionality:
@@ -187,6 +198,11 @@ def compatible_units(a: xr.DataArray | str, b: xr.DataArray | str) -> bool:
     -------
     bool
         Whether ``a`` converts to ``b``.
+
+    Examples
+    --------
+    >>> compatible_units("K", "degC"), compatible_units("K", "m")
+    (True, False)
     """
     qa, qb = units_of(a, step="compatible_units"), units_of(b, step="compatible_units")
     return bool(qa.dimensionality == qb.dimensionality)
@@ -211,6 +227,13 @@ def is_difference(da: xr.DataArray) -> bool:
     -------
     bool
         True for a difference.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> t2m = xr.DataArray([1.0], attrs={"units": "K", "long_name": "2 metre temperature"})
+    >>> is_difference(t2m), is_difference(t2m.assign_attrs(long_name="temperature anomaly"))
+    (False, True)
     """
     meta = " ".join(str(da.attrs.get("units_metadata", "")).split()).lower()
     if meta in (DIFFERENCE, ON_SCALE):
@@ -239,6 +262,11 @@ def spell(q: pint.Quantity) -> str:
     -------
     str
         UDUNITS text.
+
+    Examples
+    --------
+    >>> spell(units_of("mm/day")), spell(units_of("km/h")), spell(units_of("K/(10 year)"))
+    ('mm day-1', 'km h-1', 'K/(10 year)')
     """
     reg = _registry()
     unit, scale = q.units, float(q.magnitude)
@@ -302,6 +330,14 @@ def convert(
     ------
     InputError
         When the units do not convert.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> da = xr.DataArray([273.15, 283.15], dims="x", attrs={"units": "K"})
+    >>> out = convert(da, "degC", step="anomaly")
+    >>> out.values, out.attrs["units"]
+    (array([ 0., 10.]), 'degC')
     """
     src = units_of(da, step=step)
     dst = _parse(to, step=step, what="the target units", param="to")

@@ -54,6 +54,14 @@ def calendar_of(times: Any) -> str | None:
     -------
     str | None
         The calendar, or ``None``.
+
+    Examples
+    --------
+    >>> import pandas as pd, xarray as xr
+    >>> calendar_of(xr.date_range("2000-01-01", periods=2, calendar="360_day", use_cftime=True))
+    '360_day'
+    >>> calendar_of(pd.date_range("2000-01-01", periods=2).values) is None  # datetime64
+    True
     """
     values = np.asarray(getattr(times, "values", times))
     if values.size == 0 or values.dtype.kind == "M":
