@@ -87,7 +87,21 @@ def lazy_dataset(
 
     Examples
     --------
-    >>> lazy_dataset("t2m", files, infos, sources, head, 128, name="open_files")  # doctest: +SKIP
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> from pangeo_hpc.io.catalog import catalog
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst, t2m = "sea_surface_temperature", "air_temperature_at_2_metres"
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(tmp.name, spec, sst, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     cat = catalog(tmp.name, sst, "2000-01", "2000-02")
+    >>> ds = lazy_dataset(sst, cat.files, cat.infos, cat.sources, cat.head, 128, name="open_files")
+    >>> ds[sst].shape, ds[sst].chunks[0]  # lazy: one chunk per file
+    ((60, 19, 36), (31, 29))
+    >>> tmp.cleanup()
     """
     ref = infos[0]
     time_dim, *field_dims = head.dims
@@ -177,7 +191,22 @@ def decode_times(
 
     Examples
     --------
-    >>> ds = decode_times("time", values, infos, attrs, files)  # doctest: +SKIP
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> from pangeo_hpc.io.catalog import catalog
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst, t2m = "sea_surface_temperature", "air_temperature_at_2_metres"
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(tmp.name, spec, sst, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     cat = catalog(tmp.name, sst, "2000-01", "2000-02")
+    >>> values = [info.times for info in cat.infos]  # hours since 1900
+    >>> dates = decode_times("time0", values, cat.infos, cat.head.time_attrs, cat.files)
+    >>> dates.shape, str(dates[0]), str(dates[-1])
+    ((60,), '2000-01-01T00:00:00.000000000', '2000-02-29T00:00:00.000000000')
+    >>> tmp.cleanup()
     """
     keys = [
         (info.time_units or attrs.get("units"), info.calendar or attrs.get("calendar"))
@@ -257,7 +286,24 @@ def merge_variables(parts: Sequence[tuple[str, xr.Dataset, str]]) -> xr.Dataset:
 
     Examples
     --------
-    >>> ds = merge_variables([("t2m", t2m, files[0]), ("tp", tp, other[0])])  # doctest: +SKIP
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> from pangeo_hpc.io.catalog import catalog
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst, t2m = "sea_surface_temperature", "air_temperature_at_2_metres"
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(tmp.name, spec, sst, m)
+    ...     _ = write_month(tmp.name, spec, t2m, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     cat = catalog(tmp.name, sst, "2000-01", "2000-02")
+    ...     cat_t2m = catalog(tmp.name, t2m, "2000-01", "2000-02")
+    >>> parts = [(v, lazy_dataset(v, c.files, c.infos, c.sources, c.head, 128, name="open_files"),
+    ...           c.files[0]) for v, c in ((sst, cat), (t2m, cat_t2m))]
+    >>> list(merge_variables(parts).data_vars)
+    ['sea_surface_temperature', 'air_temperature_at_2_metres']
+    >>> tmp.cleanup()
     """
     v0, ds0, f0 = parts[0]
     a = ds0[v0]

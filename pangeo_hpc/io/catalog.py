@@ -68,10 +68,19 @@ class Catalog:
 
     Examples
     --------
-    >>> sst = "sea_surface_temperature"
-    >>> cat = catalog("/data/era5-pds", sst, "2008-01", "2008-12")  # doctest: +SKIP
-    >>> len(cat.files), cat.access  # doctest: +SKIP
-    (12, 'local')
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst, t2m = "sea_surface_temperature", "air_temperature_at_2_metres"
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(tmp.name, spec, sst, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     cat = catalog(tmp.name, sst, "2000-01", "2000-02")
+    >>> len(cat.files), cat.access, cat.head.dims, type(cat.sources[0]).__name__
+    (2, 'local', ('time0', 'lat', 'lon'), 'H5Source')
+    >>> tmp.cleanup()
     """
 
     root: str
@@ -125,10 +134,21 @@ def catalog(
 
     Examples
     --------
-    >>> sst = "sea_surface_temperature"
-    >>> cat = catalog("s3://era5-pds", sst, "2008-01", "2008-03")  # doctest: +SKIP
-    >>> cat.files[0]  # doctest: +SKIP
-    's3://era5-pds/2008/01/data/sea_surface_temperature.nc'
+    >>> import dask, tempfile
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst, t2m = "sea_surface_temperature", "air_temperature_at_2_metres"
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(tmp.name, spec, sst, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     cat = catalog(tmp.name, sst, "2000-01", "2000-02")
+    >>> [f.removeprefix(tmp.name) for f in cat.files]
+    ['/2000/01/data/sea_surface_temperature.nc', '/2000/02/data/sea_surface_temperature.nc']
+    >>> [info.length for info in cat.infos]  # daily steps
+    [31, 29]
+    >>> tmp.cleanup()
     """
     if is_s3(str(root)):
         require("s3", f"reading {str(root)!r}")
