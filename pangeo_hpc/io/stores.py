@@ -181,8 +181,22 @@ def open_any_store(
 
     Examples
     --------
-    >>> t2m = ["air_temperature_at_2_metres"]
-    >>> ds = open_any_store("s3://bucket/era5.icechunk", t2m, "2008-01")  # doctest: +SKIP
+    >>> import dask, os, tempfile
+    >>> from pangeo_hpc.batch.pipeline.convert import to_zarr
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst = "sea_surface_temperature"
+    >>> root, store = os.path.join(tmp.name, "era5"), os.path.join(tmp.name, "sst.zarr")
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(root, spec, sst, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     report = to_zarr(root, store, sst)
+    >>> ds = open_any_store(store, [sst], "2000-01", "2000-01")  # a local Zarr store
+    >>> ds[sst].shape
+    (31, 19, 36)
+    >>> tmp.cleanup()
     """
     ref = StoreRef(ref) if isinstance(ref, str) else ref
     s3 = s3 or S3Options.resolve()

@@ -263,7 +263,22 @@ def open_store(
 
     Examples
     --------
-    >>> ds = open_store("data/era5.zarr", "sea_surface_temperature", "2008-01")  # doctest: +SKIP
+    >>> import dask, os, tempfile
+    >>> from pangeo_hpc.batch.pipeline.convert import to_zarr
+    >>> from pangeo_hpc.demo import DemoSpec
+    >>> from pangeo_hpc.demo.writer import write_month
+    >>> from pangeo_hpc.inputs.periods import months
+    >>> tmp, spec = tempfile.TemporaryDirectory(), DemoSpec(resolution=10.0).resolved()
+    >>> sst = "sea_surface_temperature"
+    >>> root, store = os.path.join(tmp.name, "era5"), os.path.join(tmp.name, "sst.zarr")
+    >>> for m in months("2000-01", "2000-02"):  # two months of demo files, 10 degree cells
+    ...     _ = write_month(root, spec, sst, m)
+    >>> with dask.config.set({"pangeo-hpc.catalog.cache": False}):  # no scan cache kept
+    ...     report = to_zarr(root, store, sst)
+    >>> ds = open_store(store, sst, "2000-02", "2000-02")
+    >>> ds[sst].shape, str(ds[sst].time0[0].values)[:10]
+    ((29, 19, 36), '2000-02-01')
+    >>> tmp.cleanup()
     """
     ds = xr.open_zarr(store, consolidated=False)
     if variable not in ds.data_vars:
