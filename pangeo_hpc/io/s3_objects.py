@@ -70,8 +70,7 @@ def objects_to_index(
     >>> opts = S3Options(anon=True)  # doctest: +SKIP
     >>> url, sst = "s3://era5-pds", "sea_surface_temperature"
     >>> stamps = objects_to_index(url, opts, variable=sst, end="2008-12")  # doctest: +SKIP
-    >>> stamps[-1].path  # doctest: +SKIP
-    's3://era5-pds/2008/12/data/sea_surface_temperature.nc'
+    >>> stamps[-1].path  # 's3://era5-pds/2008/12/data/sea_surface_temperature.nc'  # doctest: +SKIP
     """
     url = run_location(url, opts, flag="url").url
     if variable is not None:
