@@ -173,9 +173,11 @@ def hourly(spec: DemoSpec, amp: np.ndarray, lon: np.ndarray, time1: np.ndarray) 
     >>> from pangeo_hpc.demo.spec import DemoSpec
     >>> from pangeo_hpc.inputs.periods import Month
     >>> spec, lat, lon = DemoSpec(seed=1), np.array([6.0]), np.array([0.0, 90.0])
-    >>> time1 = times(Month(2000, 1))[17:41]  # the 24 hours of 2000-01-02
-    >>> day = hourly(spec, amplitude(lat, lon), lon, time1).sum(axis=0)  # the daily total
-    >>> q = daily_factors(spec, np.array(["2000-01-02"], dtype="datetime64[D]"))
+    >>> time1 = times(Month(2000, 1))[42:66]  # the hours ending 2000-01-03T01 ... 01-04T00
+    >>> day = hourly(spec, amplitude(lat, lon), lon, time1).sum(axis=0)  # 2000-01-03's total
+    >>> day.round(5)
+    array([[0.00346, 0.00488]], dtype=float32)
+    >>> q = daily_factors(spec, np.array(["2000-01-03"], dtype="datetime64[D]"))
     >>> bool(np.allclose(day, amplitude(lat, lon) * q))
     True
     """
