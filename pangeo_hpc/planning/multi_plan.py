@@ -51,6 +51,13 @@ class MultiPlan:
     rows : list of dict
         One row per node count, the datasets summed (:func:`_summed_row`), with the keys
         of a :class:`~pangeo_hpc.planning.plan.Plan`'s rows.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.planning.multi_plan import plan_multi
+    >>> mp = plan_multi(load("cmip-bias"), data="data/era5-demo")  # doctest: +SKIP
+    >>> mp.best()["nodes"]  # doctest: +SKIP
     """
 
     recipe: str
@@ -81,6 +88,12 @@ class MultiPlan:
         -------
         dict[str, Any]
             The summed row.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> plan_multi(load("cmip-bias"), data="data/era5-demo").best()  # doctest: +SKIP
         """
         return dict(fewest_nodes(self.rows, within))
 
@@ -91,6 +104,12 @@ class MultiPlan:
         -------
         dict[str, Any]
             The document.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> doc = plan_multi(load("cmip-bias"), data="data/era5-demo").to_json()  # doctest: +SKIP
         """
         return {
             "recipe": self.recipe,
@@ -105,6 +124,12 @@ class MultiPlan:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> print(plan_multi(load("cmip-bias"), data="data/era5-demo").text())  # doctest: +SKIP
         """
         size = sum(p.model.size for p in self.parts.values())
         stored = sum(p.model.size / p.model.ratio for p in self.parts.values())
@@ -149,6 +174,12 @@ class MultiPlan:
         -------
         Axes
             The axes.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> ax = plan_multi(load("cmip-bias"), data="data/era5-demo").plot()  # doctest: +SKIP
         """
         summed = Plan(self.recipe, self.first.model, self.rows, dict(self.first.sources))
         ax = summed.plot(ax)
@@ -223,6 +254,12 @@ def plan_multi(
     InputError
         A dataset without a calibration (naming it and the ``calibrate`` call that
         measures every dataset), and as :func:`~pangeo_hpc.planning.plan.plan`.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.planning.multi_plan import plan_multi
+    >>> print(plan_multi(load("cmip-bias"), data="data/era5-demo").text())  # doctest: +SKIP
     """
     if options.get("size") is not None:
         raise InputError(
