@@ -516,9 +516,9 @@ def read_calibration(p: Path | str, s3: S3Options | None = None) -> Calibration 
     >>> read_calibration(Path("no-calibration.json")) is None
     True
     >>> doc = Calibration.from_json(config.get("plan.fallback"), "shipped figures").to_json()
-    >>> _ = Path("calibration.json").write_text(json.dumps(doc))
-    >>> read_calibration(Path("calibration.json")).source
-    'calibration.json'
+    >>> _ = Path("figures.json").write_text(json.dumps(doc))
+    >>> read_calibration(Path("figures.json")).source
+    'figures.json'
     """
     return None if _calibration_text(p, s3) is None else _read_calibration_file(p, s3)
 

@@ -92,6 +92,12 @@ def run(
     -------
     (Dataset, Report)
         The results in memory, and what was read and reused.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.run import run
+    >>> result, report = run(spec, ds, prepared, client, cache, reads)  # doctest: +SKIP
+    >>> report.line()  # doctest: +SKIP
     """
     n_pieces = len(prepared.pieces)
     chains = prepared.chains
