@@ -150,6 +150,7 @@ def lost_task(exc: Any) -> ClusterError:
 
     Examples
     --------
+    >>> from distributed import KilledWorker
     >>> from pangeo_hpc.clusters.diagnostics import lost_task
     >>> try:  # doctest: +SKIP
     ...     client.compute(result).result()

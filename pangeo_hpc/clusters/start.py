@@ -288,8 +288,11 @@ def prepare_local(
 
     Examples
     --------
+    >>> import os
+    >>> from unittest import mock
     >>> from pangeo_hpc.clusters.start import prepare_local
-    >>> prepare_local(workers=2, threads_per_worker=1)
+    >>> with mock.patch.dict(os.environ):  # it sets HDF5_USE_FILE_LOCKING: restored after
+    ...     prepare_local(workers=2, threads_per_worker=1)
     (2, 1)
     """
     # the CPUs this process may use (cgroup quota and affinity), not the host's: in a

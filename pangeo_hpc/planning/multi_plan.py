@@ -54,10 +54,11 @@ class MultiPlan:
 
     Examples
     --------
-    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.batch import load_multi
     >>> from pangeo_hpc.planning.multi_plan import plan_multi
-    >>> mp = plan_multi(load("cmip-bias"), data="data/era5-demo")  # doctest: +SKIP
-    >>> mp.best()["nodes"]  # doctest: +SKIP
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+    >>> list(mp.parts), mp.best()["nodes"]  # doctest: +SKIP
     """
 
     recipe: str
@@ -91,9 +92,11 @@ class MultiPlan:
 
         Examples
         --------
-        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.batch import load_multi
         >>> from pangeo_hpc.planning.multi_plan import plan_multi
-        >>> plan_multi(load("cmip-bias"), data="data/era5-demo").best()  # doctest: +SKIP
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> mp.best()["nodes"]  # doctest: +SKIP
         """
         return dict(fewest_nodes(self.rows, within))
 
@@ -107,9 +110,11 @@ class MultiPlan:
 
         Examples
         --------
-        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.batch import load_multi
         >>> from pangeo_hpc.planning.multi_plan import plan_multi
-        >>> doc = plan_multi(load("cmip-bias"), data="data/era5-demo").to_json()  # doctest: +SKIP
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> sorted(mp.to_json())  # doctest: +SKIP
         """
         return {
             "recipe": self.recipe,
@@ -127,9 +132,11 @@ class MultiPlan:
 
         Examples
         --------
-        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from pangeo_hpc.batch import load_multi
         >>> from pangeo_hpc.planning.multi_plan import plan_multi
-        >>> print(plan_multi(load("cmip-bias"), data="data/era5-demo").text())  # doctest: +SKIP
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> print(mp.text())  # doctest: +SKIP
         """
         size = sum(p.model.size for p in self.parts.values())
         stored = sum(p.model.size / p.model.ratio for p in self.parts.values())
@@ -177,9 +184,12 @@ class MultiPlan:
 
         Examples
         --------
-        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> from matplotlib.figure import Figure
+        >>> from pangeo_hpc.batch import load_multi
         >>> from pangeo_hpc.planning.multi_plan import plan_multi
-        >>> ax = plan_multi(load("cmip-bias"), data="data/era5-demo").plot()  # doctest: +SKIP
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> ax = mp.plot(Figure().add_subplot())  # doctest: +SKIP
         """
         summed = Plan(self.recipe, self.first.model, self.rows, dict(self.first.sources))
         ax = summed.plot(ax)
@@ -257,9 +267,11 @@ def plan_multi(
 
     Examples
     --------
-    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.batch import load_multi
     >>> from pangeo_hpc.planning.multi_plan import plan_multi
-    >>> print(plan_multi(load("cmip-bias"), data="data/era5-demo").text())  # doctest: +SKIP
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+    >>> print(mp.text())  # doctest: +SKIP
     """
     if options.get("size") is not None:
         raise InputError(

@@ -440,9 +440,11 @@ def warmup_summary(report: Any) -> dict[str, Any] | None:
     Examples
     --------
     >>> from pangeo_hpc.batch.pipeline.results import warmup_summary
-    >>> warmup_summary(None) is None
+    >>> from pangeo_hpc.storage.warmup import WarmupReport
+    >>> warmup_summary(WarmupReport("read", files=2, bytes=2_000_000_000, seconds=4.0))
+    {'files': 2, 'bytes': 2000000000, 'seconds': 4.0, 'skipped': 0, 'failed': []}
+    >>> warmup_summary(None) is None  # no warm-up asked for
     True
-    >>> warmup_summary(warm(client, "/fsx/era5", period))  # doctest: +SKIP
     """
     if report is None:
         return None
