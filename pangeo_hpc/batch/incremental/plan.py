@@ -57,10 +57,11 @@ class ResultPlan:
 
     Examples
     --------
+    >>> from pangeo_hpc.batch import open_inputs
     >>> from pangeo_hpc.batch.incremental.plan import prepare
-    >>> prepared = prepare(spec, ds)  # doctest: +SKIP
-    >>> plan = prepared.results[0]  # doctest: +SKIP
-    >>> plan.split.reduction.name, plan.rows[:2]  # doctest: +SKIP
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> plan = prepare(inputs.spec, inputs.dataset).results[0]  # doctest: +SKIP
+    >>> plan.name, plan.split.reduction.name, plan.rows[:2]  # doctest: +SKIP
     """
 
     name: str
@@ -90,9 +91,11 @@ class ResultPlan:
 
         Examples
         --------
+        >>> from pangeo_hpc.batch import open_inputs
         >>> from pangeo_hpc.batch.incremental.plan import prepare
-        >>> plan = prepare(spec, ds).results[0]  # doctest: +SKIP
-        >>> [i for i in range(len(plan.rows)) if plan.uses(i)]  # doctest: +SKIP
+        >>> inputs = open_inputs("era5-nino34-djf", data="data/era5-demo")  # doctest: +SKIP
+        >>> plan = prepare(inputs.spec, inputs.dataset).results[0]  # doctest: +SKIP
+        >>> [i for i in range(len(plan.rows)) if plan.uses(i)]  # the winters  # doctest: +SKIP
         """
         a, b = self.rows[piece]
         return a != b
@@ -154,8 +157,10 @@ class Prepared:
 
         Examples
         --------
+        >>> from pangeo_hpc.batch import open_inputs
         >>> from pangeo_hpc.batch.incremental.plan import prepare
-        >>> prepared = prepare(spec, ds)  # doctest: +SKIP
+        >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+        >>> prepared = prepare(inputs.spec, inputs.dataset)  # doctest: +SKIP
         >>> prepared.files(range(len(prepared.pieces)))  # doctest: +SKIP
         """
         return sum(len(self.pieces[i][2]) for i in pieces)
@@ -171,9 +176,10 @@ class Prepared:
 
         Examples
         --------
+        >>> from pangeo_hpc.batch import open_inputs
         >>> from pangeo_hpc.batch.incremental.plan import prepare
-        >>> prepared = prepare(spec, ds)  # a winter-only recipe  # doctest: +SKIP
-        >>> prepared.unused()  # the pieces of March to November  # doctest: +SKIP
+        >>> inputs = open_inputs("era5-nino34-djf", data="data/era5-demo")  # doctest: +SKIP
+        >>> prepare(inputs.spec, inputs.dataset).unused()  # March to November  # doctest: +SKIP
         """
         plans = self.chains.values()
         return {i for i in range(len(self.pieces)) if not any(p.uses(i) for p in plans)}
@@ -200,8 +206,10 @@ def check(recipe: Any, data: xr.Dataset, memo: chain.Memo) -> bool:
 
     Examples
     --------
+    >>> from pangeo_hpc.batch import open_inputs
     >>> from pangeo_hpc.batch.incremental.plan import check
-    >>> check(spec, ds, memo={})  # True: every result splits at a reduction  # doctest: +SKIP
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> check(inputs.spec, inputs.dataset, memo={})  # every result splits  # doctest: +SKIP
     """
     cuts = [split(steps) for steps in chain.result_chains(recipe).values()]
     if any(isinstance(cut, str) for cut in cuts):

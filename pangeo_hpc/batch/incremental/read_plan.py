@@ -79,8 +79,10 @@ class ReadPlan:
 
         Examples
         --------
+        >>> from pangeo_hpc.batch import open_inputs
         >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan
-        >>> plan = ReadPlan.whole(ds, "the recipe does not split at a reduction")  # doctest: +SKIP
+        >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+        >>> plan = ReadPlan.whole(inputs.dataset, "caching is off")  # doctest: +SKIP
         >>> plan.files_to_read == plan.files  # doctest: +SKIP
         """
         files = list(data.encoding.get("source_files") or [])
@@ -185,8 +187,10 @@ def plan_reads(
 
     Examples
     --------
-    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch import StateCache, open_inputs
     >>> from pangeo_hpc.batch.incremental.read_plan import plan_reads
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> spec, ds = inputs.spec, inputs.dataset  # doctest: +SKIP
     >>> prepared, reads = plan_reads(spec, ds, StateCache(), why_not="")  # doctest: +SKIP
     >>> reads.files_reused, reads.files_to_read  # doctest: +SKIP
     """

@@ -237,8 +237,12 @@ def entry_meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[s
 
     Examples
     --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> from pangeo_hpc.batch.incremental.plan import prepare
     >>> from pangeo_hpc.batch.incremental.states import entry_meta
-    >>> entry_meta(spec, prepared, prepared.results[0].chain, 0)  # doctest: +SKIP
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> prepared = prepare(inputs.spec, inputs.dataset)  # doctest: +SKIP
+    >>> entry_meta(inputs.spec, prepared, prepared.results[0].chain, 0)  # doctest: +SKIP
     """
     plan = prepared.chains[c]
     results = [p.name or recipe.variable for p in prepared.results if p.chain == c]
@@ -272,8 +276,11 @@ def keeps_values(plan: ResultPlan) -> bool:
 
     Examples
     --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> from pangeo_hpc.batch.incremental.plan import prepare
     >>> from pangeo_hpc.batch.incremental.states import keeps_values
-    >>> [keeps_values(plan) for plan in prepared.results]  # doctest: +SKIP
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> [keeps_values(p) for p in prepare(inputs.spec, inputs.dataset).results]  # doctest: +SKIP
     """
     return plan.split.how.periods
 
