@@ -99,7 +99,7 @@ FOLDERS = ["batch", "cli", "clusters", "demo", "inputs", "io", "lab", "planning"
 METHOD_FOLDERS = FOLDERS
 #: folders whose public names and methods must also have an Examples section (EX01; each
 #: runs in tests/test_examples.py)
-EXAMPLE_FOLDERS: list[str] = ["cli", "inputs", "io", "lab", "recipes", "s3", "storage", "write"]
+EXAMPLE_FOLDERS: list[str] = FOLDERS  # every folder
 
 
 def _codes(folder: str) -> tuple[str, ...]:

@@ -63,6 +63,15 @@ class Guard:
         Dollars per node-hour of the cluster's nodes.
     predicted : str
         What the plan predicted for the run, for messages (``0.0031-0.0044 node-hours``).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.budget import Guard
+    >>> from pangeo_hpc.inputs.budget import parse_budget
+    >>> budget = parse_budget("5USD")
+    >>> guard = Guard(budget, node_hours=budget.node_hours(2.5), price=2.5)
+    >>> guard.node_hours
+    2.0
     """
 
     budget: Budget
@@ -80,6 +89,13 @@ def job_started() -> tuple[str, float]:
     -------
     (str, float)
         The job's id (or ``host:pid``) and its start (seconds since the epoch).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.budget import job_started
+    >>> job, since = job_started()  # outside a batch job: "host:pid" of this Python's eldest
+    >>> ":" in job, since > 0
+    (True, True)
     """
     import psutil
 
@@ -224,6 +240,16 @@ def within_budget(
     BudgetSpent
         The budget was spent: the run was stopped as Ctrl-C stops it, after the cluster
         closed (its jobs cancelled).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.budget import Guard, within_budget
+    >>> from pangeo_hpc.clusters.start import running_cluster
+    >>> from pangeo_hpc.inputs.budget import parse_budget
+    >>> guard = Guard(parse_budget("0.5h"), node_hours=0.5)
+    >>> started = running_cluster("slurm", jobs=2)  # doctest: +SKIP
+    >>> with within_budget(started, guard) as (cluster, client):  # doctest: +SKIP
+    ...     client.compute(work).result()  # BudgetSpent once 0.5 node-hours are spent
     """
     if guard is None:
         with started as pair:

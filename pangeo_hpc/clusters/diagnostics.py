@@ -101,6 +101,11 @@ def explain(cluster: Any, kind: str, expected: int, timeout: float) -> str:
     -------
     str
         The message, several lines.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.diagnostics import explain
+    >>> print(explain(cluster, "slurm", expected=4, timeout=300))  # doctest: +SKIP
     """
     ids = _job_ids(cluster)
     n = len(cluster.scheduler_info.get("workers", {}))
@@ -142,6 +147,15 @@ def lost_task(exc: Any) -> ClusterError:
     -------
     ClusterError
         Its message names the task's key and the last worker's address.
+
+    Examples
+    --------
+    >>> from distributed import KilledWorker
+    >>> from pangeo_hpc.clusters.diagnostics import lost_task
+    >>> try:  # doctest: +SKIP
+    ...     client.compute(result).result()
+    ... except KilledWorker as exc:
+    ...     raise lost_task(exc) from None  # ClusterError: task '...' failed: 4 workers died ...
     """
     deaths = exc.allowed_failures + 1
     return ClusterError(
@@ -186,6 +200,13 @@ def preflight(cluster: Any, kind: str) -> None:
     ClusterError
         If Slurm's test submission (``sbatch --test-only``) refuses the job script, with
         its reason.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.diagnostics import preflight
+    >>> from pangeo_hpc.clusters.start import get_cluster
+    >>> cluster = get_cluster("slurm", profile="sdsc-comet", preview=True)  # doctest: +SKIP
+    >>> preflight(cluster, "slurm")  # doctest: +SKIP
     """
     refusal = _submit_check(cluster, kind)
     if refusal:
@@ -217,6 +238,12 @@ def wait_for_workers(client: Any, cluster: Any, kind: str, n: int, timeout: floa
     ClusterError
         If fewer than ``n`` workers came within ``timeout``: the message of
         :func:`explain`.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.diagnostics import wait_for_workers
+    >>> cluster.scale(jobs=2)  # doctest: +SKIP
+    >>> wait_for_workers(client, cluster, "slurm", n=2, timeout=600)  # doctest: +SKIP
     """
     try:
         client.wait_for_workers(n, timeout=timeout)

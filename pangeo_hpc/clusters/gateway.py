@@ -63,6 +63,12 @@ class GatewaySpec:
     environment_option : str, optional
         The cluster option that carries ``environment``; ``None`` when the gateway has
         none.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import GatewaySpec
+    >>> GatewaySpec({"worker_cores": 2}, {"AWS_SECRET_ACCESS_KEY": "s3cr3t"})
+    GatewaySpec({'worker_cores': 2, 'environment': {'AWS_SECRET_ACCESS_KEY': '***'}})
     """
 
     options: dict[str, Any] = field(default_factory=dict)
@@ -76,6 +82,12 @@ class GatewaySpec:
         -------
         list[str]
             The values.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.gateway import GatewaySpec
+        >>> GatewaySpec(environment={"AWS_SECRET_ACCESS_KEY": "s3cr3t", "TZ": "UTC"}).secrets()
+        ['s3cr3t']
         """
         return [v for k, v in self.environment.items() if k in SECRET_VARS and v]
 
@@ -86,6 +98,13 @@ class GatewaySpec:
         -------
         dict[str, Any]
             The options.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.gateway import GatewaySpec
+        >>> spec = GatewaySpec({"worker_cores": 2}, {"AWS_SECRET_ACCESS_KEY": "x", "TZ": "UTC"})
+        >>> spec.shown()
+        {'worker_cores': 2, 'environment': {'AWS_SECRET_ACCESS_KEY': '***', 'TZ': 'UTC'}}
         """
         env = {k: "***" if k in SECRET_VARS else v for k, v in self.environment.items()}
         out = dict(self.options)
@@ -108,6 +127,13 @@ class GatewaySpec:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.gateway import GatewaySpec
+        >>> spec = GatewaySpec(environment={"AWS_SECRET_ACCESS_KEY": "s3cr3t"})
+        >>> spec.hide("refused with key s3cr3t")
+        'refused with key ***'
         """
         for secret in self.secrets():
             text = text.replace(secret, "***")
@@ -138,6 +164,15 @@ def gateway_spec(
     Returns
     -------
     GatewaySpec
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import gateway_spec
+    >>> spec = gateway_spec({"worker_cores": 2, "environment": {"GDAL_CACHEMAX": "512"}},
+    ...                     environ={"AWS_ACCESS_KEY_ID": "AKIA", "AWS_SECRET_ACCESS_KEY": "key"})
+    >>> shown = spec.shown()["environment"]  # what may be printed
+    >>> spec.options, shown["GDAL_CACHEMAX"], shown["AWS_SECRET_ACCESS_KEY"]
+    ({'worker_cores': 2}, '512', '***')
     """
     profile = dict(profile or {})
     opts = dict(profile.get("options") or {})
@@ -193,6 +228,11 @@ def new_gateway_cluster(spec: GatewaySpec) -> Any:
     ClusterError
         If the gateway cannot be reached or refuses the options (credentials hidden in
         the message).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import gateway_spec, new_gateway_cluster
+    >>> cluster = new_gateway_cluster(gateway_spec({"worker_cores": 2}))  # doctest: +SKIP
     """
     gateway = _gateway()
     address = gateway.address
@@ -235,6 +275,11 @@ def close_gateway(obj: Any) -> None:
     ----------
     obj : Any
         A ``Gateway`` or a ``GatewayCluster`` (closed ones are left alone).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import close_gateway
+    >>> close_gateway(cluster)  # doctest: +SKIP
     """
     try:
         obj.close()
@@ -283,6 +328,12 @@ def versions() -> dict[str, str]:
     -------
     dict[str, str]
         Package name -> version (Python's among them).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import versions
+    >>> sorted(versions())
+    ['dask', 'distributed', 'numpy', 'pangeo_hpc', 'python']
     """
     out = {"python": platform.python_version()}
     for name in VERSIONED[1:]:
@@ -304,6 +355,15 @@ def version_mismatch(here: Mapping[str, str], there: Mapping[str, str]) -> str |
     -------
     str or None
         The line, or ``None`` when they agree.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import version_mismatch, versions
+    >>> here = versions()
+    >>> version_mismatch(here, here) is None
+    True
+    >>> print(version_mismatch(here, {**here, "python": "3.9.0"}))
+    the gateway's workers run python 3.9.0 (here 3...): give the profile's options the image ...
     """
     diff = [k for k in VERSIONED if here.get(k) != there.get(k)]
     if not diff:
@@ -331,6 +391,11 @@ def check_versions(client: Any) -> None:
     ------
     InputError
         If a package's version differs between this process and the worker.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import check_versions
+    >>> check_versions(client)  # doctest: +SKIP
     """
     workers = list(client.scheduler_info(n_workers=-1)["workers"])
     if not workers:
@@ -379,6 +444,12 @@ def start_gateway(
     ------
     ClusterError
         If the workers do not come within ``timeout``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.gateway import gateway_spec, new_gateway_cluster, start_gateway
+    >>> cluster = new_gateway_cluster(gateway_spec())  # doctest: +SKIP
+    >>> client = start_gateway(cluster, adapt=(1, 10))  # doctest: +SKIP
     """
     if adapt is not None:
         cluster.adapt(minimum=adapt[0], maximum=adapt[1])

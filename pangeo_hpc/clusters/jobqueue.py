@@ -65,6 +65,13 @@ def worker_env(*, hdf5_file_locking: bool | None = None) -> dict[str, str]:
     -------
     dict[str, str]
         Variable -> value.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.jobqueue import worker_env
+    >>> env = worker_env()
+    >>> env["OMP_NUM_THREADS"], env["HDF5_USE_FILE_LOCKING"]
+    ('1', 'FALSE')
     """
     locking = config.get("cluster.hdf5-file-locking", hdf5_file_locking)
     return {
@@ -116,6 +123,14 @@ def cluster_kwargs(kind: str, profile: dict[str, Any], *, name: str = "dask-work
     ------
     InputError
         If the profile lacks ``cores`` or ``memory``, or has more processes than cores.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.jobqueue import cluster_kwargs
+    >>> from pangeo_hpc.clusters.profiles import resolve
+    >>> kwargs = cluster_kwargs("slurm", resolve("sdsc-comet"))
+    >>> kwargs["cores"], kwargs["processes"], kwargs["memory"]
+    (24, 12, '120GB')
     """
     missing = [k for k in ("cores", "memory") if profile.get(k) in (None, "")]
     if missing:
@@ -212,6 +227,11 @@ def close_when_idle(dask_scheduler: Any, seconds: float) -> None:
         The scheduler (passed by ``run_on_scheduler``).
     seconds : float
         Idle seconds before it closes.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.jobqueue import close_when_idle
+    >>> client.run_on_scheduler(close_when_idle, seconds=600)  # doctest: +SKIP
     """
     dask_scheduler.idle_timeout = _seconds(seconds, "idle_timeout")
     dask_scheduler.idle_since = None
@@ -245,6 +265,15 @@ def processes_per_job(cluster: Any) -> int:
         The ``--nworkers N`` of the worker command in ``cluster.job_script()`` (written by
         dask-jobqueue when a job starts more than one process), else 1; 1 for a cluster
         without a job script (a ``LocalCluster``).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.jobqueue import processes_per_job
+    >>> from pangeo_hpc.clusters.start import get_cluster
+    >>> cluster = get_cluster("slurm", profile="sdsc-comet", preview=True)
+    >>> processes_per_job(cluster)
+    12
+    >>> cluster.close()
     """
     job_script = getattr(cluster, "job_script", None)
     if job_script is None:
@@ -272,6 +301,15 @@ def log_directory(cluster: Any) -> str | None:
         The folder of the first ``-e``/``-o`` line of ``cluster.job_header`` (dask-jobqueue
         writes them when it has a ``log_directory``); None without one, or for a cluster
         without a job header (a ``LocalCluster``).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.jobqueue import log_directory
+    >>> from pangeo_hpc.clusters.start import get_cluster
+    >>> cluster = get_cluster("slurm", profile="sdsc-comet", preview=True)
+    >>> log_directory(cluster)
+    '.../.pangeo-hpc/logs'
+    >>> cluster.close()
     """
     header = getattr(cluster, "job_header", None)
     found = _LOG_LINE.search(header) if isinstance(header, str) else None
@@ -303,6 +341,15 @@ def make_cluster(kind: str, profile: dict[str, Any], *, preview: bool = False) -
     InputError
         If the profile's options are not valid (:func:`cluster_kwargs`) or its network
         interface does not exist on this host.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.jobqueue import make_cluster
+    >>> from pangeo_hpc.clusters.profiles import resolve
+    >>> cluster = make_cluster("slurm", resolve("sdsc-comet"), preview=True)
+    >>> "#SBATCH" in cluster.job_script()
+    True
+    >>> cluster.close()
     """
     import psutil
 

@@ -18,6 +18,12 @@ def names() -> list[str]:
     -------
     list[str]
         The names, sorted.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.profiles import names
+    >>> "sdsc-comet" in names()
+    True
     """
     return sorted(dask.config.get("pangeo-hpc.profiles", {}) or {})
 
@@ -44,6 +50,13 @@ def resolve(name: str, **overrides: Any) -> dict[str, Any]:
     InputError
         If there is no profile ``name`` (the message lists the known ones), or its kind
         is unknown.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.profiles import resolve
+    >>> options = resolve("sdsc-comet", walltime="00:30:00", queue=None)
+    >>> options["kind"], options["walltime"]
+    ('slurm', '00:30:00')
     """
     profiles = dask.config.get("pangeo-hpc.profiles", {}) or {}
     if name not in profiles:
@@ -71,6 +84,12 @@ def describe(name: str) -> str:
     -------
     str
         The line.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.profiles import describe
+    >>> describe("sdsc-comet")
+    'slurm queue=compute cores=24 processes=12 memory=120GB walltime=02:00:00 interface=ib0'
     """
     p = resolve(name)
     parts = [p.get("kind", "local")]

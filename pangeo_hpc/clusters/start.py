@@ -54,6 +54,11 @@ def slurm_available(timeout: float = 10) -> bool:
     -------
     bool
         Whether Slurm can take jobs from here.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import slurm_available
+    >>> slurm_available()  # doctest: +SKIP
     """
     if os.environ.get("SLURM_JOB_ID"):
         return True
@@ -78,6 +83,11 @@ def slurm_node_profile() -> dict[str, Any]:
     ------
     ClusterError
         If ``sinfo`` fails or gives no node.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import slurm_node_profile
+    >>> slurm_node_profile()  # doctest: +SKIP
     """
     command = ["sinfo", "-h", "-o", "%c %m %P"]
     try:
@@ -125,6 +135,13 @@ def resolve_kind(
         memory.
     ClusterError
         If Slurm without a profile cannot tell its nodes' cores and memory.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import resolve_kind
+    >>> kind, options = resolve_kind("auto", "sdsc-comet")
+    >>> kind, options["cores"]
+    ('slurm', 24)
     """
     if kind not in KINDS:
         raise InputError(f"cluster kind {kind!r} is unknown: use one of {', '.join(KINDS)}")
@@ -163,6 +180,12 @@ def site_name(kind: str, profile: str | None) -> str:
     -------
     str
         The site's name.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import site_name
+    >>> site_name("slurm", "sdsc-comet"), site_name("slurm", None)
+    ('sdsc-comet', 'slurm')
     """
     return profile if profile and profile != "auto" else kind
 
@@ -262,6 +285,15 @@ def prepare_local(
     ------
     InputError
         If ``workers`` is not a whole number of at least 1.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> from pangeo_hpc.clusters.start import prepare_local
+    >>> with mock.patch.dict(os.environ):  # it sets HDF5_USE_FILE_LOCKING: restored after
+    ...     prepare_local(workers=2, threads_per_worker=1)
+    (2, 1)
     """
     # the CPUs this process may use (cgroup quota and affinity), not the host's: in a
     # container or a binder pod os.cpu_count() is the whole node's
@@ -302,6 +334,14 @@ def local_cluster(
     -------
     LocalCluster
         The running cluster.
+
+    Examples
+    --------
+    >>> from distributed import Client
+    >>> from pangeo_hpc.clusters.start import local_cluster
+    >>> with local_cluster(workers=2, processes=False) as cluster, Client(cluster) as client:
+    ...     len(client.scheduler_info()["workers"])
+    1
     """
     from distributed import LocalCluster
 
@@ -344,6 +384,14 @@ def worker_count(cluster: Any, jobs: int) -> int:
     -------
     int
         The workers.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import get_cluster, worker_count
+    >>> cluster = get_cluster("slurm", profile="sdsc-comet", preview=True)
+    >>> worker_count(cluster, jobs=3)
+    36
+    >>> cluster.close()
     """
     return jobs * processes_per_job(cluster)
 
@@ -360,6 +408,13 @@ def kind_of(cluster: Any) -> str:
     -------
     str
         The kind.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import kind_of
+    >>> from pangeo_hpc.clusters.threads import ThreadClient
+    >>> kind_of(ThreadClient(2).cluster)
+    'local'
     """
     name = type(cluster).__name__.lower()
     return next((k for k in ("slurm", "pbs", "sge", "gateway") if name.startswith(k)), "local")

@@ -50,6 +50,14 @@ class ThreadFuture(cf.Future):
         The task's key.
     client : ThreadClient
         The client that runs it.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from pangeo_hpc.clusters.threads import ThreadClient
+    >>> future = ThreadClient(2).compute(dask.delayed(max)([4, 2]))
+    >>> future.result(), future.status
+    (4, 'finished')
     """
 
     def __init__(self, key: str, client: ThreadClient) -> None:
@@ -119,6 +127,12 @@ class ThreadClient:
         -------
         dict[str, Any]
             As :meth:`distributed.Client.scheduler_info`'s.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.threads import ThreadClient
+        >>> ThreadClient(4).scheduler_info()
+        {'workers': {'threads': {'nthreads': 4}}}
         """
         return {"workers": {WORKER: {"nthreads": self.threads}}}
 
@@ -134,6 +148,13 @@ class ThreadClient:
         -------
         dict[str, Any]
             Its result under this client's one worker address.
+
+        Examples
+        --------
+        >>> import os
+        >>> from pangeo_hpc.clusters.threads import ThreadClient
+        >>> ThreadClient(2).run(lambda: os.getpid() > 0)
+        {'threads': True}
         """
         return {WORKER: function()}
 
@@ -153,6 +174,20 @@ class ThreadClient:
         -------
         (int, int) or None
             Tasks left and in all, or ``None``.
+
+        Examples
+        --------
+        >>> import threading, time
+        >>> import dask
+        >>> from pangeo_hpc.clusters.threads import ThreadClient
+        >>> client, gate = ThreadClient(1), threading.Event()
+        >>> future = client.compute(dask.delayed(gate.wait)())
+        >>> while client.run_on_scheduler(None, key=future.key) is None:  # until the graph starts
+        ...     time.sleep(0.01)
+        >>> client.run_on_scheduler(None, key=future.key)  # tasks left, in all
+        (1, 1)
+        >>> gate.set(), future.result()
+        (None, True)
         """
         with self._lock:
             count = self._counts.get(key)
@@ -173,6 +208,14 @@ class ThreadClient:
         -------
         ThreadFuture or list of ThreadFuture
             The futures.
+
+        Examples
+        --------
+        >>> import dask
+        >>> from pangeo_hpc.clusters.threads import ThreadClient
+        >>> futures = ThreadClient(2).compute([dask.delayed(sum)([1, 2]), dask.delayed(len)("abc")])
+        >>> [f.result() for f in futures]
+        [3, 3]
         """
         many = isinstance(collections, list | tuple)
         items = list(collections) if many else [collections]
@@ -209,7 +252,15 @@ class ThreadClient:
         return outs if many else outs[0]
 
     def close(self) -> None:
-        """Nothing to close (for the ``with`` of a distributed client)."""
+        """Nothing to close (for the ``with`` of a distributed client).
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.threads import ThreadClient
+        >>> with ThreadClient(2) as client:  # close() at the end, as a distributed client's
+        ...     client.run(lambda: "ran")
+        {'threads': 'ran'}
+        """
 
     def __enter__(self) -> ThreadClient:
         return self
@@ -231,6 +282,14 @@ def as_completed(futures: Iterable[Any]) -> Iterator[Any]:
     -------
     iterator
         The futures, each once done.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from pangeo_hpc.clusters.threads import ThreadClient, as_completed
+    >>> futures = ThreadClient(2).compute([dask.delayed(abs)(-3), dask.delayed(abs)(-5)])
+    >>> sorted(f.result() for f in as_completed(futures))
+    [3, 5]
     """
     futures = list(futures)
     if all(isinstance(f, cf.Future) for f in futures):
@@ -257,6 +316,12 @@ def no_client_lookup() -> Iterator[None]:
     ------
     None
         Control, with the import refused.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.threads import no_client_lookup
+    >>> with no_client_lookup():  # doctest: +SKIP
+    ...     result.to_netcdf("out.nc")  # no 0.5 s import of distributed to learn there is no client
     """
     if "distributed" in sys.modules or "dask.distributed" in sys.modules:
         yield

@@ -31,7 +31,13 @@ __all__ = ["QuickExit", "quick_exit"]
 
 
 class QuickExit(WorkerPlugin):
-    """A worker plugin: the worker's process ends right after a normal close."""
+    """A worker plugin: the worker's process ends right after a normal close.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.worker_exit import QuickExit
+    >>> client.register_plugin(QuickExit())  # doctest: +SKIP
+    """
 
     name = "pangeo-hpc-quick-exit"
     idempotent = True
@@ -47,6 +53,14 @@ class QuickExit(WorkerPlugin):
         ----------
         worker : distributed.Worker
             The worker (passed by distributed).
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.worker_exit import QuickExit
+        >>> plugin = QuickExit()
+        >>> plugin.setup(worker=None)  # in the client's own process: nothing registered
+        >>> plugin.closed
+        False
         """
         if multiprocessing.parent_process() is None:
             return  # the client's own process: its exit is the caller's
@@ -61,6 +75,14 @@ class QuickExit(WorkerPlugin):
         ----------
         worker : distributed.Worker
             The worker (passed by distributed).
+
+        Examples
+        --------
+        >>> from pangeo_hpc.clusters.worker_exit import QuickExit
+        >>> plugin = QuickExit()
+        >>> plugin.teardown(worker=None)  # distributed calls it as the worker closes
+        >>> plugin.closed
+        True
         """
         self.closed = True
 
@@ -83,5 +105,10 @@ def quick_exit(client: Client) -> None:
     ----------
     client : Client
         A client of the cluster.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.worker_exit import quick_exit
+    >>> quick_exit(client)  # doctest: +SKIP
     """
     client.register_plugin(QuickExit())

@@ -49,6 +49,12 @@ class InputErrorFilter(logging.Filter):
     ----------
     name : str, optional
         As :class:`logging.Filter`'s.
+
+    Examples
+    --------
+    >>> import logging
+    >>> from pangeo_hpc.clusters.worker_logs import InputErrorFilter
+    >>> logging.getLogger("distributed.worker").addFilter(InputErrorFilter())  # doctest: +SKIP
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
@@ -64,6 +70,16 @@ class InputErrorFilter(logging.Filter):
         -------
         bool
             ``False`` to drop it.
+
+        Examples
+        --------
+        >>> import logging
+        >>> from pangeo_hpc.clusters.worker_logs import InputErrorFilter
+        >>> def record(*args):
+        ...     return logging.LogRecord("w", 40, "", 0, "Compute Failed %s %s", args, None)
+        >>> keep = InputErrorFilter().filter
+        >>> keep(record("key", "InputError('bad year')")), keep(record("key", "MemoryError()"))
+        (False, True)
         """
         msg = record.msg if isinstance(record.msg, str) else ""
         if msg.startswith("Compute Failed") and isinstance(record.args, tuple):
@@ -78,7 +94,13 @@ class InputErrorFilter(logging.Filter):
 
 
 class QuietInputErrors(WorkerPlugin):
-    """A worker plugin that puts :class:`InputErrorFilter` on the worker's loggers."""
+    """A worker plugin that puts :class:`InputErrorFilter` on the worker's loggers.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.worker_logs import QuietInputErrors
+    >>> client.register_plugin(QuietInputErrors())  # doctest: +SKIP
+    """
 
     name = "pangeo-hpc-quiet-input-errors"
     idempotent = True
@@ -93,6 +115,16 @@ class QuietInputErrors(WorkerPlugin):
         ----------
         worker : distributed.Worker
             The worker (passed by distributed).
+
+        Examples
+        --------
+        >>> import logging
+        >>> from pangeo_hpc.clusters.worker_logs import LOGGERS, QuietInputErrors
+        >>> plugin = QuietInputErrors()
+        >>> plugin.setup(worker=None)
+        >>> plugin._filter in logging.getLogger(LOGGERS[0]).filters
+        True
+        >>> plugin.teardown(worker=None)
         """
         for name in LOGGERS:
             logging.getLogger(name).addFilter(self._filter)
@@ -104,6 +136,16 @@ class QuietInputErrors(WorkerPlugin):
         ----------
         worker : distributed.Worker
             The worker (passed by distributed).
+
+        Examples
+        --------
+        >>> import logging
+        >>> from pangeo_hpc.clusters.worker_logs import LOGGERS, QuietInputErrors
+        >>> plugin = QuietInputErrors()
+        >>> plugin.setup(worker=None)
+        >>> plugin.teardown(worker=None)
+        >>> plugin._filter in logging.getLogger(LOGGERS[0]).filters
+        False
         """
         for name in LOGGERS:
             logging.getLogger(name).removeFilter(self._filter)
@@ -117,5 +159,10 @@ def quiet_input_errors(client: Client) -> None:
     ----------
     client : Client
         A client of the cluster.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.worker_logs import quiet_input_errors
+    >>> quiet_input_errors(client)  # doctest: +SKIP
     """
     client.register_plugin(QuietInputErrors())

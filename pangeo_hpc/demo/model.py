@@ -56,6 +56,14 @@ def planted_bias(lat: np.ndarray = LAT, lon: np.ndarray = LON) -> np.ndarray:
     -------
     np.ndarray
         The bias (K), shape ``(lat, lon)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.model import planted_bias
+    >>> planted_bias(np.array([0.0, 60.0]), np.array([90.0])).round(3)  # K, (lat, lon)
+    array([[ 2.  ],
+           [-0.25]])
     """
     la, lo = np.meshgrid(np.deg2rad(lat), np.deg2rad(lon), indexing="ij")
     return 0.5 + 1.5 * np.cos(la) ** 2 * np.sin(lo) - 2.0 * np.sin(la) ** 4

@@ -55,6 +55,14 @@ def times(month: Month) -> np.ndarray:
     -------
     np.ndarray
         The hours of the file.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.precip import times
+    >>> from pangeo_hpc.inputs.periods import Month
+    >>> hours = times(Month(2000, 1))
+    >>> hours[0], hours[-1], len(hours)
+    (np.datetime64('2000-01-01T07','h'), np.datetime64('2000-02-01T06','h'), 744)
     """
     start = np.datetime64(str(month), "h") + FIRST_HOUR
     stop = np.datetime64(str(month.next()), "h") + FIRST_HOUR
@@ -80,6 +88,15 @@ def daily_factors(spec: DemoSpec, days: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         One factor per day.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.precip import daily_factors
+    >>> from pangeo_hpc.demo.spec import DemoSpec
+    >>> days = np.arange("2000-01-01", "2000-01-05", dtype="datetime64[D]")
+    >>> daily_factors(DemoSpec(seed=1), days).round(3)  # 0 on dry days
+    array([0.   , 0.   , 0.393, 0.   ])
     """
     base = np.datetime64("1900-01-01", "D")
     out = np.empty(len(days))
@@ -104,6 +121,14 @@ def amplitude(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         The amplitude (m), shape ``(lat, lon)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.precip import amplitude
+    >>> amplitude(np.array([6.0, -45.0]), np.array([180.0])).round(4)  # m/day: ITCZ, storm track
+    array([[0.016 ],
+           [0.0054]])
     """
     la = lat.astype("f8")[:, None]
     lo = np.deg2rad(lon.astype("f8"))[None, :]
@@ -140,6 +165,21 @@ def hourly(spec: DemoSpec, amp: np.ndarray, lon: np.ndarray, time1: np.ndarray) 
     -------
     np.ndarray
         The accumulations, shape ``(time1, lat, lon)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.precip import amplitude, daily_factors, hourly, times
+    >>> from pangeo_hpc.demo.spec import DemoSpec
+    >>> from pangeo_hpc.inputs.periods import Month
+    >>> spec, lat, lon = DemoSpec(seed=1), np.array([6.0]), np.array([0.0, 90.0])
+    >>> time1 = times(Month(2000, 1))[42:66]  # the hours ending 2000-01-03T01 ... 01-04T00
+    >>> day = hourly(spec, amplitude(lat, lon), lon, time1).sum(axis=0)  # 2000-01-03's total
+    >>> day.round(5)
+    array([[0.00346, 0.00488]], dtype=float32)
+    >>> q = daily_factors(spec, np.array(["2000-01-03"], dtype="datetime64[D]"))
+    >>> bool(np.allclose(day, amplitude(lat, lon) * q))
+    True
     """
     days = _day_of(time1)
     q = daily_factors(spec, days)
@@ -160,6 +200,13 @@ def bounds(time1: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         Shape ``(time1, 2)``: each hour's start and end.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.precip import bounds
+    >>> bounds(np.array(["1900-01-01T02"], dtype="datetime64[h]"))
+    array([[1, 2]], dtype=int32)
     """
     end = (time1 - EPOCH).astype("i4")
     return np.stack([end - 1, end], axis=1).astype("i4")

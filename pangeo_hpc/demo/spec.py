@@ -62,6 +62,14 @@ def variable_names(value: str | tuple[str, ...] | list[str]) -> tuple[str, ...]:
     ------
     InputError
         If a name is not a demo variable (the message lists the known ones).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.spec import variable_names
+    >>> variable_names("precipitation_amount_1hour_Accumulation,sea_surface_temperature")
+    ('sea_surface_temperature', 'precipitation_amount_1hour_Accumulation')
+    >>> len(variable_names("all"))
+    5
     """
     items = value.split(",") if isinstance(value, str) else list(value)
     names = [str(n).strip() for n in items if str(n).strip()]
@@ -137,6 +145,17 @@ class DemoSpec:
         -------
         DemoSpec
             A spec with every field set.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> spec = DemoSpec(resolution=2.0).resolved()
+        >>> spec.resolution, spec.frequency, spec.variables
+        (2.0, 'daily', ('sea_surface_temperature',))
+        >>> DemoSpec(resolution=7.0).resolved()
+        Traceback (most recent call last):
+            ...
+        pangeo_hpc.errors.InputError: resolution 7.0 must divide 180 degrees, e.g. 0.25 or 1.0
         """
         values = {k: config.get(f"demo.{k.replace('_', '-')}", v) for k, v in asdict(self).items()}
         values["start"], values["end"] = str(values["start"]), str(values["end"])
@@ -153,6 +172,13 @@ class DemoSpec:
         -------
         dict[str, Any]
             Setting -> value.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> settings = DemoSpec(resolution=2.0).resolved().settings()
+        >>> settings["resolution"], "start" in settings
+        (2.0, False)
         """
         out = {k: v for k, v in asdict(self).items() if k not in NOT_SETTINGS}
         out["hdf5_chunks"] = list(out["hdf5_chunks"])

@@ -58,6 +58,13 @@ def grid(resolution: float) -> tuple[np.ndarray, np.ndarray]:
     -------
     (ndarray, ndarray)
         Latitudes (descending, from 90) and longitudes (from 0).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.sst import grid
+    >>> lat, lon = grid(45.0)
+    >>> lat, lon.size
+    (array([ 90.,  45.,   0., -45., -90.], dtype=float32), 8)
     """
     n = round(180 / resolution)
     lat = np.linspace(90.0, -90.0, n + 1)
@@ -86,6 +93,14 @@ def land_mask(lat: np.ndarray, lon: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         Boolean, shape ``(lat, lon)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.sst import land_mask
+    >>> land_mask(np.array([48.85, 0.0]), np.array([2.35, 330.0]))  # Paris; the Atlantic
+    array([[ True, False],
+           [False, False]])
     """
     key = (np.asarray(lat).tobytes(), np.asarray(lon).tobytes())
     if key not in _LAND_MASKS:
@@ -105,6 +120,14 @@ def known_land_masks() -> dict[tuple[bytes, bytes], np.ndarray]:
     -------
     dict[tuple[bytes, bytes], np.ndarray]
         The masks by the bytes of their latitudes and longitudes.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.sst import grid, known_land_masks, land_mask
+    >>> lat, lon = grid(10.0)
+    >>> mask = land_mask(lat, lon)
+    >>> (lat.tobytes(), lon.tobytes()) in known_land_masks()
+    True
     """
     return dict(_LAND_MASKS)
 
@@ -117,6 +140,15 @@ def remember_land_masks(masks: dict[tuple[bytes, bytes], np.ndarray]) -> None:
     masks : dict[tuple[bytes, bytes], np.ndarray]
         Masks by the bytes of their latitudes and longitudes, from
         :func:`known_land_masks`.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.sst import grid, known_land_masks, land_mask, remember_land_masks
+    >>> lat, lon = grid(10.0)
+    >>> mask = land_mask(lat, lon)
+    >>> remember_land_masks(known_land_masks())  # in a worker, the parent's masks
+    >>> bool((land_mask(lat, lon) == mask).all())
+    True
     """
     _LAND_MASKS.update(masks)
 
@@ -128,6 +160,14 @@ class Fields:
     ----------
     spec : DemoSpec
         The demo's settings (grid, seed).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.spec import DemoSpec
+    >>> from pangeo_hpc.demo.sst import Fields
+    >>> fields = Fields(DemoSpec(resolution=10.0).resolved())
+    >>> fields.lat.size, fields.lon.size, bool(fields.land.any())
+    (19, 36, True)
     """
 
     def __init__(self, spec: DemoSpec) -> None:
@@ -159,6 +199,15 @@ class Fields:
         -------
         np.ndarray
             Boolean, ``(lat, lon)``.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.sst import Fields
+        >>> fields = Fields(DemoSpec(resolution=10.0).resolved())
+        >>> ocean = fields.ocean()
+        >>> ocean.shape, bool((ocean & fields.land).any())
+        ((19, 36), False)
         """
         return ~self.land & (self.base + np.abs(self.seasonal) >= FREEZING)
 
@@ -174,6 +223,16 @@ class Fields:
         -------
         np.ndarray
             The hours.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.sst import Fields
+        >>> from pangeo_hpc.inputs.periods import Month
+        >>> fields = Fields(DemoSpec(resolution=10.0, frequency="daily").resolved())
+        >>> days = fields.times(Month(2000, 2))
+        >>> days[0], len(days)
+        (np.datetime64('2000-02-01T00','h'), 29)
         """
         start = np.datetime64(str(month), "h")
         stop = np.datetime64(str(month.next()), "h")
@@ -194,6 +253,16 @@ class Fields:
         -------
         np.ndarray
             Shape ``(time, lat, lon)``.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.sst import Fields
+        >>> from pangeo_hpc.inputs.periods import Month
+        >>> fields = Fields(DemoSpec(resolution=10.0, frequency="daily").resolved())
+        >>> sst = fields.sst(fields.times(Month(2000, 1)), rng=None)  # noise-free
+        >>> sst.shape, sst.dtype
+        ((31, 19, 36), dtype('float32'))
         """
         seas, trend, enso = time_factors(times, self.spec)
         clean = self.base + seas[:, None, None] * self.seasonal
@@ -231,6 +300,16 @@ def time_factors(times: np.ndarray, spec: DemoSpec) -> tuple[np.ndarray, np.ndar
     -------
     (ndarray, ndarray, ndarray)
         The seasonal phase (radians), the decades since the start, the ENSO amplitudes.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.spec import DemoSpec
+    >>> from pangeo_hpc.demo.sst import time_factors
+    >>> t = np.array(["2000-01-01T00", "2010-01-01T00"], dtype="datetime64[h]")
+    >>> seasonal, decades, enso = time_factors(t, DemoSpec().resolved())
+    >>> decades.round(3), enso.shape
+    (array([0., 1.]), (2, 3))
     """
     doy = ((times - EPOCH).astype("f8") / 24.0) % DAYS_PER_YEAR
     seas = np.cos(2 * np.pi * (doy - 228.0) / DAYS_PER_YEAR)
@@ -256,6 +335,13 @@ def zero_mean(pattern: np.ndarray, weights: np.ndarray) -> np.ndarray:
     -------
     np.ndarray
         The rescaled map.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.demo.sst import zero_mean
+    >>> zero_mean(np.array([1.0, 2.0, 6.0]), np.array([1.0, 1.0, 0.0]))
+    array([-0.08333333,  0.08333333,  0.75      ])
     """
     p = pattern / np.abs(pattern).max()
     return p - (p * weights).sum() / weights.sum()

@@ -43,6 +43,14 @@ class T2mFields:
         The demo's settings (grid, seed).
     sst : Fields, optional
         The SST's maps on the same grid, if already made (they are made otherwise).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.demo.spec import DemoSpec
+    >>> from pangeo_hpc.demo.t2m import T2mFields
+    >>> fields = T2mFields(DemoSpec(resolution=10.0).resolved())
+    >>> fields.base.shape
+    (19, 36)
     """
 
     def __init__(self, spec: DemoSpec, sst: Fields | None = None) -> None:
@@ -84,6 +92,16 @@ class T2mFields:
         -------
         np.ndarray
             The fields less their means.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.t2m import T2mFields
+        >>> fields = T2mFields(DemoSpec(resolution=10.0).resolved())
+        >>> x = fields.remove_domain_means(np.ones((1, *fields.base.shape)))
+        >>> [round(float((x[0] * w).sum() / w.sum()), 9) for _, w in fields.domains]  # land, ocean
+        [0.0, 0.0]
         """
         x = np.array(x, dtype="f8")
         shape = np.ones(x.shape[1:]) if profile is None else profile
@@ -105,6 +123,16 @@ class T2mFields:
         -------
         np.ndarray
             Shape ``(time, lat, lon)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.t2m import T2mFields
+        >>> fields = T2mFields(DemoSpec(resolution=10.0).resolved())
+        >>> day = np.arange("2000-01-01T00", "2000-01-02T00", dtype="datetime64[h]")
+        >>> float(abs(fields.diurnal(day).mean(axis=0)).max()) < 1e-9  # zero daily mean
+        True
         """
         hours, which = np.unique((times - EPOCH).astype("i8") % 24, return_inverse=True)
         local = hours.astype("f8")[:, None, None] + self.lon.astype("f8")[None, None, :] / 15.0
@@ -125,6 +153,16 @@ class T2mFields:
         -------
         np.ndarray
             Shape ``(time, lat, lon)``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.t2m import T2mFields
+        >>> fields = T2mFields(DemoSpec(resolution=10.0).resolved())
+        >>> t2m = fields.t2m(np.array(["2000-07-01T12"], dtype="datetime64[h]"), rng=None)
+        >>> t2m.shape, t2m.dtype
+        ((1, 19, 36), dtype('float32'))
         """
         seas, decades, _ = time_factors(times, self.spec)
         out = self.base + decades[:, None, None] * self.trend_map
@@ -146,6 +184,17 @@ class T2mFields:
         -------
         dict[str, np.ndarray]
             ``land`` and ``ocean``: one value per time.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.demo.spec import DemoSpec
+        >>> from pangeo_hpc.demo.t2m import T2mFields
+        >>> spec = DemoSpec(resolution=10.0, t2m_trend_land=0.3, t2m_trend_ocean=0.1).resolved()
+        >>> t = np.array(["2000-01-01T00", "2010-01-01T00"], dtype="datetime64[h]")
+        >>> means = T2mFields(spec).area_means(t)
+        >>> (np.diff(means["land"]) / np.diff(means["ocean"])).round(3)  # the trends' ratio
+        array([3.])
         """
         _, decades, _ = time_factors(times, self.spec)
         out = {}

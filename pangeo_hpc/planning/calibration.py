@@ -63,6 +63,13 @@ class RecipeFit:
         (:mod:`pangeo_hpc.recipes.fusion`): a read task spans several chunks, so the plan
         counts the fused spans (:func:`pangeo_hpc.planning.model.fused_read_tasks`), not
         the chunks; ``chunks`` and the figures per chunk are then per read task.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibration import RecipeFit
+    >>> fit = RecipeFit(process_rate=185e6, tasks_per_chunk=5.0, fixed=0.0, ratio=2.73)
+    >>> fit.process_rate / 1e6, fit.load_slowdown  # MB/s per worker process; no slowdown
+    (185.0, 1.0)
     """
 
     process_rate: float
@@ -97,6 +104,13 @@ class JobStarts:
         Jobs submitted at once in each round.
     created : str
         When (ISO 8601).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibration import JobStarts
+    >>> starts = JobStarts(queue=[12.0, 30.0, 18.0], arrival=[4.0, 6.5, 5.0], jobs=2)
+    >>> starts.ranges()  # ((queue low, high), (arrival low, high)), seconds
+    ((12.0, 30.0), (4.0, 6.5))
     """
 
     queue: list[float]
@@ -111,6 +125,12 @@ class JobStarts:
         -------
         ((float, float), (float, float))
             The ranges.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.calibration import JobStarts
+        >>> JobStarts(queue=[12.0, 30.0, 18.0], arrival=[4.0, 6.5, 5.0]).ranges()
+        ((12.0, 30.0), (4.0, 6.5))
         """
         return (min(self.queue), max(self.queue)), (min(self.arrival), max(self.arrival))
 
@@ -142,6 +162,14 @@ class Calibration:
         text.
     starts : dict[str, JobStarts], optional
         The batch jobs' start times of each site measured, by site.
+
+    Examples
+    --------
+    >>> from pangeo_hpc import config
+    >>> from pangeo_hpc.planning.calibration import Calibration
+    >>> shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+    >>> shipped.recipe("era5-sst-mean").process_rate > 0  # bytes/s per worker process
+    True
     """
 
     host: str
@@ -172,6 +200,18 @@ class Calibration:
         InputError
             If the recipe was never measured (the message gives the ``calibrate``
             call).
+
+        Examples
+        --------
+        >>> from pangeo_hpc import config
+        >>> from pangeo_hpc.planning.calibration import Calibration
+        >>> shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+        >>> shipped.recipe("era5-sst-mean").tasks_per_chunk > 0
+        True
+        >>> shipped.recipe("my-recipe")
+        Traceback (most recent call last):
+            ...
+        pangeo_hpc.errors.InputError: no calibration for recipe 'my-recipe' (calibrated: ...
         """
         if name not in self.recipes:
             call = f"calibrate({name!r})"
@@ -189,6 +229,13 @@ class Calibration:
         -------
         str
             The line.
+
+        Examples
+        --------
+        >>> from pangeo_hpc import config
+        >>> from pangeo_hpc.planning.calibration import Calibration
+        >>> Calibration.from_json(config.get("plan.fallback"), "shipped figures").describe()
+        'shipped figures, measured on ... (... cores) ...'
         """
         return f"{self.source}, measured on {self.host} ({self.cores} cores) {self.created[:10]}"
 
@@ -199,6 +246,15 @@ class Calibration:
         -------
         dict[str, Any]
             The document.
+
+        Examples
+        --------
+        >>> from pangeo_hpc import config
+        >>> from pangeo_hpc.planning.calibration import Calibration
+        >>> shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+        >>> again = Calibration.from_json(shipped.to_json(), "copy")
+        >>> again.recipes == shipped.recipes
+        True
         """
         doc = asdict(self)
         doc.pop("source")
@@ -214,6 +270,14 @@ class Calibration:
             The document.
         source : str
             Where it came from (for :meth:`describe`).
+
+        Examples
+        --------
+        >>> from pangeo_hpc import config
+        >>> from pangeo_hpc.planning.calibration import Calibration
+        >>> shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+        >>> shipped.source, "era5-sst-mean" in shipped.recipes
+        ('shipped figures', True)
         """
         try:
             recipes = {k: RecipeFit(**v) for k, v in (doc.get("recipes") or {}).items()}
@@ -257,6 +321,12 @@ def calibrate_call(recipe: str, site: str, kind: str) -> tuple[str, list[str]]:
     -------
     (str, list of str)
         The Python call, and the words of ``python -m pangeo_hpc.run calibrate ...``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibration import calibrate_call
+    >>> calibrate_call("era5-sst-mean", "local", "local")
+    ("calibrate('era5-sst-mean')", ['calibrate', 'era5-sst-mean'])
     """
     if kind == "local":
         return f"calibrate({recipe!r})", ["calibrate", recipe]
@@ -279,6 +349,12 @@ def calibration_path(path: str | Path | None = None) -> Path | str:
     -------
     Path or str
         A local path (``~`` expanded), or the URL.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibration import calibration_path
+    >>> calibration_path("figures.json"), calibration_path("s3://bucket/calibration.json")
+    (PosixPath('figures.json'), 's3://bucket/calibration.json')
     """
     from pangeo_hpc.s3.options import is_s3
 
@@ -319,6 +395,18 @@ def is_calibration_file(p: Path) -> bool:
     -------
     bool
         ``True`` for a calibration file of this package.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pathlib import Path
+    >>> from pangeo_hpc import config
+    >>> from pangeo_hpc.planning.calibration import Calibration, is_calibration_file
+    >>> shipped = Calibration.from_json(config.get("plan.fallback"), "shipped figures")
+    >>> _ = Path("old.json").write_text(json.dumps(shipped.to_json()))  # an earlier version's
+    >>> _ = Path("notes.json").write_text("{}")
+    >>> is_calibration_file(Path("old.json")), is_calibration_file(Path("notes.json"))
+    (True, False)
     """
     from pangeo_hpc.write.marks import file_is_ours
 
@@ -367,6 +455,18 @@ def calibration_target(
     InputError
         If the target is a folder, a file this package did not write, or inside
         ``data``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.calibration import calibration_target
+    >>> calibration_target("calibration.json", data="data/era5-demo")  # new: may be written
+    PosixPath('calibration.json')
+    >>> from pathlib import Path
+    >>> _ = Path("notes.json").write_text("{}")  # a file of the user's
+    >>> calibration_target("notes.json")
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: path='notes.json' exists and is not a calibration file...
     """
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.write.guard import check_inputs, local_path
@@ -406,6 +506,19 @@ def read_calibration(p: Path | str, s3: S3Options | None = None) -> Calibration 
     ------
     InputError
         If the file is not readable JSON.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pathlib import Path
+    >>> from pangeo_hpc import config
+    >>> from pangeo_hpc.planning.calibration import Calibration, read_calibration
+    >>> read_calibration(Path("no-calibration.json")) is None
+    True
+    >>> doc = Calibration.from_json(config.get("plan.fallback"), "shipped figures").to_json()
+    >>> _ = Path("figures.json").write_text(json.dumps(doc))
+    >>> read_calibration(Path("figures.json")).source
+    'figures.json'
     """
     return None if _calibration_text(p, s3) is None else _read_calibration_file(p, s3)
 

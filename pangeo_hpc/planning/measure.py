@@ -57,6 +57,13 @@ class Run:
         CPU seconds of the worker processes.
     scheduler_cpu : float, optional
         CPU seconds of this process (scheduler and client).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import Run
+    >>> run = Run(chunks=8, bytes=1_000_000_000, tasks=40, wall=2.5)
+    >>> run.bytes / run.wall / 1e6  # MB/s of this run
+    400.0
     """
 
     chunks: int
@@ -84,6 +91,11 @@ def timed_run(client: Any, lazy: Any, run: Run) -> Run:
     -------
     Run
         ``run`` with its times.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import Run, timed_run
+    >>> run = timed_run(client, lazy, Run(chunks=8, bytes=10**9, tasks=40))  # doctest: +SKIP
     """
     from distributed import get_task_stream
 
@@ -113,6 +125,13 @@ def read_local(files: list[str]) -> None:
     ----------
     files : list[str]
         Paths and URLs (URLs are left out).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.planning.measure import read_local
+    >>> _ = Path("month.nc").write_bytes(b"0" * 1024)
+    >>> read_local(["month.nc"])  # now in the page cache
     """
     for f in files:
         if "://" not in str(f):
@@ -131,6 +150,14 @@ def median_run(runs: list[Run]) -> Run:
     -------
     Run
         The first run's size with the median times.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import Run, median_run
+    >>> times = [(2.0, 3.0), (4.0, 1.0), (3.0, 2.0)]  # wall, computing
+    >>> runs = [Run(8, 10**9, 40, wall=w, computing=c) for w, c in times]
+    >>> median_run(runs)
+    Run(chunks=8, bytes=1000000000, tasks=40, wall=3.0, computing=2.0, worker_cpu=0.0, s...
     """
     med = {
         k: statistics.median(getattr(r, k) for r in runs)
@@ -152,6 +179,16 @@ def run_spread(runs: list[tuple[Run, ...]]) -> tuple[float, float]:
     -------
     (float, float)
         Lowest and highest wall time over its size's median.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import Run, run_spread
+    >>> small, large = (8, 10**9, 40), (16, 2 * 10**9, 80)
+    >>> rounds = [(Run(*small, wall=2.0), Run(*large, wall=4.0)),
+    ...           (Run(*small, wall=2.6), Run(*large, wall=3.6)),
+    ...           (Run(*small, wall=1.9), Run(*large, wall=4.4))]
+    >>> run_spread(rounds)  # fastest and slowest over its size's median
+    (0.9, 1.3)
     """
     ratios = []
     for size in zip(*runs, strict=True):
@@ -196,6 +233,13 @@ def job_starts(
     ClusterError
         If the workers do not leave after ``scale(0)``, or the jobs do not start, within
         the time allowed.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.clusters.start import running_cluster
+    >>> from pangeo_hpc.planning.measure import job_starts
+    >>> with running_cluster("slurm", profile="sdsc-comet") as (cluster, client):  # doctest: +SKIP
+    ...     queue, arrival = job_starts(cluster, client, jobs=2, repeat=3)
     """
     from pangeo_hpc import config
     from pangeo_hpc.clusters.budget import job_started
@@ -262,6 +306,11 @@ def local_starts(workers: int, repeat: int = 3) -> list[float]:
     -------
     list of float
         Seconds of each.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import local_starts
+    >>> local_starts(workers=2, repeat=3)  # doctest: +SKIP
     """
     from pangeo_hpc.clusters.start import running_cluster
 
@@ -308,6 +357,11 @@ def load_slowdown(client: Any, lazy: Any, cores: int, repeat: int = 3) -> float:
     -------
     float
         The slowdown (1 or more).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import load_slowdown
+    >>> load_slowdown(client, lazy, cores=4)  # doctest: +SKIP
     """
     from pangeo_hpc.clusters.start import kind_of, running_cluster
 
@@ -400,6 +454,15 @@ def storage_rates(
     -------
     dict[str, float]
         Bytes/s by kind, and ``cache``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.planning.measure import storage_rates
+    >>> _ = Path("sample.bin").write_bytes(bytes(4_000_000))
+    >>> rates = storage_rates({"local": "sample.bin"}, max_bytes="2MB")  # bytes/s
+    >>> sorted(rates), all(r > 0 for r in rates.values())
+    (['cache', 'local'], True)
     """
     from pangeo_hpc.s3.options import is_s3
     from pangeo_hpc.storage.survey import read_speed
@@ -433,6 +496,11 @@ def noop_cpu(client: Any, tasks: int = 2000) -> float:
     -------
     float
         CPU seconds per task.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import noop_cpu
+    >>> noop_cpu(client, tasks=2000)  # doctest: +SKIP
     """
     from pangeo_hpc.planning.overhead import task_overhead
 
@@ -461,6 +529,11 @@ def simulated_growth(workers: int, tasks: int, base: float) -> float:
     -------
     float
         Seconds per task per added worker (0 or more).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import simulated_growth
+    >>> simulated_growth(workers=4, tasks=2000, base=0.0008)  # doctest: +SKIP
     """
     from pangeo_hpc.clusters.start import running_cluster
 
@@ -486,6 +559,11 @@ def worker_count(client: Any) -> int:
     -------
     int
         The count.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import worker_count
+    >>> worker_count(client)  # doctest: +SKIP
     """
     return len(client.scheduler_info()["workers"])
 
@@ -502,6 +580,11 @@ def worker_cpu(client: Any) -> float:
     -------
     float
         CPU seconds.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import worker_cpu
+    >>> worker_cpu(client)  # doctest: +SKIP
     """
     return float(sum(client.run(time.process_time).values()))
 
@@ -518,6 +601,11 @@ def on_this_host(client: Any) -> bool:
     -------
     bool
         Whether they all run on this host.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import on_this_host
+    >>> on_this_host(client)  # doctest: +SKIP
     """
     from distributed.utils import get_ip
 
@@ -534,6 +622,12 @@ def host_cores() -> int:
     -------
     int
         The count.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measure import host_cores
+    >>> host_cores() >= 1
+    True
     """
     from dask.system import CPU_COUNT
 

@@ -48,6 +48,13 @@ def open_measured(
     -------
     xarray.Dataset
         The data, lazily.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.planning.measured_recipes import open_measured
+    >>> spec = load("era5-sst-mean")
+    >>> ds = open_measured(spec, "data/era5-demo", "2000-01", "2000-12")  # doctest: +SKIP
     """
     from pangeo_hpc.batch.pipeline.steps import data_root, open_dataset
     from pangeo_hpc.io.era5 import open_era5
@@ -87,6 +94,11 @@ def recipes_to_measure(
     -------
     dict[str, Recipe]
         Name -> one-dataset recipe.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.measured_recipes import recipes_to_measure
+    >>> recipes_to_measure("era5-sst-mean", "data/era5-demo", None, None)  # doctest: +SKIP
     """
     from pangeo_hpc.batch.chains import recipe_yaml
     from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict, is_multi
@@ -117,6 +129,13 @@ def measured_root(recipes: Iterable[Recipe], root: str) -> str:
     -------
     str
         A folder or URL.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.planning.measured_recipes import measured_root
+    >>> measured_root([load("era5-sst-mean")], "data/era5-demo")  # reads the tree, not files:
+    'data/era5-demo'
     """
     import os
 

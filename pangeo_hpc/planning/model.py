@@ -39,6 +39,12 @@ class Storage:
         Whether ``rate`` is shared by all nodes (else per node).
     over_network : bool
         Whether the bytes cross the network.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.model import Storage
+    >>> Storage("fsx", rate=2.88e9, shared=True, over_network=True).describe()
+    'fsx 2,880 MB/s shared'
     """
 
     kind: str
@@ -53,6 +59,12 @@ class Storage:
         -------
         str
             The description.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.model import parse_storage
+        >>> parse_storage("fsx:2880MB/s").describe()
+        'fsx 2,880 MB/s shared'
         """
         return f"{self.kind} {self.rate / 1e6:,.0f} MB/s {'shared' if self.shared else 'per node'}"
 
@@ -80,6 +92,14 @@ def parse_storage(text: str, measured: dict[str, float] | None = None) -> Storag
     InputError
         If ``text`` is empty, of an unknown kind, has a bad rate, or has no rate when
         none was measured.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.model import parse_storage
+    >>> parse_storage("fsx:2880MB/s")
+    Storage(kind='fsx', rate=2880000000.0, shared=True, over_network=True)
+    >>> parse_storage("s3", measured={"s3": 5e8}).rate
+    500000000.0
     """
     if not isinstance(text, str) or not text.strip():
         raise InputError(
@@ -204,6 +224,16 @@ class Model:
         (:func:`pangeo_hpc.recipes.fusion.task_spans`: fewer, larger tasks than chunks,
         from :func:`fused_read_tasks`); they take the place of the chunks, each of
         ``size / read_tasks`` bytes. None: one read task per ``chunk``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.model import Model, parse_storage
+    >>> m = Model(size=300 * 10**9, ratio=2.73, chunk=128 * 10**6, tasks_per_chunk=5.0,
+    ...           process_rate=185e6, task_overhead=0.0025, fixed=0.0, processes=36, cores=72,
+    ...           storage=parse_storage("fsx:2880MB/s"), price=3.888)
+    >>> row = m.predict(2)
+    >>> row["workers"], row["bottleneck"], round(row["wall_s"], 1)
+    (72, 'storage', 38.2)
     """
 
     size: int
@@ -284,6 +314,15 @@ class Model:
         -------
         dict[str, Any]
             The row.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.model import Model, parse_storage
+        >>> m = Model(size=300 * 10**9, ratio=2.73, chunk=128 * 10**6, tasks_per_chunk=5.0,
+        ...           process_rate=185e6, task_overhead=0.0025, fixed=0.0, processes=36, cores=72,
+        ...           storage=parse_storage("fsx:2880MB/s"))
+        >>> [(n, m.predict(n)["bottleneck"]) for n in (1, 2)]
+        [(1, 'CPU decode'), (2, 'storage')]
         """
         if not isinstance(nodes, int) or isinstance(nodes, bool) or nodes < 1:
             raise InputError(f"nodes={nodes!r} must be a whole number of nodes, 1 or more")
@@ -313,6 +352,16 @@ class Model:
         -------
         dict[str, Any]
             The row's billing keys.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.model import Model, parse_storage
+        >>> m = Model(size=300 * 10**9, ratio=2.73, chunk=128 * 10**6, tasks_per_chunk=5.0,
+        ...           process_rate=185e6, task_overhead=0.0025, fixed=0.0, processes=36, cores=72,
+        ...           storage=parse_storage("fsx:2880MB/s"), price=4.0)
+        >>> bill = m.billed(2, wall=1800.0, low=1700.0, high=2000.0)  # 2 nodes for half an hour
+        >>> bill["node_hours"], bill["cost"]
+        (1.0, 4.0)
         """
         (q_lo, q_hi), (a_lo, a_hi) = self.queue, self.arrival
         wait = q_hi - q_lo if nodes > 1 else 0.0

@@ -51,6 +51,14 @@ class MultiPlan:
     rows : list of dict
         One row per node count, the datasets summed (:func:`_summed_row`), with the keys
         of a :class:`~pangeo_hpc.planning.plan.Plan`'s rows.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> from pangeo_hpc.planning.multi_plan import plan_multi
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+    >>> list(mp.parts), mp.best()["nodes"]  # doctest: +SKIP
     """
 
     recipe: str
@@ -81,6 +89,14 @@ class MultiPlan:
         -------
         dict[str, Any]
             The summed row.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import load_multi
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> mp.best()["nodes"]  # doctest: +SKIP
         """
         return dict(fewest_nodes(self.rows, within))
 
@@ -91,6 +107,14 @@ class MultiPlan:
         -------
         dict[str, Any]
             The document.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import load_multi
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> sorted(mp.to_json())  # doctest: +SKIP
         """
         return {
             "recipe": self.recipe,
@@ -105,6 +129,14 @@ class MultiPlan:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import load_multi
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> print(mp.text())  # doctest: +SKIP
         """
         size = sum(p.model.size for p in self.parts.values())
         stored = sum(p.model.size / p.model.ratio for p in self.parts.values())
@@ -149,6 +181,15 @@ class MultiPlan:
         -------
         Axes
             The axes.
+
+        Examples
+        --------
+        >>> from matplotlib.figure import Figure
+        >>> from pangeo_hpc.batch import load_multi
+        >>> from pangeo_hpc.planning.multi_plan import plan_multi
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+        >>> ax = mp.plot(Figure().add_subplot())  # doctest: +SKIP
         """
         summed = Plan(self.recipe, self.first.model, self.rows, dict(self.first.sources))
         ax = summed.plot(ax)
@@ -223,6 +264,14 @@ def plan_multi(
     InputError
         A dataset without a calibration (naming it and the ``calibrate`` call that
         measures every dataset), and as :func:`~pangeo_hpc.planning.plan.plan`.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> from pangeo_hpc.planning.multi_plan import plan_multi
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> mp = plan_multi(spec, data="data/era5-demo")  # doctest: +SKIP
+    >>> print(mp.text())  # doctest: +SKIP
     """
     if options.get("size") is not None:
         raise InputError(

@@ -32,6 +32,13 @@ class TaskOverhead:
         Threads of all those workers together.
     samples : list of float
         Seconds per task of each timed repeat, in order.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.overhead import TaskOverhead
+    >>> o = TaskOverhead(0.00095, tasks=500, workers=2, threads=1, samples=[0.0009, 0.001])
+    >>> f"{o.seconds_per_task * 1e3:.2f} ms/task"
+    '0.95 ms/task'
     """
 
     seconds_per_task: float

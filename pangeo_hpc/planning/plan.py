@@ -108,6 +108,15 @@ class Plan:
         -------
         pd.DataFrame
             The table.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.plan import plan
+        >>> p = plan("era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s")
+        >>> p.table().index.tolist()
+        [1, 2, 4, 8, 16, 32, 64]
+        >>> int(p.table().loc[1, "workers"])  # 36 processes a node
+        36
         """
         import pandas as pd
 
@@ -121,6 +130,14 @@ class Plan:
         -------
         dict[str, Any]
             The document.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.plan import plan
+        >>> p = plan("era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s")
+        >>> doc = p.to_json()
+        >>> sorted(doc), doc["rows"][0]["nodes"]
+        (['model', 'reads', 'recipe', 'rows', 'sources'], 1)
         """
         m = asdict(self.model)
         m["storage"] = self.model.storage.describe()
@@ -144,6 +161,14 @@ class Plan:
         -------
         dict[str, Any]
             The row.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.plan import plan
+        >>> p = plan("era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s")
+        >>> best = p.best()  # the fewest nodes within 10 % of the fastest
+        >>> bool(best["wall_s"] <= 1.1 * p.table()["wall_s"].min())
+        True
         """
         return dict(fewest_nodes(self.rows, within))
 
@@ -154,6 +179,13 @@ class Plan:
         -------
         str
             The text.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.plan import plan
+        >>> p = plan("era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s")
+        >>> print(p.text().splitlines()[0])
+        plan for era5-sst-mean: 300.0 GB uncompressed (... GB stored, ...), ... chunks of 128 MB
         """
         return plan_text(self.recipe, self.model, self.rows, self.sources, self.reads)
 
@@ -170,6 +202,15 @@ class Plan:
         -------
         Axes
             The axes.
+
+        Examples
+        --------
+        >>> from matplotlib.figure import Figure
+        >>> from pangeo_hpc.planning.plan import plan
+        >>> p = plan("era5-sst-mean", "300GB", profile="aws-c5n.18xlarge", storage="fsx:2880MB/s")
+        >>> ax = p.plot(Figure().add_subplot())
+        >>> ax.get_xlabel()
+        'nodes'
         """
         if ax is None:
             import matplotlib.pyplot as plt

@@ -32,6 +32,13 @@ def fewest_nodes(rows: Sequence[Mapping[str, Any]], within: float = 0.1) -> Mapp
     -------
     Mapping[str, Any]
         The row.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.plan_text import fewest_nodes
+    >>> rows = [{"nodes": n, "wall_s": s} for n, s in [(1, 52.4), (2, 38.2), (4, 36.0)]]
+    >>> fewest_nodes(rows)["nodes"]  # 38.2 s is within 10 % of 36.0 s
+    2
     """
     fastest = min(r["wall_s"] for r in rows)
     return min((r for r in rows if r["wall_s"] <= fastest * (1 + within)), key=lambda r: r["nodes"])
@@ -64,6 +71,17 @@ def plan_text(
     -------
     str
         The text, several lines.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.model import Model, parse_storage
+    >>> from pangeo_hpc.planning.plan_text import plan_text
+    >>> m = Model(size=300 * 10**9, ratio=2.73, chunk=128 * 10**6, tasks_per_chunk=5.0,
+    ...           process_rate=185e6, task_overhead=0.0025, fixed=0.0, processes=36, cores=72,
+    ...           storage=parse_storage("fsx:2880MB/s"))
+    >>> text = plan_text("era5-sst-mean", m, [m.predict(n) for n in (1, 2, 4)], {}, None)
+    >>> print(text.splitlines()[-1])
+    fewest nodes within 10 % of the fastest: 2 (38.2 s, storage-bound)
     """
     lines = [
         f"plan for {recipe}"
@@ -108,6 +126,20 @@ def rows_text(
     -------
     list[str]
         The lines.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.model import Model, parse_storage
+    >>> from pangeo_hpc.planning.plan_text import rows_text
+    >>> m = Model(size=300 * 10**9, ratio=2.73, chunk=128 * 10**6, tasks_per_chunk=5.0,
+    ...           process_rate=185e6, task_overhead=0.0025, fixed=0.0, processes=36, cores=72,
+    ...           storage=parse_storage("fsx:2880MB/s"))
+    >>> lines = rows_text(m, [m.predict(n) for n in (1, 2)])
+    >>> lines[1].split()[:4]
+    ['nodes', 'workers', 'tasks', 'chunks/proc']
+    >>> print(lines[-1])
+    <BLANKLINE>
+    fewest nodes within 10 % of the fastest: 2 (38.2 s, storage-bound)
     """
     lines: list[str] = []
     starts = m.queue != (0.0, 0.0) or m.arrival != (0.0, 0.0)

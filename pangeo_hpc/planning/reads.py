@@ -53,6 +53,12 @@ class Reads:
         Why the run would not be incremental.
     cache : str, optional
         The cache folder looked at.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.reads import reads
+    >>> r = reads("era5-sst-mean", "data/era5-demo", end="2000-12")  # doctest: +SKIP
+    >>> r.files_to_read, r.size_to_read  # doctest: +SKIP
     """
 
     recipe: str
@@ -127,6 +133,12 @@ def reads(
     Returns
     -------
     Reads
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.reads import reads
+    >>> r = reads("era5-sst-mean", "data/era5-demo", end="2000-12")  # doctest: +SKIP
+    >>> print(r.line())  # doctest: +SKIP
     """
     spec = load(recipe) if isinstance(recipe, str) else recipe
     ds = open_dataset(spec, data_root(data), start=start, end=end, s3=s3)

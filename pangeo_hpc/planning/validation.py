@@ -67,6 +67,12 @@ def worst(errors: Sequence[float]) -> float:
     -------
     float
         The worst.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.validation import worst
+    >>> worst([0.10, -0.23, 0.05])
+    -0.23
     """
     return max(errors, key=abs)
 
@@ -83,6 +89,13 @@ class Comparison:
         Seconds per round.
     bottleneck : str
         The model's bottleneck (last round).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.planning.validation import Comparison
+    >>> c = Comparison("local 2 workers", predicted=(10.0, 20.0), measured=(12.5, 18.0))
+    >>> [round(e, 3) for e in c.paired_errors], round(c.worst_error, 3)
+    ([0.25, -0.1], 0.25)
     """
 
     setup: str
@@ -107,6 +120,12 @@ class Comparison:
         -------
         dict[str, object]
             The row.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.validation import Comparison
+        >>> Comparison("local 2 workers", predicted=(10.0, 20.0), measured=(12.5, 18.0)).row()
+        {'setup': 'local 2 workers', 'predictions_s': [10.0, 20.0], 'runs_s': [12.5, 18.0], ...
         """
         median_p, median_m = statistics.median(self.predicted), statistics.median(self.measured)
         return {

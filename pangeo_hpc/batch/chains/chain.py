@@ -52,6 +52,13 @@ class Step:
         Where it is written, for messages: ``steps[2] (anomaly)``.
     folder : Path, optional
         The recipe file's folder, where user modules are looked for first.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import Step
+    >>> step = Step("resample", {"freq": "monthly"}, where="steps[1] (resample)")
+    >>> step.function().__name__, step.options
+    ('resample', {'freq': 'monthly'})
     """
 
     name: str
@@ -70,6 +77,12 @@ class Step:
         -------
         Callable[..., Any]
             The recipe function, or the user function (imported).
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.chain import Step
+        >>> Step("area_mean").function().__name__
+        'area_mean'
         """
         return user_function(self) if self.is_user else step_functions()[self.name]
 
@@ -81,6 +94,13 @@ def step_functions() -> dict[str, Callable[..., Any]]:
     -------
     dict[str, Callable[..., Any]]
         Name -> function.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import step_functions
+    >>> functions = step_functions()
+    >>> "area_mean" in functions, functions["time_mean"].__module__
+    (True, 'pangeo_hpc.recipes.means')
     """
     return {n: getattr(recipes, n) for n in recipes.__all__ if callable(getattr(recipes, n))}
 
@@ -107,6 +127,16 @@ def parse_steps(items: Any, where: str, folder: Path | None = None) -> list[Step
     InputError
         If ``items`` is not a list, an item is not a mapping of one function, or a user
         function is not written ``module:function``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps
+    >>> parse_steps([{"area_mean": {}}, {"resample": {"freq": "monthly"}}], "steps")
+    [Step(name='area_mean', options={}, where='steps[0] (area_mean)', folder=None), Step...
+    >>> parse_steps({"area_mean": {}}, "steps")
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: steps must be a list of steps such as '- area_mean: {}'
     """
     if not isinstance(items, list):
         raise InputError(f"{where} must be a list of steps such as '- area_mean: {{}}'")
@@ -157,6 +187,15 @@ def check_steps(steps: Iterable[Step], variables: Sequence[str]) -> None:
     InputError
         For the first step that names an unknown function, gives options the function
         does not take or values it cannot take, or a ``$name`` that names no variable.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import check_steps, parse_steps
+    >>> check_steps(parse_steps([{"area_mean": {}}, {"time_mean": {}}], "steps"), ["sst"])
+    >>> check_steps(parse_steps([{"area_means": {}}], "steps"), ["sst"])
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: steps[0] (area_means): unknown recipe function 'area_m...
     """
     known = step_functions()
     for step in steps:
@@ -215,6 +254,13 @@ def options_of(step: Step) -> dict[str, Any]:
     -------
     dict[str, Any]
         Option name -> value.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import options_of, parse_steps
+    >>> (step,) = parse_steps([{"select_months": [12, 1, 2]}], "steps")
+    >>> options_of(step)  # a list goes to the function's first option
+    {'months': [12, 1, 2]}
     """
     return _options(step.function(), step)
 
@@ -242,6 +288,16 @@ def check_signature(fn: Callable[..., Any], options: dict[str, Any], step: Step)
     ------
     InputError
         If ``fn`` cannot be called with those options (the message says what it takes).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import Step, check_signature
+    >>> from pangeo_hpc.recipes import resample
+    >>> step = Step("resample", {"frequency": "monthly"}, where="steps[1] (resample)")
+    >>> check_signature(resample, step.options, step)
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: steps[1] (resample): options {'frequency': 'monthly'} ...
     """
     try:
         inspect.signature(fn).bind(None, **options)
@@ -273,6 +329,15 @@ def user_function(step: Step) -> Callable[..., Any]:
     ------
     InputError
         If the module cannot be imported or has no such function.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps, user_function
+    >>> _ = Path("mine.py").write_text("def double(da): return 2 * da")
+    >>> (step,) = parse_steps([{"function": "mine:double"}], "steps", folder=Path("."))
+    >>> user_function(step)(21)
+    42
     """
     module_name, attr = step.name.split(":")
     module = None
@@ -357,6 +422,18 @@ def apply(step: Step, value: Any, data: xr.Dataset, *, guarded: bool = True) -> 
     InputError
         If a ``$name`` is not in ``data``, or the step computed, returned something
         other than xarray data, or refused its input (the message names the step).
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> from pangeo_hpc.batch.chains.chain import apply, parse_steps
+    >>> coords = {"time": pd.date_range("2000-01-01", periods=2), "lat": [-30.0, 30.0],
+    ...           "lon": [0.0, 120.0, 240.0]}
+    >>> ds = xr.Dataset({"sst": (("time", "lat", "lon"), np.arange(12.0).reshape(2, 2, 3))}, coords)
+    >>> (step,) = parse_steps([{"area_mean": {}}], "steps")
+    >>> mean = apply(step, ds.sst.chunk(), ds)  # lazy: a step that computes is an InputError
+    >>> mean.dims, mean.values.round(3)
+    (('time',), array([2.5, 8.5]))
     """
     fn = step.function()
     options = {k: _resolve(step, k, v, data) for k, v in _options(fn, step).items()}
@@ -450,6 +527,14 @@ def in_memory(value: Any) -> bool:
     -------
     bool
         Whether none of its variables is a Dask array.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pangeo_hpc.batch.chains.chain import in_memory
+    >>> da = xr.DataArray(np.zeros(3), dims="x")
+    >>> in_memory(da), in_memory(da.chunk())
+    (True, False)
     """
     return not _is_lazy(value)
 
@@ -472,6 +557,13 @@ def step_key(step: Step) -> tuple[str, str]:
     -------
     (str, str)
         The function's name and the ``repr`` of its sorted options.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps, step_key
+    >>> a, b = parse_steps([{"resample": {"freq": "monthly"}}, {"resample": "monthly"}], "steps")
+    >>> step_key(a) == step_key(b)  # the same work, however written
+    True
     """
     return (step.name, repr(sorted(options_of(step).items())))
 
@@ -508,6 +600,18 @@ def run_steps(
     -------
     DataArray or Dataset
         The last step's result.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps, run_steps
+    >>> coords = {"time": pd.date_range("2000-01-01", periods=2), "lat": [-30.0, 30.0],
+    ...           "lon": [0.0, 120.0, 240.0]}
+    >>> da = xr.DataArray(np.arange(12.0).reshape(2, 2, 3), coords, ("time", "lat", "lon"))
+    >>> ds = xr.Dataset({"sst": da}).chunk()
+    >>> steps = parse_steps([{"area_mean": {}}, {"time_mean": {}}], "steps")
+    >>> round(float(run_steps(steps, ds.sst, ds)), 6)  # area-weighted mean of the time mean
+    5.5
     """
     for step in steps:
         if memo is None:
@@ -539,6 +643,19 @@ def build(recipe: Any, data: xr.Dataset, memo: Memo | None = None) -> xr.Dataset
     -------
     xr.Dataset
         The results, lazy.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> from pangeo_hpc.batch.chains.chain import build
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> coords = {"time": pd.date_range("2000-01-01", periods=2), "lat": [-30.0, 30.0],
+    ...           "lon": [0.0, 120.0, 240.0]}
+    >>> da = xr.DataArray(np.arange(12.0).reshape(2, 2, 3), coords, ("time", "lat", "lon"))
+    >>> ds = xr.Dataset({"sea_surface_temperature": da}).chunk()
+    >>> results = build(load("era5-sst-mean"), ds)  # lazy, nothing computed yet
+    >>> sorted(results.data_vars), round(float(results.global_mean), 6)
+    (['global_mean', 'global_mean_series', 'time_mean'], 5.5)
     """
     memo = {} if memo is None else memo
     first = data[recipe.variable]
@@ -567,6 +684,20 @@ def read_once(make: Callable[[], dict[str, Any]], memo: Memo) -> dict[str, Any]:
     -------
     dict[str, Any]
         What ``make()`` returns.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps, read_once, run_steps
+    >>> coords = {"time": pd.date_range("2000-01-01", periods=2), "lat": [-30.0, 30.0],
+    ...           "lon": [0.0, 120.0, 240.0]}
+    >>> da = xr.DataArray(np.arange(12.0).reshape(2, 2, 3), coords, ("time", "lat", "lon"))
+    >>> ds, memo = xr.Dataset({"sst": da}).chunk(), {}
+    >>> series, whole = parse_steps([{"area_mean": {}}], "a"), parse_steps([{"time_mean": {}}], "b")
+    >>> values = read_once(lambda: {"series": run_steps(series, ds.sst, ds, memo),
+    ...                             "map": run_steps(whole, ds.sst, ds, memo)}, memo)
+    >>> sorted(values), values["series"].values.round(3)
+    (['map', 'series'], array([2.5, 8.5]))
     """
     values = make()
     if reads_twice([v.data for v in values.values() if isinstance(v, xr.DataArray)]):
@@ -589,6 +720,14 @@ def result_chains(recipe: Any) -> dict[str, list[Step]]:
     -------
     dict[str, list[Step]]
         Result name -> its steps.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import result_chains
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> chains = result_chains(load("era5-sst-mean"))
+    >>> {name: [step.name for step in steps] for name, steps in chains.items()}
+    {'time_mean': ['time_mean'], 'global_mean_series': ['area_mean', 'resample'], 'globa...
     """
     if not recipe.results:
         return {"": list(recipe.steps)}

@@ -65,7 +65,15 @@ _WRITERS = ("netCDF4", "h5netcdf", "zarr", "cf-xarray", "scipy", "matplotlib", "
 @functools.lru_cache(maxsize=1)
 def package_code() -> str:
     """The SHA-256 (hex) of pangeo-hpc's version, its state-making sources and the
-    versions of :data:`_LIBRARIES` in this process."""
+    versions of :data:`_LIBRARIES` in this process.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.code_identity import package_code
+    >>> code = package_code()  # part of every state's cache key
+    >>> len(code), code == package_code()
+    (64, True)
+    """
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256()
     h.update(_version("pangeo-hpc").encode())
@@ -99,6 +107,13 @@ def run_code() -> str:
     depends on the reading and reducing code only; a run's ``result.nc``, ``plot.png`` and
     answer on all of it): the key of a run served from its previous result
     (:mod:`pangeo_hpc.batch.pipeline.reuse`). Reads about 2 MB, imports none of them.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.code_identity import package_code, run_code
+    >>> code = run_code()  # part of every run key
+    >>> len(code), code != package_code()
+    (64, True)
     """
     root = Path(__file__).resolve().parents[2]
     h = hashlib.sha256(sys.version.encode())

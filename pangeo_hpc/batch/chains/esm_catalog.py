@@ -143,6 +143,21 @@ def catalog_datasets(spec: dict[str, Any], folder: Path | None, where: str) -> d
     InputError
         One line: a catalog that cannot be read, a query column it lacks, a query that
         keeps no row, rows of several variables for one dataset.
+
+    Examples
+    --------
+    >>> import json
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.chains.esm_catalog import catalog_datasets
+    >>> rows = ["source_id,variable_id,path", "A,tas,a.nc", "B,tas,b.nc", "B,pr,c.nc"]
+    >>> _ = Path("cat.csv").write_text("\\n".join(rows))
+    >>> catalog = {"catalog_file": "cat.csv", "assets": {"column_name": "path"},
+    ...            "aggregation_control": {"variable_column_name": "variable_id"}}
+    >>> _ = Path("cat.json").write_text(json.dumps(catalog))
+    >>> spec = {"catalog": "cat.json", "query": {"variable_id": "tas"}, "by": "source_id"}
+    >>> datasets = catalog_datasets(spec, Path("."), "datasets")
+    >>> {name: (d["variable"], [Path(f).name for f in d["files"]]) for name, d in datasets.items()}
+    {'A': ('tas', ['a.nc']), 'B': ('tas', ['b.nc'])}
     """
     path = _path(spec.get("catalog"), folder, where)
     query, by = spec.get("query") or {}, spec.get("by")

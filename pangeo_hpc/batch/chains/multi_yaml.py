@@ -66,6 +66,12 @@ def is_multi(doc: Any) -> bool:
     -------
     bool
         Whether it has ``datasets:``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.multi_yaml import is_multi
+    >>> is_multi({"datasets": {"a": {}}}), is_multi({"dataset": {"variable": "tas"}})
+    (True, False)
     """
     return isinstance(doc, dict) and "datasets" in doc
 
@@ -85,6 +91,13 @@ class MultiRecipe:
     format : {"netcdf", "zarr", "icechunk"}
     path : Path, optional
         The YAML file.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> list(spec.datasets), [step.name for step in spec.combine]
+    (['model', 'era5'], ['bias', 'rmse', 'correlation'])
     """
 
     name: str
@@ -102,6 +115,12 @@ class MultiRecipe:
         -------
         list[str]
             Their names.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import load_multi
+        >>> load_multi("model-vs-era5-t2m").grid_owners()  # regrid: {grid: $model}
+        ['model']
         """
         return sorted({name for _, name in _grid_references(self._doc)})
 
@@ -127,6 +146,15 @@ class MultiRecipe:
         -------
         Recipe
             The recipe.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import load_multi
+        >>> spec = load_multi("model-vs-era5-t2m")
+        >>> model_grid = {"lat": [-90, 90, 2.5], "lon": [-1.25, 358.75, 2.5]}
+        >>> era5 = spec.recipe_for("era5", grids={"model": model_grid})
+        >>> era5.name, [step.name for step in era5.steps]
+        ('model-vs-era5-t2m.era5', ['time_mean', 'regrid'])
         """
         shared = ("description", "steps", "results", "plot")
         doc = {k: v for k, v in self._doc.items() if k in shared}
@@ -190,6 +218,17 @@ def from_multi_dict(doc: Any, path: Path | None = None) -> MultiRecipe:
         One line naming the value and the fix: an unknown key, dataset name, reference
         (``grid: $NAME``, ``reference: NAME``) or combine step, options a step does not
         take, or periods that do not overlap.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.multi_yaml import from_multi_dict
+    >>> doc = {"name": "two", "description": "two datasets",
+    ...        "datasets": {"a": {"variable": "tas", "files": "a/*.nc"},
+    ...                     "b": {"variable": "tas", "files": "b/*.nc"}},
+    ...        "steps": [{"time_mean": {}}], "combine": [{"bias": {"reference": "b"}}]}
+    >>> spec = from_multi_dict(doc)
+    >>> list(spec.datasets), spec.combine[0].name
+    (['a', 'b'], 'bias')
     """
     named = doc.get("name", "?") if isinstance(doc, dict) else "?"
     where = f"recipe {str(path if path is not None else named)!r}"
@@ -351,6 +390,16 @@ def apply_combine(step: Step, ds: xr.Dataset) -> xr.Dataset:
     ------
     InputError
         If the step refuses the data or its options (the message names the step).
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pangeo_hpc.batch.chains.chain import Step
+    >>> from pangeo_hpc.batch.chains.multi_yaml import apply_combine
+    >>> ds = xr.Dataset({"model": ("lat", [1.0, 2.0]), "era5": ("lat", [0.5, 1.0])},
+    ...                 coords={"lat": [-45.0, 45.0]})
+    >>> apply_combine(Step("bias", {"reference": "era5"}), ds)["model"].values
+    array([0.5, 1. ])
     """
     try:
         return _combine_function(step)(ds, **_combine_options(step))
@@ -372,6 +421,15 @@ def join_of(step: Step) -> str:
     -------
     str
         ``"outer"`` or ``"inner"``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import Step
+    >>> from pangeo_hpc.batch.chains.multi_yaml import join_of
+    >>> join_of(Step("ensemble", {"stat": "mean", "span": "full"}))
+    'outer'
+    >>> join_of(Step("bias", {"reference": "era5"}))
+    'inner'
     """
     full = step.name == "ensemble" and _combine_options(step).get("span") == "full"
     return "outer" if full else "inner"
@@ -392,6 +450,14 @@ def reference_of(step: Step, multi: MultiRecipe) -> str:
     -------
     str
         The dataset's name.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> from pangeo_hpc.batch.chains.multi_yaml import reference_of
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> reference_of(spec.combine[0], spec)  # bias: {reference: era5}
+    'era5'
     """
     return str(_combine_options(step).get("reference") or next(iter(multi.datasets)))
 

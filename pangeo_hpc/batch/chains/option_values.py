@@ -65,6 +65,16 @@ def check_values(
     ------
     InputError
         For the first option whose value does not fit the annotation.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.option_values import check_values
+    >>> from pangeo_hpc.recipes import resample
+    >>> check_values(resample, {"freq": "monthly"}, "steps[0] (resample)", ["sst"])
+    >>> check_values(resample, {"freq": 12}, "steps[0] (resample)", ["sst"])
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: steps[0] (resample): freq=12 must be text
     """
     hints = _hints(fn)
     params = inspect.signature(fn).parameters

@@ -70,6 +70,13 @@ class Recipe:
         ``pangeo-hpc.plot.projection``.
     path : Path, optional
         The YAML file (user functions are imported from its folder).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> spec = load("era5-sst-mean")
+    >>> spec.variables, spec.start, spec.end, list(spec.results)
+    (('sea_surface_temperature',), '2000-01', '2019-12', ['time_mean', 'global_mean_seri...
     """
 
     name: str
@@ -97,6 +104,12 @@ class Recipe:
         -------
         list[Step]
             The steps.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+        >>> [step.where for step in load("era5-sst-mean").all_steps()]
+        ['results.time_mean[0] (time_mean)', 'results.global_mean_series[0] (area_mean)', 'r...
         """
         return [*self.steps, *(s for chain in self.results.values() for s in chain)]
 
@@ -108,6 +121,12 @@ def search_path() -> list[Path]:
     -------
     list[Path]
         The folders, in the order searched.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import search_path
+    >>> [p.name for p in search_path()]
+    ['_specs', 'recipes']
     """
     extra = [Path(p).expanduser() for p in config.get("recipes.path") or []]
     here = Path(__file__).resolve().parents[2]  # the package: pangeo_hpc/_specs in a wheel
@@ -154,6 +173,16 @@ def find(name_or_path: str | Path) -> Path:
     InputError
         If no recipe has that name and no such file exists (the message lists the known
         names).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import find
+    >>> find("era5-sst-mean")
+    PosixPath('.../recipes/era5-sst-mean.yaml')
+    >>> find("no-such-recipe")
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: unknown recipe 'no-such-recipe': choose one of ['era5-...
     """
     p = Path(name_or_path)
     if p.suffix in (".yaml", ".yml") and p.is_file():
@@ -189,6 +218,13 @@ def load(name_or_path: str | Path) -> Recipe:
     InputError
         If the recipe cannot be found, read or checked (:func:`find`, :func:`read_yaml`,
         :func:`from_dict`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> spec = load("era5-sst-mean")
+    >>> spec.name, spec.format
+    ('era5-sst-mean', 'netcdf')
     """
     path = find(name_or_path)
     return from_dict(read_yaml(path), path)
@@ -232,6 +268,12 @@ def summary_line(path: Path) -> tuple[str, str]:
     -------
     (str, str)
         The period and the title.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import find, summary_line
+    >>> summary_line(find("era5-sst-mean"))
+    ('2000-01..2019-12', 'Time-mean SST map and area-weighted global-mean SST, monthly.')
     """
     doc = read_yaml(path)
     doc = doc if isinstance(doc, dict) else {}
@@ -314,6 +356,14 @@ def read_yaml(path: Path) -> Any:
         For a file larger than :data:`MAX_BYTES`, invalid YAML (nesting deeper than libyaml
         takes included), or more than :data:`MAX_VALUES` values once aliases are expanded
         (a "billion laughs"): all found in milliseconds, before any value is built.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import read_yaml
+    >>> _ = Path("mine.yaml").write_text("name: mine\\nsteps:\\n  - time_mean: {}\\n")
+    >>> read_yaml(Path("mine.yaml"))
+    {'name': 'mine', 'steps': [{'time_mean': {}}]}
     """
     where = f"recipe {str(path)!r}"
     with open(path, "rb") as f:
@@ -361,6 +411,16 @@ def from_dict(doc: Any, path: Path | None = None) -> Recipe:
         One line naming the value and the fix: not a mapping, a recipe over several
         datasets, an unknown key, a bad ``dataset:`` or a step that does not check
         (:func:`~pangeo_hpc.batch.chains.chain.check_steps`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import from_dict
+    >>> doc = {"name": "sst-map", "description": "Time-mean SST.",
+    ...        "dataset": {"variable": "sst", "start": "2000-01", "end": "2000-12"},
+    ...        "steps": [{"time_mean": {}}]}
+    >>> spec = from_dict(doc)
+    >>> spec.name, [step.name for step in spec.steps]
+    ('sst-map', ['time_mean'])
     """
     from pangeo_hpc.batch.chains.chain import check_steps, parse_steps
 

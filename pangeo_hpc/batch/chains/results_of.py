@@ -29,6 +29,17 @@ def finish(recipe: Any, values: dict[str, Any]) -> xr.Dataset:
     -------
     xr.Dataset
         The results.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.batch.chains.results_of import finish
+    >>> values = {"time_mean": xr.DataArray([1.0, 2.0], dims="lat"),
+    ...           "global_mean_series": xr.DataArray([1.5], dims="time"),
+    ...           "global_mean": xr.DataArray(1.5)}
+    >>> sorted(finish(load("era5-sst-mean"), values).data_vars)
+    ['global_mean', 'global_mean_series', 'time_mean']
     """
     if not recipe.results:
         return _as_dataset(values[""], recipe.variable)

@@ -87,6 +87,17 @@ class Entry:
         What the writer recorded (recipe, chain, piece).
     damaged : str, optional
         Why it cannot be read, or ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch import StateCache
+    >>> cache = StateCache("states-entry")
+    >>> cache.put("a" * 64, {"sum": np.zeros(3)}, {"recipe": "era5-sst-mean"})
+    True
+    >>> (entry,) = cache.entries()  # what `cache list` shows
+    >>> entry.key == "a" * 64, entry.meta["recipe"], entry.damaged
+    (True, 'era5-sst-mean', None)
     """
 
     key: str
@@ -105,6 +116,14 @@ def default_folder() -> Path:
     -------
     Path
         The folder.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from pangeo_hpc.batch.incremental.cache_folder import default_folder
+    >>> with dask.config.set({"pangeo-hpc.cache.folder": "~/states"}):
+    ...     default_folder() == default_folder().home() / "states"
+    True
     """
     return Path(os.path.expandvars(str(config.get("cache.folder")))).expanduser()
 
@@ -116,6 +135,14 @@ def default_max_bytes() -> int:
     -------
     int
         The bytes.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from pangeo_hpc.batch.incremental.cache_folder import default_max_bytes
+    >>> with dask.config.set({"pangeo-hpc.cache.max-size": "2GB"}):
+    ...     default_max_bytes()
+    2000000000
     """
     from pangeo_hpc.inputs.sizes import parse_size
 
@@ -141,6 +168,17 @@ def is_entry(path: Path) -> bool:
     -------
     bool
         Whether it is an entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.incremental.cache_folder import is_entry
+    >>> cache = StateCache("states-is-entry")
+    >>> cache.put("b" * 64, {"sum": np.zeros(3)}, {})
+    True
+    >>> is_entry(cache.folder / f"{'b' * 64}.npz"), is_entry(cache.folder / "notes.npz")
+    (True, False)
     """
     return ENTRY.fullmatch(path.name) is not None and _marked(path.parent)
 
@@ -163,6 +201,18 @@ def only_ours(folder: Path) -> bool:
     -------
     bool
         Whether it holds nothing else.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.incremental.cache_folder import only_ours
+    >>> Path("unmarked").mkdir()
+    >>> _ = Path("unmarked", "c" * 64 + ".npz").write_bytes(b"")
+    >>> only_ours(Path("unmarked"))
+    True
+    >>> _ = Path("unmarked", "notes.txt").write_text("a user's")
+    >>> only_ours(Path("unmarked"))
+    False
     """
     return all(ENTRY.fullmatch(p.name) or PART.fullmatch(p.name) for p in folder.iterdir())
 
@@ -182,6 +232,16 @@ def why_unwritable(exc: BaseException, folder: Path) -> str | None:
     -------
     str or None
         The reason, or ``None``.
+
+    Examples
+    --------
+    >>> import errno
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.incremental.cache_folder import why_unwritable
+    >>> why_unwritable(OSError(errno.ENOSPC, "No space left on device"), Path("/scratch/states"))
+    'no space left on device on /scratch/states'
+    >>> why_unwritable(ValueError("a bug"), Path("/scratch/states")) is None
+    True
     """
     link: BaseException | None = exc
     seen: list[BaseException] = []
@@ -210,6 +270,14 @@ def file_size(path: Path) -> int:
     -------
     int
         The bytes.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.incremental.cache_folder import file_size
+    >>> _ = Path("entry.npz").write_bytes(bytes(100))
+    >>> file_size(Path("entry.npz")), file_size(Path("evicted.npz"))
+    (100, 0)
     """
     try:
         return path.stat().st_size
@@ -251,6 +319,19 @@ def check_owner(where: Path) -> bool:
     ------
     InputError
         If the folder belongs to another user, or holds what this package did not write.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.incremental.cache_folder import check_owner
+    >>> check_owner(Path("no-cache-yet"))  # a folder that does not exist
+    False
+    >>> Path("notes").mkdir(mode=0o700)
+    >>> _ = Path("notes/todo.txt").write_text("mine")
+    >>> check_owner(Path("notes"))
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: pangeo-hpc.cache.folder 'notes' holds files that pange...
     """
     from pangeo_hpc.write.guard import check_tree
 
@@ -289,6 +370,19 @@ def scan(where: Path) -> list[tuple[Path, int, float]]:
     -------
     list of (Path, int, float)
         The entries.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.incremental.cache_folder import scan
+    >>> cache = StateCache("states-scan")
+    >>> cache.put("d" * 64, {"sum": np.zeros(3)}, {})
+    True
+    >>> [(path.name[:4], size > 0) for path, size, used in scan(cache.folder)]
+    [('dddd', True)]
+    >>> scan(cache.folder / "missing")
+    []
     """
     found = []
     try:
@@ -314,6 +408,13 @@ def remove_stale_parts(where: Path) -> None:
     ----------
     where : Path
         The cache's folder.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.incremental.cache_folder import remove_stale_parts
+    >>> cache = StateCache("states-remove-stale-parts")
+    >>> remove_stale_parts(cache.folder)  # what killed writers left there an hour ago
     """
     from pangeo_hpc.write.outputs import remove_file
 

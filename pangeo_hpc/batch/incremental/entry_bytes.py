@@ -81,6 +81,17 @@ def read_entry(path: Path, head: bytes, digest: str) -> dict[str, np.ndarray]:
     ValueError
         For sealed bytes that are not an npz of plain arrays (compressed members, object
         arrays, a member shorter than its header says): a bug or a foreign entry.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.incremental.entry_bytes import read_entry
+    >>> from pangeo_hpc.batch.incremental.state_cache import _DIGEST, _HEAD  # the cache's seal
+    >>> cache = StateCache("states-read-entry")
+    >>> _ = cache.put("a" * 64, {"sum": np.arange(3.0)}, {})
+    >>> read_entry(cache.folder / f"{'a' * 64}.npz", _HEAD, _DIGEST)["sum"]
+    array([0., 1., 2.])
     """
     with path.open("rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size

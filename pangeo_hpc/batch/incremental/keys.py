@@ -50,6 +50,16 @@ def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[Stamp
     ------
     FileNotFoundError
         For a file that does not exist (local or S3).
+
+    Examples
+    --------
+    >>> import os
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.incremental.keys import stamp_files
+    >>> _ = Path("2000-01.nc").write_bytes(bytes(10))
+    >>> (stamp,) = stamp_files([os.path.abspath("2000-01.nc")])
+    >>> stamp.size, stamp.etag, stamp.mtime_ns == os.stat("2000-01.nc").st_mtime_ns
+    (10, None, True)
     """
     remote = [p for p in paths if is_s3(p)]
     heads: dict[str, Stamp] = {}

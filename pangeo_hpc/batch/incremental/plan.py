@@ -54,6 +54,14 @@ class ResultPlan:
         The steps of ``data`` each piece holds.
     chain : str
         Hash of the chain up to the reduction.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> from pangeo_hpc.batch.incremental.plan import prepare
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> plan = prepare(inputs.spec, inputs.dataset).results[0]  # doctest: +SKIP
+    >>> plan.name, plan.split.reduction.name, plan.rows[:2]  # doctest: +SKIP
     """
 
     name: str
@@ -80,6 +88,14 @@ class ResultPlan:
         -------
         bool
             Whether it is used.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import open_inputs
+        >>> from pangeo_hpc.batch.incremental.plan import prepare
+        >>> inputs = open_inputs("era5-nino34-djf", data="data/era5-demo")  # doctest: +SKIP
+        >>> plan = prepare(inputs.spec, inputs.dataset).results[0]  # doctest: +SKIP
+        >>> [i for i in range(len(plan.rows)) if plan.uses(i)]  # the winters  # doctest: +SKIP
         """
         a, b = self.rows[piece]
         return a != b
@@ -103,6 +119,13 @@ class Prepared:
         The cache key of each ``(chain, piece)``.
     root : str, optional
         The tree the files are of, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> prepared, reads = inputs.read_plan(None)  # doctest: +SKIP
+    >>> len(prepared.pieces), [r.name for r in prepared.results]  # doctest: +SKIP
     """
 
     pieces: list[Piece]
@@ -131,6 +154,14 @@ class Prepared:
         -------
         int
             The count.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import open_inputs
+        >>> from pangeo_hpc.batch.incremental.plan import prepare
+        >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+        >>> prepared = prepare(inputs.spec, inputs.dataset)  # doctest: +SKIP
+        >>> prepared.files(range(len(prepared.pieces)))  # doctest: +SKIP
         """
         return sum(len(self.pieces[i][2]) for i in pieces)
 
@@ -142,6 +173,13 @@ class Prepared:
         -------
         set[int]
             Their indices.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import open_inputs
+        >>> from pangeo_hpc.batch.incremental.plan import prepare
+        >>> inputs = open_inputs("era5-nino34-djf", data="data/era5-demo")  # doctest: +SKIP
+        >>> prepare(inputs.spec, inputs.dataset).unused()  # March to November  # doctest: +SKIP
         """
         plans = self.chains.values()
         return {i for i in range(len(self.pieces)) if not any(p.uses(i) for p in plans)}
@@ -165,6 +203,13 @@ def check(recipe: Any, data: xr.Dataset, memo: chain.Memo) -> bool:
     -------
     bool
         Whether it can run incrementally.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> from pangeo_hpc.batch.incremental.plan import check
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> check(inputs.spec, inputs.dataset, memo={})  # every result splits  # doctest: +SKIP
     """
     cuts = [split(steps) for steps in chain.result_chains(recipe).values()]
     if any(isinstance(cut, str) for cut in cuts):
@@ -210,6 +255,23 @@ def prepare(
     -------
     Prepared or str
         The plan, or why the recipe runs whole.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import from_dict
+    >>> from pangeo_hpc.batch.incremental.plan import prepare
+    >>> from pangeo_hpc.batch.pipeline.steps import open_dataset
+    >>> for month in (1, 2):  # two files
+    ...     t = pd.date_range(f"2000-0{month}-01", periods=3)
+    ...     coords = {"time": t, "lat": [-30.0, 30.0]}
+    ...     sst = xr.Dataset({"sst": (("time", "lat"), np.ones((3, 2)))}, coords)
+    ...     sst.to_netcdf(f"sst-{month}.nc")
+    >>> spec = from_dict({"name": "sst", "description": "SST", "steps": [{"time_mean": {}}],
+    ...                   "dataset": {"variable": "sst", "files": "sst-*.nc"}})
+    >>> prepared = prepare(spec, open_dataset(spec, "."))
+    >>> len(prepared.pieces), prepared.results[0].split.reduction.name, prepared.results[0].rows
+    (2, 'time_mean', [(0, 3), (3, 6)])
     """
     pieces = data.encoding.get("source_pieces")
     if not pieces:

@@ -46,6 +46,15 @@ class ReadPlan:
         Why the run is not incremental (then every piece is to read).
     cache : str, optional
         The state cache's folder.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan
+    >>> plan = ReadPlan((("2000-01.nc",), ("2000-02.nc",), ("2000-03.nc",)),
+    ...                 {"2000-01.nc": 3_000_000, "2000-02.nc": 2_000_000, "2000-03.nc": 1_000_000},
+    ...                 reused=frozenset({0}), unused=frozenset({2}))
+    >>> plan.files_reused, plan.files_to_read, plan.bytes_to_read
+    (1, 1, 2000000)
     """
 
     pieces: tuple[tuple[str, ...], ...]
@@ -67,6 +76,14 @@ class ReadPlan:
             Why the run is not incremental.
         cache : str, optional
             The cache's folder, or ``None``.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import open_inputs
+        >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan
+        >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+        >>> plan = ReadPlan.whole(inputs.dataset, "caching is off")  # doctest: +SKIP
+        >>> plan.files_to_read == plan.files  # doctest: +SKIP
         """
         files = list(data.encoding.get("source_files") or [])
         stamps = data.encoding.get("source_stamps") or {}
@@ -124,6 +141,14 @@ class ReadPlan:
         -------
         ReadPlan
             The plan as carried out.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan
+        >>> sizes = {"2000-01.nc": 30, "2000-02.nc": 20}
+        >>> plan = ReadPlan((("2000-01.nc",), ("2000-02.nc",)), sizes, reused=frozenset({0}))
+        >>> plan.as_run(read={0, 1}).files_to_read  # a cached state turned out unreadable
+        2
         """
         read = frozenset(read)
         if read == self.to_read:
@@ -159,6 +184,15 @@ def plan_reads(
     Returns
     -------
     (Prepared or str, ReadPlan)
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache, open_inputs
+    >>> from pangeo_hpc.batch.incremental.read_plan import plan_reads
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> spec, ds = inputs.spec, inputs.dataset  # doctest: +SKIP
+    >>> prepared, reads = plan_reads(spec, ds, StateCache(), why_not="")  # doctest: +SKIP
+    >>> reads.files_reused, reads.files_to_read  # doctest: +SKIP
     """
     folder = None if cache is None else str(cache.folder)
     if cache is None:
@@ -199,6 +233,15 @@ class Report:
         States put in the cache.
     caching : str, optional
         Why caching stopped during the run, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report
+    >>> sizes = {"2000-01.nc": 3_000_000, "2000-02.nc": 2_000_000}
+    >>> plan = ReadPlan((("2000-01.nc",), ("2000-02.nc",)), sizes, reused=frozenset({0}))
+    >>> report = Report(plan, bytes_read=1_900_000, states_saved=1)
+    >>> report.as_dict()["files_read"], report.as_dict()["bytes_read"]
+    (1, 1900000)
     """
 
     plan: ReadPlan
@@ -243,6 +286,14 @@ class Report:
         -------
         dict[str, Any]
             The record.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report
+        >>> sizes = {"2000-01.nc": 30, "2000-02.nc": 20}
+        >>> plan = ReadPlan((("2000-01.nc",), ("2000-02.nc",)), sizes, reused=frozenset({0}))
+        >>> Report(plan, bytes_read=19, states_saved=1).as_dict()
+        {'incremental': True, 'files': 2, 'files_reused': 1, 'files_read': 1, 'files_skipped...
         """
         out = {
             "incremental": self.incremental,
@@ -266,6 +317,14 @@ class Report:
         -------
         str
             The line.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report
+        >>> sizes = {"2000-01.nc": 30, "2000-02.nc": 20}
+        >>> plan = ReadPlan((("2000-01.nc",), ("2000-02.nc",)), sizes, reused=frozenset({0}))
+        >>> Report(plan, bytes_read=19, states_saved=1).line()
+        "incremental: 1 of 2 files' states reused, 1 file read (0.0 MB)"
         """
         mb = self.bytes_read / 1e6
         if not self.incremental:
@@ -299,6 +358,13 @@ def worker_reads(client: Any, before: dict[str, int] | None = None) -> Any:
     -------
     dict or int
         Bytes read by worker address; with ``before``, the bytes since then in all.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.read_plan import worker_reads
+    >>> before = worker_reads(client)  # doctest: +SKIP
+    >>> client.compute(result).result()  # doctest: +SKIP
+    >>> worker_reads(client, before)  # bytes the workers read since  # doctest: +SKIP
     """
     now = client.run(bytes_read)
     if before is None:

@@ -62,6 +62,11 @@ def rollup_pieces(cache: StateCache, prepared: Prepared, c: str, report: bool = 
     -------
     set[int]
         The pieces.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.rollups import rollup_pieces
+    >>> rollup_pieces(cache, prepared, prepared.results[0].chain)  # doctest: +SKIP
     """
     key = _rollup_key(prepared, c)
     held = cache.peek(key, _PIECES)
@@ -106,6 +111,12 @@ def load_rollup(cache: StateCache, prepared: Prepared, c: str, covered: set[int]
     -------
     State or None
         The roll-up, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.rollups import load_rollup, rollup_pieces
+    >>> covered = rollup_pieces(cache, prepared, chain)  # doctest: +SKIP
+    >>> rolled = load_rollup(cache, prepared, chain, covered)  # doctest: +SKIP
     """
     if not covered:
         return None
@@ -145,6 +156,11 @@ def save_rollup(
         The state of every piece merged.
     meta : dict[str, Any]
         What ``cache list`` shows of it.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.rollups import save_rollup
+    >>> save_rollup(cache, prepared, chain, merged, meta)  # doctest: +SKIP
     """
     keys = np.array([prepared.keys[c, i] for i in range(len(prepared.pieces))], dtype="<U64")
     cache.put(_rollup_key(prepared, c), {**merged, _PIECES: keys}, meta)

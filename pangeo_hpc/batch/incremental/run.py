@@ -92,6 +92,17 @@ def run(
     -------
     (Dataset, Report)
         The results in memory, and what was read and reused.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache, open_inputs
+    >>> from pangeo_hpc.batch.incremental.run import run
+    >>> cache = StateCache()  # doctest: +SKIP
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> prepared, reads = inputs.read_plan(cache)  # doctest: +SKIP
+    >>> spec, ds = inputs.spec, inputs.dataset  # doctest: +SKIP
+    >>> result, report = run(spec, ds, prepared, client, cache, reads)  # doctest: +SKIP
+    >>> report.line()  # doctest: +SKIP
     """
     n_pieces = len(prepared.pieces)
     chains = prepared.chains

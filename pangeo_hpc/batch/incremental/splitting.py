@@ -45,6 +45,15 @@ class Split:
     how : Reduction
         What the reduction's function declares: its state and groups
         (:class:`~pangeo_hpc.recipes.traits.Reduction`).
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps
+    >>> from pangeo_hpc.batch.incremental.splitting import split
+    >>> steps = [{"area_mean": {}}, {"time_mean": {}}, {"convert_units": "degC"}]
+    >>> cut = split(parse_steps(steps, "steps"))
+    >>> [s.name for s in cut.prefix], cut.reduction.name, [s.name for s in cut.suffix], cut.kind
+    (['area_mean'], 'time_mean', ['convert_units'], 'mean')
     """
 
     prefix: tuple[Step, ...]
@@ -78,6 +87,15 @@ class Split:
         -------
         str
             The hash.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch.chains.chain import parse_steps
+        >>> from pangeo_hpc.batch.incremental.splitting import split
+        >>> cut = split(parse_steps([{"time_mean": {}}], "steps"))
+        >>> key = cut.chain_hash(["sst"])
+        >>> len(key), key == cut.chain_hash(["t2m"])
+        (64, False)
         """
         steps = [*self.prefix, self.reduction]
         doc = {
@@ -103,6 +121,15 @@ def split(steps: Sequence[Step]) -> Split | str:
     -------
     Split or str
         The cut, or the reason.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.chain import parse_steps
+    >>> from pangeo_hpc.batch.incremental.splitting import split
+    >>> split(parse_steps([{"resample": {"freq": "monthly"}}], "steps")).reduction.name
+    'resample'
+    >>> split(parse_steps([{"area_mean": {}}], "steps"))
+    'no reduction along time (climatology, daily_totals, linear_trend, resample, time_me...
     """
     for i, step in enumerate(steps):
         fn = step.function()

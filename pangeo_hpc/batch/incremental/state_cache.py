@@ -81,7 +81,22 @@ _HEAD = f"{_FORMAT} {_DIGEST} ".encode()
 
 
 class CacheWarning(UserWarning):
-    """The state cache ignored something (a damaged entry, a full disk); the run goes on."""
+    """The state cache ignored something (a damaged entry, a full disk); the run goes on.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch import StateCache
+    >>> cache = StateCache("states-cachewarning")
+    >>> _ = cache.put("a" * 64, {"sum": np.zeros(3)}, {})
+    >>> _ = (cache.folder / f"{'a' * 64}.npz").write_bytes(b"damaged")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     cache.get("a" * 64)  # a miss, and the run goes on
+    >>> [w.category.__name__ for w in caught]
+    ['CacheWarning']
+    """
 
 
 class StateCache:
@@ -171,6 +186,16 @@ class StateCache:
         -------
         (dict, dict) or None
             The arrays by name and the meta, or ``None``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-get")
+        >>> _ = cache.put("a" * 64, {"sum": np.arange(3.0)}, {"count": 3})
+        >>> arrays, meta = cache.get("a" * 64)
+        >>> arrays["sum"], meta["count"], cache.get("b" * 64)
+        (array([0., 1., 2.]), 3, None)
         """
         path = self._path(key)
         try:
@@ -199,6 +224,15 @@ class StateCache:
         -------
         bool
             Whether its file exists.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-has")
+        >>> _ = cache.put("a" * 64, {"sum": np.zeros(3)}, {})
+        >>> cache.has("a" * 64), cache.has("b" * 64)
+        (True, False)
         """
         return self._path(key).is_file()
 
@@ -225,6 +259,15 @@ class StateCache:
         -------
         ndarray or None
             The array, or ``None``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-peek")
+        >>> _ = cache.put("a" * 64, {"sum": np.arange(3.0), "count": np.ones(3)}, {})
+        >>> cache.peek("a" * 64, "sum"), cache.peek("a" * 64, "max")
+        (array([0., 1., 2.]), None)
         """
         try:
             with self._path(key).open("rb") as f, zipfile.ZipFile(f) as npz:
@@ -263,6 +306,12 @@ class StateCache:
         -------
         bool
             Whether entries can be written.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import StateCache
+        >>> StateCache("states-check-writable").check_writable()
+        True
         """
         if self.disabled is not None:
             return False
@@ -298,6 +347,16 @@ class StateCache:
             one :class:`CacheWarning` says so the first time). Older entries are then
             evicted beyond ``max_bytes``; the one just stored stays even if it alone is
             larger (until the next put), so that a run reads back what it stored.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-put")
+        >>> cache.put("a" * 64, {"sum": np.arange(3.0)}, {"recipe": "era5-sst-mean"})
+        True
+        >>> sorted(p.name[:8] for p in cache.folder.iterdir() if p.suffix == ".npz")
+        ['aaaaaaaa']
         """
         from pangeo_hpc.write.outputs import atomic_file
 
@@ -346,6 +405,15 @@ class StateCache:
         -------
         list[Entry]
             The entries.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-entries")
+        >>> _ = cache.put("a" * 64, {"sum": np.zeros(3)}, {"recipe": "era5-sst-mean", "piece": 0})
+        >>> [(entry.key[:4], entry.meta["piece"]) for entry in cache.entries()]
+        [('aaaa', 0)]
         """
         out = []
         for path, size, used in sorted(scan(self.folder), key=lambda t: t[2], reverse=True):
@@ -360,6 +428,16 @@ class StateCache:
         -------
         int
             The bytes.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-size")
+        >>> size = cache.size()
+        >>> _ = cache.put("a" * 64, {"sum": np.zeros(1000)}, {})
+        >>> cache.size() - size > 8000  # the 8 kB of the array, and the entry's head
+        True
         """
         return sum(size for _, size, _ in scan(self.folder))
 
@@ -375,6 +453,16 @@ class StateCache:
         -------
         int
             How many entries this call removed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-clear")
+        >>> for key, recipe in [("a" * 64, "era5-sst-mean"), ("b" * 64, "era5-sst-trend")]:
+        ...     _ = cache.put(key, {"sum": np.zeros(3)}, {"recipe": recipe})
+        >>> cache.clear(recipe="era5-sst-mean"), [entry.meta["recipe"] for entry in cache.entries()]
+        (1, ['era5-sst-trend'])
         """
         from pangeo_hpc.write.outputs import remove_file
 
@@ -408,6 +496,16 @@ class StateCache:
         -------
         int
             How many entries this call removed.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> cache = StateCache("states-evict", max_bytes=10**9)
+        >>> _ = cache.put("a" * 64, {"sum": np.zeros(1000)}, {})
+        >>> cache.max_bytes = 100  # smaller than the entry
+        >>> cache.evict(), cache.size()
+        (1, 0)
         """
         return self._evict(keep=None)
 

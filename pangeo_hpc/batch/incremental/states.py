@@ -110,6 +110,12 @@ def from_cache(
     -------
     (dict, set)
         Piece -> chain -> Delayed state to compute, and the pieces no chain uses.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.states import from_cache
+    >>> found = {}
+    >>> todo, unused = from_cache(prepared, cache, covered={}, found=found)  # doctest: +SKIP
     """
     chains = {c: p for c, p in prepared.chains.items() if only is None or c in only}
     for c in chains:
@@ -167,6 +173,13 @@ def compute_states(
     -------
     int
         The states saved.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.states import compute_states, from_cache
+    >>> found = {}
+    >>> todo, unused = from_cache(prepared, cache, covered, found)  # doctest: +SKIP
+    >>> saved = compute_states(spec, prepared, client, cache, todo, found)  # doctest: +SKIP
     """
     futures = {}
     if todo:
@@ -221,6 +234,15 @@ def entry_meta(recipe: Any, prepared: Prepared, c: str, i: int | None) -> dict[s
     -------
     dict[str, Any]
         What is shown.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> from pangeo_hpc.batch.incremental.plan import prepare
+    >>> from pangeo_hpc.batch.incremental.states import entry_meta
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> prepared = prepare(inputs.spec, inputs.dataset)  # doctest: +SKIP
+    >>> entry_meta(inputs.spec, prepared, prepared.results[0].chain, 0)  # doctest: +SKIP
     """
     plan = prepared.chains[c]
     results = [p.name or recipe.variable for p in prepared.results if p.chain == c]
@@ -251,6 +273,14 @@ def keeps_values(plan: ResultPlan) -> bool:
     -------
     bool
         Whether its reduction is to periods.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import open_inputs
+    >>> from pangeo_hpc.batch.incremental.plan import prepare
+    >>> from pangeo_hpc.batch.incremental.states import keeps_values
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> [keeps_values(p) for p in prepare(inputs.spec, inputs.dataset).results]  # doctest: +SKIP
     """
     return plan.split.how.periods
 
@@ -280,6 +310,11 @@ def reduce(
     ------
     ValueError
         If neither ``rolled`` nor ``parts`` holds a state.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.states import reduce
+    >>> values, next_rollup = reduce(plan, rolled, parts)  # doctest: +SKIP
     """
     parts = [p for p in parts if p["labels"].size]
     if not keeps_values(plan):
@@ -327,6 +362,12 @@ def fill(plan: ResultPlan, values: dict[str, np.ndarray]) -> xr.DataArray | xr.D
     -------
     xr.DataArray or xr.Dataset
         The result.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.incremental.states import fill, reduce
+    >>> values, rollup = reduce(plan, rolled, parts)  # doctest: +SKIP
+    >>> fill(plan, values)  # the reduction's result, in memory  # doctest: +SKIP
     """
     template, labels = plan.template, values["labels"]
     if isinstance(template, xr.Dataset):

@@ -170,6 +170,21 @@ def summary_text(summary: Mapping[str, Any], *, as_json: bool = False) -> list[s
     -------
     list of str
         The lines: the recipe and period, the answer, :func:`reads_line`.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.answer_text import summary_text
+    >>> summary = {"recipe": "era5-sst-mean", "inputs": {"period": ["2000-01", "2000-12"]},
+    ...            "answer": {"global_mean": {"kind": "scalar", "units": "K", "value": 291.25}},
+    ...            "reads": None, "timings_s": {"compute": 2.1, "total": 9.3}}
+    >>> print("\\n".join(summary_text(summary)))
+    era5-sst-mean, 2000-01 to 2000-12:
+    result       kind    units    mean
+    -----------  ------  -----  ------
+    global_mean  scalar  K      291.25
+    answered in 2.1 s (reads not counted); 9.3 s in all
+    >>> summary_text(summary, as_json=True)[0]
+    'era5-sst-mean: {"global_mean": {"kind": "scalar", "units": "K", "value": 291.25}}'
     """
     name = summary["recipe"]
     if as_json:

@@ -57,6 +57,12 @@ def rounded(value: Any, digits: int = DIGITS) -> float | None:
     -------
     float or None
         The rounded value, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.headlines import rounded
+    >>> rounded(291.123456789), rounded(float("nan")), rounded(0.000123456789, digits=3)
+    (291.123, None, 0.000123)
     """
     x = float(value)
     return float(f"{x:.{digits}g}") if np.isfinite(x) else None

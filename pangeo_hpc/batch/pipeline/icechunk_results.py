@@ -78,6 +78,14 @@ def write_icechunk(
     -------
     Committed
         The snapshot at the tip of ``main``, and whether this run made it.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.icechunk_results import write_icechunk
+    >>> committed = write_icechunk(  # doctest: +SKIP
+    ...     result, summary, spec=spec, period=("2000-01", "2000-12"), root="data/era5-demo",
+    ...     out="results/sst.icechunk", t0=t0, started=None,
+    ... )
     """
     took = summary["timings_s"]
     took["write"] = round(time.perf_counter() - t0, 3)  # the commit's own time: not in it

@@ -85,6 +85,15 @@ def grid_box(ds: xr.Dataset | xr.DataArray, name: str) -> dict[str, list[float]]
     InputError
         For a grid whose cells are not all of one size (a Gaussian grid): name it by
         ``rNxM`` or a file instead.
+
+    Examples
+    --------
+    >>> import numpy as np, xarray as xr
+    >>> from pangeo_hpc.batch.pipeline.multi_run import grid_box
+    >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 90.0, 180.0, 270.0]}
+    >>> da = xr.DataArray(np.zeros((2, 4)), coords, ("lat", "lon"))
+    >>> grid_box(da, "model")
+    {'lat': [-90.0, 90.0, 90.0], 'lon': [-45.0, 315.0, 90.0]}
     """
     g = source_grid(ds)
     out = {}
@@ -133,6 +142,14 @@ def dataset_recipes(
     -------
     dict[str, Recipe]
         ``RECIPE.DATASET`` -> its recipe.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import load_multi
+    >>> from pangeo_hpc.batch.pipeline.multi_run import dataset_recipes
+    >>> spec = load_multi("model-vs-era5-t2m")
+    >>> recipes = dataset_recipes(spec, "data/era5-demo")  # doctest: +SKIP
+    >>> list(recipes)  # doctest: +SKIP
     """
     grids = {}
     for name in spec.grid_owners():
@@ -192,6 +209,18 @@ def combine_results(spec: MultiRecipe, values: Mapping[str, xr.Dataset]) -> xr.D
     -------
     xr.Dataset
         The combined results.
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from pangeo_hpc.batch import load_multi
+    >>> from pangeo_hpc.batch.pipeline.multi_run import combine_results
+    >>> coords = {"lat": [-45.0, 45.0], "lon": [0.0, 180.0]}
+    >>> model = xr.Dataset({"tas": (("lat", "lon"), [[281.0, 283.0], [279.0, 280.0]])}, coords)
+    >>> era5 = xr.Dataset({"tas": (("lat", "lon"), [[280.0, 282.0], [279.5, 280.5]])}, coords)
+    >>> combined = combine_results(load_multi("model-vs-era5-t2m"), {"model": model, "era5": era5})
+    >>> sorted(combined.data_vars)
+    ['model', 'model_correlation', 'model_rmse']
     """
     names = list(values)
     parts = {n: _per_result(values[n]) for n in names}

@@ -44,6 +44,13 @@ class Placement:
         Compute in this process's threads (no worker processes).
     why : str
         The reason, e.g. ``"60 files to read, 174.2 MB, 0 cached: <= 1.0 GB"``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.placement import Placement
+    >>> where = Placement(True, "2 files to read, 5.0 MB, 0 cached: <= 1.0 GB")
+    >>> where.in_process
+    True
     """
 
     in_process: bool

@@ -62,6 +62,13 @@ def command(spec: Any, root: Any, period: tuple[str, str]) -> str:
     -------
     str
         The command line.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.batch.pipeline.provenance import command
+    >>> command(load("era5-sst-mean"), "data/era5-demo", ("2000-01", "2000-12"))
+    'python -m pangeo_hpc.run era5-sst-mean --data data/era5-demo --start 2000-01 --end ...
     """
     recipe = spec.name
     path = getattr(spec, "path", None)
@@ -101,6 +108,13 @@ def record(inputs: Any, computed: Any) -> dict[str, Any]:
     -------
     dict[str, Any]
         The record.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import compute, open_inputs
+    >>> from pangeo_hpc.batch.pipeline.provenance import record
+    >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+    >>> prov = record(inputs, compute(inputs, client))  # doctest: +SKIP
     """
     spec = inputs.spec
     stamps = _stamps(inputs.dataset)
@@ -144,6 +158,14 @@ def file_attributes(prov: Mapping[str, Any]) -> dict[str, str]:
     -------
     dict[str, str]
         Attribute name -> value.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.provenance import file_attributes
+    >>> prov = {"inputs": {"sha256": "1f" * 32}, "code": {"pangeo-hpc": "c0" * 32},
+    ...         "steps": {"global_mean": ["area_mean", "time_mean"]}}
+    >>> sorted(file_attributes(prov))
+    ['pangeo_hpc_code_sha256', 'pangeo_hpc_inputs_sha256', 'pangeo_hpc_steps']
     """
     p = ATTRIBUTE_PREFIX
     return {

@@ -32,6 +32,16 @@ class CachedWeights:
     ----------
     cache : StateCache
         The state cache whose folder holds the weights.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
+    >>> weights = CachedWeights(StateCache("states-weights"))
+    >>> weights.put("e" * 64, {"S": np.ones(4)}, {})
+    >>> weights.get("e" * 64)["S"]
+    array([1., 1., 1., 1.])
     """
 
     __slots__ = ("cache",)
@@ -52,6 +62,16 @@ class CachedWeights:
         -------
         dict or None
             The arrays by name, or ``None``.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
+        >>> cache = StateCache("states-weights-get")
+        >>> _ = cache.put("f" * 64, {"sum": np.zeros(2)}, {"recipe": "era5-sst-mean"})
+        >>> CachedWeights(cache).get("f" * 64) is None  # a state, not weights
+        True
         """
         found = self.cache.get(key)
         if found is None or found[1].get("recipe") != RECIPE:
@@ -70,6 +90,16 @@ class CachedWeights:
             The weights' arrays by name.
         meta : dict[str, Any]
             What they regrid (``regrid``, ``source``, ``target``).
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from pangeo_hpc.batch import StateCache
+        >>> from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
+        >>> cache = StateCache("states-weights-put")
+        >>> CachedWeights(cache).put("e" * 64, {"S": np.ones(4)}, {})
+        >>> [entry.meta["recipe"] for entry in cache.entries()]  # as `cache list` shows it
+        ['(regrid weights)']
         """
         said = f"{meta.get('regrid')}: {meta.get('source')} -> {meta.get('target')}"
         self.cache.put(key, arrays, {"recipe": RECIPE, "result": said, **meta})

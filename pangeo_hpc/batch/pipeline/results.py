@@ -91,6 +91,14 @@ class RunResult:
         -------
         str
             Its path or URL.
+
+        Examples
+        --------
+        >>> import xarray as xr
+        >>> from pangeo_hpc.batch.pipeline.results import RunResult
+        >>> run = RunResult("results/sst", {}, xr.Dataset())
+        >>> run.file("result.nc"), run.file("summary.json")
+        ('results/sst/result.nc', 'results/sst/summary.json')
         """
         if name == "summary.json" or not self.files:
             return str(Path(self.out) / name) if not is_s3(self.out) else f"{self.out}/{name}"
@@ -116,6 +124,18 @@ def check_format(fmt: str | None, spec: Recipe) -> str:
     ------
     InputError
         If the format is not one of :data:`FORMATS`.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.batch.pipeline.results import check_format
+    >>> spec = load("era5-sst-mean")
+    >>> check_format(None, spec), check_format("zarr", spec)
+    ('netcdf', 'zarr')
+    >>> check_format("csv", spec)
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: format 'csv' must be netcdf, zarr or icechunk
     """
     fmt = fmt or spec.format
     if fmt not in FORMATS:
@@ -163,6 +183,13 @@ def result_folder(
     InputError
         If the output is the data or inside it, an existing folder this package did not
         write, not UTF-8, or not writable.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import load
+    >>> from pangeo_hpc.batch.pipeline.results import result_folder
+    >>> result_folder("results/sst", load("era5-sst-mean"), root="data/era5-demo")
+    PosixPath('results/sst')
     """
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")
@@ -240,6 +267,14 @@ def throughput(reads: Mapping[str, Any] | None, seconds: float) -> float | None:
     -------
     float or None
         MB/s, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.results import throughput
+    >>> throughput({"bytes_read": 250_000_000}, seconds=2.0)  # MB/s
+    125.0
+    >>> throughput({"bytes_read": 0}, seconds=2.0) is None  # every state from the cache
+    True
     """
     read = 0 if reads is None else reads.get("bytes_read", 0)
     return round(read / 1e6 / max(seconds, 1e-9), 1) if read else None
@@ -401,6 +436,15 @@ def warmup_summary(report: Any) -> dict[str, Any] | None:
     -------
     dict or None
         Its figures, or ``None``.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.results import warmup_summary
+    >>> from pangeo_hpc.storage.warmup import WarmupReport
+    >>> warmup_summary(WarmupReport("read", files=2, bytes=2_000_000_000, seconds=4.0))
+    {'files': 2, 'bytes': 2000000000, 'seconds': 4.0, 'skipped': 0, 'failed': []}
+    >>> warmup_summary(None) is None  # no warm-up asked for
+    True
     """
     if report is None:
         return None

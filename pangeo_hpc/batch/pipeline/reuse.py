@@ -98,6 +98,20 @@ def run_key(
     -------
     str or None
         The SHA-256 (hex), or ``None``.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import read_yaml
+    >>> from pangeo_hpc.batch.pipeline.reuse import run_key
+    >>> _ = Path("keyed-2000-01.nc").write_bytes(bytes(10))
+    >>> recipe = ["name: keyed", "description: K", "steps: [{time_mean: {}}]",
+    ...           "dataset: {variable: t2m, files: keyed-*.nc}"]
+    >>> _ = Path("keyed.yaml").write_text("\\n".join(recipe))
+    >>> key = run_key(read_yaml(Path("keyed.yaml")), "keyed.yaml")
+    >>> _ = Path("keyed-2000-01.nc").write_bytes(bytes(20))  # the data changed
+    >>> len(key), key == run_key(read_yaml(Path("keyed.yaml")), "keyed.yaml")
+    (64, False)
     """
     try:
         _dataset(doc)  # one dataset, not a store
@@ -130,6 +144,14 @@ def default_out(doc: Any) -> Path | None:
     Path or None
         The folder; ``None`` for a recipe without a name that is a label (its run says
         why).
+
+    Examples
+    --------
+    >>> import dask
+    >>> from pangeo_hpc.batch.pipeline.reuse import default_out
+    >>> with dask.config.set({"pangeo-hpc.output.root": "results"}):
+    ...     default_out({"name": "era5-sst-mean"})
+    PosixPath('results/era5-sst-mean')
     """
     try:
         return folder_in(config.get("output.root"), str(doc["name"]), what="name")
@@ -153,6 +175,12 @@ def served(out: str | os.PathLike[str] | None, key: str | None) -> dict[str, Any
     -------
     dict or None
         The folder's ``summary.json``, or ``None`` when it cannot be served.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.reuse import served
+    >>> served("results/not-yet", "ab" * 32) is None  # a miss: the run runs
+    True
     """
     if key is None or out is None or is_url(str(out)):
         return None

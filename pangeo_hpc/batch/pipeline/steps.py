@@ -95,6 +95,13 @@ class Inputs:
         -------
         (Prepared or str, ReadPlan)
             The plan (or the reason) and the reads.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.batch import StateCache, open_inputs
+        >>> inputs = open_inputs("era5-sst-mean", data="data/era5-demo")  # doctest: +SKIP
+        >>> prepared, reads = inputs.read_plan(StateCache())  # doctest: +SKIP
+        >>> reads.files_reused, reads.files_to_read  # doctest: +SKIP
         """
         key = None if store is None else str(store.folder)
         if key not in self._reads:
@@ -134,6 +141,16 @@ def data_root(data: str | Path | None = None, profile: str | None = None) -> str
     -------
     str or Path
         A folder or URL.
+
+    Examples
+    --------
+    >>> import dask
+    >>> from pangeo_hpc.batch.pipeline.steps import data_root
+    >>> data_root("data/era5-demo")
+    'data/era5-demo'
+    >>> with dask.config.set({"pangeo-hpc.data.root": "/fsx/era5"}):
+    ...     data_root()
+    '/fsx/era5'
     """
     site = profiles.resolve(profile) if profile and profile != "auto" else {}
     return data or site.get("data_root") or config.get("data.root")
@@ -151,6 +168,15 @@ def check_warmup(root: str | Path) -> None:
     ------
     InputError
         If ``root`` is an ``s3://`` URL.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.steps import check_warmup
+    >>> check_warmup("/fsx/era5")  # doctest: +SKIP
+    >>> check_warmup("s3://era5-pds")
+    Traceback (most recent call last):
+        ...
+    pangeo_hpc.errors.InputError: warm_inputs=True reads files of a lazily loaded file s...
     """
     if is_s3(str(root)):
         raise InputError(
@@ -263,6 +289,21 @@ def open_dataset(
     -------
     xr.Dataset
         The dataset.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, xarray as xr
+    >>> from pangeo_hpc.batch.chains.recipe_yaml import from_dict
+    >>> from pangeo_hpc.batch.pipeline.steps import open_dataset
+    >>> t = pd.date_range("2000-01-01", periods=3)
+    >>> coords = {"time": t, "lat": [0.0, 1.0]}
+    >>> t2m = xr.Dataset({"t2m": (("time", "lat"), np.ones((3, 2)))}, coords)
+    >>> t2m.to_netcdf("t2m-2000-01.nc")
+    >>> spec = from_dict({"name": "t2m", "description": "T2m", "steps": [{"time_mean": {}}],
+    ...                   "dataset": {"variable": "t2m", "files": "t2m-*.nc"}})
+    >>> ds = open_dataset(spec, ".")  # lazy
+    >>> ds.t2m.dims, ds.t2m.chunks is not None
+    (('time', 'lat'), True)
     """
     names = list(spec.variables)
     period = (start or spec.start, end or spec.end)
@@ -407,6 +448,13 @@ def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
     InputError
         If the cache's folder is another user's, or holds what this package did not
         write.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.pipeline.steps import open_cache
+    >>> open_cache(False) is None, open_cache(StateCache("states-open")).folder.name
+    (True, 'states-open')
     """
     if isinstance(cache, StateCache):
         return cache
