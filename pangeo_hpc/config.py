@@ -36,6 +36,13 @@ def get(key: str, override: Any = None) -> Any:
     -------
     Any
         ``override``, or the option's value (from ``pangeo-hpc.yaml`` and the user's Dask config).
+
+    Examples
+    --------
+    >>> import dask
+    >>> with dask.config.set({"pangeo-hpc.s3.max-retries": 7}):
+    ...     get("s3.max-retries"), get("s3.max-retries", 2)
+    (7, 2)
     """
     if override is not None:
         return override

@@ -29,6 +29,13 @@ class Hinted(Exception):
     commands : mapping of str to sequence of str, optional
         Calls the message suggests, exactly as written in it (``"calibrate('x')"``), each
         with the words of the CLI command that does the same (``["calibrate", "x"]``).
+
+    Examples
+    --------
+    >>> err = Hinted("run calibrate('x') first", param="price",
+    ...              commands={"calibrate('x')": ["calibrate", "x"]})
+    >>> err.param, err.commands
+    (('price',), {"calibrate('x')": ('calibrate', 'x')})
     """
 
     def __init__(
@@ -102,6 +109,12 @@ class DamagedInputError(InputError):
         The parameters the message names as ``name=``.
     commands : Mapping[str, Sequence[str]] | None, optional
         Calls the message suggests, each with the words of the CLI command that does the same.
+
+    Examples
+    --------
+    >>> err = DamagedInputError("'a.nc' ends before byte 4096 that its chunk index names")
+    >>> isinstance(err, InputError)
+    True
     """
 
 
@@ -118,6 +131,12 @@ class MissingExtraError(InputError, ImportError):
         The parameters the message names as ``name=``.
     commands : Mapping[str, Sequence[str]] | None, optional
         Calls the message suggests, each with the words of the CLI command that does the same.
+
+    Examples
+    --------
+    >>> err = MissingExtraError("reading s3:// needs obstore: pip install 'pangeo-hpc[s3]'")
+    >>> isinstance(err, ImportError), isinstance(err, InputError)
+    (True, True)
     """
 
 
@@ -132,6 +151,12 @@ class ClusterError(Hinted, RuntimeError):
         The parameters the message names as ``name=``.
     commands : Mapping[str, Sequence[str]] | None, optional
         Calls the message suggests, each with the words of the CLI command that does the same.
+
+    Examples
+    --------
+    >>> err = ClusterError("no worker came within 60 s: see the job's log", param="timeout")
+    >>> isinstance(err, RuntimeError), err.param
+    (True, ('timeout',))
     """
 
 
@@ -148,6 +173,12 @@ class BudgetSpent(Hinted, RuntimeError):
         The parameters the message names as ``name=``.
     commands : Mapping[str, Sequence[str]] | None, optional
         Calls the message suggests, each with the words of the CLI command that does the same.
+
+    Examples
+    --------
+    >>> err = BudgetSpent("spent 5.02 USD of budget='5USD': states saved; run again to resume")
+    >>> isinstance(err, RuntimeError)
+    True
     """
 
 
@@ -163,6 +194,12 @@ class StorageError(Hinted, OSError):
         The parameters the message names as ``name=``.
     commands : Mapping[str, Sequence[str]] | None, optional
         Calls the message suggests, each with the words of the CLI command that does the same.
+
+    Examples
+    --------
+    >>> err = StorageError("S3 endpoint http://127.0.0.1:9000 answered 503 after 3 retries")
+    >>> isinstance(err, OSError)
+    True
     """
 
 
@@ -178,6 +215,13 @@ def shown(value: object) -> str:
     -------
     str
         Its ``repr``, shortened with ``...`` past 60 characters.
+
+    Examples
+    --------
+    >>> shown("2000-01")
+    "'2000-01'"
+    >>> shown(list(range(30)))
+    '[0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16...'
     """
     text = " ".join(repr(value).split())
     return text if len(text) <= 60 else text[:57] + "..."
@@ -198,6 +242,11 @@ def named(name: str, value: object) -> str:
     -------
     str
         ``name`` and the shown value, in the form that fits ``name``.
+
+    Examples
+    --------
+    >>> named("out", "/x"), named("--out", "/x"), named("pangeo-hpc.s3.index-cache", 3)
+    ("out='/x'", "--out '/x'", 'pangeo-hpc.s3.index-cache 3')
     """
     text = repr(str(value)) if isinstance(value, str | os.PathLike) else repr(value)
     return f"{name}={text}" if name.isidentifier() else f"{name} {text}"

@@ -75,11 +75,22 @@ def missing(extra: str) -> list[str]:
     Parameters
     ----------
     extra : {"s3", "lab", "demo"}
+        The optional-dependency group of ``pyproject.toml``.
 
     Returns
     -------
     list of str
         Distribution names, e.g. ``["obstore"]``; empty when the extra is complete.
+
+    Raises
+    ------
+    InputError
+        For an extra that does not exist.
+
+    Examples
+    --------
+    >>> missing("s3")  # here every package of the s3 extra is installed
+    []
     """
     if extra not in EXTRAS:
         raise InputError(f"extra {extra!r} is unknown: use one of {', '.join(EXTRAS)}")
@@ -101,6 +112,14 @@ def require(extra: str, feature: str) -> None:
     MissingExtraError
         An :class:`ImportError` (and an :class:`~pangeo_hpc.errors.InputError`) naming the
         missing packages and ``pip install 'pangeo-hpc[EXTRA]'``.
+
+    Examples
+    --------
+    >>> require("s3", "reading s3://era5-pds")  # installed: nothing happens
+    >>> require("gpu", "a GPU run")
+    Traceback (most recent call last):
+    ...
+    pangeo_hpc.errors.InputError: extra 'gpu' is unknown: use one of ...
     """
     gone = missing(extra)
     if gone:

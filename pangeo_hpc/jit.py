@@ -57,5 +57,16 @@ def njit(func: Callable[..., Any]) -> Callable[..., Any]:
     -------
     Callable[..., Any]
         The compiled function.
+
+    Examples
+    --------
+    A kernel of a module (numba caches by the source file: not one typed in a session):
+
+    >>> @njit  # doctest: +SKIP
+    ... def total(values):
+    ...     out = 0.0
+    ...     for v in values:
+    ...         out += v
+    ...     return out
     """
     return numba.njit(nogil=True, cache=CACHE)(func)
