@@ -155,7 +155,7 @@ class DemoSpec:
         >>> DemoSpec(resolution=7.0).resolved()
         Traceback (most recent call last):
             ...
-        pangeo_hpc.errors.InputError: resolution 7.0 must divide 180 degrees, e.g. 0.25 or 1.0
+        pangeo_hpc.errors.InputError: resolution 7.0 must divide 180 degrees and be at most ...
         """
         values = {k: config.get(f"demo.{k.replace('_', '-')}", v) for k, v in asdict(self).items()}
         values["start"], values["end"] = str(values["start"]), str(values["end"])
@@ -188,7 +188,8 @@ class DemoSpec:
         res = float(self.resolution)  # type: ignore[arg-type]
         if not (0 < res <= 10 and abs(180 / res - round(180 / res)) < 1e-9):
             raise InputError(
-                f"resolution {self.resolution!r} must divide 180 degrees, e.g. 0.25 or 1.0"
+                f"resolution {self.resolution!r} must divide 180 degrees and be at most 10, "
+                "e.g. 0.25 or 1.0"
             )
         if self.frequency not in ("daily", "hourly"):
             raise InputError(f"frequency {self.frequency!r} must be 'daily' or 'hourly'")

@@ -86,6 +86,7 @@ def test_resume_skips_existing_months_and_refuses_other_settings(tmp_path):
     ("kwargs", "match"),
     [
         ({"resolution": 0.7}, "resolution 0.7 must divide 180"),
+        ({"resolution": 30.0}, "resolution 30.0 must divide 180 degrees and be at most 10"),
         ({"frequency": "weekly"}, "frequency 'weekly' must be 'daily' or 'hourly'"),
         ({"start": "2001-05", "end": "2001-01"}, "is empty"),
         ({"hdf5_chunks": (24, 0, 100)}, "three positive sizes"),
