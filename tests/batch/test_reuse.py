@@ -21,6 +21,7 @@ from pathlib import Path
 import h5py
 import pytest
 
+from pangeo_hpc.batch.chains import code_identity
 from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
@@ -204,3 +205,20 @@ def test_a_result_the_user_changed_is_neither_served_nor_replaced(demo_tree, tmp
     assert again.returncode == 2, again.stderr  # the write guard refuses, as always
     assert "nothing was changed" in again.stderr
     assert (out / name).read_bytes() == changed
+
+
+@pytest.mark.parametrize("library", [*code_identity._LIBRARIES, *code_identity._WRITERS])
+def test_an_upgraded_library_changes_the_run_key(library, monkeypatch):
+    """A served result was made with the libraries then installed: an upgrade of any of
+    them (its writers, figures, regions and report included) is a miss."""
+    code_identity.run_code.cache_clear()  # once per process: each command line is one
+    before = code_identity.run_code()
+    real = code_identity._version
+    monkeypatch.setattr(
+        code_identity, "_version", lambda dist: "99.0" if dist == library else real(dist)
+    )
+    code_identity.run_code.cache_clear()
+    try:
+        assert code_identity.run_code() != before
+    finally:
+        code_identity.run_code.cache_clear()

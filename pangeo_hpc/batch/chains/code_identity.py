@@ -58,8 +58,13 @@ _SOURCES = (
 #: the libraries whose versions a state depends on
 _LIBRARIES = ("numpy", "pandas", "xarray", "dask", "flox", "numbagg", "numba", "h5py")
 #: besides those, the libraries a whole run's outputs depend on: the result's, figure's
-#: and report's writers and the CF and grid helpers
-_WRITERS = ("netCDF4", "h5netcdf", "zarr", "cf-xarray", "scipy", "matplotlib", "pyproj", "PyYAML")
+#: and report's writers, the CF, grid and region helpers, the map projections and the
+#: report's interactive maps
+_WRITERS = (
+    "netCDF4", "h5netcdf", "zarr", "cf-xarray", "scipy", "matplotlib", "pyproj", "PyYAML",
+    "regionmask", "cartopy", "global-land-mask", "bokeh", "holoviews", "hvplot", "panel",
+    "datashader",
+)  # fmt: skip
 
 
 @functools.lru_cache(maxsize=1)
