@@ -67,3 +67,19 @@ def test_a_wrong_example_fails(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     ran, failed = failures("probe_examples")
     assert ran == 1 and len(failed) == 1 and "Expected:\n    3" in failed[0]
+
+
+def test_no_example_shows_a_path_repr():
+    """Examples print paths rather than show their repr: ``PosixPath('x')`` is not what a
+    user sees on Windows, nor after importing intake-esm (its dependency fastcore patches
+    ``Path.__repr__`` to ``Path('x')``: CI's run failed on it once the test modules were
+    all imported)."""
+    shown = [
+        f"{module}: {example.want.strip()}"
+        for folder in FOLDERS
+        for module in modules(folder)
+        for test in doctest.DocTestFinder().find(importlib.import_module(module), module)
+        for example in test.examples
+        if "Path('" in example.want and "PurePosixPath" not in example.want
+    ]
+    assert shown == []

@@ -353,6 +353,21 @@ def test_workers_keep_the_log_of_real_failures():
         None, None,
     )  # fmt: skip
     assert not keep(closing)
+    # a heartbeat that fails as the worker closes its connections is the closing; while the
+    # worker runs, it is a scheduler gone: kept
+    from types import SimpleNamespace
+
+    from distributed.core import Status
+
+    heartbeat = logging.LogRecord(
+        "distributed.worker", logging.ERROR, "w.py", 1,
+        "Failed to communicate with scheduler during heartbeat.", None, None,
+    )  # fmt: skip
+    worker = SimpleNamespace(status=Status.running)
+    assert InputErrorFilter(worker).filter(heartbeat)
+    assert keep(heartbeat)  # no worker known: kept
+    worker.status = Status.closing
+    assert not InputErrorFilter(worker).filter(heartbeat)
 
 
 # ----- a file vanished or unreadable during a warm-up

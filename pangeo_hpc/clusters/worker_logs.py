@@ -13,7 +13,10 @@ record's exception text, ``repr(exc)``); every other exception keeps its record.
 They also drop "Async instruction for <Task ...> ended with CancelledError"
 (``distributed.worker.state_machine``, WARNING), which distributed logs for each task still
 running when a worker closes: after a failure the cluster closes with the other tasks in
-flight, and those lines are the closing, not a failure.
+flight, and those lines are the closing, not a failure. For the same reason they drop
+"Failed to communicate with scheduler during heartbeat." (with its traceback) when the
+worker is closing: a heartbeat in flight as the worker closes its connections fails with
+"Stream is closed"; while the worker runs, the same record (a scheduler gone) is kept.
 
 :class:`QuietInputErrors` is a worker plugin: :func:`quiet_input_errors` registers it with a
 client, so that every worker of the cluster, those that join later included, filters its
@@ -26,6 +29,7 @@ import logging
 from typing import Any
 
 from distributed import Client, WorkerPlugin
+from distributed.core import Status
 
 from pangeo_hpc.errors import InputError
 
@@ -33,6 +37,8 @@ __all__ = ["QuietInputErrors", "quiet_input_errors"]
 
 #: the loggers of distributed's worker that the filter sits on
 LOGGERS = ("distributed.worker", "distributed.worker.state_machine")
+#: the worker's states in which a failed heartbeat is its own closing
+CLOSING = (Status.closing, Status.closing_gracefully, Status.closed)
 
 
 def _subclass_names(cls: type) -> set[str]:
@@ -47,8 +53,9 @@ class InputErrorFilter(logging.Filter):
 
     Parameters
     ----------
-    name : str, optional
-        As :class:`logging.Filter`'s.
+    worker : distributed.Worker, optional
+        The worker whose records are filtered: with it, a failed heartbeat is dropped while
+        the worker is closing (without it, such records are all kept).
 
     Examples
     --------
@@ -57,9 +64,13 @@ class InputErrorFilter(logging.Filter):
     >>> logging.getLogger("distributed.worker").addFilter(InputErrorFilter())  # doctest: +SKIP
     """
 
+    def __init__(self, worker: Any = None) -> None:
+        super().__init__()
+        self.worker = worker
+
     def filter(self, record: logging.LogRecord) -> bool:
         """Whether ``record`` is kept: not a task's failure with an input error, nor a task
-        cancelled as the worker closes.
+        cancelled or a heartbeat failed as the worker closes.
 
         Parameters
         ----------
@@ -90,6 +101,8 @@ class InputErrorFilter(logging.Filter):
             return not any(t.partition("(")[0] in names for t in texts)
         if msg.startswith("Async instruction for") and msg.endswith("ended with CancelledError"):
             return False
+        if msg.startswith("Failed to communicate with scheduler during heartbeat"):
+            return getattr(self.worker, "status", None) not in CLOSING
         return True
 
 
@@ -109,7 +122,7 @@ class QuietInputErrors(WorkerPlugin):
         self._filter = InputErrorFilter()
 
     def setup(self, worker: Any) -> None:
-        """Add the filter to the worker's loggers.
+        """Add the filter (bound to ``worker``) to the worker's loggers.
 
         Parameters
         ----------
@@ -126,6 +139,7 @@ class QuietInputErrors(WorkerPlugin):
         True
         >>> plugin.teardown(worker=None)
         """
+        self._filter.worker = worker
         for name in LOGGERS:
             logging.getLogger(name).addFilter(self._filter)
 

@@ -66,8 +66,9 @@ def month_path(root: str | Path, variable: str, month: Month, *, layout: str | N
 
     Examples
     --------
-    >>> month_path("/data/era5", "t2m", Month(2008, 1))  # layout {year}/{month}/data/{variable}.nc
-    PosixPath('/data/era5/2008/01/data/t2m.nc')
+    >>> # layout {year}/{month}/data/{variable}.nc
+    >>> print(month_path("/data/era5", "t2m", Month(2008, 1)))
+    /data/era5/2008/01/data/t2m.nc
     """
     pattern = config.get("data.layout", layout)
     return Path(root) / pattern.format(year=month.year, month=month.month, variable=variable)

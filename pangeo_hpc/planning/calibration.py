@@ -353,8 +353,8 @@ def calibration_path(path: str | Path | None = None) -> Path | str:
     Examples
     --------
     >>> from pangeo_hpc.planning.calibration import calibration_path
-    >>> calibration_path("figures.json"), calibration_path("s3://bucket/calibration.json")
-    (PosixPath('figures.json'), 's3://bucket/calibration.json')
+    >>> print(calibration_path("figures.json"), calibration_path("s3://bucket/calibration.json"))
+    figures.json s3://bucket/calibration.json
     """
     from pangeo_hpc.s3.options import is_s3
 
@@ -459,8 +459,8 @@ def calibration_target(
     Examples
     --------
     >>> from pangeo_hpc.planning.calibration import calibration_target
-    >>> calibration_target("calibration.json", data="data/era5-demo")  # new: may be written
-    PosixPath('calibration.json')
+    >>> print(calibration_target("calibration.json", data="data/era5-demo"))  # new: may be written
+    calibration.json
     >>> from pathlib import Path
     >>> _ = Path("notes.json").write_text("{}")  # a file of the user's
     >>> calibration_target("notes.json")

@@ -113,8 +113,8 @@ class RcloneCache:
         >>> data.parent.mkdir(parents=True); _ = data.write_bytes(b"x" * 8192)
         >>> Path("rc/mnt/2019").mkdir(parents=True)
         >>> cache = RcloneCache(Path("rc/mnt").resolve(), Path("rc/cache"), "era5-pds")
-        >>> cache.data_file(Path("rc/mnt/2019/a.nc"))
-        PosixPath('rc/cache/vfs/:s3abc/era5-pds/2019/a.nc')
+        >>> print(cache.data_file(Path("rc/mnt/2019/a.nc")))
+        rc/cache/vfs/:s3abc/era5-pds/2019/a.nc
         >>> cache.data_file(Path("rc/mnt/2019/b.nc")) is None
         True
         """

@@ -102,8 +102,8 @@ def local_path(target: str | os.PathLike[str], flag: str) -> Path:
 
     Examples
     --------
-    >>> local_path("results/era5", "out")
-    PosixPath('results/era5')
+    >>> print(local_path("results/era5", "out"))
+    results/era5
     >>> local_path("s3://bucket/era5", "out")
     Traceback (most recent call last):
     ...
@@ -196,8 +196,8 @@ def folder_in(root: str | os.PathLike[str], name: str, *, what: str, flag: str =
     --------
     >>> from pathlib import Path
     >>> Path("outputs").mkdir()
-    >>> folder_in("outputs", "era5-sst", what="recipe 'x.yaml': name")
-    PosixPath('outputs/era5-sst')
+    >>> print(folder_in("outputs", "era5-sst", what="recipe 'x.yaml': name"))
+    outputs/era5-sst
     """
     check_label(name, what)
     base = local_path(root, flag)
@@ -407,8 +407,8 @@ def check_folder(
 
     Examples
     --------
-    >>> check_folder("results/era5-sst", kind="result")  # new: may be written
-    PosixPath('results/era5-sst')
+    >>> print(check_folder("results/era5-sst", kind="result"))  # new: may be written
+    results/era5-sst
     >>> check_folder("data/era5/out", kind="result", inputs=["data/era5"])
     Traceback (most recent call last):
     ...
@@ -480,8 +480,8 @@ def check_tree(
 
     Examples
     --------
-    >>> check_tree("demo", kind="demo-data")  # new, so not marked yet
-    (PosixPath('demo'), False)
+    >>> print(*check_tree("demo", kind="demo-data"))  # new, so not marked yet
+    demo False
     """
     path = local_path(root, flag)
     check_inputs(path, inputs, flag)
@@ -553,8 +553,8 @@ def check_file(
     Examples
     --------
     >>> from pathlib import Path
-    >>> check_file("stats.json")  # new: may be written
-    PosixPath('stats.json')
+    >>> print(check_file("stats.json"))  # new: may be written
+    stats.json
     >>> _ = Path("notes.txt").write_text("mine")
     >>> check_file("notes.txt")
     Traceback (most recent call last):

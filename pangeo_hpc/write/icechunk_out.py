@@ -153,8 +153,8 @@ def check_repository(
 
     Examples
     --------
-    >>> check_repository("results/era5-sst.icechunk")  # new: may receive a commit
-    PosixPath('results/era5-sst.icechunk')
+    >>> print(check_repository("results/era5-sst.icechunk"))  # new: may receive a commit
+    results/era5-sst.icechunk
     >>> check_repository("data/era5/repo", inputs=["data/era5"])
     Traceback (most recent call last):
     ...

@@ -63,8 +63,8 @@ def temporary_name(target: Path, what: str) -> Path:
     Examples
     --------
     >>> from pathlib import Path
-    >>> temporary_name(Path("results/era5-sst"), "tmp")
-    PosixPath('results/.era5-sst.tmp-...')
+    >>> print(temporary_name(Path("results/era5-sst"), "tmp"))
+    results/.era5-sst.tmp-...
     """
     return target.with_name(f".{target.name}.{what}-{HOST}-{os.getpid()}-{secrets.token_hex(4)}")
 
@@ -85,8 +85,8 @@ def lock_name(target: Path) -> Path:
     Examples
     --------
     >>> from pathlib import Path
-    >>> lock_name(Path("results/era5-sst"))
-    PosixPath('results/.era5-sst.pangeo-hpc-lock')
+    >>> print(lock_name(Path("results/era5-sst")))
+    results/.era5-sst.pangeo-hpc-lock
     """
     return target.with_name(f".{target.name}{LOCK_SUFFIX}")
 

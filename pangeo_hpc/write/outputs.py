@@ -336,8 +336,8 @@ def write_json(
     Examples
     --------
     >>> from pathlib import Path
-    >>> write_json("answer.json", {"answer": 42})
-    PosixPath('answer.json')
+    >>> print(write_json("answer.json", {"answer": 42}))
+    answer.json
     >>> print(Path("answer.json").read_text())
     {
       "written_by": "pangeo-hpc ...",
@@ -383,8 +383,8 @@ def save_figure(fig: Any, path: str | Path, *, flag: str = "path", dpi: int = 12
     >>> matplotlib.use("Agg")
     >>> import matplotlib.pyplot as plt
     >>> fig, ax = plt.subplots()
-    >>> save_figure(fig, "figure.png")
-    PosixPath('figure.png')
+    >>> print(save_figure(fig, "figure.png"))
+    figure.png
     """
     fmt = Path(path).suffix[1:].lower() or "png"
     with atomic_file(path, flag=flag) as tmp:
@@ -438,8 +438,8 @@ def claim_tree(
     Examples
     --------
     >>> import os
-    >>> claim_tree("demo", kind="demo-data")
-    PosixPath('demo')
+    >>> print(claim_tree("demo", kind="demo-data"))
+    demo
     >>> os.listdir("demo")  # the marker, so that a later run knows the tree
     ['.pangeo-hpc.json']
     """

@@ -379,9 +379,10 @@ def write_report(
     >>> import xarray as xr
     >>> da = xr.DataArray(np.arange(6.0).reshape(2, 3), dims=("lat", "lon"), name="tas",
     ...                   coords={"lat": [0.0, 10.0], "lon": [0.0, 10.0, 20.0]})
-    >>> write_report("report.html", da.to_dataset(), title="ERA5 mean", lines=["tas: 2.5"],
-    ...              figure=None, provenance={})
-    PosixPath('report.html')
+    >>> page = write_report("report.html", da.to_dataset(), title="ERA5 mean",
+    ...                     lines=["tas: 2.5"], figure=None, provenance={})
+    >>> print(page)
+    report.html
     """
     page = report_html(
         title=title,

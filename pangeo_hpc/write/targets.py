@@ -91,8 +91,8 @@ def check_output(
 
     Examples
     --------
-    >>> check_output("results/era5-sst", kind="result")
-    PosixPath('results/era5-sst')
+    >>> print(check_output("results/era5-sst", kind="result"))
+    results/era5-sst
     >>> check_output("s3://results/era5-sst", kind="result")  # lists the prefix  # doctest: +SKIP
     """
     if is_s3(target):
@@ -253,8 +253,8 @@ def check_output_file(
 
     Examples
     --------
-    >>> check_output_file("stats.json")
-    PosixPath('stats.json')
+    >>> print(check_output_file("stats.json"))
+    stats.json
     >>> check_output_file("data/era5/stats.json", inputs=["data/era5"])
     Traceback (most recent call last):
     ...

@@ -37,8 +37,8 @@ def nearest_existing(path: Path) -> Path:
     --------
     >>> from pathlib import Path
     >>> Path("figures").mkdir()
-    >>> nearest_existing(Path("figures/era5/2019/plot.png"))
-    PosixPath('figures')
+    >>> print(nearest_existing(Path("figures/era5/2019/plot.png")))
+    figures
     """
     while not os.path.lexists(path) and path.parent != path:
         path = path.parent

@@ -177,8 +177,8 @@ def find(name_or_path: str | Path) -> Path:
     Examples
     --------
     >>> from pangeo_hpc.batch.chains.recipe_yaml import find
-    >>> find("era5-sst-mean")
-    PosixPath('.../recipes/era5-sst-mean.yaml')
+    >>> find("era5-sst-mean").parts[-2:]
+    ('recipes', 'era5-sst-mean.yaml')
     >>> find("no-such-recipe")
     Traceback (most recent call last):
         ...

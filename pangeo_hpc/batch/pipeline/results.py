@@ -188,8 +188,8 @@ def result_folder(
     --------
     >>> from pangeo_hpc.batch.chains.recipe_yaml import load
     >>> from pangeo_hpc.batch.pipeline.results import result_folder
-    >>> result_folder("results/sst", load("era5-sst-mean"), root="data/era5-demo")
-    PosixPath('results/sst')
+    >>> print(result_folder("results/sst", load("era5-sst-mean"), root="data/era5-demo"))
+    results/sst
     """
     if out is None:
         out = folder_in(config.get("output.root"), spec.name, what="the recipe's name")

@@ -150,8 +150,8 @@ def default_out(doc: Any) -> Path | None:
     >>> import dask
     >>> from pangeo_hpc.batch.pipeline.reuse import default_out
     >>> with dask.config.set({"pangeo-hpc.output.root": "results"}):
-    ...     default_out({"name": "era5-sst-mean"})
-    PosixPath('results/era5-sst-mean')
+    ...     print(default_out({"name": "era5-sst-mean"}))
+    results/era5-sst-mean
     """
     try:
         return folder_in(config.get("output.root"), str(doc["name"]), what="name")
