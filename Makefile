@@ -14,9 +14,14 @@ $(BIN)/python:
 	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11) and "pangeo-hpc needs Python >= 3.11: make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 
-# the versions of requirements/lock.txt (installed by uv: no resolver backtracking, ~30 s)
+# the versions of requirements/lock.txt (installed by uv: no resolver backtracking, ~30 s),
+# compiled to bytecode once here (~30 s more): otherwise a shell with PYTHONDONTWRITEBYTECODE
+# set (as on this project's machines) compiles some 1500 modules again in every process (the
+# CLI, each worker), ~2.5 s each time on a quiet 2-core machine
 $(VENV)/.installed: pyproject.toml $(LOCK) | $(BIN)/python
-	bash ci/uv.sh $(VENV) pip install --quiet --python $(BIN)/python -c $(LOCK) -e '.[test,all]'
+	bash ci/uv.sh $(VENV) pip install --quiet --compile-bytecode --python $(BIN)/python \
+		-c $(LOCK) -e '.[test,all]'
+	$(BIN)/python -m compileall -q pangeo_hpc
 	@touch $@
 
 ## lock: renew requirements/lock.txt from pyproject.toml: the newest versions it allows, with
@@ -82,7 +87,8 @@ DOCS_EXECUTE ?= force
 DOCS_STATE := $(abspath docs/_build/state)
 DOCS_VARIABLES := sea_surface_temperature,air_temperature_at_2_metres
 $(VENV)/.docs-installed: pyproject.toml $(LOCK) $(VENV)/.installed
-	bash ci/uv.sh $(VENV) pip install --quiet --python $(BIN)/python -c $(LOCK) -e '.[test,all,docs]'
+	bash ci/uv.sh $(VENV) pip install --quiet --compile-bytecode --python $(BIN)/python \
+		-c $(LOCK) -e '.[test,all,docs]'
 	@touch $@
 docs: $(VENV)/.docs-installed
 	$(BIN)/python -m pangeo_hpc.run demo-data --out $(DOCS_DATA) --resolution 2.0 \
