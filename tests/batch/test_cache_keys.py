@@ -368,3 +368,55 @@ def test_on_an_rclone_mount_a_rewrite_in_place_is_seen_by_the_fingerprint(
         fresh = compute(open_inputs(recipe), client, cache=False)
         assert stale.reads.files_read == 0
         assert not np.allclose(_values(stale.result), _values(fresh.result), rtol=1e-6)
+
+
+# --------------------------------------------------------------------------------------------
+# option values given through the Python API: keyed by their whole content
+
+
+def _boxes(north: float):
+    import regionmask
+
+    box = np.array([[0.0, -north], [100.0, -north], [100.0, north], [0.0, north]])
+    return regionmask.Regions([box], names=["box"], abbrevs=["B"], name="mine")
+
+
+def test_regions_with_the_same_names_and_other_vertices_miss_their_old_states(client, tmp_path):
+    """``select_region(regions=...)`` from the Python API: two ``Regions`` that print alike
+    (same names, other vertices) select other cells. Their ``str`` in the key (the old chain
+    hash) served the narrow box's states for the wide one: 299.81 K, where a fresh run
+    gives 298.21 K."""
+    from pangeo_hpc.batch.chains.recipe_yaml import from_dict
+
+    data = _dataset(tmp_path)
+    cache = StateCache(tmp_path / "cache")
+    narrow, wide = _boxes(20.0), _boxes(70.0)
+    assert str(narrow) == str(wide)
+
+    def spec(regions):
+        steps = [{"select_region": {"name": "B", "regions": regions}}, {"time_mean": {}},
+                 {"area_mean": {}}]  # fmt: skip
+        doc = {"name": "regions", "dataset": {"variable": "sst", "files": str(data / "*.nc")},
+               "steps": steps}  # fmt: skip
+        return from_dict(doc, tmp_path / "regions.yaml")
+
+    first = _values(compute(open_inputs(spec(narrow)), client, cache=cache).result)
+    cached = _values(compute(open_inputs(spec(wide)), client, cache=cache).result)
+    fresh = _values(compute(open_inputs(spec(wide)), client, cache=False).result)
+    assert abs(first - fresh).max() > 1.0, (first, fresh)  # the two regions' answers differ
+    np.testing.assert_allclose(cached, fresh, rtol=1e-6)
+
+
+def test_an_option_without_a_stable_identity_is_not_cached():
+    """An option Dask can only tell apart by identity (a lock, say) cannot key a state: the
+    chain is not split by file, and the run says why."""
+    import threading
+
+    from pangeo_hpc.batch.chains.chain import parse_steps
+
+    steps = [{"select_region": {"name": "B", "regions": threading.Lock()}}, {"time_mean": {}}]
+    why = splitting.split(parse_steps(steps, "steps"))
+    assert why == (
+        "steps[0] (select_region): a lock option whose content Dask cannot hash, so its "
+        "states cannot be keyed"
+    )

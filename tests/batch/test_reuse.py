@@ -222,3 +222,20 @@ def test_an_upgraded_library_changes_the_run_key(library, monkeypatch):
         assert code_identity.run_code() != before
     finally:
         code_identity.run_code.cache_clear()
+
+
+@pytest.mark.parametrize("library", code_identity._LIBRARIES)
+def test_an_upgraded_library_misses_the_old_states(library, monkeypatch):
+    """A state was computed with the libraries then installed: an upgrade of any that
+    decodes or computes (cftime's calendars, regionmask's masks...) misses it."""
+    code_identity.package_code.cache_clear()
+    before = code_identity.package_code()
+    real = code_identity._version
+    monkeypatch.setattr(
+        code_identity, "_version", lambda dist: "99.0" if dist == library else real(dist)
+    )
+    code_identity.package_code.cache_clear()
+    try:
+        assert code_identity.package_code() != before
+    finally:
+        code_identity.package_code.cache_clear()

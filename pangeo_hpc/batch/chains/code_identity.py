@@ -4,11 +4,11 @@ A state cached from a file is valid only for the code that computed it. Its key
 (:meth:`pangeo_hpc.batch.incremental.splitting.Split.chain_hash`) therefore holds, besides the step
 names and options:
 
-* :func:`package_code`: pangeo-hpc's version, a SHA-256 of the sources that read the files
-  and compute the states (``recipes/`` with the files of its ``data`` folders, such as
-  the AR6 regions' vertices, ``io/``, the state and chain modules of ``batch/``,
-  ``jit.py``), and the versions of the libraries that compute with them
-  (NumPy, pandas, xarray, Dask, flox, numbagg, numba, h5py). An editable install whose
+* :func:`package_code`: Python's and pangeo-hpc's versions, a SHA-256 of the sources that
+  read the files and compute the states (``recipes/`` with the files of its ``data``
+  folders, such as the AR6 regions' vertices, ``io/``, the state and chain modules of
+  ``batch/``, ``jit.py``), and the versions of the libraries that decode and compute with
+  them (:data:`_LIBRARIES`: NumPy, xarray, Dask, ..., cftime, regionmask). An editable install whose
   kernel changed, or an upgrade of any of these, misses the old states (what Bazel and
   Nix do: the tool is part of the key). Hashed once per process (about 5 ms).
 * :func:`function_code`: a user function's source as it runs (its compiled code, with
@@ -55,15 +55,20 @@ _SOURCES = (
     "batch/pipeline/steps.py",
     "jit.py",
 )
-#: the libraries whose versions a state depends on
-_LIBRARIES = ("numpy", "pandas", "xarray", "dask", "flox", "numbagg", "numba", "h5py")
+#: the libraries whose versions a state depends on: those that compute, and those that
+#: decode the files (times in other calendars: cftime), draw region masks (regionmask,
+#: shapely), convert units (pint, cf-xarray) and build regridding weights (scipy)
+_LIBRARIES = (
+    "numpy", "pandas", "xarray", "dask", "flox", "numbagg", "numba", "h5py", "h5netcdf",
+    "netCDF4", "cftime", "zarr", "numcodecs", "deflate", "scipy", "regionmask", "shapely",
+    "pint", "cf-xarray",
+)  # fmt: skip
 #: besides those, the libraries a whole run's outputs depend on: the result's, figure's
 #: and report's writers, the CF, grid and region helpers, the map projections and the
 #: report's interactive maps
 _WRITERS = (
-    "netCDF4", "h5netcdf", "zarr", "cf-xarray", "scipy", "matplotlib", "pyproj", "PyYAML",
-    "regionmask", "cartopy", "global-land-mask", "bokeh", "holoviews", "hvplot", "panel",
-    "datashader",
+    "matplotlib", "pyproj", "PyYAML", "cartopy", "global-land-mask", "bokeh", "holoviews",
+    "hvplot", "panel", "datashader",
 )  # fmt: skip
 
 
@@ -80,7 +85,7 @@ def package_code() -> str:
     (64, True)
     """
     root = Path(__file__).resolve().parents[2]
-    h = hashlib.sha256()
+    h = hashlib.sha256(sys.version.encode())
     h.update(_version("pangeo-hpc").encode())
     for lib in _LIBRARIES:
         h.update(f"\0{lib}={_version(lib)}".encode())

@@ -102,10 +102,10 @@ class Split:
             "code": package_code(),
             "user": [[s.name, function_code(s.function())] for s in steps if s.is_user],
             "variables": list(variables),
-            "steps": [[s.name, _plain(options_of(s))] for s in self.prefix],
-            "reduction": [self.reduction.name, _plain(self.options)],
+            "steps": [[s.name, option_identity(options_of(s))] for s in self.prefix],
+            "reduction": [self.reduction.name, option_identity(self.options)],
         }
-        text = json.dumps(doc, sort_keys=True, default=str)
+        text = json.dumps(doc, sort_keys=True)
         return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -146,6 +146,11 @@ def split(steps: Sequence[Step]) -> Split | str:
             bound = inspect.signature(fn).bind(None, **options_of(step))
             bound.apply_defaults()
             options = dict(list(bound.arguments.items())[1:])
+            for keyed, given in [*((s, options_of(s)) for s in steps[:i]), (step, options)]:
+                try:
+                    option_identity(given)
+                except ValueError as e:
+                    return f"{keyed.where}: {e}, so its states cannot be keyed"
             return Split(tuple(steps[:i]), step, suffix, options, how)
         why = _why_not(step, fn)
         if why is not None:
@@ -190,5 +195,55 @@ def _is_ref(value: Any) -> bool:
     return isinstance(value, str) and value.startswith("$")
 
 
-def _plain(options: dict[str, Any]) -> dict[str, Any]:
-    return {str(k): v for k, v in sorted(options.items())}
+def option_identity(value: Any) -> Any:
+    """What identifies an option's value in a state's key, as JSON: text, numbers, booleans,
+    null, lists and mappings as they are; anything else (an array, a DataArray, a
+    ``regionmask.Regions`` given through the Python API) by its type and Dask token, which
+    hashes its whole content. (Not its ``str``: NumPy and xarray shorten large arrays to
+    their first and last values, and two ``Regions`` with the same names but other vertices
+    print alike, so two different masks would share their cached states.)
+
+    Parameters
+    ----------
+    value : Any
+        A step's option value, or a mapping of them.
+
+    Returns
+    -------
+    Any
+        A value :func:`json.dumps` writes the same way for equal values.
+
+    Raises
+    ------
+    ValueError
+        For a value whose content Dask cannot hash the same way in every process (an
+        object it can only tell apart by identity): such a step's states are not cached.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from pangeo_hpc.batch.incremental.splitting import option_identity
+    >>> option_identity({"lat": [-5, 5], "mask": None})
+    {'lat': [-5, 5], 'mask': None}
+    >>> a, b = np.zeros(5000), np.zeros(5000)
+    >>> b[2500] = 1.0  # str(a) == str(b): both print as [0. 0. 0. ... 0. 0. 0.]
+    >>> option_identity(a) == option_identity(b)
+    False
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [option_identity(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): option_identity(v) for k, v in sorted(value.items(), key=_by_name)}
+    from dask.base import tokenize
+
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
+    try:
+        return {"type": kind, "token": tokenize(value, ensure_deterministic=True)}
+    except RuntimeError as e:  # dask: "Cannot tokenize ... deterministically"
+        raise ValueError(f"a {type(value).__name__} option whose content Dask cannot hash") from e
+
+
+def _by_name(item: tuple[Any, Any]) -> str:
+    return str(item[0])
