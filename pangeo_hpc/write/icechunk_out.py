@@ -8,7 +8,9 @@ The rules are :mod:`pangeo_hpc.write.guard`'s, for a repository (recognised by
 * a **new or empty** target gets a new repository. A local one is made and given its
   first commit in a temporary folder that :func:`~pangeo_hpc.write.outputs.atomic_dir`
   renames into place; on S3 (no rename) the repository is made under the prefix, and
-  removed again if its first commit fails (the prefix was empty when checked);
+  removed again if its first commit fails (the prefix was empty when checked); one left
+  by a run killed before its first commit is known by its claim
+  (:mod:`pangeo_hpc.write.s3_claim`), removed and made again;
 * an **existing repository of ours** (the tip of ``main`` marked) is committed to, never
   replaced: every earlier snapshot stays readable (``repo.readonly_session(
   snapshot_id=...)``). A local one is committed to under the lock of its writers
@@ -51,6 +53,7 @@ from pangeo_hpc.write.icechunk_repo import (
     tip_is_ours,
 )
 from pangeo_hpc.write.outputs import atomic_dir
+from pangeo_hpc.write.s3_claim import drop_claim, is_leftover, put_claim
 from pangeo_hpc.write.s3_guard import (
     MANIFEST,
     S3Target,
@@ -192,6 +195,8 @@ def _s3_ours(dest: S3Target, keys: Mapping[str, Any], flag: str, kind: str) -> b
     repo = open_repository(icechunk_access.storage(dest.url, dest.s3))
     if repo is None:
         return False
+    if is_leftover(dest, repo):  # a run of ours killed before its first commit
+        return True
     other = next((k for k in KINDS if k != kind and tip_is_ours(repo, k)), None)
     if other is not None:
         raise _refused(
@@ -288,8 +293,10 @@ def s3_repository(
     authorize: Any = None,
 ) -> Iterator[tuple[Any, bool]]:
     """The repository at ``url`` (checked by :func:`check_repository`) and whether it is
-    new: opened if there is one, else created. A repository this made is removed again if
-    the block raises (no repository without a commit of ours is left behind).
+    new: opened if there is one, else created (under a claim:
+    :mod:`pangeo_hpc.write.s3_claim`). A repository this made is removed again if the block
+    raises (no repository without a commit of ours is left behind), and one a killed run
+    left is removed and made again.
 
     Parameters
     ----------
@@ -323,6 +330,9 @@ def s3_repository(
 
     storage = icechunk_access.storage(url, opts)
     kw = {"authorize_virtual_chunk_access": authorize} if authorize is not None else {}
+    dest = S3Target.of(url, opts, flag=flag)
+    if icechunk.Repository.exists(storage) and is_leftover(dest, icechunk.Repository.open(storage)):
+        _remove_new(dest)  # ours, left by a run killed before its first commit: made again
     if icechunk.Repository.exists(storage):
         repo = icechunk.Repository.open(storage, **kw)
         have = repo.config.virtual_chunk_containers or {}
@@ -339,12 +349,15 @@ def s3_repository(
         config = icechunk.RepositoryConfig.default()
         for container in containers.values():
             config.set_virtual_chunk_container(container)
+    put_claim(dest)  # known as ours if this run is killed before its first commit
     repo = icechunk.Repository.create(storage, config, **kw)
     try:
         yield repo, True
     except BaseException:
-        _remove_new(S3Target.of(url, opts, flag=flag))
+        _remove_new(dest)
+        drop_claim(dest)
         raise
+    drop_claim(dest)
 
 
 @dataclass(frozen=True)

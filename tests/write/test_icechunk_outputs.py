@@ -250,3 +250,57 @@ def test_on_s3_a_month_is_one_commit_and_a_failed_first_run_leaves_nothing(
         _run(tree, f"s3://{BUCKET}/{tmp_path.name}/mine", "2000-01", s3=opts)
     listed = client.list_objects_v2(Bucket=BUCKET, Prefix=f"{tmp_path.name}/mine/")
     assert [o["Key"] for o in listed["Contents"]] == [f"{tmp_path.name}/mine/data.csv"]
+
+
+#: a run killed (SIGKILL) after it made a new repository on S3, before its first commit
+KILLED_BEFORE_COMMIT = """
+import os, signal, sys
+import numpy as np, xarray as xr
+from pangeo_hpc.s3.options import S3Options
+from pangeo_hpc.write import icechunk_out
+
+icechunk_out.BEFORE_COMMIT.append(lambda session: os.kill(os.getpid(), signal.SIGKILL))
+ds = xr.Dataset({"tas": (("lat", "lon"), np.zeros((2, 3)))})
+icechunk_out.commit_dataset(sys.argv[1], ds, message="killed", metadata={},
+                            s3=S3Options(endpoint_url=sys.argv[2]))
+"""
+
+
+@pytest.mark.s3
+def test_on_s3_a_repository_left_by_a_killed_run_is_made_again(aws, tree, tmp_path):
+    """A run killed between the repository's creation and its first commit leaves a
+    repository without a commit of ours: its claim beside the prefix says it is ours, so
+    the next run removes it and commits; a repository a user made, with no claim, is
+    refused as before. (Without the claim, the next run refused the killed run's
+    repository as "no Icechunk repository of pangeo-hpc".)"""
+    import subprocess
+    import sys
+
+    from pangeo_hpc.write.s3_claim import claim_key
+    from pangeo_hpc.write.s3_guard import S3Target
+
+    opts, client = aws
+    url = f"s3://{BUCKET}/{tmp_path.name}/killed"
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_BEFORE_COMMIT, url, opts.endpoint_url],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert killed.returncode == -9, killed.stderr
+    claim = claim_key(S3Target.of(url, opts))
+    client.head_object(Bucket=BUCKET, Key=claim)  # the claim is there
+    left = icechunk.Repository.open(icechunk_access.storage(url, opts))
+    assert len(list(left.ancestry(branch="main"))) == 1  # the initial snapshot alone
+
+    done = _run(tree, url, "2000-02", s3=opts).summary["outputs"]
+    repo = icechunk.Repository.open(icechunk_access.storage(url, opts))
+    history = [s.id for s in repo.ancestry(branch="main")]
+    assert history[0] == done["snapshot"] and len(history) == 2
+    _assert_same(_read(repo), _netcdf(tree, tmp_path / "nc", "2000-02"))
+    listed = client.list_objects_v2(Bucket=BUCKET, Prefix=f"{tmp_path.name}/")
+    assert claim not in [o["Key"] for o in listed["Contents"]]  # dropped after the commit
+
+    mine = f"s3://{BUCKET}/{tmp_path.name}/users"
+    icechunk.Repository.create(icechunk_access.storage(mine, opts.for_writing()))
+    with pytest.raises(InputError, match="no Icechunk repository of pangeo-hpc"):
+        _run(tree, mine, "2000-02", s3=opts)
+    assert icechunk.Repository.exists(icechunk_access.storage(mine, opts))
