@@ -259,28 +259,46 @@ def _apply_rows(f, indptr, indices, data, mean_rows, out):  # pragma: no cover -
     """``out[t, r]`` from the fields ``f`` ``(nt, source cells)`` and the CSR weights, by
     the rules of :mod:`~pangeo_hpc.recipes.regrid_weights` (sums in float64, in the CSR
     order, as SciPy's product sums). Each field is first split into its values (0 where
-    missing) and its valid cells (1 or 0), so the sums over the weights need no branch."""
+    missing) and its valid cells (1 or 0), so the sums over the weights need no branch.
+    The sums over the valid cells (``den``, ``seen``) depend on the field's mask alone:
+    kept from the field before while the mask is the same (a land mask, the same in every
+    time step), summed in the same order when it changes, so the result is the same."""
     n = f.shape[1]
+    rows = indptr.size - 1
     f0 = np.empty(n)
     valid = np.empty(n)
+    den_of = np.empty(rows)
+    seen_of = np.empty(rows)
+    known = False
     for t in range(f.shape[0]):
+        same = known
         for c in range(n):
             v = np.float64(f[t, c])
             ok = np.isfinite(v)
             f0[c] = v if ok else 0.0
-            valid[c] = 1.0 if ok else 0.0
-        for r in range(indptr.size - 1):
+            w = 1.0 if ok else 0.0
+            if valid[c] != w:
+                same = False
+            valid[c] = w
+        if not same:
+            for r in range(rows):
+                den = 0.0
+                seen = 0.0
+                for k in range(indptr[r], indptr[r + 1]):
+                    j = indices[k]
+                    den += data[k] * valid[j]
+                    seen += valid[j]
+                den_of[r] = den
+                seen_of[r] = seen
+            known = True
+        for r in range(rows):
             num = 0.0
-            den = 0.0
-            seen = 0.0
             for k in range(indptr[r], indptr[r + 1]):
-                j = indices[k]
-                num += data[k] * f0[j]
-                den += data[k] * valid[j]
-                seen += valid[j]
+                num += data[k] * f0[indices[k]]
+            den = den_of[r]
             if mean_rows[r]:  # the mean over the valid weights
                 out[t, r] = num / den if den > 0 else np.nan
-            elif seen < indptr[r + 1] - indptr[r] or indptr[r] == indptr[r + 1]:
+            elif seen_of[r] < indptr[r + 1] - indptr[r] or indptr[r] == indptr[r + 1]:
                 out[t, r] = np.nan  # any missing neighbour, even of weight 0; no neighbour
             else:
                 out[t, r] = num
@@ -387,16 +405,23 @@ def regrid(
     ydim, xdim = src.dims
     if da.chunks is not None:
         da = da.chunk({ydim: -1, xdim: -1})
-    out = xr.apply_ufunc(
-        _apply,
-        da.drop_vars([c for c in da.coords if set(da[c].dims) & {ydim, xdim}]),
-        input_core_dims=[[ydim, xdim]],
-        output_core_dims=[["__lat", "__lon"]],
-        kwargs={"weights": weights, "shape": dst.shape},
-        dask="parallelized",
-        output_dtypes=[da.dtype if da.dtype.kind == "f" else np.dtype("f8")],
-        dask_gufunc_kwargs={"output_sizes": {"__lat": dst.shape[0], "__lon": dst.shape[1]}},
-        keep_attrs=True,
+    core = da.drop_vars([c for c in da.coords if set(da[c].dims) & {ydim, xdim}])
+    core = core.transpose(..., ydim, xdim)
+    dtype = core.dtype if core.dtype.kind == "f" else np.dtype("f8")
+    kw = {"weights": weights, "shape": dst.shape}
+    if core.chunks is None:
+        values = _apply(core.values, **kw)
+    else:  # block by block, each block's fields whole (no concatenation: no copy of them)
+        lead = core.data.chunks[:-2]
+        values = core.data.map_blocks(
+            _apply, **kw, dtype=dtype, chunks=(*lead, (dst.shape[0],), (dst.shape[1],))
+        )
+    out = xr.DataArray(
+        values,
+        dims=(*core.dims[:-2], "__lat", "__lon"),
+        coords=core.coords,
+        name=core.name,
+        attrs=dict(core.attrs),
     )
     ylat, xlon = (lat_name, lon_name) if not src.curvilinear else ("lat", "lon")
     out = out.rename({"__lat": ylat, "__lon": xlon})
