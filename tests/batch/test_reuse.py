@@ -207,35 +207,27 @@ def test_a_result_the_user_changed_is_neither_served_nor_replaced(demo_tree, tmp
     assert (out / name).read_bytes() == changed
 
 
-@pytest.mark.parametrize("library", [*code_identity._LIBRARIES, *code_identity._WRITERS])
-def test_an_upgraded_library_changes_the_run_key(library, monkeypatch):
-    """A served result was made with the libraries then installed: an upgrade of any of
-    them (its writers, figures, regions and report included) is a miss."""
-    code_identity.run_code.cache_clear()  # once per process: each command line is one
-    before = code_identity.run_code()
+#: each key and the libraries whose versions it holds: a served result (run_code), a
+#: cached state (package_code)
+KEYED = [("run_code", lib) for lib in (*code_identity._LIBRARIES, *code_identity._WRITERS)]
+KEYED += [("package_code", lib) for lib in code_identity._LIBRARIES]
+
+
+@pytest.mark.parametrize(("key", "library"), KEYED)
+def test_an_upgraded_library_changes_the_key(key, library, monkeypatch):
+    """A served result was made, and a state computed, with the libraries then installed:
+    an upgrade of any of them (the writers, figures and report's for a result; those that
+    decode and compute, cftime's calendars and regionmask's masks included, for a state)
+    is a miss."""
+    keyed = getattr(code_identity, key)
+    keyed.cache_clear()  # once per process: each command line is one
+    before = keyed()
     real = code_identity._version
     monkeypatch.setattr(
         code_identity, "_version", lambda dist: "99.0" if dist == library else real(dist)
     )
-    code_identity.run_code.cache_clear()
+    keyed.cache_clear()
     try:
-        assert code_identity.run_code() != before
+        assert keyed() != before
     finally:
-        code_identity.run_code.cache_clear()
-
-
-@pytest.mark.parametrize("library", code_identity._LIBRARIES)
-def test_an_upgraded_library_misses_the_old_states(library, monkeypatch):
-    """A state was computed with the libraries then installed: an upgrade of any that
-    decodes or computes (cftime's calendars, regionmask's masks...) misses it."""
-    code_identity.package_code.cache_clear()
-    before = code_identity.package_code()
-    real = code_identity._version
-    monkeypatch.setattr(
-        code_identity, "_version", lambda dist: "99.0" if dist == library else real(dist)
-    )
-    code_identity.package_code.cache_clear()
-    try:
-        assert code_identity.package_code() != before
-    finally:
-        code_identity.package_code.cache_clear()
+        keyed.cache_clear()
