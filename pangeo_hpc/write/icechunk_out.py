@@ -349,7 +349,7 @@ def s3_repository(
         config = icechunk.RepositoryConfig.default()
         for container in containers.values():
             config.set_virtual_chunk_container(container)
-    put_claim(dest)  # known as ours if this run is killed before its first commit
+    put_claim(dest, flag)  # known as ours if this run is killed before its first commit
     repo = icechunk.Repository.create(storage, config, **kw)
     try:
         yield repo, True

@@ -10,11 +10,14 @@ refuse as a user's.
 
 So before it creates the repository, a run writes a *claim*: a small object beside the
 prefix (``<parent>/.<name>.pangeo-hpc-new``, as a local output's lock file sits beside
-its folder; a file inside would be an entry Icechunk does not know), and deletes it once
-the first commit is made or what it made is removed. A later run that finds a repository
-whose ``main`` holds nothing but its initial snapshot, with the claim beside it, knows it
-as its own leftover (:func:`is_leftover`): it removes it and starts again. A repository a
-user made has no claim, and one with a commit has a history: both are refused as before.
+its folder; a file inside would be an entry Icechunk does not know), through the guarded
+S3 writer (:func:`~pangeo_hpc.write.s3_outputs.put_marked`: it carries the package's mark,
+kind :data:`KIND`; an object of that name it did not write is refused, never replaced),
+and removes it once the first commit is made or what it made is removed. A later run that
+finds a repository whose ``main`` holds nothing but its initial snapshot, with the claim
+beside it, knows it as its own leftover (:func:`is_leftover`): it removes it and starts
+again. A repository a user made has no claim, and one with a commit has a history: both
+are refused as before.
 """
 
 from __future__ import annotations
@@ -25,12 +28,16 @@ import socket
 import time
 from typing import Any
 
-from pangeo_hpc.write.s3_guard import S3Target
+from pangeo_hpc.errors import InputError, named
+from pangeo_hpc.write.s3_guard import S3Target, head, marked_kind
+from pangeo_hpc.write.s3_outputs import put_marked, remove_marked
 
-__all__ = ["SUFFIX", "claim_key", "drop_claim", "is_leftover", "put_claim"]
+__all__ = ["KIND", "SUFFIX", "claim_key", "drop_claim", "is_leftover", "put_claim"]
 
 #: the end of a claim's name
 SUFFIX = ".pangeo-hpc-new"
+#: the kind in a claim's mark
+KIND = "icechunk-claim"
 
 
 def claim_key(dest: S3Target) -> str:
@@ -58,22 +65,38 @@ def claim_key(dest: S3Target) -> str:
     return f"{parent}/.{name}{SUFFIX}" if parent else f".{name}{SUFFIX}"
 
 
-def put_claim(dest: S3Target) -> None:
-    """Write the claim on a new repository at ``dest`` (who made it, when).
+def put_claim(dest: S3Target, flag: str = "out") -> None:
+    """Write the claim on a new repository at ``dest`` (who made it, when); one of ours
+    there (a killed run's) is written over.
 
     Parameters
     ----------
     dest : S3Target
         The repository's prefix, checked empty.
+    flag : str, optional
+        How the user named ``dest``, for messages.
+
+    Raises
+    ------
+    InputError
+        If an object pangeo-hpc did not write has the claim's name; nothing is written.
 
     Examples
     --------
     >>> put_claim(S3Target.of("s3://results/era5/sst.icechunk"))  # doctest: +SKIP
     """
-    import obstore
-
+    key = claim_key(dest)
     doc = {"url": dest.url, "host": socket.gethostname(), "pid": os.getpid(), "time": time.time()}
-    obstore.put(dest.store, claim_key(dest), json.dumps(doc).encode())
+    body = json.dumps(doc).encode()
+    attrs = head(dest, key)
+    if attrs is not None and marked_kind(attrs) != KIND:
+        raise InputError(
+            f"{named(flag, dest.url)}: s3://{dest.bucket}/{key} is an object pangeo-hpc did "
+            "not write, where it keeps the claim on a new repository: remove it or give "
+            "another prefix (nothing was changed)",
+            param=(flag,) if flag.isidentifier() else (),
+        )
+    put_marked(dest, key, body, kind=KIND, mode="create" if attrs is None else None)
 
 
 def drop_claim(dest: S3Target) -> None:
@@ -88,12 +111,7 @@ def drop_claim(dest: S3Target) -> None:
     --------
     >>> drop_claim(S3Target.of("s3://results/era5/sst.icechunk"))  # doctest: +SKIP
     """
-    import obstore
-
-    try:
-        obstore.delete(dest.store, claim_key(dest))
-    except FileNotFoundError:
-        pass
+    remove_marked(dest, [claim_key(dest)])  # only an object carrying the package's mark
 
 
 def is_leftover(dest: S3Target, repo: Any) -> bool:
@@ -118,13 +136,7 @@ def is_leftover(dest: S3Target, repo: Any) -> bool:
     >>> is_leftover(S3Target.of("s3://results/era5/sst.icechunk"), repo)  # doctest: +SKIP
     False
     """
-    import obstore
-
     history = list(repo.ancestry(branch="main"))
     if len(history) != 1 or len(list(repo.list_branches())) != 1 or list(repo.list_tags()):
         return False
-    try:
-        obstore.get(dest.store, claim_key(dest), options={"head": True})
-    except FileNotFoundError:
-        return False
-    return True
+    return marked_kind(head(dest, claim_key(dest))) == KIND

@@ -50,6 +50,7 @@ __all__ = [
     "is_marked",
     "mark_value",
     "marked",
+    "marked_kind",
 ]
 
 #: the object metadata (``x-amz-meta-<MARK>``) of every object this package writes on S3
@@ -83,8 +84,24 @@ def mark_value(kind: str) -> str:
     return f"written-by {WRITTEN_BY} {version('pangeo-hpc')} kind {kind}"
 
 
-def _marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
-    """The kind in an object's mark (:func:`mark_value`), ``None`` if it carries none."""
+def marked_kind(attributes: Mapping[str, Any] | None) -> str | None:
+    """The kind in an object's mark (:func:`mark_value`), ``None`` if it carries none.
+
+    Parameters
+    ----------
+    attributes : Mapping[str, Any] or None
+        An object's attributes (obstore's ``GetResult.attributes``), or ``None``.
+
+    Returns
+    -------
+    str or None
+        The kind.
+
+    Examples
+    --------
+    >>> marked_kind({MARK: mark_value("result")}), marked_kind({})
+    ('result', None)
+    """
     if not is_marked(attributes):
         return None
     return str((attributes or {})[MARK]).rpartition(" kind ")[2]
@@ -633,7 +650,7 @@ def check_key(target: S3Target, *, inputs: Iterable[object] = (), flag: str = "o
     if found is None:
         return None
     attrs, etag = found
-    kind = _marked_kind(attrs)
+    kind = marked_kind(attrs)
     if kind is None:
         raise _refused(
             flag,

@@ -61,7 +61,10 @@ from pangeo_hpc.write.s3_guard import (
     runs_named,
 )
 
-__all__ = ["UPLOADED", "Run", "cleanup", "current_run", "new_run_id", "put_marked", "s3_folder"]
+__all__ = [
+    "UPLOADED", "Run", "cleanup", "current_run", "new_run_id", "put_marked", "remove_marked",
+    "s3_folder",
+]  # fmt: skip
 
 log = logging.getLogger(__name__)
 
@@ -348,7 +351,7 @@ def _retire(target: S3Target, run: object, *, keep: set[str]) -> None:
     """Remove the marked objects of ``run`` (the run before the one just replaced)."""
     if not isinstance(run, str) or not run.startswith(RUN_PREFIX) or run in keep:
         return
-    _remove_marked(target, [k for k, _, _ in _listing(target, run + "/")])
+    remove_marked(target, [k for k, _, _ in _listing(target, run + "/")])
 
 
 def _listing(target: S3Target, under: str = "") -> list[tuple[str, int, datetime]]:
@@ -362,9 +365,29 @@ def _listing(target: S3Target, under: str = "") -> list[tuple[str, int, datetime
     return rows
 
 
-def _remove_marked(target: S3Target, keys: list[str]) -> tuple[list[str], list[str]]:
-    """Remove those of ``keys`` that carry the mark, after a HEAD of each: the keys removed,
-    and those left because they lack the mark."""
+def remove_marked(target: S3Target, keys: list[str]) -> tuple[list[str], list[str]]:
+    """Remove those of ``keys`` that carry the mark, after a HEAD of each (an object
+    pangeo-hpc did not write is never removed).
+
+    Parameters
+    ----------
+    target : S3Target
+        The S3 output the keys belong to.
+    keys : list of str
+        Full keys.
+
+    Returns
+    -------
+    (list of str, list of str)
+        The keys removed, and those left because they lack the mark.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.s3.options import S3Options
+    >>> target = S3Target.of("s3://results/era5-sst", S3Options())
+    >>> remove_marked(target, ["era5-sst/run-1/notes.txt"])  # doctest: +SKIP
+    (['era5-sst/run-1/notes.txt'], [])
+    """
     import obstore
 
     def one(key: str) -> tuple[str, bool | None]:
@@ -525,5 +548,5 @@ def cleanup(
     current = set(runs_named(doc)) | {target.key(MANIFEST)}
     before = datetime.now(UTC) - timedelta(seconds=age)
     keys = [k for k, _, t in _listing(target) if k not in current and t <= before]
-    removed, foreign = _remove_marked(target, keys)
+    removed, foreign = remove_marked(target, keys)
     return sorted(removed), sorted(foreign)
