@@ -181,20 +181,19 @@ def _fit_recipe(
         slowdown = load_slowdown(client, lazy, host_cores())
     n = large.chunks - small.chunks
     chunk_cpu = (large.worker_cpu - small.worker_cpu) / n
-    computing = (large.computing - small.computing) / n
-    if computing <= 0.01 * large.computing / large.chunks:
-        # the difference drowned in the machine's noise (a busy host): per chunk of the
-        # large run alone, which still carries its share of the fixed cost
-        log.warning(
-            f"  the two sizes' computing times differ by {computing * 1e3:.2f} ms per chunk: "
-            "the machine is too noisy for the difference; using the larger run alone"
-        )
-        computing = large.computing / large.chunks
+    computing = _marginal(
+        (large.computing, large.chunks), (small.computing, small.chunks), "computing times", "chunk"
+    )
     tasks_per_chunk = (large.tasks - small.tasks) / n
     rate = (large.bytes - small.bytes) / n / computing
     task_cost = max(0.0, chunk_cpu - computing) / tasks_per_chunk
     warmup = max(0.0, first.worker_cpu - large.worker_cpu)
-    per_task = max(0.0, large.scheduler_cpu - small.scheduler_cpu) / (large.tasks - small.tasks)
+    per_task = _marginal(
+        (large.scheduler_cpu, large.tasks),
+        (small.scheduler_cpu, small.tasks),
+        "scheduler CPU",
+        "task",
+    )
     per_chunk = large.bytes / large.chunks
     shape = Model(
         size=large.bytes,
@@ -238,6 +237,24 @@ def _fit_recipe(
         spread=[round(spread[0], 4), round(spread[1], 4)],
         fused=fused,
     )
+
+
+def _marginal(large: tuple[float, int], small: tuple[float, int], what: str, per: str) -> float:
+    """The cost of one more ``per`` from two runs' ``(total, count)``: their difference.
+
+    When the difference drowns in the machine's noise (a busy host: at most 1 % of the
+    larger run's cost per ``per``, or negative), the larger run alone, which still carries
+    its share of the fixed cost, with a warning.
+    """
+    marginal = (large[0] - small[0]) / (large[1] - small[1])
+    average = large[0] / large[1]
+    if marginal <= 0.01 * average:
+        log.warning(
+            f"  the two sizes' {what} differ by {marginal * 1e3:.2f} ms per {per}: the "
+            "machine is too noisy for the difference; using the larger run alone"
+        )
+        return average
+    return marginal
 
 
 def calibrate(

@@ -10,7 +10,7 @@ import yaml
 
 from pangeo_hpc import run
 from pangeo_hpc.errors import InputError
-from pangeo_hpc.planning.calibrate import calibrate
+from pangeo_hpc.planning.calibrate import _marginal, calibrate
 from pangeo_hpc.planning.calibration import load_calibration
 
 
@@ -176,3 +176,13 @@ def test_cli_calibrate_bad_input_is_one_line(args, message, capsys):
     code = run.main(["calibrate", *args])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_a_difference_lost_in_noise_falls_back_to_the_larger_run(caplog):
+    # 9 tasks more cost 0.9 s more: 0.1 s a task, though the large run's average is 0.2 s
+    assert _marginal((2.0, 10), (1.1, 1), "scheduler CPU", "task") == pytest.approx(0.1)
+    # a busy host made the larger run cheaper (the CI failure: 0 s per task): its average
+    with caplog.at_level(logging.WARNING, logger="pangeo_hpc"):
+        assert _marginal((2.0, 10), (2.1, 1), "scheduler CPU", "task") == pytest.approx(0.2)
+    assert "scheduler CPU differ by -11.11 ms per task" in caplog.text
+    assert "using the larger run alone" in caplog.text
