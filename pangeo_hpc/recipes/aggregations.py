@@ -349,7 +349,7 @@ class Aggregation:
         if self.extremes:
             raise TypeError(f"{self!r}: reduce() adds the blocks' states; {self.name} does not")
         k = len(self.fields)
-        sums = stacked_sums(self._stacked, k, x, np.zeros(x.shape[0]) if t is None else t)
+        sums = stacked_sums(self._stacked, k, x, t)
         names = self.outputs(options)
         if not isinstance(sums, darr.Array):
             values = self._finish_stacked(sums, options, dtype, names)

@@ -6,11 +6,13 @@ xarray's generic ``weighted`` path makes several (fillna, notnull, two dot produ
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import dask.array as da
 import numpy as np
 from dask.base import tokenize
+from dask.utils import funcname
 
 from pangeo_hpc.jit import njit
 from pangeo_hpc.recipes.fusion import fused_weighted_nanmean
@@ -346,10 +348,10 @@ def trend_sums(x: Any, t: np.ndarray) -> Any:
     return stacked_sums(_trend_of_block, len(TREND_SUMS), x, t)
 
 
-def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray) -> Any:
+def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray | None) -> Any:
     """``k`` sums along axis 0 of ``x``, stacked first (``(k, *x.shape[1:])``, float64):
     ``block_sums(block, t_block)`` of each block along axis 0 (``t``: one float64 per row,
-    each block given its own), added over the blocks.
+    each block given its own; None: not timed, zeros), added over the blocks.
 
     A Dask array gives one task per block and a tree of additions over the blocks along
     time; no block is concatenated with another.
@@ -362,8 +364,8 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray) -> Any:
         The number of sums.
     x : Any
         NumPy or Dask data, time first.
-    t : np.ndarray
-        float64, one per row.
+    t : np.ndarray or None
+        float64, one per row; None for sums that are not timed (given zeros).
 
     Returns
     -------
@@ -385,29 +387,36 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray) -> Any:
     array([[2.],
            [4.]])
     """
-    t = np.asarray(t, dtype="f8")
-    if t.shape != (x.shape[0],):
-        raise ValueError(f"t has shape {t.shape}, need ({x.shape[0]},)")
+    if t is not None:
+        t = np.asarray(t, dtype="f8")
+        if t.shape != (x.shape[0],):
+            raise ValueError(f"t has shape {t.shape}, need ({x.shape[0]},)")
     if not isinstance(x, da.Array):
-        return block_sums(x, t)
-    n_blocks = len(x.chunks[0])
-    # each block's own times, as a block of their own (not every time in every task),
-    # named by the values and their chunks
-    name = "block-times-" + tokenize(t, x.chunks[0])
-    times = da.from_array(t, chunks=(x.chunks[0],), name=name)[
-        (slice(None),) + (None,) * (x.ndim - 1)
-    ]
-    parts = da.map_blocks(
-        block_sums,
-        x,
-        times,
-        chunks=((k,) * n_blocks, *x.chunks[1:]),
+        return block_sums(x, np.zeros(x.shape[0]) if t is None else t)
+    # one task per block, its sums on an axis of their own (one per block along time),
+    # then dask's tree of additions over that axis: one layer that dask fuses with the
+    # reads (no reshape, no separate tasks for the times)
+    cells = tuple(range(2, x.ndim + 1))
+    args: list[Any] = [x, (0, *cells)]
+    if t is not None:  # each block's own times, as a block of their own, named by them
+        name = "block-times-" + tokenize(t, x.chunks[0])
+        args += [da.from_array(t, chunks=(x.chunks[0],), name=name), (0,)]
+    parts = da.blockwise(
+        partial(_block_part, block_sums),
+        (0, 1, *cells),
+        *args,
+        new_axes={1: k},
+        adjust_chunks={0: 1},
+        token=funcname(block_sums).strip("_"),
         dtype="f8",
-        meta=np.empty((0,) * x.ndim),
+        meta=np.empty((0,) * (x.ndim + 1)),
     )
-    if n_blocks == 1:
-        return parts
-    return parts.reshape((n_blocks, k, *x.shape[1:])).sum(axis=0)
+    return parts.sum(axis=0)
+
+
+def _block_part(block_sums: Any, block: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+    """One block's ``k`` sums with an axis of length 1 first (the block's place)."""
+    return block_sums(block, np.zeros(block.shape[0]) if t is None else t)[None]
 
 
 def _subtract_block(x: np.ndarray, ref: np.ndarray, codes: np.ndarray) -> np.ndarray:
