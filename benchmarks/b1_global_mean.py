@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 screened.seconds["screen"].update(st.seconds["screen"])
                 screened.answers.update(st.answers)
                 screened.failed.update(st.failed)
-            kept, kept_cdo = chosen if chosen else ([], [])
+            kept, kept_cdo = (*chosen, [], [])[:2]  # the context group keeps nothing
             screened.answers.update(fresh.answers)
             cases = [
                 replace(platform, rss=False),
