@@ -228,11 +228,11 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
         g = codes[i]
         if g < 0:  # a step in no group
             continue
-        for j in range(m):
+        for j in range(m):  # branch-free (NaN adds 0): vectorised, the same bits
             v = x[i, j]
-            if v == v:  # not NaN
-                sums[g, j] += v
-                counts[g, j] += 1
+            ok = v == v  # not NaN
+            sums[g, j] += v if ok else 0.0
+            counts[g, j] += 1 if ok else 0
     return sums, counts
 
 
@@ -277,15 +277,17 @@ def _trend_sums(x: np.ndarray, t: np.ndarray) -> np.ndarray:  # pragma: no cover
     for i in range(n):
         ti = t[i]
         tt = ti * ti
-        for j in range(m):
+        for j in range(m):  # branch-free (NaN adds 0): vectorised, the same bits
             v = np.float64(x[i, j])  # float32 data: products in float64 too
-            if v == v:  # not NaN
-                out[0, j] += 1.0
-                out[1, j] += ti
-                out[2, j] += tt
-                out[3, j] += v
-                out[4, j] += ti * v
-                out[5, j] += v * v
+            ok = v == v  # not NaN
+            w = 1.0 if ok else 0.0
+            v = v if ok else 0.0
+            out[0, j] += w
+            out[1, j] += w * ti
+            out[2, j] += w * tt
+            out[3, j] += v
+            out[4, j] += ti * v
+            out[5, j] += v * v
     return out
 
 

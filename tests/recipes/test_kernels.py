@@ -17,6 +17,7 @@ from pangeo_hpc.recipes.folds import fold_groups
 from pangeo_hpc.recipes.kernels import (
     TREND_SUMS,
     group_subtract,
+    group_sums,
     trend_sums,
     weighted_nanmean_blocks,
 )
@@ -165,6 +166,30 @@ def test_trend_sums_are_numpys_sums_of_the_valid_values(chunks):
     assert tasks and all(len(pickle.dumps(v)) < t.nbytes for v in tasks)
     with pytest.raises(ValueError, match="t has shape"):
         trend_sums(x, t[:-1])
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+def test_kernel_sums_are_the_rows_added_in_order_to_the_bit(dtype):
+    # the compiled loops add a NaN as 0 without a branch (so that they vectorise): the sums
+    # must be those of the rows added one after the other, valid values only, in float64
+    # (wrong ways this catches: float32 products, NaN counted, rows added in another order)
+    x = _data((60, 5, 8)).astype(dtype).reshape(60, -1)
+    t = np.linspace(-3.7, 2.9, 60)  # negative times: 0 * t is -0.0
+    codes = np.arange(60) % 7 - 1  # group -1: rows in no group
+    ok = ~np.isnan(x)
+    v = np.where(ok, x, 0).astype("f8")
+    trend = np.zeros((6, x.shape[1]))
+    sums, counts = np.zeros((6, x.shape[1])), np.zeros((6, x.shape[1]), dtype=np.int32)
+    for i in range(60):
+        w = ok[i].astype("f8")
+        for k, term in enumerate((w, w * t[i], w * t[i] ** 2, v[i], t[i] * v[i], v[i] * v[i])):
+            trend[k] += term
+        if codes[i] >= 0:
+            sums[codes[i]] += v[i]
+            counts[codes[i]] += ok[i]
+    assert np.array_equal(trend_sums(x, t), trend)
+    got_sums, got_counts = group_sums(x, codes, 6)
+    assert np.array_equal(got_sums, sums) and np.array_equal(got_counts, counts)
 
 
 class _Reader:
