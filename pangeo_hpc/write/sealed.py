@@ -150,15 +150,15 @@ def _unseal(data: bytes, head: bytes, sep: bytes = b"\n", *, digest: str = "sha2
 
 
 def payload_offset(
-    data: bytes | bytearray, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256"
+    data: bytes | bytearray | memoryview, head: bytes, sep: bytes = b"\n", *, digest: str = "sha256"
 ) -> int:
     """Where the payload of ``data`` starts, its seal checked as :func:`_unseal` does,
     without copying the payload (a roll-up of 20 years of 0.25-degree maps is 1 GB).
 
     Parameters
     ----------
-    data : bytes or bytearray
-        Sealed bytes.
+    data : bytes, bytearray or memoryview
+        Sealed bytes (a memoryview of bytes: format ``B``).
     head : bytes
         The head expected.
     sep : bytes, optional

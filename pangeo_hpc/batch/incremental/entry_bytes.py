@@ -4,8 +4,10 @@ An entry is a sealed ``np.savez`` (:mod:`pangeo_hpc.write.sealed`): the seal's d
 covers every byte after it, so once it matches, the zip and ``.npy`` headers inside are
 the ones written and need no second check. ``np.load`` would check each member's CRC-32
 again and copy its bytes out of the zip (for a 63 MB roll-up about as long as the seal's
-own check); here each array is a view of the one buffer the file was read into (a
-``bytearray``: the arrays are writable, and writing changes only this process's copy).
+own check); here each array is a view of the one buffer the file was read into (a NumPy
+``uint8`` array made with ``np.empty``: the arrays are writable, and writing changes only
+this process's copy; a ``bytearray`` would be zeroed first, 28 ms more for a 63 MB
+roll-up, an eighth of a one-month update of era5-sst-trend).
 A member whose offset does not suit its type's alignment is copied once.
 """
 
@@ -95,7 +97,7 @@ def read_entry(path: Path, head: bytes, digest: str) -> dict[str, np.ndarray]:
     """
     with path.open("rb", buffering=0) as f:
         size = os.fstat(f.fileno()).st_size
-        data = bytearray(size)
+        data = np.empty(size, dtype=np.uint8)  # not zeroed first: every byte is read
         with memoryview(data) as whole:
             got = 0
             while got < size:
@@ -103,9 +105,9 @@ def read_entry(path: Path, head: bytes, digest: str) -> dict[str, np.ndarray]:
                 if not n:
                     break
                 got += n
-    del data[got:]  # shorter than its size said (being replaced): the seal fails below
-    start = payload_offset(data, head, digest=digest)
-    return _npz_views(memoryview(data)[start:])
+    view = memoryview(data)[:got]  # shorter than its size said (being replaced): the seal fails
+    start = payload_offset(view, head, digest=digest)
+    return _npz_views(view[start:])
 
 
 def _npz_views(view: memoryview) -> dict[str, np.ndarray]:
