@@ -71,6 +71,19 @@ def test_steps_on_values_in_memory_run_side_by_side_unguarded(recorded):
     np.testing.assert_array_equal(out["r0"].values, _value(False).values + 1)
 
 
+def test_first_steps_run_before_any_waits_on_its_parent(recorded):
+    # submitted in plan order (left, left -> right, right), the second thread took the
+    # step after left and waited for left while the other first step had no thread:
+    # era5-sst-trend's Nino3.4 waited behind its trend. The first steps must meet.
+    once = threading.Barrier(2, action=lambda: recorded.meet.update(barrier=None))
+    recorded.meet["barrier"] = once  # the step after left, third, does not wait
+    plans = _plans([Step("left"), Step("right")], [Step("right")])
+    out = run._suffixes(plans, {"c": _value(lazy=False)}, xr.Dataset())
+    assert [name for name, _, _ in recorded.seen][:2] in (["left", "right"], ["right", "left"])
+    np.testing.assert_array_equal(out["r0"].values, _value(False).values + 2)
+    np.testing.assert_array_equal(out["r1"].values, _value(False).values + 1)
+
+
 def test_a_shared_step_runs_once_and_its_children_after_it(recorded):
     plans = _plans([Step("left"), Step("right")], [Step("left")])
     out = run._suffixes(plans, {"c": _value(lazy=False)}, xr.Dataset())

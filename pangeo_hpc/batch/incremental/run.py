@@ -197,8 +197,11 @@ def _suffixes(
         return {name: done[key] if key in done else reduced[key[0]] for name, key in ends.items()}
     futures: dict[tuple[Any, ...], Future[Any]] = {}
     with ThreadPoolExecutor(max_workers=SIDE_BY_SIDE) as pool:
-        # parents go first: a step waits only on one that has started
-        for key, (parent, step) in steps.items():
+        # first steps first, then second steps, ...: a step waits only on one that has
+        # started, and a thread that would wait on a parent takes another first step
+        # (era5-sst-trend's Nino3.4 beside its anomaly, not its trend waiting for it)
+        for key in sorted(steps, key=len):
+            parent, step = steps[key]
             above = futures.get(parent)
             futures[key] = pool.submit(_after, above, reduced[key[0]], step, data)
         return {
