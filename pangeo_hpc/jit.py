@@ -5,13 +5,23 @@ writable (a site-wide install), in the user's cache folder. A user with neither 
 account whose home does not exist) would get ``RuntimeError: cannot cache function`` at
 import. Here the cache goes to ``~/.cache/pangeo-hpc/numba`` or a private temporary folder
 in that case, and caching is off only if nothing is writable.
+
+A kernel's first call in a process costs numba's start, even with its code cached: 0.35-0.45
+s on the 2-core VM (numba's typing and target registries import ``numba.typed``,
+``scipy.linalg`` and more), 0.9 s when two reading threads wait for it. A run that reads
+little spends more on that than on its loops, so within :func:`numpy_twins` the kernels
+that have a NumPy twin giving the same bits (a byte shuffle; sums added row after row in
+float64) use the twin while none of this package's kernels has started numba
+(:func:`use_twins`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,4 +79,56 @@ def njit(func: Callable[..., Any]) -> Callable[..., Any]:
     ...         out += v
     ...     return out
     """
-    return numba.njit(nogil=True, cache=CACHE)(func)
+    kernel = numba.njit(nogil=True, cache=CACHE)(func)
+    _KERNELS.append(kernel)
+    return kernel
+
+
+#: every kernel :func:`njit` made (its ``signatures`` fill once numba has loaded it)
+_KERNELS: list[Any] = []
+#: open :func:`numpy_twins` blocks of this process (its threads share them)
+_TWINS = [0]
+_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def numpy_twins() -> Iterator[None]:
+    """Within: kernels with a NumPy twin of the same bits use it (:func:`use_twins`), in
+    every thread of this process (a run's threads compute its tasks).
+
+    Yields
+    ------
+    None
+
+    Examples
+    --------
+    >>> with numpy_twins():
+    ...     inside = _TWINS[0] > 0
+    >>> inside, _TWINS[0]
+    (True, 0)
+    """
+    with _LOCK:
+        _TWINS[0] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _TWINS[0] -= 1
+
+
+def use_twins() -> bool:
+    """Whether a kernel with a NumPy twin uses it now: inside :func:`numpy_twins`, and no
+    kernel of this package has been loaded by numba in this process yet (once one has, its
+    start is paid and the compiled loops are faster).
+
+    Returns
+    -------
+    bool
+        Use the twin.
+
+    Examples
+    --------
+    >>> use_twins()  # outside numpy_twins(): the compiled kernels
+    False
+    """
+    return _TWINS[0] > 0 and not any(k.signatures for k in _KERNELS)

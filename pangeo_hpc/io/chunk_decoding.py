@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from pangeo_hpc.jit import njit
+from pangeo_hpc.jit import njit, use_twins
 
 try:  # libdeflate: ~2x stdlib zlib; optional so a missing wheel never breaks reading
     from deflate import zlib_decompress as _libdeflate
@@ -182,6 +182,24 @@ def _unshuffle4(src, out):  # pragma: no cover - jitted
         )
 
 
+def _unshuffle4_numpy(src: np.ndarray, out: np.ndarray) -> None:
+    """:func:`_unshuffle4` with NumPy (a byte shuffle: the same bits), for a process where
+    numba has not started (:func:`pangeo_hpc.jit.use_twins`)."""
+    planes = src[: 4 * out.size].reshape(4, out.size)
+    np.copyto(out, planes[0])
+    for b in (1, 2, 3):
+        out |= planes[b].astype(np.uint32) << np.uint32(8 * b)
+
+
+def _unshuffle_numpy(src: np.ndarray, itemsize: int) -> np.ndarray:
+    """:func:`_unshuffle` with NumPy (the same bytes)."""
+    n = src.size // itemsize
+    out = np.empty(src.size, np.uint8)
+    out[: n * itemsize].reshape(n, itemsize)[...] = src[: n * itemsize].reshape(itemsize, n).T
+    out[n * itemsize :] = src[n * itemsize :]
+    return out
+
+
 _SCRATCH = threading.local()
 
 
@@ -271,7 +289,7 @@ class ChunkDecoder:
             raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
             buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
             if self._shuffled and self.dtype.itemsize > 1:
-                buf = _unshuffle(buf, self.dtype.itemsize)
+                buf = (_unshuffle_numpy if use_twins() else _unshuffle)(buf, self.dtype.itemsize)
         else:
             if self._numcodecs is None:
                 from numcodecs import get_codec
@@ -325,7 +343,7 @@ class ChunkDecoder:
             # un-shuffled into a small contiguous buffer, then copied out: writing straight
             # into the strided result was 3-10x slower (no vector loop, a fault per page)
             chunk = _scratch(self.nbytes // 4)
-            _unshuffle4(buf, chunk)
+            (_unshuffle4_numpy if use_twins() else _unshuffle4)(buf, chunk)
             out.view(np.uint32)[...] = chunk.reshape(self.chunks)[src]
         else:
             out[...] = self.decode(payload)[src]

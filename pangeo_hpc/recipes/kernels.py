@@ -14,7 +14,7 @@ import numpy as np
 from dask.base import tokenize
 from dask.utils import funcname
 
-from pangeo_hpc.jit import njit
+from pangeo_hpc.jit import njit, use_twins
 from pangeo_hpc.recipes.fusion import fused_weighted_nanmean
 
 
@@ -236,6 +236,44 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
     return sums, counts
 
 
+#: cells from which a NumPy twin adds row by row (a Python loop over rows, each row one
+#: vector operation); fewer cells: cumulative sums over the rows, vectorised along them
+_ROW_CELLS = 256
+
+
+def _in_order(v: np.ndarray) -> np.ndarray:
+    """The sum over axis 0 of ``v`` (float64) with its rows added one after the other from
+    0.0, as the compiled loops add them: a cumulative sum is in order by definition, where
+    ``v.sum(0)`` may add pairwise. (``+ 0.0``: a sum of -0.0 alone is 0.0 from 0.0.)"""
+    if v.shape[0] == 0:
+        return np.zeros(v.shape[1:])
+    return np.cumsum(v, axis=0)[-1] + 0.0
+
+
+def _group_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:
+    """:func:`_group_sums` with NumPy, to the same bits (:func:`pangeo_hpc.jit.use_twins`)."""
+    n, m = x.shape
+    sums = np.zeros((k, m))
+    counts = np.zeros((k, m), dtype=np.int32)
+    codes = np.asarray(codes)
+    if m >= _ROW_CELLS:
+        for i in range(n):
+            g = codes[i]
+            if g >= 0:  # the row's valid values, as float64, onto its group's sums
+                ok = x[i] == x[i]
+                np.add(sums[g], x[i], out=sums[g], where=ok)
+                counts[g] += ok
+        return sums, counts
+    ok = x == x
+    v = np.where(ok, x, 0).astype("f8")
+    for g in range(k):
+        rows = codes == g
+        if rows.any():
+            sums[g] = _in_order(v[rows])
+            counts[g] = ok[rows].sum(axis=0, dtype=np.int32)
+    return sums, counts
+
+
 def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
     """NaN-skipping sums (float64) and counts (int32) of the rows of ``x`` (time, cells) in
     each of the ``k`` groups ``codes`` (0..k-1 per row; a row coded -1 is in none) names:
@@ -263,7 +301,7 @@ def group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple[np.ndarray, np
            [3., 0.]]), array([[2, 2],
            [1, 0]], dtype=int32))
     """
-    return _group_sums(x, codes, k)
+    return (_group_sums_numpy if use_twins() else _group_sums)(x, codes, k)
 
 
 #: the sums :func:`trend_sums` gives, in order
@@ -291,6 +329,26 @@ def _trend_sums(x: np.ndarray, t: np.ndarray) -> np.ndarray:  # pragma: no cover
     return out
 
 
+def _trend_sums_numpy(x: np.ndarray, t: np.ndarray) -> np.ndarray:
+    """:func:`_trend_sums` with NumPy, to the same bits (:func:`pangeo_hpc.jit.use_twins`)."""
+    n, m = x.shape
+    if m >= _ROW_CELLS:
+        out = np.zeros((6, m))
+        for i in range(n):  # each sum gets the row's valid terms, in float64
+            ok = x[i] == x[i]
+            v = x[i].astype("f8")
+            ti = t[i]
+            for k, term in enumerate((1.0, ti, ti * ti, v, ti * v, v * v)):
+                np.add(out[k], term, out=out[k], where=ok)
+        return out
+    ok = x == x
+    w = ok.astype("f8")
+    v = np.where(ok, x, 0).astype("f8")
+    tc = t[:, None]
+    terms = (w, w * tc, w * (t * t)[:, None], v, tc * v, v * v)
+    return np.stack([_in_order(term) for term in terms])
+
+
 def trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     """:data:`TREND_SUMS` over axis 0 of one block, stacked first: ``(6, *x.shape[1:])``.
 
@@ -313,7 +371,8 @@ def trend_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:
     """
     x = np.asarray(x)
     flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
-    return _trend_sums(flat, np.asarray(t, dtype="f8")).reshape((6, *x.shape[1:]))
+    sums = _trend_sums_numpy if use_twins() else _trend_sums
+    return sums(flat, np.asarray(t, dtype="f8")).reshape((6, *x.shape[1:]))
 
 
 def _trend_of_block(x: np.ndarray, t: np.ndarray) -> np.ndarray:

@@ -44,6 +44,7 @@ from pangeo_hpc.batch.pipeline.steps import (
 from pangeo_hpc.clusters.budget import Guard, within_budget
 from pangeo_hpc.clusters.start import kind_of, prepare_local, resolve_kind, running_cluster
 from pangeo_hpc.clusters.threads import ThreadClient, no_client_lookup
+from pangeo_hpc.jit import numpy_twins
 from pangeo_hpc.recipes.regrid import using_store
 from pangeo_hpc.s3.options import S3Options, is_s3
 from pangeo_hpc.write.figures import preload
@@ -209,9 +210,17 @@ def run_recipe(
                 if build_first:
                     inputs = open_inputs(spec, **where, index="build", client=client)
                 t_ready = time.perf_counter()
-                computed = compute(
-                    inputs, client, progress=progress, warm_inputs=warm_inputs, cache=store or False
-                )
+                twins = placed is not None and placed.in_process and placed.numpy_kernels
+                if twins:
+                    log.debug("kernels: NumPy twins while numba has not started (the same bits)")
+                with numpy_twins() if twins else nullcontext():
+                    computed = compute(
+                        inputs,
+                        client,
+                        progress=progress,
+                        warm_inputs=warm_inputs,
+                        cache=store or False,
+                    )
             asked: dict[str, Any] = {"profile": profile, "jobs": jobs}  # beside what compute() saw
             if small is not None:
                 asked["in_process"] = small

@@ -44,6 +44,10 @@ class Placement:
         Compute in this process's threads (no worker processes).
     why : str
         The reason, e.g. ``"60 files to read, 174.2 MB, 0 cached: <= 1.0 GB"``.
+    numpy_kernels : bool
+        In this process, and reading at most config ``pangeo-hpc.cluster.numpy-kernels-bytes``:
+        the kernels with a NumPy twin of the same bits use it while numba has not started
+        (:func:`pangeo_hpc.jit.numpy_twins`).
 
     Examples
     --------
@@ -55,6 +59,7 @@ class Placement:
 
     in_process: bool
     why: str
+    numpy_kernels: bool = False
 
 
 def _size(nbytes: float) -> str:
@@ -83,8 +88,9 @@ def place(plan: ReadPlan, *, kind: str = "local", limit: float | None = None) ->
     --------
     >>> plan = ReadPlan((("a.nc",), ("b.nc",)), {"a.nc": 3_000_000, "b.nc": 2_000_000},
     ...                 reused=frozenset({0}))
-    >>> place(plan, limit=1e9)
-    Placement(in_process=True, why='1 file to read, 2.0 MB, 1 cached: <= 1.0 GB')
+    >>> place(plan, limit=1e9)  # doctest: +NORMALIZE_WHITESPACE
+    Placement(in_process=True, why='1 file to read, 2.0 MB, 1 cached: <= 1.0 GB',
+              numpy_kernels=True)
     >>> place(plan, limit=1e6).why
     '1 file to read, 2.0 MB, 1 cached: more than 1.0 MB'
     """
@@ -100,5 +106,6 @@ def place(plan: ReadPlan, *, kind: str = "local", limit: float | None = None) ->
     nbytes = plan.bytes_to_read
     text = f"{what}, {_size(nbytes)}{cached}"
     if n == 0 or nbytes <= limit:
-        return Placement(True, f"{text}: <= {_size(limit)}")
+        twins = nbytes <= float(config.get("cluster.numpy-kernels-bytes"))
+        return Placement(True, f"{text}: <= {_size(limit)}", twins)
     return Placement(False, f"{text}: more than {_size(limit)}")
