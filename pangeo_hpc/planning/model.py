@@ -219,6 +219,12 @@ class Model:
         Seconds from a job's start to its workers connected, lowest and highest measured
         (billed: the node is the job's); on a local cluster, from its start to its
         workers connected (their processes' start and imports on the host's cores).
+    arrival_workers : int or None
+        Worker processes whose start ``arrival`` measured (all started at once). On a
+        shared host (``host_cores``) workers start on its cores in waves of at most
+        ``host_cores``: the arrival of more workers is scaled by their waves over the
+        measured ones' (four one-core Slurm jobs on two cores took 5.5 s to arrive where
+        one or two took 2.6 s). None: one wave.
     read_tasks : int or None
         Read tasks of the whole data when the recipe's reads are fused with its area mean
         (:func:`pangeo_hpc.recipes.fusion.task_spans`: fewer, larger tasks than chunks,
@@ -258,6 +264,7 @@ class Model:
     queue: tuple[float, float] = (0.0, 0.0)
     arrival: tuple[float, float] = (0.0, 0.0)
     read_tasks: int | None = None
+    arrival_workers: int | None = None
 
     def __post_init__(self) -> None:
         positive = ("size", "ratio", "chunk", "tasks_per_chunk", "process_rate", "processes")
@@ -330,6 +337,36 @@ class Model:
         low, high = (self._run(nodes, f)["wall_s"] for f in self.spread)
         return {**row, **self.billed(nodes, row["wall_s"], low, high)}
 
+    def arrival_waves(self, nodes: int) -> float:
+        """The factor on the measured arrival for ``nodes`` nodes: on a shared host, the
+        waves of at most ``host_cores`` workers their start takes over the waves of the
+        measured start (:attr:`arrival_workers`), at least 1; elsewhere 1.
+
+        Parameters
+        ----------
+        nodes : int
+            Nodes (batch jobs).
+
+        Returns
+        -------
+        float
+            The factor.
+
+        Examples
+        --------
+        >>> from pangeo_hpc.planning.model import Model, parse_storage
+        >>> m = Model(size=10**9, ratio=3.0, chunk=10**8, tasks_per_chunk=2.0,
+        ...           process_rate=2e8, task_overhead=0.001, fixed=0.0, processes=1, cores=1,
+        ...           storage=parse_storage("local:1GB/s"), host_cores=2, arrival=(2.5, 3.0))
+        >>> [m.arrival_waves(n) for n in (1, 2, 3, 4)]  # one-core jobs on a 2-core host
+        [1.0, 1.0, 2.0, 2.0]
+        """
+        if self.host_cores is None:
+            return 1.0
+        waves = math.ceil(nodes * self.processes / self.host_cores)
+        measured = math.ceil((self.arrival_workers or 1) / self.host_cores)
+        return float(max(1.0, waves / measured))
+
     def billed(self, nodes: int, wall: float, low: float, high: float) -> dict[str, Any]:
         """What ``nodes`` nodes that compute for ``wall`` seconds (``low`` to ``high``)
         after one start of their jobs are billed: the wall times, the jobs' start, the
@@ -364,6 +401,8 @@ class Model:
         (1.0, 4.0)
         """
         (q_lo, q_hi), (a_lo, a_hi) = self.queue, self.arrival
+        waves = self.arrival_waves(nodes)
+        a_lo, a_hi = a_lo * waves, a_hi * waves
         wait = q_hi - q_lo if nodes > 1 else 0.0
         row: dict[str, Any] = {
             "wall_low_s": low,

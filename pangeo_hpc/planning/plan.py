@@ -382,13 +382,16 @@ def plan(
     if batch:  # as the job script: one process per core unless told otherwise
         site["processes"] = site.get("processes") or site.get("cores")
     queue, arrival = (0.0, 0.0), (0.0, 0.0)
+    arrival_workers = None  # the workers whose start was measured together
     if batch and profile in calibration.starts:
         queue, arrival = calibration.starts[profile].ranges()
+        arrival_workers = calibration.starts[profile].jobs * site["processes"]
     if site.get("kind", "local") == "local":
         # a local cluster: this host's cores, shared by the workers and the scheduler; its
-        # workers' start measured by calibrate on a local cluster (no queue)
+        # workers' start measured by calibrate on a local cluster (no queue), one per core
         if "local" in calibration.starts:
             queue, arrival = calibration.starts["local"].ranges()
+            arrival_workers = calibration.cores
         site = {"cores": calibration.cores, "processes": calibration.cores, **site}
         host_cores = host_cores or site["cores"]
         nodes = nodes or [1]
@@ -426,6 +429,7 @@ def plan(
         spread=(float(fit.spread[0]), float(fit.spread[1])),
         queue=queue,
         arrival=arrival,
+        arrival_workers=arrival_workers,
         # fused reads: the spans the reader sums, not one task per chunk
         read_tasks=fused_read_tasks(nbytes, chunk_bytes) or None if fit.fused else None,
     )

@@ -177,6 +177,34 @@ def test_a_local_plan_starts_its_workers_as_calibrate_measured(tmp_path):
     assert "start" in head.split()  # the table's column
 
 
+def test_jobs_beyond_a_shared_hosts_cores_arrive_in_waves(tmp_path):
+    """One-core batch jobs on one 2-core host (the scheduler there too): calibrate measured
+    two starting at once; four start in two waves (5.5 s measured where one or two took
+    2.6 s, docs/scaling.md), so their arrival is billed twice, one or two jobs' once."""
+    from pangeo_hpc.planning.calibration import JobStarts
+
+    cal = Calibration(
+        host="test", cores=2, created="2026-11-27T00:00:00+00:00", task_overhead=0.001,
+        storage={"local": 5e8}, recipes={"era5-sst-mean": RecipeFit(100e6, 5, 1.0, 3.0)},
+        starts={"one-node": JobStarts(queue=[0.5, 0.5], arrival=[2.0, 3.0], jobs=2)},
+    )  # fmt: skip
+    site = {"kind": "slurm", "cores": 1, "processes": 1}
+    p = plan("era5-sst-mean", "2GB", profile="one-node", options=site, calibration=cal,
+             nodes="1,2,3,4", host_cores=2)  # fmt: skip
+    starts = [(r["start_low_s"], r["start_high_s"]) for r in p.rows]
+    assert starts == [(2.5, 3.5), (2.5, 3.5), (4.5, 6.5), (4.5, 6.5)]
+    # measured with four jobs (two waves already): four are billed as measured
+    cal.starts["one-node"] = JobStarts(queue=[0.5, 0.5], arrival=[4.0, 6.0], jobs=4)
+    p = plan("era5-sst-mean", "2GB", profile="one-node", options=site, calibration=cal,
+             nodes="4", host_cores=2)  # fmt: skip
+    assert (p.rows[0]["start_low_s"], p.rows[0]["start_high_s"]) == (4.5, 6.5)
+    # nodes of their own (no shared host): every job's workers start at once
+    cal.starts["one-node"] = JobStarts(queue=[0.5, 0.5], arrival=[2.0, 3.0], jobs=2)
+    p = plan("era5-sst-mean", "2GB", profile="one-node", options=site, calibration=cal,
+             nodes="4")  # fmt: skip
+    assert (p.rows[0]["start_low_s"], p.rows[0]["start_high_s"]) == (2.5, 3.5)
+
+
 def test_no_calibration_file_falls_back_to_the_shipped_figures(tmp_path):
     import dask.config
 
