@@ -13,6 +13,7 @@ damaged cache entry or a full disk under the state cache) are one line on stderr
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import warnings
 from collections.abc import Iterator
@@ -27,11 +28,40 @@ class _PlainLines(logging.Handler):
     (looked up at every record: tests and callers may replace them between calls)."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
         try:
-            stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
             print(redact(self.format(record)), file=stream, flush=True)
+        except BrokenPipeError:  # its reader left (`| head`): the run goes on, unheard
+            quiet(stream)
         except Exception:
             self.handleError(record)
+
+
+def quiet(stream: Any) -> None:
+    """Send whatever is still written to ``stream`` to ``/dev/null``: its reader left (a
+    closed pipe, ``pangeo-hpc run ... | head``). The run goes on to its end without a
+    traceback for every later line (Python's advice for ``BrokenPipeError``: its file
+    descriptor pointed at ``os.devnull``). A stream with no file behind it is left alone.
+
+    Parameters
+    ----------
+    stream : Any
+        ``sys.stdout`` or ``sys.stderr``.
+
+    Examples
+    --------
+    >>> import io
+    >>> quiet(io.StringIO())  # no file descriptor: nothing to do
+    """
+    try:
+        fd = stream.fileno()
+    except (AttributeError, OSError, ValueError):
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
 
 
 def _is_ours(category: type[Warning]) -> bool:

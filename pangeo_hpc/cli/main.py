@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from pangeo_hpc.cli import cache, clusters, data, index, plan, provenance, s3, storage
 from pangeo_hpc.cli.common import Parser, Verb, for_cli, program_name
-from pangeo_hpc.cli.logs import library_lines
+from pangeo_hpc.cli.logs import library_lines, quiet
 from pangeo_hpc.errors import BudgetSpent, ClusterError, InputError, StorageError, redact
 
 #: every verb, in the order ``--help`` lists them
@@ -242,7 +242,12 @@ def console() -> None:
     --------
     >>> console()  # as `pangeo-hpc plan recipe.yaml`, then the process ends  # doctest: +SKIP
     """
-    exit_now(main())
+    try:
+        code = main()
+    except BrokenPipeError:  # the answer printed to a reader that left (`| head`)
+        quiet(sys.stdout)
+        code = 141  # as a command that SIGPIPE ended: 128 + 13
+    exit_now(code)
 
 
 def exit_now(code: int) -> None:
