@@ -55,18 +55,22 @@ def _choose_cache() -> bool:
 CACHE = _choose_cache()
 
 
-def njit(func: Callable[..., Any]) -> Callable[..., Any]:
-    """``numba.njit(nogil=True, cache=...)``: compiled, releasing the GIL, cached if possible.
+def njit(func: Callable[..., Any] | None = None, *, fastmath: Any = False) -> Any:
+    """``numba.njit(nogil=True, cache=...)``: compiled, releasing the GIL, cached if possible;
+    every kernel of the package is made here, so that :func:`use_twins` sees it loaded.
 
     Parameters
     ----------
-    func : Callable[..., Any]
-        A function numba can compile.
+    func : Callable[..., Any], optional
+        A function numba can compile; none: a decorator with ``fastmath``.
+    fastmath : bool or set of str, optional
+        numba's ``fastmath`` (e.g. ``{"reassoc", "contract"}``: sums that vectorise, in
+        an order fixed by the compiled code); default off.
 
     Returns
     -------
     Callable[..., Any]
-        The compiled function.
+        The compiled function (or, without ``func``, a decorator).
 
     Examples
     --------
@@ -79,7 +83,9 @@ def njit(func: Callable[..., Any]) -> Callable[..., Any]:
     ...         out += v
     ...     return out
     """
-    kernel = numba.njit(nogil=True, cache=CACHE)(func)
+    if func is None:
+        return lambda f: njit(f, fastmath=fastmath)
+    kernel = numba.njit(nogil=True, cache=CACHE, fastmath=fastmath)(func)
     _KERNELS.append(kernel)
     return kernel
 

@@ -24,12 +24,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-import numba
 import numpy as np
 
 from pangeo_hpc.io.chunk_decoding import ChunkDecoder, CorruptChunkError, inflate, overlap
 from pangeo_hpc.io.reader import Decoding, Fetched, H5Source, MultiFileArray, _assemble
-from pangeo_hpc.jit import CACHE, njit
+from pangeo_hpc.jit import njit
 from pangeo_hpc.recipes.kernels import weighted_sums
 
 __all__ = ["SummingArray"]
@@ -49,7 +48,7 @@ def _cf_decode(x, lo, hi, fills, scale, offset):  # pragma: no cover - jitted
         x[k] = v + offset
 
 
-@numba.njit(nogil=True, cache=CACHE, fastmath={"reassoc", "contract"})
+@njit(fastmath={"reassoc", "contract"})
 def _chunk_sums(
     src, shuffled, cshape, lo, hi, gy, gx, t_out, w, fills, scale, offset, out, row
 ):  # pragma: no cover - jitted

@@ -80,6 +80,30 @@ def test_twins_are_used_inside_numpy_twins_only_until_numba_has_started():
     assert jit._TWINS[0] == 0
 
 
+def test_every_compiled_kernel_of_the_package_is_made_by_jit_njit():
+    # a kernel made with numba.njit directly could start numba unseen by use_twins
+    import importlib
+    import pkgutil
+
+    import numba.core.registry
+
+    import pangeo_hpc
+
+    kernels = []
+    for info in pkgutil.walk_packages(pangeo_hpc.__path__, "pangeo_hpc."):
+        module = importlib.import_module(info.name)
+        for value in vars(module).values():
+            if (
+                isinstance(value, numba.core.registry.CPUDispatcher)
+                and value.__module__ == info.name
+            ):
+                kernels.append(value)
+    assert len(kernels) >= 8  # unshuffles, sums, fused reads, regrid, Student's t
+    assert all(any(k is made for made in jit._KERNELS) for k in kernels), [
+        k.__name__ for k in kernels if not any(k is made for made in jit._KERNELS)
+    ]
+
+
 _RUN = """
 import json, sys
 from pangeo_hpc import jit
