@@ -90,11 +90,13 @@ def njit(func: Callable[..., Any] | None = None, *, fastmath: Any = False) -> An
     return kernel
 
 
-#: every kernel :func:`njit` made (its ``signatures`` fill once numba has loaded it)
+#: every kernel :func:`njit` made (its ``overloads`` fill once numba has loaded it)
 _KERNELS: list[Any] = []
 #: open :func:`numpy_twins` blocks of this process (its threads share them)
 _TWINS = [0]
 _LOCK = threading.Lock()
+#: whether one of :data:`_KERNELS` has been loaded (numba started) in this process
+_STARTED = [False]
 
 
 @contextlib.contextmanager
@@ -137,4 +139,9 @@ def use_twins() -> bool:
     >>> use_twins()  # outside numpy_twins(): the compiled kernels
     False
     """
-    return _TWINS[0] > 0 and not any(k.signatures for k in _KERNELS)
+    if _TWINS[0] == 0 or _STARTED[0]:
+        return False
+    if any(k.overloads for k in _KERNELS):  # numba's start is paid, for good
+        _STARTED[0] = True
+        return False
+    return True

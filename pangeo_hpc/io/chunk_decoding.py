@@ -186,9 +186,11 @@ def _unshuffle4_numpy(src: np.ndarray, out: np.ndarray) -> None:
     """:func:`_unshuffle4` with NumPy (a byte shuffle: the same bits), for a process where
     numba has not started (:func:`pangeo_hpc.jit.use_twins`)."""
     planes = src[: 4 * out.size].reshape(4, out.size)
+    shifted = _scratch(out.size, "shifted")  # no array made per plane (a page fault each)
     np.copyto(out, planes[0])
     for b in (1, 2, 3):
-        out |= planes[b].astype(np.uint32) << np.uint32(8 * b)
+        np.left_shift(planes[b], np.uint32(8 * b), out=shifted, dtype=np.uint32)
+        np.bitwise_or(out, shifted, out=out)
 
 
 def _unshuffle_numpy(src: np.ndarray, itemsize: int) -> np.ndarray:
@@ -203,12 +205,13 @@ def _unshuffle_numpy(src: np.ndarray, itemsize: int) -> np.ndarray:
 _SCRATCH = threading.local()
 
 
-def _scratch(n: int) -> np.ndarray:
+def _scratch(n: int, name: str = "buf") -> np.ndarray:
     """A contiguous uint32 buffer of ``n`` elements, reused by this thread (one chunk: it
-    stays in cache between un-shuffling and copying out)."""
-    buf = getattr(_SCRATCH, "buf", None)
+    stays in cache between un-shuffling and copying out); one per ``name``."""
+    buf = getattr(_SCRATCH, name, None)
     if buf is None or buf.size < n:
-        buf = _SCRATCH.buf = np.empty(n, np.uint32)
+        buf = np.empty(n, np.uint32)
+        setattr(_SCRATCH, name, buf)
     return buf[:n]
 
 

@@ -239,6 +239,8 @@ def _group_sums(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:  # pragma: n
 #: cells from which a NumPy twin adds row by row (a Python loop over rows, each row one
 #: vector operation); fewer cells: cumulative sums over the rows, vectorised along them
 _ROW_CELLS = 256
+#: cells of the float64 rows a twin copies at a time (1 MB)
+_BLOCK_CELLS = 1 << 17
 
 
 def _in_order(v: np.ndarray) -> np.ndarray:
@@ -256,15 +258,20 @@ def _group_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:
     sums = np.zeros((k, m))
     counts = np.zeros((k, m), dtype=np.int32)
     codes = np.asarray(codes)
-    if m >= _ROW_CELLS:
-        for i in range(n):
-            g = codes[i]
-            if g >= 0:  # the row's valid values, as float64, onto its group's sums
-                ok = x[i] == x[i]
-                np.add(sums[g], x[i], out=sums[g], where=ok)
-                counts[g] += ok
-        return sums, counts
     ok = x == x
+    if m >= _ROW_CELLS:
+        step = max(1, _BLOCK_CELLS // m)
+        for lo in range(0, n, step):  # blocks of rows: a small float64 copy at a time
+            # NaN as 0.0, as the loop adds it (a NumPy float64 zero: no weak scalar)
+            v = np.where(ok[lo : lo + step], x[lo : lo + step], np.float64(0.0))
+            for i, g in enumerate(codes[lo : lo + step]):
+                if g >= 0:  # each row onto its group's sums, in order
+                    np.add(sums[g], v[i], out=sums[g])
+        for g in range(k):  # counts are integers: any order gives them
+            rows = codes == g
+            if rows.any():
+                counts[g] = ok[rows].sum(axis=0, dtype=np.int32)
+        return sums, counts
     v = np.where(ok, x, 0).astype("f8")
     for g in range(k):
         rows = codes == g

@@ -40,8 +40,10 @@ def _field(n, m, dtype, seed=0):
     return x
 
 
-#: few cells (the twins' cumulative sums) and many (their loop over rows)
-SHAPES = [(0, 5), (1, 5), (7, 5), (200, 1), (365, 40), (0, 300), (1, 300), (60, 300)]
+#: few cells (the twins' cumulative sums), many (their loop over rows) and more than a
+#: block of rows holds (the group sums' rows copied a few at a time)
+SHAPES = [(0, 5), (1, 5), (7, 5), (200, 1), (365, 40), (0, 300), (1, 300), (60, 300),
+          (9, 50_000)]  # fmt: skip
 
 
 @pytest.mark.parametrize("dtype", ["f4", "f8"])
