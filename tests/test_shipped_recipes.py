@@ -257,9 +257,17 @@ def _outside(fig: Figure) -> list[str]:
     renderer = fig.canvas.get_renderer()
     fig.draw(renderer)  # places the texts as savefig does (constrained layout)
     box = fig.bbox
-    # an axes turned off (a panel of text) draws none of its axes' texts
+    # an axes turned off (a panel of text) draws none of its axes' texts, and an axis
+    # draws no tick beyond its view (a date locator labels one there too)
     hidden = {id(t) for ax in fig.findobj(Axes) if not ax.axison
               for axis in (ax.xaxis, ax.yaxis) for t in axis.findobj(Text)}  # fmt: skip
+    for ax in fig.findobj(Axes):
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-10 * max(abs(lo), abs(hi), 1.0)
+            for tick in axis.get_major_ticks():
+                if not lo - slack <= tick.get_loc() <= hi + slack:
+                    hidden |= {id(tick.label1), id(tick.label2)}
     out = []
     for text in fig.findobj(Text):
         if not text.get_visible() or not text.get_text().strip() or id(text) in hidden:

@@ -313,6 +313,18 @@ def _time_label(da: xr.DataArray, dim: str, ticks: list[str] | None) -> str:
     return "winter" if ticks is not None else "time"
 
 
+def _date_ticks(ax: Axes) -> None:
+    """Dates along x labelled briefly (``2001``, ``Feb``, ``08``, ``06:00``: each tick by
+    what changes there), at most eight: matplotlib's default labels every tick with the
+    whole date, and three monthly means got nine labels running into each other. No
+    offset text: the panel's title names the period."""
+    from matplotlib import dates
+
+    locator = dates.AutoDateLocator(minticks=3, maxticks=8)
+    ax.xaxis.set_major_locator(locator)
+    ax.xaxis.set_major_formatter(dates.ConciseDateFormatter(locator, show_offset=False))
+
+
 def _ticks(ax: Axes, x: np.ndarray, ticks: list[str], axis: str = "x") -> None:
     """Label positions ``x`` by ``ticks``, at most about twelve of them."""
     step = max(1, -(-len(ticks) // 12))
@@ -338,6 +350,8 @@ def _draw_series(sub: FigureBase, shape: Shape, heading: str) -> None:
         ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     if ticks is not None:
         _ticks(ax, x, ticks)
+    elif np.issubdtype(x.dtype, np.datetime64):
+        _date_ticks(ax)
     ax.ticklabel_format(axis="y", useOffset=False)
     ax.set_xlabel(_time_label(da, t, ticks if t not in CYCLIC else None))
     ax.set_ylabel(_unit_label(da))
@@ -372,6 +386,8 @@ def _draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     )
     if ticks is not None:
         _ticks(ax, x, ticks)
+    elif np.issubdtype(x.dtype, np.datetime64):
+        _date_ticks(ax)
     ax.set_xlabel(_time_label(da, t, ticks if t not in CYCLIC else None))
     ax.set_ylabel(LAT_LABEL)
     ax.set_title(heading)

@@ -7,6 +7,8 @@ written by plot_result is checked to be a PNG marked as this package's.
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib.dates as mdates
 import numpy as np
 import pandas as pd
@@ -456,3 +458,36 @@ def test_drawing_waits_for_the_preload_of_its_imports(monkeypatch):
     assert not drawn.wait(3)
     go.set()
     assert drawn.wait(300)
+
+
+@pytest.mark.parametrize(
+    ("start", "periods", "freq"),
+    [
+        ("2000-01-01", 3, "MS"),  # three monthly means: weekly ticks of whole dates
+        ("2000-01-01", 91, "D"),  # a season of days
+        ("2000-01-01", 72, "h"),  # three days of hours
+        ("2000-01-01", 24, "MS"),  # two years of months
+        ("1940-01-01", 85, "YS"),  # the whole record, yearly
+    ],
+)
+@pytest.mark.parametrize("kind", ["series", "hovmoeller"])
+def test_no_two_labels_of_a_time_axis_overlap(start, periods, freq, kind):
+    # matplotlib's default date labels ran into each other on three monthly means
+    # ("2000-01-012000-01-08...")
+    time = pd.date_range(start, periods=periods, freq=freq)
+    attrs = {"units": "K", "long_name": "sea surface temperature"}
+    if kind == "series":
+        da = field(np.sin(np.arange(periods)), "time", attrs, time=time)
+    else:
+        values = np.random.default_rng(0).random((periods, LAT.size))
+        da = field(values, ("time", "lat"), attrs, time=time, lat=LAT)
+    fig = draw_result(xr.Dataset({"sst": da}), "t")
+    fig.draw_without_rendering()
+    (ax,), _ = panel(fig)
+    boxes = [t.get_window_extent() for t in ax.get_xticklabels() if t.get_text()]
+    assert len(boxes) >= 3
+    boxes.sort(key=lambda b: b.x0)
+    assert all(a.x1 <= b.x0 for a, b in itertools.pairwise(boxes)), [
+        t.get_text() for t in ax.get_xticklabels()
+    ]
+    assert ax.xaxis.get_offset_text().get_text() == ""  # the title names the period
