@@ -267,10 +267,8 @@ def _group_sums_numpy(x: np.ndarray, codes: np.ndarray, k: int) -> tuple:
             for i, g in enumerate(codes[lo : lo + step]):
                 if g >= 0:  # each row onto its group's sums, in order
                     np.add(sums[g], v[i], out=sums[g])
-        for g in range(k):  # counts are integers: any order gives them
-            rows = codes == g
-            if rows.any():
-                counts[g] = ok[rows].sum(axis=0, dtype=np.int32)
+        for g in np.unique(codes[codes >= 0]):  # integers: any order gives them
+            counts[g] = ok[codes == g].sum(axis=0, dtype=np.int32)
         return sums, counts
     v = np.where(ok, x, 0).astype("f8")
     for g in range(k):
