@@ -170,7 +170,7 @@ _NOT_KEYED = ("run", "verb", "recipe", "data", "start", "end", "out", "format", 
 
 def _run(a: argparse.Namespace) -> int:
     from pangeo_hpc.batch.chains.recipe_yaml import find, from_dict, read_yaml
-    from pangeo_hpc.batch.pipeline.reuse import default_out, run_key, served
+    from pangeo_hpc.batch.pipeline.reuse import default_out, read_from, run_key, served
     from pangeo_hpc.inputs.budget import parse_budget
 
     # an unknown recipe, a recipe that is no YAML or too large, a bad budget: refused
@@ -189,6 +189,13 @@ def _run(a: argparse.Namespace) -> int:
     before = None if a.no_cache else served(out, key)
     if before is not None:
         return _print_served(a, before, out)
+    if not a.no_cache:  # the same run into another folder: copied from where it is
+        from pangeo_hpc.batch.pipeline.result_copies import copy_earlier
+
+        name = str(doc.get("name")) if isinstance(doc, dict) else "?"
+        copied = copy_earlier(key, out, inputs=[read_from(doc, a.data)], recipe=name)
+        if copied is not None:
+            return _print_served(a, copied[1], out, source=copied[0])
     from pangeo_hpc.batch.pipeline.results import summary_text
 
     if isinstance(doc, dict) and "datasets" in doc:  # several datasets: multi_yaml
@@ -209,13 +216,17 @@ def _run(a: argparse.Namespace) -> int:
     return 0
 
 
-def _print_served(a: argparse.Namespace, summary: dict[str, Any], out: Any) -> int:
-    """The lines a run prints, from the ``summary.json`` of the result it reused."""
+def _print_served(
+    a: argparse.Namespace, summary: dict[str, Any], out: Any, source: Any = None
+) -> int:
+    """The lines a run prints, from the ``summary.json`` of the result it reused (in
+    ``out``, or copied there from ``source``)."""
     from pathlib import Path
 
     from pangeo_hpc.batch.pipeline.answer_text import summary_text
 
-    print(f"reused: the result of {summary.get('created', 'the last run')} in {out} (recipe, "
+    where = f"{out}" if source is None else f"{source}, copied to {out}"
+    print(f"reused: the result of {summary.get('created', 'the last run')} in {where} (recipe, "
           "inputs, options and code unchanged); --no-cache computes it again")  # fmt: skip
     print("\n".join(summary_text(summary, as_json=a.json)))
     outputs = summary["outputs"]

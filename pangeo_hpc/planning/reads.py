@@ -22,8 +22,8 @@ from typing import Any
 
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
 from pangeo_hpc.batch.incremental.read_plan import plan_reads
-from pangeo_hpc.batch.incremental.state_cache import FLAG, StateCache
-from pangeo_hpc.batch.pipeline.steps import CACHE_OFF, data_root, open_cache, open_dataset
+from pangeo_hpc.batch.incremental.state_cache import FLAG, StateCache, open_cache
+from pangeo_hpc.batch.pipeline.steps import CACHE_OFF, data_root, open_dataset
 from pangeo_hpc.errors import named
 
 __all__ = ["Reads", "reads"]

@@ -22,6 +22,7 @@ import errno
 import json
 import os
 import shutil
+import stat
 import tempfile
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -295,6 +296,47 @@ def atomic_file(
         raise
     finally:
         tmp.unlink(missing_ok=True)
+
+
+def copy_into(src: str | Path, dst: str | Path) -> Path:
+    """Copy the bytes of the file or folder ``src`` to ``dst``, a new name inside a folder
+    being written (:func:`atomic_dir`'s temporary folder): new times and modes, a link
+    copied as a link, never followed.
+
+    Parameters
+    ----------
+    src : str or Path
+        A file, or a folder (a ``result.zarr``).
+    dst : str or Path
+        Where the copy goes; it must not exist.
+
+    Returns
+    -------
+    Path
+        ``dst``.
+
+    Raises
+    ------
+    FileExistsError
+        If ``dst`` exists (nothing is written over).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("kept.txt").write_text("42")
+    >>> with atomic_dir("results/copied") as tmp:
+    ...     print(copy_into("kept.txt", tmp / "kept.txt").read_text())
+    ...     _ = write_json(tmp / "summary.json", {"files": {}})
+    42
+    """
+    src, dst = Path(src), Path(dst)
+    if os.path.lexists(dst):
+        raise FileExistsError(f"{dst} exists: a copy goes to a new name")
+    if stat.S_ISDIR(src.lstat().st_mode):
+        shutil.copytree(src, dst, symlinks=True, copy_function=shutil.copyfile)
+    else:
+        shutil.copyfile(src, dst, follow_symlinks=False)
+    return dst
 
 
 def write_json(

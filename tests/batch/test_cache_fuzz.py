@@ -23,6 +23,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import warnings
@@ -315,6 +316,8 @@ def test_the_command_line_on_damaged_caches_gives_the_no_cache_answer(made, tmp_
     runs = iter(range(100))
 
     def run(*flags: str) -> tuple[subprocess.CompletedProcess, Path]:
+        for old in tmp_path.glob("out*"):  # no answer to copy: each run reads the states
+            shutil.rmtree(old)
         out = tmp_path / f"out{next(runs)}"
         r = _cli(str(recipe), "--out", str(out), "--no-progress", *flags, cwd=tmp_path, cache=cache)
         assert r.returncode == 0, r.stderr[-3000:]
@@ -328,6 +331,8 @@ def test_the_command_line_on_damaged_caches_gives_the_no_cache_answer(made, tmp_
 
     def entry(kind: str) -> Path:
         for e in StateCache(cache).entries():
+            if "folders" in e.meta:  # where the result is (batch/pipeline/result_copies.py)
+                continue
             if ("merged" in e.meta["result"]) == (kind == "rollup"):
                 return e.path
         raise AssertionError(f"no {kind} entry")

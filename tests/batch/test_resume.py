@@ -91,6 +91,8 @@ def _env(cache: Path) -> dict[str, str]:
         **os.environ,
         "PYTHONPATH": str(ROOT),
         "DASK_PANGEO_HPC__CACHE__FOLDER": str(cache),
+        # runs into new folders read the states, never copy an earlier run's answer
+        "DASK_PANGEO_HPC__CACHE__COPY_RESULTS": "false",
     }
 
 

@@ -143,8 +143,10 @@ def test_a_cached_command_line_run_imports_neither_distributed_nor_flox(demo_tre
         "mods = sorted(m for m in sys.modules if m.split('.')[0] in NAMES)\n"
         "print(json.dumps({'code': code, 'threads': names, 'modules': mods}), file=sys.stderr)\n"
     )
+    # out1 computed from the states, not copied from out0 (batch/pipeline/result_copies.py)
     env = {**os.environ, "PYTHONPATH": str(ROOT),
-           "DASK_PANGEO_HPC__CACHE__FOLDER": str(tmp_path / "states")}  # fmt: skip
+           "DASK_PANGEO_HPC__CACHE__FOLDER": str(tmp_path / "states"),
+           "DASK_PANGEO_HPC__CACHE__COPY_RESULTS": "false"}  # fmt: skip
     args = ["era5-sst-mean", "--data", str(demo_tree), "--start", "2000-01", "--end", "2000-02",
             "--workers", "2", "--no-progress"]  # fmt: skip
     seen = []

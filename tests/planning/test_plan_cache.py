@@ -75,9 +75,13 @@ def calibration(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _point_at(folder: Path, monkeypatch: pytest.MonkeyPatch):
-    """This test's state cache, for this process and the processes it starts (a block)."""
+    """This test's state cache, for this process and the processes it starts (a block),
+    holding states only (no record of where results are: result_copies.py)."""
     monkeypatch.setenv("DASK_PANGEO_HPC__CACHE__FOLDER", str(folder))
-    return dask.config.set({"pangeo-hpc.cache.folder": str(folder)})
+    monkeypatch.setenv("DASK_PANGEO_HPC__CACHE__COPY_RESULTS", "false")
+    return dask.config.set(
+        {"pangeo-hpc.cache.folder": str(folder), "pangeo-hpc.cache.copy-results": False}
+    )
 
 
 def _run(tree: Path, out: Path, start: str, end: str) -> dict:

@@ -50,6 +50,7 @@ from typing import Any
 
 import numpy as np
 
+from pangeo_hpc import config
 from pangeo_hpc.batch.incremental.cache_folder import (
     FLAG,
     KIND,
@@ -70,7 +71,7 @@ from pangeo_hpc.errors import InputError, StorageError
 from pangeo_hpc.write.sealed import seal_head
 from pangeo_hpc.write.writable import nearest_existing, read_only
 
-__all__ = ["CacheWarning", "Entry", "StateCache"]
+__all__ = ["CacheWarning", "Entry", "StateCache", "open_cache"]
 
 #: the member of an entry's npz holding its meta (JSON bytes) and key
 _META = "__meta__"
@@ -529,6 +530,41 @@ class StateCache:
         self._total = total
         remove_stale_parts(self.folder)
         return removed
+
+
+def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
+    """The cache a run uses: ``cache`` itself, none for ``False``, else config's (none when
+    ``pangeo-hpc.cache.enabled`` is false). Its folder is checked now: one another user can
+    write to is refused (InputError), before any cluster starts.
+
+    Parameters
+    ----------
+    cache : StateCache or bool, optional
+        A cache, ``True`` or ``None`` (config's), or ``False`` (none).
+
+    Returns
+    -------
+    StateCache or None
+        The cache, or ``None``.
+
+    Raises
+    ------
+    InputError
+        If the cache's folder is another user's, or holds what this package did not
+        write.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch import StateCache
+    >>> from pangeo_hpc.batch.incremental.state_cache import open_cache
+    >>> open_cache(False) is None, open_cache(StateCache("states-open")).folder.name
+    (True, 'states-open')
+    """
+    if isinstance(cache, StateCache):
+        return cache
+    if cache is False or (cache is None and not config.get("cache.enabled")):
+        return None
+    return StateCache()
 
 
 def _parse(arrays: dict[str, np.ndarray], key: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:

@@ -22,9 +22,10 @@ import dask.threaded
 from pangeo_hpc import config
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe
 from pangeo_hpc.batch.incremental.read_plan import ReadPlan
-from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache, open_cache
 from pangeo_hpc.batch.pipeline.placement import Placement, place
 from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
+from pangeo_hpc.batch.pipeline.result_copies import record
 from pangeo_hpc.batch.pipeline.results import (
     RunResult,
     check_format,
@@ -38,7 +39,6 @@ from pangeo_hpc.batch.pipeline.steps import (
     check_warmup,
     compute,
     data_root,
-    open_cache,
     open_inputs,
 )
 from pangeo_hpc.clusters.budget import Guard, within_budget
@@ -147,7 +147,9 @@ def run_recipe(
         The run's key (:func:`pangeo_hpc.batch.pipeline.reuse.run_key`, computed before
         anything was read), recorded in ``summary.json``: the same run again is served
         from this result while the key and the files are unchanged
-        (:func:`~pangeo_hpc.batch.pipeline.reuse.served`).
+        (:func:`~pangeo_hpc.batch.pipeline.reuse.served`), and where the result is goes
+        into the state cache: the same run into another folder copies it
+        (:mod:`~pangeo_hpc.batch.pipeline.result_copies`).
 
     Returns
     -------
@@ -230,7 +232,7 @@ def run_recipe(
                 "cluster_start": t_ready - t_open + computed.warmup_seconds,
             }
             with no_client_lookup() if small is not None else nullcontext():
-                return write_outputs(
+                run = write_outputs(
                     inputs,
                     computed,
                     out=out,
@@ -241,6 +243,9 @@ def run_recipe(
                     s3=s3,
                     extra=None if run_key is None else {KEY: run_key},
                 )
+            if fmt != "icechunk":  # a repository is committed to, never copied
+                record(store, run_key, run.out, spec.name)  # another folder copies it
+            return run
 
 
 def _placement(

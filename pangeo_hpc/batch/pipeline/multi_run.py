@@ -29,7 +29,7 @@ from pangeo_hpc.batch.chains.multi_yaml import (
     reference_of,
 )
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe
-from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache, open_cache
 from pangeo_hpc.batch.pipeline.regrid_store import CachedWeights
 from pangeo_hpc.batch.pipeline.results import (
     RunResult,
@@ -45,7 +45,6 @@ from pangeo_hpc.batch.pipeline.steps import (
     check_warmup,
     compute,
     data_root,
-    open_cache,
     open_dataset,
     open_inputs,
 )

@@ -55,7 +55,7 @@ from pangeo_hpc.io.layout import month_path
 from pangeo_hpc.write.guard import folder_in, is_url
 from pangeo_hpc.write.records import result_changes
 
-__all__ = ["KEY", "default_out", "run_key", "served"]
+__all__ = ["KEY", "default_out", "read_from", "run_key", "served"]
 
 #: the entry of ``summary.json`` that holds the run key
 KEY = "run_key"
@@ -198,6 +198,38 @@ def served(out: str | os.PathLike[str] | None, key: str | None) -> dict[str, Any
     except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
     return summary
+
+
+def read_from(doc: Any, data: str | os.PathLike[str] | None) -> str | None:
+    """What a run of the one-dataset recipe ``doc`` reads, as its write guard is given it
+    (:func:`~pangeo_hpc.batch.pipeline.steps.open_inputs`' ``root``): the ``files:`` glob,
+    the folder its listed files share, else the data tree (``data``, else config's).
+
+    Parameters
+    ----------
+    doc : Any
+        The recipe's YAML mapping as read.
+    data : path, optional
+        The run's ``--data``.
+
+    Returns
+    -------
+    str or None
+        The glob or folder.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.batch.pipeline.reuse import read_from
+    >>> read_from({"dataset": {"files": "model/*.nc"}}, "data/era5")
+    'model/*.nc'
+    """
+    files = doc.get("dataset", {}).get("files") if isinstance(doc, dict) else None
+    if isinstance(files, list) and files:
+        return os.path.commonpath([os.path.abspath(str(f)) for f in files])
+    if files is not None:
+        return str(files)
+    root = data or config.get("data.root")
+    return None if root is None else os.fspath(root)
 
 
 def _canonical(value: Any) -> Any:

@@ -25,7 +25,7 @@ from pangeo_hpc.batch.chains import chain
 from pangeo_hpc.batch.chains.recipe_yaml import Recipe, load
 from pangeo_hpc.batch.incremental import run as incremental
 from pangeo_hpc.batch.incremental.read_plan import ReadPlan, Report, plan_reads, worker_reads
-from pangeo_hpc.batch.incremental.state_cache import StateCache
+from pangeo_hpc.batch.incremental.state_cache import StateCache, open_cache
 from pangeo_hpc.batch.pipeline.placement import Placement, place
 from pangeo_hpc.clusters import profiles
 from pangeo_hpc.clusters.start import kind_of
@@ -426,41 +426,6 @@ def compute(
         )
     log.info(reads.line())
     return Computed(result, cluster, time.perf_counter() - t1, warm, t1 - t0, reads)
-
-
-def open_cache(cache: StateCache | bool | None = None) -> StateCache | None:
-    """The cache a run uses: ``cache`` itself, none for ``False``, else config's (none when
-    ``pangeo-hpc.cache.enabled`` is false). Its folder is checked now: one another user can
-    write to is refused (InputError), before any cluster starts.
-
-    Parameters
-    ----------
-    cache : StateCache or bool, optional
-        A cache, ``True`` or ``None`` (config's), or ``False`` (none).
-
-    Returns
-    -------
-    StateCache or None
-        The cache, or ``None``.
-
-    Raises
-    ------
-    InputError
-        If the cache's folder is another user's, or holds what this package did not
-        write.
-
-    Examples
-    --------
-    >>> from pangeo_hpc.batch import StateCache
-    >>> from pangeo_hpc.batch.pipeline.steps import open_cache
-    >>> open_cache(False) is None, open_cache(StateCache("states-open")).folder.name
-    (True, 'states-open')
-    """
-    if isinstance(cache, StateCache):
-        return cache
-    if cache is False or (cache is None and not config.get("cache.enabled")):
-        return None
-    return StateCache()
 
 
 def _states_here(inputs: Inputs, client: Any, plan: ReadPlan) -> Placement | None:
