@@ -187,3 +187,21 @@ def test_a_copy_into_the_inputs_is_refused(demo_tree, tmp_path, out):
     assert run.returncode == 2 and "reused:" not in run.stdout
     assert "outside the input data" in run.stderr
     assert sorted(p.relative_to(tree) for p in tree.rglob("*")) == listed
+
+
+def test_a_zarr_result_is_copied_whole_and_opens(demo_tree, tmp_path):
+    import xarray as xr
+
+    tree = _tree(demo_tree, tmp_path / "era5")
+    recipe = _recipe(tmp_path / "r", _PERIOD)
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert _run(recipe, tree, a, "--format", "zarr").returncode == 0
+    run = _run(recipe, tree, b, "--format", "zarr")
+    assert run.returncode == 0 and _copied_from(run.stdout) == str(a), run.stderr
+    files = sorted(p.relative_to(a) for p in (a / "result.zarr").rglob("*"))
+    assert sorted(p.relative_to(b) for p in (b / "result.zarr").rglob("*")) == files
+    with xr.open_zarr(a / "result.zarr") as x, xr.open_zarr(b / "result.zarr") as y:
+        xr.testing.assert_identical(x.load(), y.load())
+    # the other format is another question: computed, not copied
+    nc = _run(recipe, tree, tmp_path / "c")
+    assert nc.returncode == 0 and "reused:" not in nc.stdout, nc.stderr
