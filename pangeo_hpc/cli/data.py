@@ -189,7 +189,7 @@ def _run(a: argparse.Namespace) -> int:
     before = None if a.no_cache else served(out, key)
     if before is not None:
         return _print_served(a, before, out)
-    if not a.no_cache:  # the same run into another folder: copied from where it is
+    if key is not None and not a.no_cache:  # the same run into another folder: copied
         from pangeo_hpc.batch.pipeline.result_copies import copy_earlier
 
         name = str(doc.get("name")) if isinstance(doc, dict) else "?"

@@ -22,6 +22,7 @@ from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.batch.pipeline import result_copies
 from pangeo_hpc.batch.pipeline.result_copies import COPIED, copy_earlier
 from tests.batch.test_reuse import _PERIOD, HEAVY, _answer, _printed, _recipe, _run, _tree
+from tests.support.cli import run_cli
 from tests.support.paths import ROOT
 
 #: what every result folder holds
@@ -205,3 +206,17 @@ def test_a_zarr_result_is_copied_whole_and_opens(demo_tree, tmp_path):
     # the other format is another question: computed, not copied
     nc = _run(recipe, tree, tmp_path / "c")
     assert nc.returncode == 0 and "reused:" not in nc.stdout, nc.stderr
+
+
+@pytest.mark.parametrize("dataset", ["oops", "[1, 2]"])
+def test_a_recipe_with_a_bad_dataset_gets_its_one_line_not_a_traceback(tmp_path, dataset):
+    """A recipe that cannot be keyed never reaches the copy (a dataset that is no mapping
+    crashed read_from at 27897e4)."""
+    (tmp_path / "bad.yaml").write_text(
+        f"name: bad\ndataset: {dataset}\nsteps: [{{time_mean: {{}}}}]\n"
+    )
+    run = run_cli(str(tmp_path / "bad.yaml"), "--out", str(tmp_path / "o"), cwd=tmp_path)
+    assert run.returncode == 2, run.stderr
+    (line,) = run.stderr.strip().splitlines()
+    assert "dataset" in line and "Traceback" not in run.stderr, line
+    assert not (tmp_path / "o").exists()

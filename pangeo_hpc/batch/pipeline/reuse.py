@@ -223,7 +223,8 @@ def read_from(doc: Any, data: str | os.PathLike[str] | None) -> str | None:
     >>> read_from({"dataset": {"files": "model/*.nc"}}, "data/era5")
     'model/*.nc'
     """
-    files = doc.get("dataset", {}).get("files") if isinstance(doc, dict) else None
+    dataset = doc.get("dataset") if isinstance(doc, dict) else None
+    files = dataset.get("files") if isinstance(dataset, dict) else None
     if isinstance(files, list) and files:
         return os.path.commonpath([os.path.abspath(str(f)) for f in files])
     if files is not None:
