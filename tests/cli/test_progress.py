@@ -34,14 +34,43 @@ def test_progress_returns_when_the_future_is_cancelled(capsys):
 
 
 def test_progress_counts_the_tasks_and_prints_a_line_per_ten_percent(capsys, monkeypatch):
-    """30 naps of 0.1 s, each passed on to a task of its own, and their count, on one
-    thread, asked about every 0.1 s: one line per tenth passed (not one per answer), the
-    last at 100 % with every task counted (also the naps done and forgotten by then); and
-    no CancelledError logged when the cluster closes right after."""
+    """A chain of 30 tasks and their end, on one thread, let through three at a time: every
+    second time the progress line is updated, once the three before are done. So the
+    progress is asked about twice at each tenth it passes (both answers alike), and the
+    lines are known exactly: one per tenth passed (not one per answer), the last at 100 %
+    with every task counted (also those done and forgotten by then); and no
+    CancelledError logged when the cluster closes right after. Waits on events only:
+    the machine's load changes nothing."""
     import dask
     from distributed import Client, LocalCluster
 
-    monkeypatch.setattr(progress, "POLL", 0.1)
+    monkeypatch.setattr(progress, "POLL", 0.02)
+    tickets = _TICKETS[0] = threading.Semaphore(0)
+    seen = {"updates": 0, "open": 0}
+    update = ProgressLine.update
+
+    def update_then_open(self, text, fraction=None, *, last=False):
+        update(self, text, fraction, last=last)
+        seen["updates"] += 1
+        if last or seen["updates"] % 2 or seen["open"] >= 30:
+            return
+        seen["open"] += 3
+        for _ in range(3):
+            tickets.release()
+        key = f"step-{seen['open'] - 1}"  # the last of the three; after the last, the end
+        deadline = time.monotonic() + 120  # a failure, never a wait that ends the test
+        while not (seen["future"].done() if seen["open"] == 30 else state(key) == "memory"):
+            assert time.monotonic() < deadline, f"{key} never ran"
+            time.sleep(0.01)
+
+    def state(key: str) -> str | None:
+        def of(dask_scheduler=None):
+            ts = dask_scheduler.tasks.get(key)
+            return None if ts is None else ts.state
+
+        return seen["client"].run_on_scheduler(of)
+
+    monkeypatch.setattr(ProgressLine, "update", update_then_open)
     logged = _Records()
     scheduler_log = logging.getLogger("distributed.scheduler")
     scheduler_log.addHandler(logged)
@@ -52,21 +81,30 @@ def test_progress_counts_the_tasks_and_prints_a_line_per_ten_percent(capsys, mon
             ) as cluster,
             Client(cluster) as client,
         ):
-            naps = [dask.delayed(time.sleep)(0.1, dask_key_name=f"nap-{i}") for i in range(30)]
-            passed = [
-                dask.delayed(str)(nap, dask_key_name=f"pass-{i}") for i, nap in enumerate(naps)
-            ]
-            future = client.compute(dask.delayed(len)(passed, dask_key_name="count"))
+            last = None
+            for i in range(30):
+                last = dask.delayed(_step)(i, last, dask_key_name=f"step-{i}")
+            future = client.compute(dask.delayed(str)(last, dask_key_name="end"))
+            seen.update(client=client, future=future)
             show_progress(future)
-            assert future.result() == 30
+            assert future.result() == "29"
     finally:
         scheduler_log.removeHandler(logged)
     lines = capsys.readouterr().out.splitlines()
-    percents = [int(re.fullmatch(r"progress: +(\d+)% of 61 tasks, .+", x)[1]) for x in lines]
-    assert percents[-1] == 100 and len(percents) >= 4, lines
-    tenths = [p // 10 for p in percents]
-    assert tenths == sorted(set(tenths)), lines
+    percents = [int(re.fullmatch(r"progress: +(\d+)% of 31 tasks, .+", x)[1]) for x in lines]
+    # 3 k of 31 tasks done: 9 % (under the first tenth), 19, 29, 38, ... 87 %; then all
+    assert percents == [19, 29, 38, 48, 58, 67, 77, 87, 100], lines
     assert not [r for r in logged.records if r.exc_info], logged.records
+
+
+#: the gate of :func:`_step` (a task is sent pickled, by reference: this module's, in process)
+_TICKETS: list[threading.Semaphore] = [threading.Semaphore(0)]
+
+
+def _step(i: int, before: int | None) -> int:
+    """A task of the chain: runs once the test gives it a ticket."""
+    assert _TICKETS[0].acquire(timeout=120), "no ticket: the test's gate never opened"
+    return i
 
 
 class _Records(logging.Handler):
