@@ -516,13 +516,30 @@ def start_cluster(
     return cluster, client
 
 
+#: the connect timeout of closing a cluster whose scheduler has closed already
+GONE_CONNECT = "1s"
+
+
 def _close(cluster: Any) -> None:
-    """Close ``cluster``; a gateway's is shut down with Ctrl-C and SIGTERM held."""
+    """Close ``cluster``; a gateway's is shut down with Ctrl-C and SIGTERM held. A batch
+    cluster whose scheduler closed itself (``idle_timeout``) is closed without waiting for
+    its scheduler to answer: nothing listens, and each call to it would otherwise be tried
+    for ``distributed.comm.timeouts.connect`` (30 s); its jobs are cancelled all the same
+    (dask-jobqueue ends each job without the scheduler)."""
     if kind_of(cluster) == "gateway":
         with deferred_signals():
             gateway.close_gateway(cluster)
+    elif _scheduler_closed(cluster):
+        with dask.config.set({"distributed.comm.timeouts.connect": GONE_CONNECT}):
+            cluster.close()
     else:
         cluster.close()
+
+
+def _scheduler_closed(cluster: Any) -> bool:
+    """Whether the scheduler of ``cluster``, running in this process, has closed."""
+    status = getattr(getattr(cluster, "scheduler", None), "status", None)
+    return getattr(status, "name", None) in ("closing", "closed")
 
 
 @contextmanager

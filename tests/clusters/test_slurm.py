@@ -13,7 +13,7 @@ import time
 import dask
 import pytest
 
-from pangeo_hpc.clusters.start import running_cluster, start_cluster
+from pangeo_hpc.clusters.start import running_cluster
 from pangeo_hpc.errors import ClusterError
 from tests.support.batch_systems import queue, wait_queue_empty
 from tests.support.cli import start_cli
@@ -332,15 +332,17 @@ def test_a_budget_spent_mid_run_cancels_the_jobs_keeps_the_states_and_resumes(de
 @pytest.mark.slow
 def test_an_idle_fixed_size_cluster_closes_and_its_job_ends():
     """idle_timeout on a fixed-size cluster: its scheduler closes once nothing has run for
-    that long, its worker leaves and the job ends, with the client still open."""
-    cluster, client = start_cluster("slurm", jobs=1, timeout=120, idle_timeout=2, **SMALL)
-    try:
-        assert client.submit(sum, [1, 2]).result() == 3
-        assert len(queue()) == 1
-        assert wait_queue_empty(timeout=120) == []
-    finally:
-        client.close()
-        cluster.close()
+    that long, its worker leaves and the job ends, with the client still open; closing
+    the cluster then does not wait for the closed scheduler to answer (the connect
+    timeout, here made 300 s: the test would take that long)."""
+    with dask.config.set({"distributed.comm.timeouts.connect": "300s"}):
+        started = running_cluster("slurm", jobs=1, timeout=120, idle_timeout=2, **SMALL)
+        with started as (_, client):
+            assert client.submit(sum, [1, 2]).result() == 3
+            assert len(queue()) == 1
+            assert wait_queue_empty(timeout=120) == []
+            closing = time.monotonic()
+        assert time.monotonic() - closing < 120, "closing waited for the closed scheduler"
 
 
 def test_a_batch_clusters_load_slowdown_is_measured_on_its_own_jobs(demo_tree):
