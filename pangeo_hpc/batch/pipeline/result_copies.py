@@ -41,7 +41,7 @@ from typing import Any
 
 from pangeo_hpc import config
 from pangeo_hpc.batch.incremental.state_cache import StateCache, open_cache
-from pangeo_hpc.batch.pipeline.reuse import served
+from pangeo_hpc.batch.pipeline.reuse import result_files, served
 from pangeo_hpc.write.guard import is_url
 from pangeo_hpc.write.in_place import is_mount_point
 from pangeo_hpc.write.outputs import atomic_dir, copy_into, write_json
@@ -176,7 +176,7 @@ def copy_earlier(
 def _yours(source: Path, summary: dict[str, Any]) -> bool:
     """Whether the folder and its files are this user's own (a folder put at a recorded
     path by another user is not copied from, whatever its ``summary.json`` says)."""
-    names = [summary["outputs"][k] for k in ("data", "plot", "report")]
+    names = result_files(summary)
     try:
         return all(p.lstat().st_uid == os.getuid() for p in [source, *(source / n for n in names)])
     except OSError:
@@ -188,8 +188,7 @@ def _copy(
 ) -> dict[str, Any] | None:
     """The copy of ``source``'s result into ``out`` through the guard, or ``None`` (a file
     differed from its record after the copy: nothing written)."""
-    outputs = summary["outputs"]
-    names = [outputs[k] for k in ("data", "plot", "report")]
+    names = result_files(summary)
     doc = {k: v for k, v in summary.items() if k != "written_by"}
     doc[COPIED] = {"from": str(source), "at": datetime.now(UTC).isoformat(timespec="seconds")}
     try:

@@ -55,7 +55,7 @@ from pangeo_hpc.io.layout import month_path
 from pangeo_hpc.write.guard import folder_in, is_url
 from pangeo_hpc.write.records import result_changes
 
-__all__ = ["KEY", "default_out", "read_from", "run_key", "served"]
+__all__ = ["KEY", "default_out", "read_from", "result_files", "run_key", "served"]
 
 #: the entry of ``summary.json`` that holds the run key
 KEY = "run_key"
@@ -159,6 +159,36 @@ def default_out(doc: Any) -> Path | None:
         return None
 
 
+def result_files(summary: Mapping[str, Any]) -> list[str]:
+    """The files of a result folder besides its ``summary.json``, as that summary names
+    them (``outputs``: the data, the figure and the report).
+
+    Parameters
+    ----------
+    summary : Mapping
+        A result's ``summary.json``, as read.
+
+    Returns
+    -------
+    list of str
+        The data's, the figure's and the report's file names.
+
+    Raises
+    ------
+    KeyError, TypeError
+        When ``summary`` names no outputs (not a result of this package).
+
+    Examples
+    --------
+    >>> outputs = {"data": "result.nc", "plot": "plot.svg", "report": "report.html",
+    ...            "summary": "summary.json"}
+    >>> result_files({"outputs": outputs})
+    ['result.nc', 'plot.svg', 'report.html']
+    """
+    outputs = summary["outputs"]
+    return [outputs[k] for k in ("data", "plot", "report")]
+
+
 def served(out: str | os.PathLike[str] | None, key: str | None) -> dict[str, Any] | None:
     """The ``summary.json`` of the result folder ``out`` if it can be served for ``key``:
     its recorded key is ``key`` and the folder holds exactly the files it records, as
@@ -190,8 +220,7 @@ def served(out: str | os.PathLike[str] | None, key: str | None) -> dict[str, Any
         if not isinstance(summary, dict) or summary.get(KEY) != key:
             return None
         names = {p.name for p in folder.iterdir()}
-        outputs = summary["outputs"]
-        wanted = {outputs[k] for k in ("data", "plot", "report")} | {"summary.json"}
+        wanted = {*result_files(summary), "summary.json"}
         if names != wanted or result_changes(folder, names) != "":
             return None
         summary_text(summary)  # every entry its lines need is there
