@@ -9,11 +9,13 @@ so that the two give the same numbers to the bit:
    chunk`: one compiled pass, float64 sums);
 2. per group, the states of the blocks that hold it merged in time order, a left fold
    (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.combine`: ``0 + s1 + s2 + ...``).
-   An incremental run merges the same blocks' states the same way (a file's blocks, then
-   the files in order), and a left fold of left folds is the left fold of all, so the float64
-   sums agree bit for bit. A tree of additions (``(s1 + s2) + (s3 + s4)``, Dask's
-   ``sum(split_every=...)``, the old climatology kernel beyond 8 blocks a group) rounds
-   differently, and float64 data (area means) then differ in the last bit;
+   An incremental run keeps the state of every block of a file (not their merge) and
+   merges all the blocks' states the same way, so the float64 sums agree bit for bit. A
+   tree of additions (``(s1 + s2) + (s3 + s4)``, Dask's ``sum(split_every=...)``, the old
+   climatology kernel beyond 8 blocks a group), and a fold of per-file folds
+   (``0 + (0 + s1 + s2) + (0 + s3 + s4)``), round otherwise: float64 data (area means,
+   float64 files) then differ in the last bit. A reduction of one group (a time mean)
+   folds its blocks' sums the same way (:func:`fold_rows`);
 3. the values of each group (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.finalize`).
 
 A long fold is a chain of tasks of at most :data:`SPLIT_EVERY` states each (the previous
@@ -26,7 +28,8 @@ block is copied or sent whole to another worker.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import operator
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 import dask.array as da
@@ -196,7 +199,7 @@ class Aggregation(Protocol):
         """
 
 
-__all__ = ["SMALL_BYTES", "SPLIT_EVERY", "fold_groups"]
+__all__ = ["SMALL_BYTES", "SPLIT_EVERY", "fold_groups", "fold_rows"]
 
 #: an array this small is folded in one task (a series: one task, not hundreds)
 SMALL_BYTES = 16 * 2**20
@@ -334,7 +337,7 @@ def fold_groups(
             for g in held:
                 holders[int(g)].append(key)
         folds = [
-            _chain(dsk, agg, (fold_name, g, cell), keys, split_every)
+            _chain(dsk, agg.combine, (fold_name, g, cell), keys, split_every)
             for g, keys in enumerate(holders)
         ]
         finish = (_finish_each, agg)
@@ -375,15 +378,67 @@ def _split(values: Any, names: Sequence[str]) -> dict[str, Any]:
     return {name: values[i] for i, name in enumerate(names)}
 
 
+def fold_rows(parts: da.Array, split_every: int = SPLIT_EVERY) -> da.Array:
+    """The sum over axis 0 of ``parts`` (one row per block along time, in time order) added
+    as :meth:`~pangeo_hpc.recipes.aggregations.Aggregation.combine` adds states: a left
+    fold from zeros, in a chain of tasks of at most ``split_every`` rows each (the previous
+    fold and the next rows). An incremental run adds its files' states so; Dask's ``sum``
+    adds them as a tree, which rounds otherwise beyond ``split_every`` blocks.
+
+    Parameters
+    ----------
+    parts : dask.array.Array
+        float64, one row per chunk along axis 0 (chunks of 1).
+    split_every : int
+        The most rows one task adds.
+
+    Returns
+    -------
+    dask.array.Array
+        ``parts.shape[1:]``, float64.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> rows = da.from_array(np.array([[1e16], [1.0], [-1e16], [1.0]]), chunks=1)
+    >>> fold_rows(rows, split_every=2).compute()  # ((1e16 + 1) - 1e16) + 1, in order
+    array([1.])
+    >>> rows.sum(axis=0, split_every=2).compute()  # a tree: (1e16 + 1) + (-1e16 + 1)
+    array([0.])
+    """
+    token = tokenize(parts, split_every)
+    name, out = f"fold-rows-{token}", f"folded-{token}"
+    dsk: dict[Any, Any] = {}
+    for cell in np.ndindex(*parts.numblocks[1:]):
+        keys = [(parts.name, i, *cell) for i in range(parts.numblocks[0])]
+        dsk[(out, *cell)] = (
+            operator.getitem,
+            _chain(dsk, _add_rows, (name, 0, cell), keys, split_every),
+            0,
+        )
+    graph = HighLevelGraph.from_collections(out, dsk, dependencies=[parts])
+    return da.Array(graph, out, chunks=parts.chunks[1:], dtype=parts.dtype)
+
+
+def _add_rows(rows: Sequence[np.ndarray]) -> np.ndarray:
+    """``rows`` added in order from zeros (one row as it is), as a state's fields are."""
+    if len(rows) == 1:
+        return rows[0]
+    out = np.zeros(rows[0].shape, dtype=rows[0].dtype)
+    for row in rows:
+        out += row
+    return out
+
+
 def _chain(
     dsk: dict[Any, Any],
-    agg: Aggregation,
+    combine: Callable[[list[Any]], Any],
     name: tuple[str, int, tuple[int, ...]],
     keys: Sequence[Any],
     split_every: int,
 ) -> Any:
-    """The key of the left fold of the states ``keys`` (in time order) into ``dsk``: tasks
-    of at most ``split_every`` states, each the previous fold and the next states."""
+    """The key of the left fold (``combine``) of ``keys`` (in time order) into ``dsk``:
+    tasks of at most ``split_every`` of them, each the previous fold and the next ones."""
     if len(keys) <= 1:
         return keys[0] if keys else None
     prefix, g, cell = name
@@ -394,7 +449,7 @@ def _chain(
         take = split_every if previous is None else max(1, split_every - 1)
         part, rest = rest[:take], rest[take:]
         key = (prefix, g, step, *cell)
-        dsk[key] = (agg.combine, part if previous is None else [previous, *part])
+        dsk[key] = (combine, part if previous is None else [previous, *part])
         previous, step = key, step + 1
     return previous
 

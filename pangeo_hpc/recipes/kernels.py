@@ -15,6 +15,7 @@ from dask.base import tokenize
 from dask.utils import funcname
 
 from pangeo_hpc.jit import njit, use_twins
+from pangeo_hpc.recipes.folds import fold_rows
 from pangeo_hpc.recipes.fusion import fused_weighted_nanmean
 
 
@@ -389,8 +390,8 @@ def trend_sums(x: Any, t: np.ndarray) -> Any:
     ``(6, *x.shape[1:])`` float64, the :data:`TREND_SUMS` count, Σt, Σt², Σx, Σtx, Σx² of
     each cell, with ``t`` (float64, one per row) where ``x`` is valid.
 
-    A Dask array gives one task per block (its sums) and a tree of additions over the
-    blocks along time (:func:`stacked_sums`); no block is concatenated with another.
+    A Dask array gives one task per block (its sums), added over the blocks along time in
+    order (:func:`stacked_sums`); no block is concatenated with another.
 
     Parameters
     ----------
@@ -419,8 +420,9 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray | None) -> Any:
     ``block_sums(block, t_block)`` of each block along axis 0 (``t``: one float64 per row,
     each block given its own; None: not timed, zeros), added over the blocks.
 
-    A Dask array gives one task per block and a tree of additions over the blocks along
-    time; no block is concatenated with another.
+    A Dask array gives one task per block, added over the blocks along time in order from
+    zeros (:func:`~pangeo_hpc.recipes.folds.fold_rows`: the left fold an incremental run
+    makes of its files' states); no block is concatenated with another.
 
     Parameters
     ----------
@@ -460,7 +462,7 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray | None) -> Any:
     if not isinstance(x, da.Array):
         return block_sums(x, np.zeros(x.shape[0]) if t is None else t)
     # one task per block, its sums on an axis of their own (one per block along time),
-    # then dask's tree of additions over that axis: one layer that dask fuses with the
+    # then added in order over that axis: one blockwise layer that dask fuses with the
     # reads (no reshape, no separate tasks for the times)
     cells = tuple(range(2, x.ndim + 1))
     args: list[Any] = [x, (0, *cells)]
@@ -477,7 +479,7 @@ def stacked_sums(block_sums: Any, k: int, x: Any, t: np.ndarray | None) -> Any:
         dtype="f8",
         meta=np.empty((0,) * (x.ndim + 1)),
     )
-    return parts.sum(axis=0)
+    return fold_rows(parts)
 
 
 def _block_part(block_sums: Any, block: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:

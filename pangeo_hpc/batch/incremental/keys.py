@@ -24,8 +24,9 @@ __all__ = ["FORMAT", "entry_key", "stamp_files"]
 
 #: the format of entries (in every key: entries of another format are never looked up);
 #: 2: stamps with ctime, inode, device, version; 3: sealed with their SHA-256; 4: sealed
-#: with their XXH3-128, read as views
-FORMAT = "pangeo-hpc-state-4"
+#: with their XXH3-128, read as views; 5: a piece of several blocks along time keeps each
+#: block's state, and its key holds how its blocks cut it
+FORMAT = "pangeo-hpc-state-5"
 
 
 def stamp_files(paths: Sequence[str], s3: S3Options | None = None) -> list[Stamp]:

@@ -9,6 +9,7 @@ state in the cache by its files' stamps and the chain. Nothing is read or comput
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -299,9 +300,43 @@ def prepare(
         prepared.stamps = [[next(at) for _ in files] for _, _, files in pieces]
         for i, (lo, hi, _) in enumerate(pieces):
             span = f"{times[lo]}/{times[hi - 1]}/{hi - lo}"
-            for c in prepared.chains:
-                prepared.keys[c, i] = entry_key(prepared.stamps[i], f"{c}:{span}")
+            for c, plan in prepared.chains.items():
+                blocks = block_layout(plan.data.chunks, *plan.rows[i])
+                prepared.keys[c, i] = entry_key(prepared.stamps[i], f"{c}:{span}:{blocks}")
     return prepared
+
+
+def block_layout(chunks: tuple[tuple[int, ...], ...], a: int, b: int) -> str:
+    """How the blocks of an array of ``chunks`` (time first) cut its steps ``a:b``, and its
+    other axes: a piece's state depends on it, so its key holds it.
+
+    A state is the left fold of its blocks' float64 sums (:mod:`pangeo_hpc.recipes.folds`):
+    the same steps cut otherwise (``data.time-chunk-mb`` changed) round otherwise, in the
+    last bit of float64 data.
+
+    Parameters
+    ----------
+    chunks : tuple of tuple of int
+        The array's chunks (``dask.array.Array.chunks``), time first.
+    a, b : int
+        The piece's steps.
+
+    Returns
+    -------
+    str
+        The lengths of the blocks within ``a:b``, then the chunks of the other axes.
+
+    Examples
+    --------
+    >>> block_layout(((10, 10, 10), (5, 5)), 10, 30)  # two blocks of ten steps
+    '10,10|5,5'
+    >>> block_layout(((6, 6, 6, 6, 6), (10,)), 12, 30)
+    '6,6,6|10'
+    """
+    edges = np.cumsum((0, *chunks[0]))
+    cuts = [a, *(int(e) for e in edges if a < e < b), b]
+    lengths = [str(hi - lo) for lo, hi in itertools.pairwise(cuts) if hi > lo]
+    return "|".join([",".join(lengths), *(",".join(map(str, c)) for c in chunks[1:])])
 
 
 def _stamps(files: list[str], data: xr.Dataset, s3: Any) -> list[Stamp]:

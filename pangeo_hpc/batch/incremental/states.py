@@ -3,9 +3,12 @@ the reduction's values from them, filled into its lazy result.
 
 Each piece's state is the reduction's aggregation
 (:class:`~pangeo_hpc.recipes.aggregations.Aggregation`) of its blocks: one task per block
-(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.chunk`), merged along time
-(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.combine`) and laid side by side over
-the cells. The merged state's values
+(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.chunk`), laid side by side over the
+cells. A piece of several blocks along time keeps the state of each (:func:`pack_blocks`):
+the run merges every block's state in time order
+(:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.combine`), the left fold a run without
+a cache makes (:mod:`pangeo_hpc.recipes.folds`); merging a piece's blocks first would
+round otherwise in the last bit of float64 sums. The merged state's values
 (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.finalize`) fill the reduction's own
 lazy result (:func:`fill`).
 """
@@ -30,8 +33,8 @@ log = logging.getLogger("pangeo_hpc.batch.incremental.run")
 
 
 def _piece_state(plan: ResultPlan, piece: int) -> Any:
-    """The state of one piece as a Dask Delayed: a task per block, merged along time, laid
-    side by side over the cells."""
+    """The state of one piece as a Dask Delayed: a task per block, laid side by side over
+    the cells; several blocks along time packed (:func:`pack_blocks`), not merged."""
     a, b = plan.rows[piece]
     arr = plan.data[a:b]
     blocks = arr.to_delayed(optimize_graph=False)  # the reads shared by every result
@@ -39,17 +42,79 @@ def _piece_state(plan: ResultPlan, piece: int) -> Any:
     labels = plan.labels[a:b]
     years = None if plan.years is None else plan.years[a:b]
     chunk = dask.delayed(plan.agg.chunk, pure=True)
-    combine = dask.delayed(plan.agg.combine, pure=True)
-    cells: dict[tuple[int, ...], Any] = {}
-    for idx in np.ndindex(blocks.shape[1:]):
-        along = []
-        for i in range(blocks.shape[0]):
-            lo, hi = edges[i], edges[i + 1]
-            part = None if years is None else years[lo:hi]
-            along.append(chunk(blocks[(i, *idx)], labels[lo:hi], part))
-        cells[idx] = along[0] if len(along) == 1 else combine(along)
-    grid = _nest(cells, blocks.shape[1:])
-    return dask.delayed(_side_by_side, pure=True)(grid, plan.agg)
+    along = []
+    for i in range(blocks.shape[0]):
+        lo, hi = edges[i], edges[i + 1]
+        part = None if years is None else years[lo:hi]
+        cells = {
+            idx: chunk(blocks[(i, *idx)], labels[lo:hi], part)
+            for idx in np.ndindex(blocks.shape[1:])
+        }
+        grid = _nest(cells, blocks.shape[1:])
+        along.append(dask.delayed(_side_by_side, pure=True)(grid, plan.agg))
+    return along[0] if len(along) == 1 else dask.delayed(pack_blocks, pure=True)(along)
+
+
+#: the member of a packed state that counts its blocks (:func:`pack_blocks`)
+BLOCKS = "blocks"
+
+
+def pack_blocks(states: list[State]) -> State:
+    """One state holding the states of a piece's blocks along time, in order, unmerged
+    (``block<i>:<field>``, and :data:`BLOCKS`): what the cache keeps of the piece.
+
+    Parameters
+    ----------
+    states : list[State]
+        The blocks' states, in time order.
+
+    Returns
+    -------
+    State
+        The packed state; :func:`blocks_of` gives ``states`` back.
+
+    Examples
+    --------
+    >>> from pangeo_hpc.recipes.aggregations import Sums
+    >>> mean = Sums("mean", divide=True)
+    >>> x = np.array([[1.0], [2.0], [4.0]])
+    >>> first, second = mean.chunk(x[:2], np.array([0, 0])), mean.chunk(x[2:], np.array([0]))
+    >>> [s["sum"].tolist() for s in blocks_of(pack_blocks([first, second]))]
+    [[[3.0]], [[4.0]]]
+    """
+    out: State = {BLOCKS: np.array(len(states))}
+    for i, state in enumerate(states):
+        out.update({f"block{i}:{name}": value for name, value in state.items()})
+    return out
+
+
+def blocks_of(state: State) -> list[State]:
+    """The states of a piece's blocks along time, in order: those :func:`pack_blocks`
+    packed, or ``[state]``.
+
+    Parameters
+    ----------
+    state : State
+        A piece's state.
+
+    Returns
+    -------
+    list[State]
+        Its blocks' states.
+
+    Examples
+    --------
+    >>> blocks_of({"labels": np.array([0]), "sum": np.ones((1, 2))})[0]["sum"]
+    array([[1., 1.]])
+    """
+    if BLOCKS not in state:
+        return [state]
+    parts: list[State] = [{} for _ in range(int(state[BLOCKS]))]
+    for name, value in state.items():
+        if name != BLOCKS:
+            block, field = name.split(":", 1)
+            parts[int(block.removeprefix("block"))][field] = value
+    return parts
 
 
 def _nest(cells: dict[tuple[int, ...], Any], shape: tuple[int, ...]) -> Any:
@@ -316,7 +381,8 @@ def reduce(
     >>> from pangeo_hpc.batch.incremental.states import reduce
     >>> values, next_rollup = reduce(plan, rolled, parts)  # doctest: +SKIP
     """
-    parts = [p for p in parts if p["labels"].size]
+    # every block's state, in time order: merged as the run without a cache merges them
+    parts = [b for p in parts for b in blocks_of(p) if b["labels"].size]
     if not keeps_values(plan):
         merged = plan.agg.combine([*([rolled] if rolled else []), *parts])
         values = plan.agg.finalize(merged, plan.split.options)
