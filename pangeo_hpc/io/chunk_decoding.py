@@ -310,6 +310,45 @@ class ChunkDecoder:
             buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
         return buf.view(self.dtype).reshape(self.chunks)
 
+    def decode_view(self, payload: Any) -> np.ndarray:
+        """One chunk as an array of the chunk shape, in a buffer this thread reuses: valid
+        until the thread decodes its next chunk with this method (read it first). Shuffled
+        4-byte values are un-shuffled by the loop :meth:`decode_into` uses, the others
+        decoded by :meth:`decode`.
+
+        Parameters
+        ----------
+        payload : Any
+            The chunk's stored bytes.
+
+        Returns
+        -------
+        np.ndarray
+            The chunk (a view of the thread's buffer, or a new array).
+
+        Raises
+        ------
+        CorruptChunkError
+            If the bytes do not decode, or decode to fewer bytes than a chunk holds.
+
+        Examples
+        --------
+        >>> import numcodecs, zlib, numpy as np
+        >>> decoder = ChunkDecoder([{"id": "zlib"}, {"id": "shuffle", "elementsize": 4}],
+        ...                        (2, 2), np.dtype("<f4"))
+        >>> stored = numcodecs.Shuffle(4).encode(np.arange(4, dtype="<f4"))
+        >>> decoder.decode_view(zlib.compress(stored))
+        array([[0., 1.],
+               [2., 3.]], dtype=float32)
+        """
+        if not (self.fast and self._shuffled and self.dtype.itemsize == 4):
+            return self.decode(payload)
+        raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
+        buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
+        chunk = _scratch(self.nbytes // 4, "view")
+        (_unshuffle4_numpy if use_twins() else _unshuffle4)(buf, chunk)
+        return chunk.view(self.dtype).reshape(self.chunks)
+
     def decode_into(self, payload: Any, src: tuple[slice, ...], out: np.ndarray) -> None:
         """Decode one chunk and write its part ``src`` into ``out`` (a view of that shape).
 

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from pangeo_hpc.io.chunk_decoding import ChunkDecoder, CorruptChunkError, inflate, overlap
+from pangeo_hpc.io.fused_sums import group_sums_of
 from pangeo_hpc.io.reader import Decoding, Fetched, H5Source, MultiFileArray, _assemble
 from pangeo_hpc.jit import njit
 from pangeo_hpc.recipes.kernels import weighted_sums
@@ -282,3 +283,46 @@ class SummingArray(MultiFileArray):
         >>> tmp.cleanup()
         """
         return _weighted_sums_of(self, start, stop, w)
+
+    def group_sums(
+        self, start: int, stop: int, codes: np.ndarray, k: int
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Float64 sums and int32 counts of the valid values of rows ``start:stop`` per
+        group (``codes``, -1: none), ``(k, *field)`` each, summed as the chunks are decoded
+        (:func:`~pangeo_hpc.io.fused_sums.group_sums_of`; the protocol
+        :class:`pangeo_hpc.recipes.fused_states.GroupSums`).
+
+        Parameters
+        ----------
+        start : int
+            First time step.
+        stop : int
+            Time step after the last.
+        codes : np.ndarray
+            The group of each step.
+        k : int
+            The number of groups.
+
+        Returns
+        -------
+        tuple[np.ndarray, np.ndarray]
+            Sums and counts.
+
+        Examples
+        --------
+        >>> import os, tempfile, numpy as np, pandas as pd, xarray as xr
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> path = os.path.join(tmp.name, "t2m.nc")
+        >>> values = np.arange(24, dtype="f4").reshape(3, 2, 4)
+        >>> ds = xr.Dataset({"t2m": (("time", "lat", "lon"), values, {"units": "K"})},
+        ...                 coords={"time": pd.date_range("2008-01-01", periods=3)})
+        >>> enc = {"t2m": {"chunksizes": (1, 2, 4), "zlib": True}}
+        >>> ds.to_netcdf(path, engine="h5netcdf", encoding=enc)
+        >>> from pangeo_hpc.io.reader import Decoding, H5Source
+        >>> array = SummingArray([H5Source(path, "t2m")], [3], (2, 4), np.dtype("f4"), Decoding())
+        >>> sums, counts = array.group_sums(0, 3, np.array([0, -1, 0]), 1)  # steps 0 and 2
+        >>> sums[0, 0], counts[0, 0]
+        (array([16., 18., 20., 22.]), array([2, 2, 2, 2], dtype=int32))
+        >>> tmp.cleanup()
+        """
+        return group_sums_of(self, start, stop, codes, k)

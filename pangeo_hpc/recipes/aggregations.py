@@ -51,7 +51,8 @@ from typing import Any
 import dask.array as darr
 import numpy as np
 
-from pangeo_hpc.recipes.folds import fold_groups
+from pangeo_hpc.recipes.folds import fold_groups, fold_rows
+from pangeo_hpc.recipes.fused_states import fused_stacked_sums
 from pangeo_hpc.recipes.kernels import TREND_SUMS, group_sums, stacked_sums, trend_block
 from pangeo_hpc.recipes.student import t_two_sided_p
 from pangeo_hpc.recipes.years import decimal_years
@@ -349,7 +350,8 @@ class Aggregation:
         if self.extremes:
             raise TypeError(f"{self!r}: reduce() adds the blocks' states; {self.name} does not")
         k = len(self.fields)
-        sums = stacked_sums(self._stacked, k, x, t)
+        read = fused_stacked_sums(self, x, t)  # each block's fields, summed as it is read
+        sums = stacked_sums(self._stacked, k, x, t) if read is None else fold_rows(read)
         names = self.outputs(options)
         if not isinstance(sums, darr.Array):
             values = self._finish_stacked(sums, options, dtype, names)
@@ -437,8 +439,32 @@ class Aggregation:
         """The fields of one block's state of one group, stacked first (float64)."""
         block = np.asarray(block)
         state = self.chunk(block, np.zeros(block.shape[0], "i8"), np.asarray(t).ravel())
+        return self.stack_state(state, block.shape[1:])
+
+    def stack_state(self, state: State, cells: tuple[int, ...]) -> np.ndarray:
+        """The fields of a state of one group (or of none), stacked first (float64).
+
+        Parameters
+        ----------
+        state : State
+            A state of at most one group.
+        cells : tuple[int, ...]
+            The shape of the field of one time step.
+
+        Returns
+        -------
+        np.ndarray
+            ``(len(fields), *cells)``: zeros for a state of no group.
+
+        Examples
+        --------
+        >>> mean = Sums("mean", divide=True)
+        >>> mean.stack_state(mean.chunk(np.array([[1.0, np.nan]]), np.array([0])), (2,))
+        array([[1., 0.],
+               [1., 0.]])
+        """
         if not state["labels"].size:
-            return np.zeros((len(self.fields), *block.shape[1:]))
+            return np.zeros((len(self.fields), *cells))
         return np.stack([state[f][0].astype("f8", copy=False) for f in self.fields])
 
     def _finish_stacked(
@@ -510,10 +536,37 @@ class Sums(Aggregation):
         # one compiled pass: float64 sums and counts per group
         flat = np.ascontiguousarray(x.reshape(x.shape[0], -1))
         sums, counts = group_sums(flat, codes.astype(np.intp), groups.size)
+        return self.from_sums(groups, sums.reshape((groups.size, *cells)), counts)
+
+    def from_sums(self, groups: np.ndarray, sums: np.ndarray, counts: np.ndarray) -> State:
+        """The state of the groups ``groups`` (sorted labels) from their float64 sums and
+        int32 counts of valid values (group first; a reader's sums,
+        :mod:`pangeo_hpc.recipes.fused_states`, or :meth:`chunk`'s).
+
+        Parameters
+        ----------
+        groups : np.ndarray
+            The labels of the groups, sorted.
+        sums : np.ndarray
+            ``(groups, *cells)`` float64.
+        counts : np.ndarray
+            Int32, of the same shape (or flattened cells).
+
+        Returns
+        -------
+        State
+            The state.
+
+        Examples
+        --------
+        >>> ones = np.ones((1, 2))
+        >>> Sums("sum", divide=False).from_sums(np.array([3]), ones, ones.astype("i4"))
+        {'labels': array([3]), 'sum': array([[1., 1.]]), 'count': array([[1, 1]], dtype=int32)}
+        """
         return {
             "labels": groups.astype("i8"),
-            "sum": sums.reshape((groups.size, *cells)),
-            "count": counts.reshape((groups.size, *cells)),
+            "sum": sums,
+            "count": counts.reshape(sums.shape),
         }
 
     def finalize(

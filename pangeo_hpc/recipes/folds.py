@@ -6,7 +6,9 @@ incremental run computes it from its per-file states (:mod:`pangeo_hpc.batch.inc
 so that the two give the same numbers to the bit:
 
 1. the state of each block along time (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.
-   chunk`: one compiled pass, float64 sums);
+   chunk`: one compiled pass, float64 sums; of data straight from the files, a mean's or a
+   sum's state summed by the reader as it decodes, to the same bits:
+   :mod:`pangeo_hpc.recipes.fused_states`);
 2. per group, the states of the blocks that hold it merged in time order, a left fold
    (:meth:`~pangeo_hpc.recipes.aggregations.Aggregation.combine`: ``0 + s1 + s2 + ...``).
    An incremental run keeps the state of every block of a file (not their merge) and
@@ -36,6 +38,9 @@ import dask.array as da
 import numpy as np
 from dask.base import tokenize
 from dask.highlevelgraph import HighLevelGraph
+
+from pangeo_hpc.recipes.fused_states import fused_reads, state_of_span
+from pangeo_hpc.recipes.fusion import SUMMED
 
 #: a state: ``labels`` and the fields (:mod:`pangeo_hpc.recipes.aggregations`)
 State = dict[str, np.ndarray]
@@ -296,6 +301,10 @@ def fold_groups(
             block_codes = codes[slice(*spans[i])]
             alone[g] = np.unique(block_codes[block_codes >= 0]).size == 1
     dsk: dict[Any, Any] = {}
+    # a mean or sum of data straight from a reader: each block's state summed as it is read
+    fused = None if small or per_group else fused_reads(agg, x, t)
+    reads: dict[Any, Any] = {}
+    read_name = f"{SUMMED}states-{token}"
     for cell in np.ndindex(*(len(c) for c in x.chunks[1:])):
         shape = tuple(x.chunks[1 + k][j] for k, j in enumerate(cell))
         if small:
@@ -332,8 +341,13 @@ def fold_groups(
                     names,
                 )
                 continue
-            key = (state_name, i, *cell)
-            dsk[key] = (agg.chunk, (x.name, i, *cell), block_codes, part)
+            if fused is not None:
+                key = (read_name, i, *cell)
+                a, b = (int(e) for e in spans[i])
+                reads[key] = (state_of_span, fused[1], a, b, agg, block_codes)
+            else:
+                key = (state_name, i, *cell)
+                dsk[key] = (agg.chunk, (x.name, i, *cell), block_codes, part)
             for g in held:
                 holders[int(g)].append(key)
         folds = [
@@ -366,7 +380,13 @@ def fold_groups(
                 names,
             )
     along = (1,) * groups if per_group and not small else (groups,)
-    graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x])
+    if fused is None:
+        graph = HighLevelGraph.from_collections(out_name, dsk, dependencies=[x])
+    else:
+        original = fused[1]
+        layers = {original: x.dask.layers[original], read_name: reads, out_name: dsk}
+        deps = {original: set(), read_name: {original}, out_name: {read_name}}
+        graph = HighLevelGraph(layers, deps)
     chunks = (*[(len(names),)] * len(lead), along, *x.chunks[1:])
     return _split(da.Array(graph, out_name, chunks=chunks, dtype=out_dtype), names)
 

@@ -33,15 +33,21 @@ from pangeo_hpc import config
 
 __all__ = [
     "FUSED",
+    "SUMMED",
     "WeightedSums",
     "fused_spans",
     "fused_weighted_nanmean",
+    "reader_of",
     "reads_twice",
     "task_spans",
 ]
 
 #: the start of the name of a layer of reads fused with their reduction
 FUSED = "weighted-nanmean-read-"
+#: the start of the name of a layer of reads summed block by block as they are decoded
+#: (:mod:`pangeo_hpc.recipes.fused_states`: one task per block, as unfused reads, so the
+#: plan's count of read tasks, which counts :data:`FUSED` spans, leaves them out)
+SUMMED = "summed-read-"
 
 
 @runtime_checkable
@@ -96,9 +102,37 @@ class WeightedSums(Protocol):
         ...
 
 
-def _reader_of(x: da.Array) -> WeightedSums | None:
+def reader_of(x: da.Array, protocol: type = WeightedSums) -> Any:
     """The reader ``x`` was made from by ``da.from_array`` if ``x`` is nothing but its
-    blocks, whole fields each, and it offers :class:`WeightedSums`; else ``None``."""
+    blocks, whole fields each, and it offers ``protocol`` (a runtime-checkable protocol);
+    else ``None``.
+
+    Parameters
+    ----------
+    x : da.Array
+        Data, time first, then a 2-D field.
+    protocol : type
+        What the reader must offer (:class:`WeightedSums`, or
+        :class:`pangeo_hpc.recipes.fused_states.GroupSums`).
+
+    Returns
+    -------
+    Any
+        The reader, or ``None``.
+
+    Examples
+    --------
+    >>> import numpy as np, dask.array as da
+    >>> class Reader:  # a reader that sums as it reads
+    ...     shape, dtype, ndim = (4, 2, 3), np.dtype("f8"), 3
+    ...     def __getitem__(self, key):
+    ...         return np.arange(24.0).reshape(self.shape)[key]
+    ...     def weighted_sums(self, start, stop, w):
+    ...         return np.zeros((stop - start, 2))
+    >>> x = da.from_array(Reader(), chunks=(2, 2, 3))
+    >>> type(reader_of(x)).__name__, reader_of(x[1:]), reader_of(x.rechunk((2, 1, 3)))
+    ('Reader', None, None)
+    """
     original = f"original-{x.name}"
     if x.ndim != 3 or set(x.dask.dependencies.get(x.name, ())) != {original}:
         return None
@@ -106,7 +140,7 @@ def _reader_of(x: da.Array) -> WeightedSums | None:
         return None
     layer = x.dask.layers.get(original)
     obj = layer.get(original) if layer is not None else None
-    if isinstance(obj, WeightedSums) and getattr(obj, "shape", None) == x.shape:
+    if isinstance(obj, protocol) and getattr(obj, "shape", None) == x.shape:
         return obj
     return None
 
@@ -157,7 +191,7 @@ def fused_weighted_nanmean(
     x: da.Array, w: np.ndarray, min_share: float, finish: Callable[..., np.ndarray]
 ) -> da.Array | None:
     """The weighted mean over the field of each time step of ``x``, computed by the reader
-    ``x`` comes straight from (:func:`_reader_of`), or ``None`` when it does not; ``finish``
+    ``x`` comes straight from (:func:`reader_of`), or ``None`` when it does not; ``finish``
     makes the means from the sums, the total weight and ``min_share``
     (:func:`pangeo_hpc.recipes.kernels.mean_of_sums`).
 
@@ -196,7 +230,7 @@ def fused_weighted_nanmean(
     """
     if not config.get("data.fuse-reads"):
         return None
-    reader = _reader_of(x)
+    reader = reader_of(x)
     if reader is None or w.shape != x.shape[1:]:
         return None
     w = np.ascontiguousarray(w, dtype="f8")
@@ -270,7 +304,8 @@ def fused_spans(graph: Any) -> dict[str, list[tuple[int, int]]]:
 
 def reads_twice(arrays: Any) -> bool:
     """Whether the Dask arrays ``arrays``, computed together, would read some data twice:
-    once as blocks and once by a reduction fused with its reads (:func:`fused_spans`).
+    as blocks and by a reduction fused with its reads (:func:`fused_spans`), or by two
+    such reductions (an area mean and a time mean, each summed as it reads).
 
     Parameters
     ----------
@@ -304,4 +339,10 @@ def reads_twice(arrays: Any) -> bool:
     if not graphs:
         return False
     merged = Graph.merge(*graphs)
-    return any(name in merged.layers for name in fused_spans(merged))
+    readers: dict[str, int] = {}  # "original-<array>" -> the fused layers reading it
+    for name, layer in merged.layers.items():
+        if str(name).startswith((FUSED, SUMMED)):
+            for read in {task[1] for task in dict(layer).values()}:
+                readers[read] = readers.get(read, 0) + 1
+    blocks = (read[len("original-") :] for read in readers)
+    return any(n > 1 for n in readers.values()) or any(b in merged.layers for b in blocks)

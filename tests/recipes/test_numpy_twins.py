@@ -20,6 +20,7 @@ from pangeo_hpc.io.chunk_decoding import (
     _unshuffle4_numpy,
     _unshuffle_numpy,
 )
+from pangeo_hpc.io.fused_sums import _add_rows_compiled, _add_rows_numpy
 from pangeo_hpc.recipes.kernels import (
     _group_sums,
     _group_sums_numpy,
@@ -59,6 +60,22 @@ def test_the_twins_of_the_sums_give_the_compiled_bits(shape, dtype):
     for w, g in zip(_group_sums(x, codes, 3), _group_sums_numpy(x, codes, 3), strict=True):
         assert g.dtype == w.dtype and np.array_equal(g, w)
         assert np.array_equal(np.signbit(g), np.signbit(w))
+
+
+@pytest.mark.parametrize("dtype", ["f4", "f8"])
+@pytest.mark.parametrize("rows", [1, 2, 24])
+def test_the_twin_of_a_chunks_sums_gives_the_compiled_bits(rows, dtype):
+    """A chunk's rows added to running sums as it is decoded (io/fused_sums.py), on a
+    strided part of the sums (a chunk of a larger field)."""
+    x = _field(rows, 7 * 9, dtype, seed=rows).reshape(rows, 7, 9)
+    start = np.random.default_rng(1).normal(0, 1e3, (2, 10, 12))
+    start[:, 1, :] = 0.0  # sums that start at 0.0 (the first chunk of a block)
+    counts = np.random.default_rng(2).integers(0, 9, (2, 10, 12)).astype(np.int32)
+    (want, want_n), (got, got_n) = (start.copy(), counts.copy()), (start.copy(), counts.copy())
+    _add_rows_compiled(x, want[1, 1:8, 2:11], want_n[1, 1:8, 2:11])
+    _add_rows_numpy(x, got[1, 1:8, 2:11], got_n[1, 1:8, 2:11])
+    assert got.tobytes() == want.tobytes() and np.array_equal(got_n, want_n)
+    assert not np.signbit(want[1, 1:8, 2:11][0, 1])  # -0.0 added to 0.0: 0.0
 
 
 @pytest.mark.parametrize("itemsize", [2, 4, 8])

@@ -27,14 +27,17 @@ from pangeo_hpc.batch.incremental.plan import Prepared, ResultPlan
 from pangeo_hpc.batch.incremental.state_cache import StateCache
 from pangeo_hpc.clusters.threads import as_completed
 from pangeo_hpc.recipes.aggregations import Aggregation, State
+from pangeo_hpc.recipes.fused_states import fused_reads, state_of_span
 
 #: progress lines (INFO): the CLI prints them
 log = logging.getLogger("pangeo_hpc.batch.incremental.run")
 
 
-def _piece_state(plan: ResultPlan, piece: int) -> Any:
+def _piece_state(plan: ResultPlan, piece: int, fuse: bool = False) -> Any:
     """The state of one piece as a Dask Delayed: a task per block, laid side by side over
-    the cells; several blocks along time packed (:func:`pack_blocks`), not merged."""
+    the cells; several blocks along time packed (:func:`pack_blocks`), not merged. With
+    ``fuse`` (no other chain reads these data), a block of data straight from a reader
+    that sums as it decodes is summed so (:mod:`pangeo_hpc.recipes.fused_states`)."""
     a, b = plan.rows[piece]
     arr = plan.data[a:b]
     blocks = arr.to_delayed(optimize_graph=False)  # the reads shared by every result
@@ -42,9 +45,16 @@ def _piece_state(plan: ResultPlan, piece: int) -> Any:
     labels = plan.labels[a:b]
     years = None if plan.years is None else plan.years[a:b]
     chunk = dask.delayed(plan.agg.chunk, pure=True)
+    read = fused_reads(plan.agg, plan.data, plan.years) if fuse else None
+    if read is not None:  # the reader under its key in the data's graph: never tokenized
+        reader = dask.delayed(read[0], name=read[1], pure=True)
+        state = dask.delayed(state_of_span, pure=True)
     along = []
     for i in range(blocks.shape[0]):
         lo, hi = edges[i], edges[i + 1]
+        if read is not None:  # whole fields: one block across the cells
+            along.append(state(reader, int(a + lo), int(a + hi), plan.agg, labels[lo:hi]))
+            continue
         part = None if years is None else years[lo:hi]
         cells = {
             idx: chunk(blocks[(i, *idx)], labels[lo:hi], part)
@@ -198,7 +208,7 @@ def from_cache(
             if not plan.uses(i):  # nothing of this file is used (another season, month)
                 found[c, i] = plan.agg.empty(tuple(plan.data.shape[1:]))
                 continue
-            todo.setdefault(i, {})[c] = _piece_state(plan, i)
+            todo.setdefault(i, {})[c] = _piece_state(plan, i, fuse=len(prepared.chains) == 1)
         if i not in todo and not any(p.uses(i) for p in chains.values()):
             skipped.add(i)
     return todo, skipped
