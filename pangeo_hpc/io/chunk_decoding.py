@@ -289,8 +289,7 @@ class ChunkDecoder:
         array([0., 1., 2., 3.], dtype=float32)
         """
         if self.fast:
-            raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
-            buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
+            buf = self._stored_bytes(payload)
             if self._shuffled and self.dtype.itemsize > 1:
                 buf = (_unshuffle_numpy if use_twins() else _unshuffle)(buf, self.dtype.itemsize)
         else:
@@ -309,6 +308,11 @@ class ChunkDecoder:
                     ) from exc
             buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
         return buf.view(self.dtype).reshape(self.chunks)
+
+    def _stored_bytes(self, payload: Any) -> np.ndarray:
+        """The bytes of a chunk of the fast chains, inflated if deflated (uint8)."""
+        raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
+        return np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
 
     def decode_view(self, payload: Any) -> np.ndarray:
         """One chunk as an array of the chunk shape, in a buffer this thread reuses: valid
@@ -343,8 +347,7 @@ class ChunkDecoder:
         """
         if not (self.fast and self._shuffled and self.dtype.itemsize == 4):
             return self.decode(payload)
-        raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
-        buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
+        buf = self._stored_bytes(payload)
         chunk = _scratch(self.nbytes // 4, "view")
         (_unshuffle4_numpy if use_twins() else _unshuffle4)(buf, chunk)
         return chunk.view(self.dtype).reshape(self.chunks)
@@ -380,8 +383,7 @@ class ChunkDecoder:
             and sys.byteorder == "little"
             and out.dtype == self.dtype
         ):
-            raw = inflate(payload, self.nbytes) if self.codecs[0]["id"] == "zlib" else payload
-            buf = np.frombuffer(_whole(raw, self.nbytes), np.uint8, count=self.nbytes)
+            buf = self._stored_bytes(payload)
             # un-shuffled into a small contiguous buffer, then copied out: writing straight
             # into the strided result was 3-10x slower (no vector loop, a fault per page)
             chunk = _scratch(self.nbytes // 4)
