@@ -24,8 +24,10 @@ import numpy as np
 import xarray as xr
 from matplotlib import colormaps
 from matplotlib.axes import Axes
+from matplotlib.collections import QuadMesh
 from matplotlib.colors import Colormap
 from matplotlib.figure import FigureBase
+from matplotlib.image import AxesImage
 
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.write.coastlines import draw_coastlines
@@ -148,7 +150,7 @@ def colours(da: xr.DataArray, values: np.ndarray) -> dict:
     Returns
     -------
     dict
-        Keyword arguments of ``pcolormesh`` and the colour bar.
+        Keyword arguments of :func:`cells` and the colour bar.
 
     Examples
     --------
@@ -237,7 +239,7 @@ def _text(sub: FigureBase, heading: str, body: str, *, size: float = 11) -> Axes
 
 
 def _grid(shape: Shape, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Longitudes, latitudes and values (latitude by longitude) ready for ``pcolormesh``."""
+    """Longitudes, latitudes and values (latitude by longitude) ready for :func:`cells`."""
     lat, lon = shape.lat, shape.lon
     assert lat is not None and lon is not None
     if data[lat].ndim == 2:  # curvilinear: each row's longitudes without a jump at the seam
@@ -254,12 +256,86 @@ def _grid(shape: Shape, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray, np.
     return x[ix], y[iy], np.asarray(data.values, dtype="f8")[np.ix_(iy, ix)]
 
 
+def evenly_spaced(v: np.ndarray) -> bool:
+    """Whether the increasing 1-d ``v`` has one step between all its values, to a thousandth
+    of it (float32 coordinates of a 0.1-degree grid are within a few millionths of a degree).
+
+    Parameters
+    ----------
+    v : np.ndarray
+        Cell centres, increasing.
+
+    Returns
+    -------
+    bool
+        Two or more values, evenly spaced.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> evenly_spaced(np.arange(-89.5, 90, 1.0)), evenly_spaced(np.array([-60.0, 0, 30]))
+    (True, False)
+    """
+    if v.ndim != 1 or v.size < 2:
+        return False
+    steps = np.diff(v)
+    return bool(steps[0] > 0 and np.all(np.abs(steps - steps[0]) <= 1e-3 * steps[0]))
+
+
+def cells(
+    ax: Axes, x: np.ndarray, y: np.ndarray, values: np.ndarray, style: dict
+) -> AxesImage | QuadMesh:
+    """Draw ``values`` (``y`` by ``x``, NaN missing) as cells centred on ``x`` and ``y``.
+
+    On evenly spaced 1-d axes as one image (:func:`evenly_spaced`), else as a mesh
+    (``pcolormesh``, ``shading="nearest"``): the same cells, and an image draws a 1-degree
+    globe in milliseconds where a mesh of its 65,000 cells takes a tenth of a second. Either
+    is one image in an SVG or a PDF (the mesh rasterised): as vector paths, four 1-degree
+    maps made an SVG of 51 MB in 21 s.
+
+    Parameters
+    ----------
+    ax : Axes
+        Plain (not projected) axes.
+    x, y : np.ndarray
+        Cell centres, increasing: 1-d, or 2-d as ``values`` (a mesh).
+    values : np.ndarray
+        The values, ``y`` by ``x``.
+    style : dict
+        ``cmap``, ``vmin``, ``vmax``.
+
+    Returns
+    -------
+    AxesImage or QuadMesh
+        The drawn cells, for the colour bar.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> _, ax = plt.subplots()
+    >>> drawn = cells(ax, np.array([0.0, 1, 2]), np.array([0.0, 1]), np.ones((2, 3)), {})
+    >>> type(drawn).__name__, tuple(float(e) for e in drawn.get_extent())
+    ('AxesImage', (-0.5, 2.5, -0.5, 1.5))
+    """
+    masked = np.ma.masked_invalid(values)
+    if evenly_spaced(x) and evenly_spaced(y):
+        dx, dy = (x[-1] - x[0]) / (x.size - 1), (y[-1] - y[0]) / (y.size - 1)
+        edges = (x[0] - dx / 2, x[-1] + dx / 2, y[0] - dy / 2, y[-1] + dy / 2)
+        return ax.imshow(
+            masked, extent=edges, origin="lower", interpolation="nearest", aspect="auto", **style
+        )
+    return ax.pcolormesh(x, y, masked, shading="nearest", rasterized=True, **style)
+
+
 def _map_axes(ax: Axes, shape: Shape, data: xr.DataArray, style: dict, view: MapView | None):
     x, y, values = _grid(shape, data)
     ax.set_facecolor(MISSING)
     if view is not None and not view.plain:  # a GeoAxes of view.crs()
         return draw_projected(ax, x, y, values, view, style)
-    mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(values), shading="nearest", **style)
+    mesh = cells(ax, x, y, values, style)
     if x.ndim == 1:
         draw_coastlines(ax, east=bool(x.max() > 180))
     ax.set_xlabel(LON_LABEL)
@@ -381,9 +457,10 @@ def _draw_hovmoeller(sub: FigureBase, shape: Shape, heading: str) -> None:
     ax = sub.subplots()
     ax.set_facecolor(MISSING)
     style = colours(da, values)
-    mesh = ax.pcolormesh(
-        x, y[iy], np.ma.masked_invalid(values), shading="nearest", **_mesh_style(style)
-    )
+    mesh = ax.pcolormesh(  # rasterised in an SVG or a PDF: 20 years of days, one image
+        x, y[iy], np.ma.masked_invalid(values), shading="nearest", rasterized=True,
+        **_mesh_style(style),
+    )  # fmt: skip
     if ticks is not None:
         _ticks(ax, x, ticks)
     elif np.issubdtype(x.dtype, np.datetime64):

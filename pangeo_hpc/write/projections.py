@@ -363,9 +363,10 @@ def draw_projected(
     # missing cells transparent over the axes' grey: cartopy draws the cells that cross the
     # projection's edge again, and only does so with a transparent "bad" colour
     style = style | {"cmap": style["cmap"].with_extremes(bad=(0.0, 0.0, 0.0, 0.0))}
-    mesh = ax.pcolormesh(
-        x, y, np.ma.masked_invalid(values), shading="nearest", transform=degrees, **style
-    )
+    mesh = ax.pcolormesh(  # rasterised in an SVG or a PDF (figure_kinds.cells)
+        x, y, np.ma.masked_invalid(values), shading="nearest", transform=degrees,
+        rasterized=True, **style,
+    )  # fmt: skip
     _frame(ax, x, y, view)
     ax.add_geometries(  # type: ignore[attr-defined]
         [_coastline_geometry()], crs=degrees, facecolor="none", edgecolor="k", lw=0.5
