@@ -55,8 +55,12 @@ strip-notebooks: $(VENV)/.installed
 	$(BIN)/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
 
 ## test: set up (Python packages; as root also cdo, Slurm and Grid Engine), lint, run all tests
+## in PYTEST_WORKERS processes (pytest-xdist; 0: in this one): a module's tests in one, the
+## modules of Slurm, Grid Engine, the big bucket or the browser in one each
+## (tests/support/suite_groups.py)
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed system lint
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
 ## test-lowest: the lowest versions pyproject.toml allows (uv --resolution lowest-direct) in
 ## .venv-lowest, then the smoke tests (pytest -m smoke); CI runs it after `make test`

@@ -178,6 +178,17 @@ def fuse() -> None:
         missing("/dev/fuse", "FUSE needs the fuse kernel module and /dev/fuse")
 
 
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log):
+    """``make test`` (``-n 2 --dist loadscope``): a module's tests in one worker, those of a
+    machine-wide service all in one (tests/support/suite_groups.py)."""
+    if config.getvalue("dist") != "loadscope":
+        return None
+    from tests.support.suite_groups import ModuleScheduling
+
+    return ModuleScheduling(config, log)
+
+
 #: the session's SeaweedFS while it runs, for the reports of failed tests
 _session_servers: list = []
 

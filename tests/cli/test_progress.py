@@ -12,6 +12,15 @@ import time
 from pangeo_hpc.cli import progress
 from pangeo_hpc.cli.progress import ProgressLine, byte_progress, show_progress, step_progress
 
+#: the task of the cancellation test, on a worker thread of this process: it runs until the
+#: test releases it
+_RUNNING, _RELEASE = threading.Event(), threading.Event()
+
+
+def _hold() -> None:
+    _RUNNING.set()
+    _RELEASE.wait()
+
 
 def test_progress_returns_when_the_future_is_cancelled(capsys):
     from distributed import Client, LocalCluster
@@ -25,12 +34,15 @@ def test_progress_returns_when_the_future_is_cancelled(capsys):
         assert done.result() == 3
         assert "progress: 100%" in capsys.readouterr().out
 
-        slow = client.submit(time.sleep, 6)
-        threading.Timer(0.5, slow.cancel).start()
-        t0 = time.perf_counter()
-        show_progress(slow)  # the bar alone would wait for ever
-        assert slow.status == "cancelled"
-        assert time.perf_counter() - t0 < 4
+        # a task that ends only when the test lets it: only the cancellation ends the wait
+        slow = client.submit(_hold, pure=False)
+        try:
+            threading.Thread(target=lambda: _RUNNING.wait() and slow.cancel()).start()
+            show_progress(slow)  # the bar alone would wait for ever
+            assert slow.status == "cancelled"
+            assert not _RELEASE.is_set()  # returned while the task still ran
+        finally:
+            _RELEASE.set()
 
 
 def test_progress_counts_the_tasks_and_prints_a_line_per_ten_percent(capsys, monkeypatch):
