@@ -18,7 +18,7 @@ from pangeo_hpc import start_cluster
 from pangeo_hpc.lab.jupyter import lab_job_script
 from tests.support.cli import run_cli
 from tests.support.needs import missing
-from tests.support.s3env import aws_environment
+from tests.support.s3env import aws_environment, forget_s3_clients
 
 #: an S3 secret key nobody else has: any place it shows up is a leak
 CANARY_SECRET = "canary-" + secrets.token_hex(16)
@@ -43,6 +43,16 @@ def canary_server(tmp_path_factory: pytest.TempPathFactory, demo_tree: Path) -> 
     ) as server:
         publish_tree(server.storage_options(), part, BUCKET)
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _fresh_s3_clients() -> Iterator[None]:
+    """S3 clients this process cached forgotten before and after each test: botocore keeps
+    the keys it found first in the process, which are another server's after an earlier
+    test in the same worker (the canary's read back failed so: InvalidAccessKeyId)."""
+    forget_s3_clients()
+    yield
+    forget_s3_clients()
 
 
 def _canary_env(monkeypatch: pytest.MonkeyPatch, server, tmp_path: Path, secret: str) -> None:

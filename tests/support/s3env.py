@@ -11,13 +11,16 @@ import pytest
 def aws_environment(monkeypatch: pytest.MonkeyPatch, server, tmp_path: Path) -> None:
     """Credentials of ``server`` (a tests/support/servers.py SeaweedFS) through the AWS chain: the
     environment, seen by this process, the CLIs and kernels it starts; no CA bundle (the
-    shell's breaks some clients), no profile, no config or credentials file of the user's."""
+    shell's breaks some clients), no profile, no config or credentials file of the user's.
+    The S3 clients this process cached are forgotten (:func:`forget_s3_clients`): botocore
+    keeps the keys it found first, another server's after an earlier test in this worker."""
     monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
+    forget_s3_clients()
 
 
 def forget_s3_clients() -> None:
