@@ -180,8 +180,8 @@ def fuse() -> None:
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log):
-    """``make test`` (``-n 2 --dist loadscope``): a module's tests in one worker, those of a
-    machine-wide service all in one (tests/support/suite_groups.py)."""
+    """``make test PYTEST_WORKERS=2`` (``-n 2 --dist loadscope``): a module's tests in one
+    worker, those of a machine-wide service all in one (tests/support/suite_groups.py)."""
     if config.getvalue("dist") != "loadscope":
         return None
     from tests.support.suite_groups import ModuleScheduling

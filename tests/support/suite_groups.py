@@ -1,5 +1,5 @@
-"""How ``make test`` shares the suite between pytest-xdist workers (``-n 2 --dist
-loadscope``, the scheduler of ``tests/conftest.py``).
+"""How ``make test PYTEST_WORKERS=2`` shares the suite between pytest-xdist workers (``-n 2
+--dist loadscope``, the scheduler of ``tests/conftest.py``).
 
 A module's tests run in one worker, in their order: a module fixture is made once, and
 test_resume submits its Slurm job when the module starts, so that its minute of time limit
