@@ -1,6 +1,6 @@
 """Fields made by CDO for the recipe tests, in both longitude conventions, and CDO runs.
 
-A field is CDO's ``random`` (one seed per time step, scaled to 270..290 "K") on a grid
+A field is seeded uniform noise (scaled to 270..290 "K") on a CDO grid
 with both poles, with 5 % random holes and optionally the oceans of CDO's ``topo`` masked
 out (NaN shaped like the continents). The second convention is written by xarray:
 longitude -180..180 and latitude descending (ERA5's order); CDO reads that file too, so
@@ -26,21 +26,60 @@ CONVENTIONS = ("0..360", "-180..180")
 def cdo_field(
     folder: Path, nt: int, *, land: bool = True, step: str = "1month", grid: str = "r36x19"
 ) -> dict[str, Path]:
-    """``nt`` time steps from 2000-01-01, one every ``step``: a file per convention."""
-    cdo = require_tool("cdo")
+    """``nt`` time steps from 2000-01-01, one every ``step``: a file per convention.
+
+    The values (uniform noise of numpy's seeded generator, the same in every run) are put
+    on CDO's ``grid`` and masked here, and CDO gives them their time axis, name and units
+    and writes the file. Not CDO's ``random``: its generator is shared by the threads of a
+    chain, so ``-cat [ -random,GRID,1 ... ]`` gave other values in every run, and a chain
+    of 48 of them made CDO 2.1.1 crash now and then on a loaded machine (SIGSEGV).
+    """
+    require_tool("cdo")
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{grid}-{nt}-{step}-{'land' if land else 'all'}.nc"
     if not path.exists():
-        steps = [f"-random,{grid},{seed}" for seed in range(1, nt + 1)]
-        mask = f"-ifthen -duplicate,{nt} -setrtomiss,-20000,0 -topo,{grid}" if land else ""
+        noise = _noise_on_grid(folder / f"{path.stem}-noise.nc", nt, grid=grid, land=land)
         ops = (
             "-setname,sst -setunit,K -setreftime,1900-01-01,00:00:00,days "
-            f"-settaxis,2000-01-01,00:00:00,{step} -addc,270 -mulc,20 {mask} "
-            "-setrtomiss,0,0.05"
+            f"-settaxis,2000-01-01,00:00:00,{step} -setctomiss,0"
         )
-        cmd = [cdo, "-s", "-f", "nc4", *ops.split(), "-cat", "[", *steps, "]", str(path)]
-        subprocess.run(cmd, check=True)
+        part = path.with_name(f".{path.name}.part")
+        cdo(ops, noise, out=part)
+        part.replace(path)  # a field another test's fixture reads is never half-written
+        noise.unlink()
     return {"0..360": path, "-180..180": other_convention(path)}
+
+
+def _noise_on_grid(path: Path, nt: int, *, grid: str, land: bool) -> Path:
+    """270 + 20 u "K" (u uniform in [0, 1), seeded by ``nt`` and ``grid``) on CDO's
+    ``grid``, 0 where it is to be missing: where u <= 0.05 (5 % holes) and, with ``land``,
+    where CDO's ``topo`` is 0 or below (the oceans), as CDO's ``-setrtomiss,0,0.05`` and
+    ``-ifthen`` of ``-setrtomiss,-20000,0 -topo`` made it; a time axis that ``settaxis``
+    replaces."""
+    topo_path = cdo(f"-topo,{grid}", out=path.with_name(f"{path.stem}-topo.nc"))
+    with xr.open_dataset(topo_path) as ds:
+        topo = ds["topo"].load()
+    topo_path.unlink()
+    rng = np.random.default_rng([nt, *map(ord, grid)])
+    u = rng.random((nt, *topo.shape))
+    values = 270.0 + 20.0 * u
+    missing = u <= 0.05
+    if land:
+        missing |= ~(topo.values > 0)
+    # 0 there, which CDO's ``setctomiss,0`` makes missing: a file CDO read with a missing
+    # value would be written with _FillValue too, and the readers must take CDO's files with
+    # ``missing_value`` alone
+    values[missing] = 0.0
+    time = np.datetime64("2000-01-01", "ns") + np.arange(nt) * np.timedelta64(1, "D")
+    sst = xr.Variable(("time", *topo.dims), values.astype("f4"))
+    noise = xr.Dataset(
+        {"sst": sst},
+        coords={**{name: topo[name].variable for name in topo.dims}, "time": time},
+    )
+    for name in noise.variables:
+        noise[name].encoding = {"_FillValue": None}
+    noise.to_netcdf(path)
+    return path
 
 
 def other_convention(path: Path) -> Path:
