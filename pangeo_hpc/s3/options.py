@@ -11,8 +11,10 @@ credentials from the usual AWS chain (environment, ``~/.aws/credentials`` and
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import os
+import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -210,6 +212,7 @@ class S3Options:
         >>> kwargs["config_kwargs"]["retries"]["mode"]
         'standard'
         """
+        follow_aws_environment()  # s3fs caches its instances, with the keys they found
         retries = {"max_attempts": int(config.get("s3.max-retries")), "mode": "standard"}
         timeouts = client_timeouts()
         opts: dict[str, Any] = {
@@ -277,6 +280,7 @@ class S3Options:
         'S3Store'
         """
         require("s3", "S3 access")
+        follow_aws_environment()
         return _store(self, bucket, int(config.get("s3.max-retries")), client_timeouts())
 
     def resolved_region(self) -> str:
@@ -320,12 +324,57 @@ def _check_endpoint_url(endpoint: str | None) -> None:
         )
 
 
-@functools.cache
 def _botocore_session(profile: str | None) -> Any:
+    follow_aws_environment()
+    return _cached_botocore_session(profile)
+
+
+@functools.cache
+def _cached_botocore_session(profile: str | None) -> Any:
     require("s3", "S3 access")  # botocore comes with s3fs
     import botocore.session
 
     return botocore.session.Session(profile=profile)
+
+
+#: a digest of the ``AWS_*`` environment the cached clients were made under (not the keys)
+_clients_environment: str | None = None
+
+
+def follow_aws_environment() -> None:
+    """Forget the S3 clients of this process when an ``AWS_*`` variable changed since they
+    were made: a notebook that sets other keys, a profile or a region uses them at once.
+
+    botocore keeps the keys it first found in a session, and this module keeps its sessions
+    and obstore stores, as s3fs keeps its file systems: without this, keys changed in
+    ``os.environ`` would be ignored until a restart. Keys that refresh (roles, SSO) refresh
+    either way. Workers started before the change keep the environment they started with.
+
+    Examples
+    --------
+    >>> follow_aws_environment()  # nothing to forget while the environment is the same
+    """
+    global _clients_environment
+    aws = sorted((k, v) for k, v in os.environ.items() if k.startswith("AWS_"))
+    digest = hashlib.sha256(repr(aws).encode()).hexdigest()
+    if digest != _clients_environment:
+        forget_clients()
+        _clients_environment = digest
+
+
+def forget_clients() -> None:
+    """Forget the S3 clients this process cached: obstore stores, botocore sessions and
+    s3fs file systems, with the endpoints and keys they were made with.
+
+    Examples
+    --------
+    >>> forget_clients()
+    """
+    _store.cache_clear()
+    _cached_botocore_session.cache_clear()
+    s3fs = sys.modules.get("s3fs")
+    if s3fs is not None:
+        s3fs.S3FileSystem.clear_instance_cache()
 
 
 #: how long obstore may sign with one set of keys before it asks botocore again. botocore's

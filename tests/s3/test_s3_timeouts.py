@@ -72,12 +72,8 @@ def fast_timeouts(monkeypatch):
     }
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
     with dask.config.set({f"pangeo-hpc.s3.{k}": v for k, v in FAST.items()}):
         yield env
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
 
 
 #: the one line that ends the wait (the endpoint, the time-out and the setting to raise)

@@ -135,8 +135,6 @@ def test_stage_from_s3_verifies_and_resumes(
     from tests.support.s3env import aws_environment
 
     aws_environment(monkeypatch, seaweedfs, tmp_path)
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
     opts = s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
     report = stage(f"s3://{BUCKET}/2001", tmp_path / "fsx", s3=opts, range_size=1 << 20)
     assert report.files == 12 and not report.failed

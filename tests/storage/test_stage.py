@@ -33,12 +33,6 @@ MULTIPART = "size and re-read checksum (multipart ETag)"
 FOLDER = "size and re-read checksum (folder: no ETag)"
 
 
-def _forget_clients() -> None:
-    """obstore stores and botocore sessions are cached with their credentials."""
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
-
-
 @pytest.fixture(scope="module")
 def fs(seaweedfs):
     """An s3fs file system on the server (its own credentials), with the bucket made."""
@@ -52,9 +46,7 @@ def fs(seaweedfs):
 def opts(seaweedfs, monkeypatch, tmp_path) -> s3.S3Options:
     """Credentials through the AWS chain (environment); options as a user resolves them."""
     aws_environment(monkeypatch, seaweedfs, tmp_path)
-    _forget_clients()
-    yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
-    _forget_clients()
+    return s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
 
 
 def _publish(fs, prefix: str, files: dict[str, bytes], multipart: tuple[str, ...] = ()) -> str:
@@ -243,8 +235,9 @@ def test_a_changed_object_of_the_same_size_is_staged_again(fs, opts, tmp_path):
 def test_a_named_profile_reaches_the_copy(fs, seaweedfs, opts, tmp_path, monkeypatch):
     url = _publish(fs, "profile", _tree(7))
     for name in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
-        monkeypatch.delenv(name)
-    _forget_clients()
+        monkeypatch.delenv(
+            name
+        )  # the clients made with them are forgotten (follow_aws_environment)
     with pytest.raises(InputError, match="no AWS credentials found"):
         stage(url, tmp_path / "none", s3=opts)
     creds = tmp_path / "credentials"

@@ -340,11 +340,8 @@ def bucket(seaweedfs, tmp_path_factory) -> Path:
 def aws(monkeypatch, seaweedfs, tmp_path):
     """Credentials through the AWS chain (environment, also for CLIs started), no CA bundle."""
     aws_environment(monkeypatch, seaweedfs, tmp_path)
-    s3._store.cache_clear()  # stores cache their credentials
-    s3._botocore_session.cache_clear()
     yield s3.S3Options.resolve(endpoint_url=seaweedfs.endpoint_url)
-    s3._store.cache_clear()
-    s3._botocore_session.cache_clear()
+    s3.forget_clients()
 
 
 @pytest.mark.s3

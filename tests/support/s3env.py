@@ -12,27 +12,22 @@ def aws_environment(monkeypatch: pytest.MonkeyPatch, server, tmp_path: Path) -> 
     """Credentials of ``server`` (a tests/support/servers.py SeaweedFS) through the AWS chain: the
     environment, seen by this process, the CLIs and kernels it starts; no CA bundle (the
     shell's breaks some clients), no profile, no config or credentials file of the user's.
-    The S3 clients this process cached are forgotten (:func:`forget_s3_clients`): botocore
-    keeps the keys it found first, another server's after an earlier test in this worker."""
+    The S3 clients this process made with other keys are forgotten by the package itself
+    (``s3.options.follow_aws_environment``), which the tests using this rely on."""
     monkeypatch.delenv("AWS_CA_BUNDLE", raising=False)
     monkeypatch.delenv("AWS_PROFILE", raising=False)
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", server.key)
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", server.secret)
     monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-aws-config"))
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-aws-credentials"))
-    forget_s3_clients()
 
 
 def forget_s3_clients() -> None:
     """Forget the S3 clients this process cached (obstore stores, botocore sessions, s3fs
     instances) with their endpoints and credentials: a test that changes them starts fresh."""
-    import s3fs
-
     from pangeo_hpc.s3 import options as s3_options
 
-    s3_options._store.cache_clear()
-    s3_options._botocore_session.cache_clear()
-    s3fs.S3FileSystem.clear_instance_cache()
+    s3_options.forget_clients()
 
 
 def boto3_client(server):

