@@ -32,6 +32,7 @@ from matplotlib.image import AxesImage
 from pangeo_hpc.recipes.grid import time_name
 from pangeo_hpc.write.coastlines import draw_coastlines
 from pangeo_hpc.write.panel_text import nice_units, winters
+from pangeo_hpc.write.projected_cells import evenly_spaced
 from pangeo_hpc.write.projections import MapView, draw_projected
 from pangeo_hpc.write.result_shape import (
     CYCLIC,
@@ -254,32 +255,6 @@ def _grid(shape: Shape, data: xr.DataArray) -> tuple[np.ndarray, np.ndarray, np.
     y = np.asarray(data[lat].values, dtype="f8")
     ix, iy = np.argsort(x, kind="stable"), np.argsort(y, kind="stable")
     return x[ix], y[iy], np.asarray(data.values, dtype="f8")[np.ix_(iy, ix)]
-
-
-def evenly_spaced(v: np.ndarray) -> bool:
-    """Whether the increasing 1-d ``v`` has one step between all its values, to a thousandth
-    of it (float32 coordinates of a 0.1-degree grid are within a few millionths of a degree).
-
-    Parameters
-    ----------
-    v : np.ndarray
-        Cell centres, increasing.
-
-    Returns
-    -------
-    bool
-        Two or more values, evenly spaced.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> evenly_spaced(np.arange(-89.5, 90, 1.0)), evenly_spaced(np.array([-60.0, 0, 30]))
-    (True, False)
-    """
-    if v.ndim != 1 or v.size < 2:
-        return False
-    steps = np.diff(v)
-    return bool(steps[0] > 0 and np.all(np.abs(steps - steps[0]) <= 1e-3 * steps[0]))
 
 
 def cells(

@@ -17,8 +17,8 @@ matplotlib alone draws (:mod:`pangeo_hpc.write.figure_kinds`); every other view 
 
 Nothing is downloaded: cartopy fetches Natural Earth only for its features
 (``ax.coastlines()``, ``cartopy.feature``), which are never used here; the coastlines are the
-package's own (:mod:`pangeo_hpc.write.coastlines`), handed to cartopy as shapely lines in
-longitude and latitude and projected by it (cut at the projection's edge).
+package's own (:mod:`pangeo_hpc.write.coastlines`), projected point by point
+(:mod:`pangeo_hpc.write.projected_cells`).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     import numpy as np
     from matplotlib.axes import Axes
     from matplotlib.collections import QuadMesh
+    from matplotlib.image import AxesImage
 
 __all__ = ["PROJECTIONS", "MapView", "Projection", "default_view", "draw_projected", "map_view"]
 
@@ -276,16 +277,6 @@ def default_view() -> MapView:
 
 
 @lru_cache(maxsize=1)
-def _coastline_geometry() -> Any:
-    """The shipped coastlines as one shapely MultiLineString in degrees (one object, so that
-    cartopy's cache of projected geometries serves every panel)."""
-    from shapely.geometry import MultiLineString
-
-    from pangeo_hpc.write.coastlines import coastlines
-
-    return MultiLineString([line for line in coastlines() if len(line) > 1])
-
-
 def _round_boundary(ax: Axes) -> None:
     import matplotlib.path as mpath
     import numpy as np  # (recipes are read without NumPy: the command line starts fast)
@@ -321,9 +312,13 @@ def _frame(ax: Axes, x: np.ndarray, y: np.ndarray, view: MapView) -> None:
 
 def draw_projected(
     ax: Axes, x: np.ndarray, y: np.ndarray, values: np.ndarray, view: MapView, style: dict
-) -> QuadMesh:
+) -> AxesImage | QuadMesh:
     """Draw a map on the cartopy ``GeoAxes`` ``ax`` (made with ``view.crs()``): the values,
     the shipped coastlines over them and a graticule, framed on the data.
+
+    Cells on evenly spaced 1-d coordinates are one image sampled pixel by pixel, others a
+    mesh; the coastlines are projected point by point
+    (:mod:`pangeo_hpc.write.projected_cells`).
 
     Parameters
     ----------
@@ -336,12 +331,12 @@ def draw_projected(
         Latitude by longitude; NaN where missing (shown in the axes' face colour).
     view : MapView
     style : dict
-        ``cmap``, ``vmin``, ``vmax`` for ``pcolormesh``.
+        ``cmap``, ``vmin``, ``vmax``.
 
     Returns
     -------
-    QuadMesh
-        The values' mesh, for the colour bar.
+    AxesImage or QuadMesh
+        The cells, for the colour bar.
 
     Examples
     --------
@@ -352,24 +347,37 @@ def draw_projected(
     >>> view = MapView("robinson")
     >>> ax = plt.figure().add_subplot(projection=view.crs())
     >>> lon, lat, values = np.array([0.0, 10, 20]), np.array([0.0, 10]), np.ones((2, 3))
-    >>> mesh = draw_projected(ax, lon, lat, values, view, {"cmap": plt.get_cmap("viridis")})
-    >>> type(mesh).__name__
+    >>> style = {"cmap": plt.get_cmap("viridis")}
+    >>> type(draw_projected(ax, lon, lat, values, view, style)).__name__
+    'AxesImage'
+    >>> uneven = np.array([0.0, 10, 30])
+    >>> type(draw_projected(ax, uneven, lat, values, view, style)).__name__
     'GeoQuadMesh'
     """
     import cartopy.crs as ccrs
     import numpy as np  # (recipes are read without NumPy: the command line starts fast)
 
-    degrees = ccrs.PlateCarree()
+    from pangeo_hpc.write.projected_cells import (
+        draw_cells,
+        draw_projected_coastlines,
+        evenly_spaced,
+    )
+
     # missing cells transparent over the axes' grey: cartopy draws the cells that cross the
     # projection's edge again, and only does so with a transparent "bad" colour
     style = style | {"cmap": style["cmap"].with_extremes(bad=(0.0, 0.0, 0.0, 0.0))}
-    mesh = ax.pcolormesh(  # rasterised in an SVG or a PDF (figure_kinds.cells)
-        x, y, np.ma.masked_invalid(values), shading="nearest", transform=degrees,
-        rasterized=True, **style,
-    )  # fmt: skip
-    _frame(ax, x, y, view)
-    ax.add_geometries(  # type: ignore[attr-defined]
-        [_coastline_geometry()], crs=degrees, facecolor="none", edgecolor="k", lw=0.5
-    )
+    if evenly_spaced(x) and evenly_spaced(y):
+        # framed on the cells' edges, set first: the image covers the frame
+        dx, dy = (x[-1] - x[0]) / (x.size - 1), (y[-1] - y[0]) / (y.size - 1)
+        edges_y = np.clip([y[0] - dy / 2, y[-1] + dy / 2], -90.0, 90.0)
+        _frame(ax, np.array([x[0] - dx / 2, x[-1] + dx / 2]), edges_y, view)
+        cells: AxesImage | QuadMesh = draw_cells(ax, x, y, values, style)
+    else:  # uneven or curvilinear: each cell a quad, rasterised in an SVG or a PDF
+        cells = ax.pcolormesh(
+            x, y, np.ma.masked_invalid(values), shading="nearest",
+            transform=ccrs.PlateCarree(), rasterized=True, **style,
+        )  # fmt: skip
+        _frame(ax, x, y, view)
+    draw_projected_coastlines(ax)
     ax.gridlines(color="0.4", lw=0.3, alpha=0.6)  # type: ignore[attr-defined]  # no labels
-    return mesh
+    return cells

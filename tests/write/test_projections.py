@@ -20,7 +20,8 @@ import numpy as np
 import pytest
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.collections import QuadMesh
+from matplotlib.collections import LineCollection, QuadMesh
+from matplotlib.image import AxesImage
 
 from pangeo_hpc.cli import main as run
 from pangeo_hpc.errors import InputError
@@ -65,10 +66,16 @@ def colour_at(fig, image: np.ndarray, lon: float, lat: float) -> np.ndarray:
     return np.median(patch, axis=0)  # a line of the graticule or a coast may cross it
 
 
-def mesh_colour(fig, value: float) -> np.ndarray:
+def cells_of(fig) -> AxesImage | QuadMesh:
+    """The map's cells: an image (evenly spaced coordinates) or a mesh."""
     (ax,) = [a for a in fig.subfigs[0].axes if hasattr(a, "projection")]
-    (mesh,) = [c for c in ax.collections if isinstance(c, QuadMesh)]
-    return np.round(np.asarray(mesh.cmap(mesh.norm(value)))[:3] * 255)
+    (cells,) = [a for a in (*ax.images, *ax.collections) if isinstance(a, AxesImage | QuadMesh)]
+    return cells
+
+
+def mesh_colour(fig, value: float) -> np.ndarray:
+    cells = cells_of(fig)
+    return np.round(np.asarray(cells.cmap(cells.norm(value)))[:3] * 255)
 
 
 @pytest.mark.parametrize(
@@ -99,18 +106,69 @@ def test_values_land_where_their_coordinates_say(plot, box, inside, outside):
 
 
 def test_a_projected_map_has_the_shipped_coastlines_and_no_axis_text():
-    import cartopy.feature as cfeature
     from cartopy.mpl.feature_artist import FeatureArtist
 
     from pangeo_hpc.write.coastlines import coastlines
 
     fig = draw_result(box_field((0, 10), (0, 10)), "t", view=map_view({"projection": "robinson"}))
     (ax,) = [a for a in fig.subfigs[0].axes if hasattr(a, "projection")]
-    (coast,) = ax.findobj(FeatureArtist)
-    assert not isinstance(coast._feature, cfeature.NaturalEarthFeature)
-    (lines,) = coast._feature.geometries()
-    assert sum(len(g.coords) for g in lines.geoms) == sum(map(len, coastlines()))
+    assert not ax.findobj(FeatureArtist)  # no Natural Earth feature
+    (coast,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+    # every point of the shipped lines is on a whole globe in Robinson: only the steps across
+    # the seam are cut, and a piece of one point (none here) would be left out
+    drawn = sum(len(piece) for piece in coast.get_segments())
+    assert drawn == sum(map(len, coastlines()))
     assert ax.get_xlabel() == ax.get_ylabel() == ""  # degrees are not the axes' units here
+
+
+def random_cells(west: float, east: float, south: float, north: float) -> xr.Dataset:
+    """A value at random in each 10-degree cell between these edges (degrees)."""
+    lat, lon = np.arange(south + 5, north, 10.0), np.arange(west + 5, east, 10.0)
+    values = np.random.default_rng(7).random((lat.size, lon.size))
+    da = xr.DataArray(
+        values, dims=("lat", "lon"),
+        coords={"lat": ("lat", lat, {"units": "degrees_north"}),
+                "lon": ("lon", lon, {"units": "degrees_east"})},
+        attrs={"units": "1", "long_name": "cells"},
+    )  # fmt: skip
+    return da.to_dataset(name="cells")
+
+
+GLOBE, GLOBE_EAST = (-180, 180, -90, 90), (0, 360, -90, 90)
+#: the tropical Pacific, across the date line (its maps keep 0..360)
+PACIFIC = (140, 280, -30, 30)
+
+
+@pytest.mark.parametrize(
+    ("plot", "edges", "where"),
+    [
+        ({"projection": "robinson"}, GLOBE, [(-175, -55), (5, 5), (175, 65)]),
+        ({"projection": "mollweide", "central_longitude": 180}, GLOBE_EAST, [(355, 15), (5, -25), (185, 35)]),
+        ({"projection": "orthographic", "central_longitude": -60, "central_latitude": 40},
+         GLOBE, [(-65, 45), (-25, 15), (-95, 65)]),
+        ({"projection": "north_polar_stereo"}, GLOBE_EAST, [(5, 75), (115, 65), (295, 75)]),
+        # cells east of the date line: longitudes the projection gives as -180..-80
+        ({"projection": "robinson"}, PACIFIC, [(145, -25), (175, 5), (185, 5), (275, 25)]),
+    ],
+    ids=["robinson", "mollweide-180", "orthographic", "north_polar_stereo", "robinson-pacific"],
+)  # fmt: skip
+def test_each_cell_is_drawn_at_its_place_in_its_colour(plot, edges, where):
+    """10-degree cells of random values, sampled at two points a quarter of a cell from
+    each chosen cell's centre (south-west and north-east). Wrong implementations seen to
+    fail here: the grid's edges taken at the first centre (half a cell east and north),
+    latitudes north to south, and longitudes not taken modulo 360 (the Pacific's cells
+    east of the date line missing)."""
+    ds = random_cells(*edges)
+    lat, lon = ds["lat"].values, ds["lon"].values
+    fig = draw_result(ds, "cells", view=map_view(plot))
+    image = rendered(fig)
+    assert isinstance(cells_of(fig), AxesImage)
+    for centre_lon, centre_lat in where:  # cells' centres
+        (i,), (j,) = np.flatnonzero(lat == centre_lat), np.flatnonzero(lon == centre_lon)
+        want = mesh_colour(fig, ds["cells"].values[i, j])
+        for d in (-2.5, 2.5):
+            got = colour_at(fig, image, lon[j] + d, lat[i] + d)
+            assert np.abs(got - want).max() <= 3, (plot, lon[j] + d, lat[i] + d, got, want)
 
 
 #: a map drawn with nothing to download from: every socket refused (and recorded), cartopy's
