@@ -55,10 +55,10 @@ strip-notebooks: $(VENV)/.installed
 	$(BIN)/jupyter nbconvert --clear-output --inplace notebooks/*.ipynb
 
 ## test: set up (Python packages; as root also cdo, Slurm and Grid Engine), lint, run all tests
-## in PYTEST_WORKERS processes (pytest-xdist; 0, the default: in this one): a module's tests in one, the
-## modules of Slurm, Grid Engine, the big bucket or the browser in one each
+## in PYTEST_WORKERS pytest-xdist workers (default 2; 0: in this process): a module's tests in
+## one, the modules of Slurm, Grid Engine, the big bucket or the browser in one each
 ## (tests/support/suite_groups.py)
-PYTEST_WORKERS ?= 0
+PYTEST_WORKERS ?= 2
 test: $(VENV)/.installed system lint
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist loadscope $(PYTEST_ARGS)
 
