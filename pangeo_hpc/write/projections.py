@@ -286,9 +286,10 @@ def _round_boundary(ax: Axes) -> None:
     ax.set_boundary(circle, transform=ax.transAxes)  # type: ignore[attr-defined]
 
 
-def _frame(ax: Axes, x: np.ndarray, y: np.ndarray, view: MapView) -> None:
+def _frame(ax: Axes, x: np.ndarray, y: np.ndarray, view: MapView) -> tuple[float, float]:
     """Show the data's region: the whole globe of a global field (and always for
-    orthographic), a polar cap from the pole, else the data's box."""
+    orthographic), a polar cap from the pole, else the data's box. Returns the spans of
+    longitude and latitude shown, in degrees (the graticule's spacing follows them)."""
     import cartopy.crs as ccrs
     import numpy as np  # (recipes are read without NumPy: the command line starts fast)
 
@@ -301,13 +302,14 @@ def _frame(ax: Axes, x: np.ndarray, y: np.ndarray, view: MapView) -> None:
         low, high = sorted((float(edge), 90.0 * spec.pole))
         ax.set_extent([-180, 180, low, high], crs=ccrs.PlateCarree())  # type: ignore[attr-defined]
         _round_boundary(ax)
-        return
+        return 360.0, high - low
     span = float(np.nanmax(x) - np.nanmin(x))
     if spec.whole or span >= GLOBAL_SPAN:
         ax.set_global()  # type: ignore[attr-defined]
-        return
+        return 360.0, 180.0
     box = [float(np.nanmin(x)), float(np.nanmax(x)), float(np.nanmin(y)), float(np.nanmax(y))]
     ax.set_extent(box, crs=ccrs.PlateCarree())  # type: ignore[attr-defined]
+    return box[1] - box[0], box[3] - box[2]
 
 
 def draw_projected(
@@ -359,6 +361,7 @@ def draw_projected(
 
     from pangeo_hpc.write.projected_cells import (
         draw_cells,
+        draw_graticule,
         draw_projected_coastlines,
         evenly_spaced,
     )
@@ -370,14 +373,14 @@ def draw_projected(
         # framed on the cells' edges, set first: the image covers the frame
         dx, dy = (x[-1] - x[0]) / (x.size - 1), (y[-1] - y[0]) / (y.size - 1)
         edges_y = np.clip([y[0] - dy / 2, y[-1] + dy / 2], -90.0, 90.0)
-        _frame(ax, np.array([x[0] - dx / 2, x[-1] + dx / 2]), edges_y, view)
+        spans = _frame(ax, np.array([x[0] - dx / 2, x[-1] + dx / 2]), edges_y, view)
         cells: AxesImage | QuadMesh = draw_cells(ax, x, y, values, style)
     else:  # uneven or curvilinear: each cell a quad, rasterised in an SVG or a PDF
         cells = ax.pcolormesh(
             x, y, np.ma.masked_invalid(values), shading="nearest",
             transform=ccrs.PlateCarree(), rasterized=True, **style,
         )  # fmt: skip
-        _frame(ax, x, y, view)
+        spans = _frame(ax, x, y, view)
     draw_projected_coastlines(ax)
-    ax.gridlines(color="0.4", lw=0.3, alpha=0.6)  # type: ignore[attr-defined]  # no labels
+    draw_graticule(ax, *spans)
     return cells

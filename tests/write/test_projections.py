@@ -113,12 +113,39 @@ def test_a_projected_map_has_the_shipped_coastlines_and_no_axis_text():
     fig = draw_result(box_field((0, 10), (0, 10)), "t", view=map_view({"projection": "robinson"}))
     (ax,) = [a for a in fig.subfigs[0].axes if hasattr(a, "projection")]
     assert not ax.findobj(FeatureArtist)  # no Natural Earth feature
-    (coast,) = [c for c in ax.collections if isinstance(c, LineCollection)]
+    (coast,) = [c for c in ax.collections if c.get_gid() == "coastlines"]
     # every point of the shipped lines is on a whole globe in Robinson: only the steps across
     # the seam are cut, and a piece of one point (none here) would be left out
     drawn = sum(len(piece) for piece in coast.get_segments())
     assert drawn == sum(map(len, coastlines()))
     assert ax.get_xlabel() == ax.get_ylabel() == ""  # degrees are not the axes' units here
+
+
+@pytest.mark.parametrize(
+    ("plot", "shown", "parallels"),
+    [({"projection": "robinson"}, (-90, 90), [-60, -30, 0, 30, 60]),
+     ({"projection": "north_polar_stereo"}, (40, 90), [50, 60, 70, 80])],
+)  # fmt: skip
+def test_the_graticule_is_the_packages_spaced_for_what_is_shown(plot, shown, parallels):
+    """Not cartopy's ``gridlines()``, which cut every line with shapely at each of
+    constrained layout's passes (3.5 s of a figure of four maps)."""
+    from cartopy.mpl.gridliner import Gridliner
+
+    fig = draw_result(box_field((60, 80), (0, 40)), "t", view=map_view(plot))
+    (ax,) = [a for a in fig.subfigs[0].axes if hasattr(a, "projection")]
+    assert not ax.findobj(Gridliner)
+    (grid,) = [c for c in ax.collections if c.get_gid() == "graticule"]
+    assert isinstance(grid, LineCollection) and grid.get_alpha() == 0.6
+    import cartopy.crs as ccrs
+
+    # each parallel drawn is a line of one latitude: its points project back to it
+    seen = set()
+    for piece in grid.get_segments():
+        back = ccrs.PlateCarree().transform_points(ax.projection, piece[:, 0], piece[:, 1])
+        lat = back[:, 1][np.isfinite(back[:, 1])]  # the ends on the edge may not come back
+        if lat.size > 2 and np.ptp(lat) < 1e-3:  # Robinson's inverse is iterative
+            seen.add(round(float(lat[0]), 2))
+    assert sorted(s for s in seen if shown[0] < s < shown[1]) == parallels
 
 
 def random_cells(west: float, east: float, south: float, north: float) -> xr.Dataset:
