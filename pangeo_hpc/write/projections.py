@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from pangeo_hpc import config
@@ -276,7 +275,6 @@ def default_view() -> MapView:
     )
 
 
-@lru_cache(maxsize=1)
 def _round_boundary(ax: Axes) -> None:
     import matplotlib.path as mpath
     import numpy as np  # (recipes are read without NumPy: the command line starts fast)
@@ -366,8 +364,8 @@ def draw_projected(
         evenly_spaced,
     )
 
-    # missing cells transparent over the axes' grey: cartopy draws the cells that cross the
-    # projection's edge again, and only does so with a transparent "bad" colour
+    # missing cells transparent over the axes' grey (an image's, and a mesh's: cartopy draws
+    # the cells that cross the projection's edge again, only with a transparent "bad" colour)
     style = style | {"cmap": style["cmap"].with_extremes(bad=(0.0, 0.0, 0.0, 0.0))}
     if evenly_spaced(x) and evenly_spaced(y):
         # framed on the cells' edges, set first: the image covers the frame
