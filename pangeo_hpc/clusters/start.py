@@ -348,7 +348,7 @@ def local_cluster(
     n, threads = prepare_local(workers, threads_per_worker)
     if not processes:
         with dask.config.set(_NO_DASHBOARD):
-            return LocalCluster(
+            cluster = LocalCluster(
                 n_workers=1,
                 threads_per_worker=n * threads,
                 processes=False,
@@ -356,18 +356,44 @@ def local_cluster(
                 scheduler_kwargs={"dashboard": False},
                 memory_limit=config.get("cluster.memory-limit", memory_limit),
             )
-    # glibc's adaptive mmap threshold in the workers (jobqueue.NO_MALLOC_TRIM; measured
-    # here: HDF5 reads 15 % slower without it); this process's nannies start them
-    with dask.config.set(NO_MALLOC_TRIM):
-        return LocalCluster(
-            n_workers=n,
-            threads_per_worker=threads,
-            processes=True,
-            host="127.0.0.1",
-            dashboard_address="127.0.0.1:0",
-            memory_limit=config.get("cluster.memory-limit", memory_limit),
-            env=worker_env(),
-        )
+    else:
+        # glibc's adaptive mmap threshold in the workers (jobqueue.NO_MALLOC_TRIM; measured
+        # here: HDF5 reads 15 % slower without it); this process's nannies start them
+        with dask.config.set(NO_MALLOC_TRIM):
+            cluster = LocalCluster(
+                n_workers=n,
+                threads_per_worker=threads,
+                processes=True,
+                host="127.0.0.1",
+                dashboard_address="127.0.0.1:0",
+                memory_limit=config.get("cluster.memory-limit", memory_limit),
+                env=worker_env(),
+            )
+    keep_ctrl_c()
+    return cluster
+
+
+def keep_ctrl_c() -> None:
+    """Remove distributed's garbage-collection callback from this process, which a local
+    cluster's scheduler (and its worker, with ``processes=False``) added.
+
+    Python runs a gc callback inside whatever code allocates, and an exception raised there
+    is printed as "Exception ignored in: <... GCDiagnosis._gc_callback ...>" and dropped: a
+    Ctrl-C (``KeyboardInterrupt``) that lands in it is lost and the run goes on. That was
+    seen on a loaded machine (``test_ctrl_c_closes_a_local_cluster_without_its_workers_noise``
+    waited 120 s on a run that had not stopped). The callback only logs long collections
+    (at INFO). The scheduler's close asks to disable it again, which then does nothing.
+
+    Examples
+    --------
+    >>> import gc
+    >>> keep_ctrl_c()
+    >>> [cb for cb in gc.callbacks if "GCDiagnosis" in repr(cb)]
+    []
+    """
+    from distributed.gc import disable_gc_diagnosis
+
+    disable_gc_diagnosis(force=True)
 
 
 def worker_count(cluster: Any, jobs: int) -> int:
