@@ -241,14 +241,9 @@ def draw_projected_coastlines(ax: Axes, **style: Any) -> LineCollection:
     >>> len(draw_projected_coastlines(ax).get_segments()) > 50  # Europe, Africa, the Americas
     True
     """
-    from matplotlib.collections import LineCollection
-
     from pangeo_hpc.write.coastlines import coastlines
 
-    pieces = projected_lines(ax.projection, coastlines())  # type: ignore[attr-defined]
-    lines = LineCollection(pieces, gid="coastlines", **({"colors": "k", "linewidths": 0.5} | style))
-    ax.add_collection(lines, autolim=False)
-    return lines
+    return _draw_lines(ax, coastlines(), "coastlines", {"colors": "k", "linewidths": 0.5} | style)
 
 
 def graticule(lon_span: float, lat_span: float) -> tuple[np.ndarray, ...]:
@@ -309,12 +304,18 @@ def draw_graticule(ax: Axes, lon_span: float, lat_span: float) -> LineCollection
     >>> len(draw_graticule(ax, 360, 180).get_segments())  # 6 meridians, 5 parallels
     11
     """
+    return _draw_lines(ax, graticule(lon_span, lat_span), "graticule", GRATICULE)
+
+
+def _draw_lines(ax: Axes, lines: tuple[np.ndarray, ...], gid: str, style: dict) -> LineCollection:
+    """``lines`` (longitude, latitude) projected by :func:`projected_lines` onto ``ax`` as one
+    ``LineCollection`` named ``gid``, without changing its extent."""
     from matplotlib.collections import LineCollection
 
-    pieces = projected_lines(ax.projection, graticule(lon_span, lat_span))  # type: ignore[attr-defined]
-    lines = LineCollection(pieces, gid="graticule", **GRATICULE)
-    ax.add_collection(lines, autolim=False)
-    return lines
+    pieces = projected_lines(ax.projection, lines)  # type: ignore[attr-defined]
+    collection = LineCollection(pieces, gid=gid, **style)
+    ax.add_collection(collection, autolim=False)
+    return collection
 
 
 __all__ = [
